@@ -1,0 +1,176 @@
+"""One thread setting for minnet's OpenMP kernels and the BLAS they call.
+
+minnet parallelises its kernels itself (``prange`` over samples, channels or GEMM
+blocks) and calls single-threaded BLAS inside those threads.  Letting scipy's OpenBLAS
+start its own thread pool as well would oversubscribe the cores, so
+``set_num_threads(n)`` gives the OpenMP kernels ``n`` threads and pins the BLAS that
+minnet's kernels use (scipy's) to one thread per caller.
+"""
+import ctypes
+import glob
+import os
+import platform
+import sys
+
+_state = {"num_threads": None, "blas_libs": None}
+
+# Symbols by which the OpenBLAS builds shipped in scipy / numpy wheels set their pool size.
+_OPENBLAS_SETTERS = (
+    "scipy_openblas_set_num_threads64_",
+    "scipy_openblas_set_num_threads",
+    "openblas_set_num_threads64_",
+    "openblas_set_num_threads",
+)
+_OPENBLAS_GETTERS = (
+    "scipy_openblas_get_num_threads64_",
+    "scipy_openblas_get_num_threads",
+    "openblas_get_num_threads64_",
+    "openblas_get_num_threads",
+)
+
+
+def _default_num_threads():
+    for var in ("MINNET_NUM_THREADS", "OMP_NUM_THREADS"):
+        value = os.environ.get(var, "")
+        if value.strip().isdigit() and int(value) > 0:
+            return int(value)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _find_blas_libs():
+    """Locate the OpenBLAS shared libraries loaded for scipy (and numpy): (path, CDLL) pairs."""
+    if _state["blas_libs"] is not None:
+        return _state["blas_libs"]
+    import scipy.linalg.cython_blas  # noqa: F401  (loads scipy's BLAS into the process)
+
+    paths = set()
+    maps = "/proc/self/maps"
+    if os.path.exists(maps):
+        with open(maps) as f:
+            for line in f:
+                path = line.rstrip("\n").split(" ")[-1]
+                if "openblas" in os.path.basename(path).lower():
+                    paths.add(path)
+    else:  # macOS / Windows: look beside the scipy and numpy packages
+        import numpy
+        import scipy
+        for mod in (scipy, numpy):
+            root = os.path.dirname(os.path.dirname(mod.__file__))
+            for pattern in ("*.libs/*openblas*", "*/.dylibs/*openblas*"):
+                paths.update(glob.glob(os.path.join(root, pattern)))
+    libs = []
+    for path in sorted(paths):
+        try:
+            libs.append((path, ctypes.CDLL(path)))
+        except OSError:
+            continue
+    _state["blas_libs"] = libs
+    return libs
+
+
+def _set_blas_threads(n):
+    # Only scipy's BLAS (the one minnet's kernels call); numpy's copy is left alone so a
+    # user's own numpy code keeps its threads.
+    for path, lib in _find_blas_libs():
+        if "scipy" not in os.path.basename(os.path.dirname(path)):
+            continue
+        for name in _OPENBLAS_SETTERS:
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                fn(ctypes.c_int(n))
+                break
+
+
+def _get_blas_threads():
+    counts = {}
+    for path, lib in _find_blas_libs():
+        for name in _OPENBLAS_GETTERS:
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                fn.restype = ctypes.c_int
+                counts[os.path.join(os.path.basename(os.path.dirname(path)), os.path.basename(path))] = fn()
+                break
+    return counts
+
+
+def set_num_threads(n):
+    """Set the number of threads minnet's kernels use.
+
+    Args:
+        n: a positive int.  The OpenMP kernels use ``n`` threads; the BLAS library they
+           call runs single-threaded inside each of them, so the cores are never
+           oversubscribed.
+
+    Example:
+        >>> import minnet as mn
+        >>> mn.set_num_threads(2)
+        >>> mn.get_num_threads()
+        2
+    """
+    if isinstance(n, bool) or not isinstance(n, (int,)) and not hasattr(n, "__index__"):
+        raise TypeError(f"Invalid argument `n`: expected a positive int. Received: n={n!r}")
+    n = int(n)
+    if n < 1:
+        raise ValueError(f"Invalid argument `n`: expected a positive int. Received: n={n}")
+    from minnet._ext import _openmp
+    _openmp.omp_set_num_threads(n)
+    _set_blas_threads(1)
+    _state["num_threads"] = n
+
+
+def get_num_threads():
+    """Number of threads minnet's kernels use (see ``set_num_threads``)."""
+    if _state["num_threads"] is None:
+        set_num_threads(_default_num_threads())
+    return _state["num_threads"]
+
+
+def config_dict():
+    """The facts ``show_config`` prints, as a dict."""
+    import numpy
+    import scipy
+    from minnet import __version__
+    from minnet._ext import _openmp
+
+    num_threads = get_num_threads()
+    blas = "unknown"
+    try:
+        info = scipy.show_config(mode="dicts")
+        dep = info["Build Dependencies"]["blas"]
+        blas = f"{dep.get('name')} {dep.get('version', '')}".strip()
+    except Exception:
+        pass
+    return {
+        "minnet": __version__,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "numpy": numpy.__version__,
+        "scipy": scipy.__version__,
+        "openmp": _openmp.openmp_enabled(),
+        "debug_build": _openmp.debug_build(),
+        "blas": blas,
+        "blas_libraries": _get_blas_threads(),
+        "num_threads": num_threads,
+        "cpu_count": os.cpu_count(),
+    }
+
+
+def show_config():
+    """Print minnet's version, build (OpenMP, debug), the BLAS scipy uses and thread counts."""
+    c = config_dict()
+    openmp = "yes" if c["openmp"] else "no (kernels run serially: the compiler had no OpenMP)"
+    lines = [
+        f"minnet {c['minnet']}",
+        f"  python:        {c['python']} ({c['platform']})",
+        f"  numpy, scipy:  {c['numpy']}, {c['scipy']}",
+        f"  OpenMP:        {openmp}",
+        f"  debug build:   {'yes (bounds checks on)' if c['debug_build'] else 'no'}",
+        f"  BLAS (scipy):  {c['blas']}",
+    ]
+    for lib, threads in c["blas_libraries"].items():
+        lines.append(f"    {lib}: {threads} thread(s)")
+    lines.append(f"  threads:       {c['num_threads']} (minnet kernels), {c['cpu_count']} CPU(s)")
+    print("\n".join(lines))

@@ -1,0 +1,148 @@
+"""Row-major GEMM over ``scipy.linalg.cython_blas`` (sgemm/dgemm), callable without the GIL.
+
+Fortran BLAS is column-major.  A row-major (m, n) array read as column-major is its
+transpose, so ``C = op(A) @ op(B)`` (row-major) is computed as the column-major product
+``C^T = op(B)^T @ op(A)^T``: the operands are swapped, never copied.
+"""
+from cython.parallel cimport prange
+from scipy.linalg.cython_blas cimport sgemm, dgemm
+
+import numpy as np
+
+
+cdef void gemm(bint trans_a, bint trans_b, int m, int n, int k,
+               floating alpha, const floating* a, int lda,
+               const floating* b, int ldb,
+               floating beta, floating* c, int ldc) noexcept nogil:
+    cdef char ta = b'T' if trans_a else b'N'
+    cdef char tb = b'T' if trans_b else b'N'
+    if m <= 0 or n <= 0:
+        return
+    if k <= 0:
+        # BLAS leaves C * beta; do it here so callers need not special-case it.
+        _scale(m, n, beta, c, ldc)
+        return
+    # Column-major call computing C^T (n x m) = op(B)^T (n x k) @ op(A)^T (k x m).
+    if floating is float:
+        sgemm(&tb, &ta, &n, &m, &k, &alpha, <float*> b, &ldb, <float*> a, &lda,
+              &beta, c, &ldc)
+    else:
+        dgemm(&tb, &ta, &n, &m, &k, &alpha, <double*> b, &ldb, <double*> a, &lda,
+              &beta, c, &ldc)
+
+
+cdef inline void _scale(int m, int n, floating beta, floating* c, int ldc) noexcept nogil:
+    cdef int i, j
+    for i in range(m):
+        for j in range(n):
+            c[i * ldc + j] = 0 if beta == 0 else c[i * ldc + j] * beta
+
+
+cdef void gemm_parallel(bint trans_a, bint trans_b, int m, int n, int k,
+                        floating alpha, const floating* a, int lda,
+                        const floating* b, int ldb,
+                        floating beta, floating* c, int ldc,
+                        int n_threads) noexcept nogil:
+    cdef int n_blocks, block, start, stop, size
+    cdef long flops = <long> m * n * k
+    # Below ~1 MFLOP a thread team costs more than it saves.
+    if n_threads <= 1 or flops < 1000000:
+        gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+        return
+    if m >= n:
+        # Row blocks of C: rows of op(A), all of op(B).
+        n_blocks = n_threads if m >= n_threads else m
+        size = (m + n_blocks - 1) // n_blocks
+        for block in prange(n_blocks, nogil=True, schedule="static", num_threads=n_threads):
+            start = block * size
+            stop = start + size
+            if stop > m:
+                stop = m
+            if start < stop:
+                gemm(trans_a, trans_b, stop - start, n, k, alpha,
+                     a + (start if trans_a else <long> start * lda), lda,
+                     b, ldb, beta, c + <long> start * ldc, ldc)
+    else:
+        # Column blocks of C: all of op(A), columns of op(B).
+        n_blocks = n_threads if n >= n_threads else n
+        size = (n + n_blocks - 1) // n_blocks
+        for block in prange(n_blocks, nogil=True, schedule="static", num_threads=n_threads):
+            start = block * size
+            stop = start + size
+            if stop > n:
+                stop = n
+            if start < stop:
+                gemm(trans_a, trans_b, m, stop - start, k, alpha, a, lda,
+                     b + (<long> start * ldb if trans_b else start), ldb,
+                     beta, c + start, ldc)
+
+
+def _check_2d(name, arr, dtype):
+    if not isinstance(arr, np.ndarray):
+        raise TypeError(f"Invalid argument `{name}`: expected a numpy.ndarray. "
+                        f"Received: {type(arr).__name__}")
+    if arr.ndim != 2:
+        raise ValueError(f"Invalid argument `{name}`: expected a 2-D array. "
+                         f"Received: shape={arr.shape}")
+    if arr.dtype != dtype:
+        raise TypeError(f"Invalid argument `{name}`: expected dtype {dtype}. "
+                        f"Received: dtype={arr.dtype}")
+
+
+def py_gemm(a, b, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, c=None, n_threads=1):
+    """Python-visible ``C = alpha * op(A) @ op(B) + beta * C`` for testing the BLAS layer.
+
+    Args:
+        a: (m, k) array, or (k, m) when ``trans_a``; float32 or float64.
+        b: (k, n) array, or (n, k) when ``trans_b``; same dtype as ``a``.
+        trans_a, trans_b: use the transpose of ``a`` / ``b``.
+        alpha, beta: scalars.
+        c: optional (m, n) output, C-contiguous, same dtype; required when beta != 0.
+        n_threads: threads for the blocked parallel GEMM (1 = a single BLAS call).
+
+    Returns:
+        The (m, n) array ``c``.
+    """
+    a = np.ascontiguousarray(a)
+    b = np.ascontiguousarray(b)
+    if a.dtype not in (np.float32, np.float64):
+        raise TypeError(f"Invalid argument `a`: expected float32 or float64. Received: dtype={a.dtype}")
+    _check_2d("a", a, a.dtype)
+    _check_2d("b", b, a.dtype)
+    m, ka = (a.shape[1], a.shape[0]) if trans_a else a.shape
+    kb, n = (b.shape[1], b.shape[0]) if trans_b else b.shape
+    if ka != kb:
+        raise ValueError(f"Invalid arguments `a`, `b`: inner dimensions differ, op(a) is "
+                         f"{(m, ka)} and op(b) is {(kb, n)}")
+    if c is None:
+        if beta != 0:
+            raise ValueError("Invalid argument `c`: required when beta != 0")
+        c = np.empty((m, n), dtype=a.dtype)
+    else:
+        _check_2d("c", c, a.dtype)
+        if c.shape != (m, n) or not c.flags.c_contiguous:
+            raise ValueError(f"Invalid argument `c`: expected a C-contiguous array of shape "
+                             f"{(m, n)}. Received: shape={c.shape}")
+    if a.dtype == np.float32:
+        _gemm_dispatch[float](a, b, c, trans_a, trans_b, alpha, beta, n_threads)
+    else:
+        _gemm_dispatch[double](a, b, c, trans_a, trans_b, alpha, beta, n_threads)
+    return c
+
+
+cdef _gemm_dispatch(floating[:, ::1] a, floating[:, ::1] b, floating[:, ::1] c,
+                    bint trans_a, bint trans_b, double alpha, double beta, int n_threads):
+    cdef int m = c.shape[0], n = c.shape[1]
+    cdef int k = a.shape[0] if trans_a else a.shape[1]
+    cdef floating* pa = &a[0, 0] if a.size > 0 else NULL
+    cdef floating* pb = &b[0, 0] if b.size > 0 else NULL
+    cdef floating* pc = &c[0, 0] if c.size > 0 else NULL
+    # Leading dimension must be >= 1 for BLAS even for empty operands.
+    cdef int lda = a.shape[1] if a.shape[1] > 0 else 1
+    cdef int ldb = b.shape[1] if b.shape[1] > 0 else 1
+    cdef int ldc = n if n > 0 else 1
+    if m == 0 or n == 0:
+        return
+    with nogil:
+        gemm_parallel(trans_a, trans_b, m, n, k, <floating> alpha, pa, lda, pb, ldb,
+                      <floating> beta, pc, ldc, n_threads)

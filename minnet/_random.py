@@ -1,0 +1,65 @@
+"""minnet's one source of randomness: ``manual_seed`` seeds initialisation, dropout and shuffling.
+
+* ``generator()`` is a ``numpy.random.Generator`` (PCG64) used for weight
+  initialisation and data shuffling.  minnet never touches NumPy's global RNG.
+* Dropout masks come from a counter-based hash keyed by ``(seed, offset, index)``;
+  ``dropout_key(n)`` hands out the key for a mask of ``n`` elements and advances the
+  offset by ``n``, so a mask depends only on the seed and on how many random numbers
+  were drawn before it, never on the thread count.
+"""
+import numpy as np
+
+_DEFAULT_SEED = 0x5EED
+
+_state = {"seed": _DEFAULT_SEED, "generator": np.random.default_rng(_DEFAULT_SEED), "offset": 0}
+
+
+def manual_seed(seed):
+    """Seed all of minnet's randomness (initialisation, dropout, shuffling).
+
+    Args:
+        seed: a non-negative int.
+
+    Example:
+        >>> import minnet as mn
+        >>> mn.manual_seed(0)
+    """
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"Invalid argument `seed`: expected a non-negative int. Received: seed={seed!r}")
+    seed = int(seed)
+    _state["seed"] = seed
+    _state["generator"] = np.random.default_rng(seed)
+    _state["offset"] = 0
+
+
+def initial_seed():
+    """The seed last given to ``manual_seed``."""
+    return _state["seed"]
+
+
+def generator():
+    """The ``numpy.random.Generator`` behind initialisation and shuffling."""
+    return _state["generator"]
+
+
+def dropout_key(n_elements):
+    """Return ``(seed, offset)`` for a mask of ``n_elements`` and advance the offset."""
+    seed = _state["seed"] & 0xFFFFFFFFFFFFFFFF
+    offset = _state["offset"]
+    _state["offset"] = (offset + int(n_elements)) & 0xFFFFFFFFFFFFFFFF
+    return seed, offset
+
+
+def get_state():
+    """Everything needed to continue the same random stream (for checkpoints)."""
+    return {"seed": _state["seed"], "offset": _state["offset"],
+            "generator": _state["generator"].bit_generator.state}
+
+
+def set_state(state):
+    """Restore a state returned by ``get_state``."""
+    _state["seed"] = int(state["seed"])
+    _state["offset"] = int(state["offset"])
+    g = np.random.default_rng()
+    g.bit_generator.state = state["generator"]
+    _state["generator"] = g
