@@ -1,0 +1,94 @@
+"""Look at the backward graph: ``mn.print_graph(t)`` and ``mn.graph_to_dot(t)``."""
+from .function import AccumulateGrad
+from .tensor import Tensor
+
+__all__ = ["print_graph", "graph_to_dot"]
+
+
+def _label(node):
+    if isinstance(node, AccumulateGrad):
+        v = node.variable
+        name = f"{v.name}: " if getattr(v, "name", None) else ""
+        return f"AccumulateGrad ({name}shape {tuple(v.shape)}, {v.dtype})"
+    return node.name()
+
+
+def _root(t):
+    if not isinstance(t, Tensor):
+        raise TypeError(f"Expected an mn.Tensor. Received: {type(t).__name__}")
+    if t.grad_fn is not None:
+        return t.grad_fn
+    if t.requires_grad:
+        return t._gradient_edge()[0]
+    return None
+
+
+def graph_lines(t):
+    root = _root(t)
+    if root is None:
+        return ["(no graph: the tensor does not require grad)"]
+    lines = []
+    seen = set()
+    # iterative depth-first walk (deep chains must not hit the recursion limit)
+    stack = [(root, "", "", True)]
+    while stack:
+        node, prefix, branch, _ = stack.pop()
+        again = id(node) in seen and not isinstance(node, AccumulateGrad)
+        lines.append(prefix + branch + _label(node) + ("  (shown above)" if again else ""))
+        if again:
+            continue
+        seen.add(id(node))
+        children = [c for c, _ in node.next_functions if c is not None]
+        child_prefix = prefix + ("" if branch == "" else ("    " if branch.startswith("└") else "│   "))
+        for i in reversed(range(len(children))):
+            last = i == len(children) - 1
+            stack.append((children[i], child_prefix, "└── " if last else "├── ", last))
+    return lines
+
+
+def print_graph(t, file=None):
+    """Print the tree of backward nodes that produced ``t``, down to its leaves.
+
+    Example:
+        >>> x = mn.tensor(np.ones((4, 3)), requires_grad=True)
+        >>> mn.print_graph((x * 2).sigmoid().sum())
+        SumBackward
+        └── SigmoidBackward
+            └── MulBackward
+                └── AccumulateGrad (shape (4, 3), float64)
+    """
+    print("\n".join(graph_lines(t)), file=file)
+
+
+def graph_to_dot(t):
+    """The backward graph of ``t`` as Graphviz DOT text (render with ``dot -Tpng``)."""
+    root = _root(t)
+    out = ["digraph minnet {", '  node [shape=box, fontname="monospace"];']
+    if root is None:
+        out.append("}")
+        return "\n".join(out)
+    ids = {}
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in ids:
+            continue
+        ids[id(node)] = f"n{len(ids)}"
+        label = _label(node).replace('"', "'")
+        out.append(f'  {ids[id(node)]} [label="{label}"];')
+        for child, _ in node.next_functions:
+            if child is not None:
+                stack.append(child)
+    stack = [root]
+    done = set()
+    while stack:
+        node = stack.pop()
+        if id(node) in done:
+            continue
+        done.add(id(node))
+        for child, _ in node.next_functions:
+            if child is not None:
+                out.append(f"  {ids[id(node)]} -> {ids[id(child)]};")
+                stack.append(child)
+    out.append("}")
+    return "\n".join(out)
