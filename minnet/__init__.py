@@ -1,0 +1,48 @@
+"""minnet: a small, fast deep-learning framework for coursework.
+
+Typed Cython kernels (im2col + BLAS convolution, activations, dropout, batch norm,
+pooling, fused losses) under a small, readable autograd and a Keras-style API::
+
+    import minnet as mn
+    from minnet import layers
+    model = mn.Sequential([layers.Dense(64, activation="relu"), layers.Dense(10)])
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    model.fit(x, y, epochs=5)
+"""
+import importlib as _importlib
+
+__version__ = "0.1.0"
+
+from ._config import get_num_threads, set_num_threads, show_config  # noqa: E402
+from ._random import manual_seed  # noqa: E402
+from .autograd import (Function, GradcheckError, Parameter, Tensor, enable_grad,  # noqa: E402
+                       gradcheck, graph_to_dot, is_grad_enabled, no_grad, print_graph,
+                       set_grad_enabled, tensor)
+
+_SUBMODULES = {"layers", "losses", "optimizers", "callbacks", "metrics", "datasets", "data",
+               "functional", "initializers", "activations", "models", "saving", "autograd"}
+_LAZY = {
+    "Sequential": ("models", "Sequential"),
+    "load_model": ("models", "load_model"),
+    "register_layer": ("layers", "register_layer"),
+}
+
+
+def __getattr__(name):
+    # Submodules load on first use: `import minnet` stays fast and light.
+    if name in _SUBMODULES:
+        return _importlib.import_module(f"{__name__}.{name}")
+    if name in _LAZY:
+        module, attr = _LAZY[name]
+        return getattr(_importlib.import_module(f"{__name__}.{module}"), attr)
+    raise AttributeError(f"module 'minnet' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | _SUBMODULES | set(_LAZY))
+
+
+__all__ = ["__version__", "Tensor", "Parameter", "tensor", "Function", "no_grad", "enable_grad",
+           "is_grad_enabled", "set_grad_enabled", "gradcheck", "GradcheckError", "print_graph",
+           "graph_to_dot", "manual_seed", "set_num_threads", "get_num_threads", "show_config",
+           "Sequential", "load_model", "register_layer"] + sorted(_SUBMODULES)
