@@ -125,4 +125,8 @@ def _extensions():
     )
 
 
-setup(ext_modules=_extensions())
+setup(
+    ext_modules=_extensions(),
+    # compile the extension modules in parallel (one per core)
+    options={"build_ext": {"parallel": os.cpu_count() or 1}},
+)
