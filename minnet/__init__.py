@@ -15,7 +15,7 @@ __version__ = "0.1.0"
 
 from ._config import get_num_threads, set_num_threads, show_config  # noqa: E402
 from ._random import manual_seed  # noqa: E402
-from .autograd import (Function, GradcheckError, Parameter, Tensor, enable_grad,  # noqa: E402
+from .autograd import (AnomalyError, Function, GradcheckError, detect_anomaly, Parameter, Tensor, enable_grad,  # noqa: E402
                        gradcheck, graph_to_dot, is_grad_enabled, no_grad, print_graph,
                        set_grad_enabled, tensor)
 
@@ -44,5 +44,5 @@ def __dir__():
 
 __all__ = ["__version__", "Tensor", "Parameter", "tensor", "Function", "no_grad", "enable_grad",
            "is_grad_enabled", "set_grad_enabled", "gradcheck", "GradcheckError", "print_graph",
-           "graph_to_dot", "manual_seed", "set_num_threads", "get_num_threads", "show_config",
+           "graph_to_dot", "detect_anomaly", "AnomalyError", "manual_seed", "set_num_threads", "get_num_threads", "show_config",
            "Sequential", "load_model", "register_layer"] + sorted(_SUBMODULES)

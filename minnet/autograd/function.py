@@ -27,7 +27,8 @@ from collections import deque
 import numpy as np
 
 __all__ = ["Function", "Context", "Node", "BackwardNode", "AccumulateGrad",
-           "no_grad", "enable_grad", "is_grad_enabled", "set_grad_enabled"]
+           "no_grad", "enable_grad", "is_grad_enabled", "set_grad_enabled", "detect_anomaly",
+           "AnomalyError"]
 
 
 # --------------------------------------------------------------------------- grad mode
@@ -91,6 +92,51 @@ class enable_grad(no_grad):
         self.prev = _GradMode.enabled
         _GradMode.enabled = True
         return self
+
+
+# --------------------------------------------------------------------------- anomaly mode
+
+class _AnomalyMode:
+    enabled = False
+
+
+class AnomalyError(FloatingPointError):
+    """Raised under ``detect_anomaly()`` when an op produces NaN or inf."""
+
+
+class detect_anomaly:
+    """Context manager: name the first op whose forward or backward produces NaN/inf.
+
+    Checking every array costs a pass over it, so use it to hunt a NaN, not to train.
+
+    Example:
+        >>> with mn.detect_anomaly():
+        ...     loss = model(x, training=True).log().sum()
+        ...     loss.backward()   # AnomalyError: Function 'Log' returned nan/inf values ...
+    """
+
+    def __init__(self, enabled=True):
+        self.enabled = bool(enabled)
+
+    def __enter__(self):
+        self.prev = _AnomalyMode.enabled
+        _AnomalyMode.enabled = self.enabled
+        return self
+
+    def __exit__(self, *exc):
+        _AnomalyMode.enabled = self.prev
+        return False
+
+
+def _check_finite(arrays, what):
+    for i, a in enumerate(arrays):
+        if a is None or not isinstance(a, np.ndarray) or a.dtype.kind not in "fc":
+            continue
+        if not np.all(np.isfinite(a)):
+            n_nan = int(np.isnan(a).sum())
+            n_inf = int(np.isinf(a).sum())
+            raise AnomalyError(f"{what} {i} contains nan/inf values ({n_nan} nan, {n_inf} inf, "
+                               f"shape {a.shape}, dtype {a.dtype})")
 
 
 # --------------------------------------------------------------------------- ctx
@@ -207,6 +253,8 @@ class BackwardNode(Node):
         result = self.fn_cls.backward(ctx, *grads)
         if not isinstance(result, tuple):
             result = (result,)
+        if _AnomalyMode.enabled:
+            _check_finite(result, f"Function '{self.name()}' returned nan/inf values in its gradient for input")
         n_inputs = len(self._input_meta)
         if len(result) != n_inputs:
             raise RuntimeError(
@@ -303,6 +351,8 @@ class Function(metaclass=_FunctionMeta):
         raw = cls.forward(ctx, *arrays, **kwargs)
         multiple = isinstance(raw, tuple)
         raw_outputs = raw if multiple else (raw,)
+        if _AnomalyMode.enabled:
+            _check_finite(raw_outputs, f"Function '{cls.__name__}' returned nan/inf values in its forward output")
         outputs = []
         for r in raw_outputs:
             if isinstance(r, Tensor):

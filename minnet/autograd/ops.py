@@ -138,10 +138,10 @@ class MatMul(Function):
         a2_shape = (1,) + sa if len(sa) == 1 else sa
         b2_shape = sb + (1,) if len(sb) == 1 else sb
         g2 = g
-        if len(sa) == 1:
-            g2 = np.expand_dims(g2, -2)
         if len(sb) == 1:
             g2 = np.expand_dims(g2, -1)
+        if len(sa) == 1:
+            g2 = np.expand_dims(g2, -2)
         if na:
             b2 = b.reshape(b2_shape)
             ga = unbroadcast(np.matmul(g2, np.swapaxes(b2, -1, -2)), a2_shape).reshape(sa)

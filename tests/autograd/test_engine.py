@@ -283,3 +283,21 @@ def test_gradients_are_not_shared_between_leaves():
     (a + b).sum().backward()
     a.grad += 10
     np.testing.assert_allclose(b.grad, 1.0)
+
+
+def test_detect_anomaly_names_forward_op():
+    x = mn.tensor(np.array([1.0, -1.0]), requires_grad=True)
+    with mn.detect_anomaly():
+        with pytest.raises(mn.AnomalyError, match="Function 'Log' returned nan/inf values in its forward"):
+            x.log()
+    with np.errstate(invalid="ignore"):
+        assert np.isnan(x.log().data[1])           # off by default: no check
+
+
+def test_detect_anomaly_names_backward_op():
+    x = mn.tensor(np.array([0.0, 1.0]), requires_grad=True)
+    with mn.detect_anomaly():
+        y = x.sqrt().sum()                         # forward finite, d sqrt/dx at 0 is inf
+        with pytest.raises(mn.AnomalyError, match="SqrtBackward"):
+            with np.errstate(divide="ignore"):
+                y.backward()
