@@ -1,0 +1,370 @@
+"""The optimizer base class: parameters, per-parameter state, clipping, learning rate.
+
+An optimizer holds a list of parameters (``mn.Parameter``/``mn.Tensor`` objects with
+``.data`` and ``.grad`` ndarrays) and, in ``step()``, updates each ``p.data`` **in
+place**: layers hold the very same array, so rebinding ``p.data`` would silently
+detach the optimizer from the model.  Subclasses implement one method,
+``_update(data, grad, state, lr, work)``, the update rule for one parameter written
+with NumPy ``out=`` operations into a scratch buffer (no new arrays per step).
+
+``step()`` does, in order (as ``torch.nn.utils.clip_grad_norm_`` + ``opt.step()``):
+
+1. evaluate the learning rate (a float, or a schedule at ``iterations``);
+2. clip gradients: ``clipnorm`` per parameter or ``global_clipnorm`` over all of them
+   (PyTorch's formula ``g *= min(1, max_norm / (norm + 1e-6))``), then ``clipvalue``
+   (``g = clip(g, -v, v)``).  Clipping works on a copy: ``p.grad`` is left as the
+   backward pass wrote it;
+3. apply the update rule to every parameter whose ``grad`` is not None;
+4. ``iterations += 1``.
+"""
+import math
+import numbers
+
+import numpy as np
+
+from minnet.optimizers import schedules as _schedules
+
+__all__ = ["Optimizer"]
+
+_PARAMS_MESSAGE = ("expected an iterable of minnet Parameters (Tensors whose `.data` is a "
+                   "floating-point ndarray)")
+
+
+def check_number(name, value, low=None, high=None, low_open=False, high_open=False):
+    """Return ``value`` as a float, or raise naming the argument (shared by the optimizers)."""
+    return _schedules._check_number(name, value, low=low, high=high, low_open=low_open,
+                                    high_open=high_open)
+
+
+def check_bool(name, value):
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"Invalid value for argument `{name}`: expected a bool. "
+                        f"Received: {name}={value!r}")
+    return bool(value)
+
+
+def _optional_positive(name, value):
+    if value is None:
+        return None
+    return check_number(name, value, low=0, low_open=True)
+
+
+class Optimizer:
+    """Base class of minnet's optimizers.
+
+    Args:
+        params: iterable of Parameters to optimize (``model.parameters()``), or None
+            when ``model.compile`` will call ``set_parameters`` later.
+        learning_rate: a non-negative float or a ``schedules.LearningRateSchedule``.
+        clipnorm: clip each parameter's gradient to this L2 norm.
+        clipvalue: clip each gradient element to ``[-clipvalue, clipvalue]``.
+        global_clipnorm: clip all gradients together to this total L2 norm.
+        name: optional name (used in ``get_config``).
+
+    Subclasses set ``_hyper_names`` (numeric hyperparameters saved by ``state_dict``) and
+    implement ``_update``.
+    """
+
+    _hyper_names = ()
+    # Slots of scratch memory the update rule needs (one flat buffer per dtype and slot,
+    # sized for the largest parameter and shared by all parameters).
+    _n_work = 1
+
+    def __init__(self, params=None, learning_rate=0.01, clipnorm=None, clipvalue=None,
+                 global_clipnorm=None, name=None):
+        self._learning_rate = None
+        self.learning_rate = learning_rate if not isinstance(learning_rate, dict) \
+            else _schedules.deserialize(learning_rate)
+        self.clipnorm = _optional_positive("clipnorm", clipnorm)
+        self.clipvalue = _optional_positive("clipvalue", clipvalue)
+        self.global_clipnorm = _optional_positive("global_clipnorm", global_clipnorm)
+        if self.clipnorm is not None and self.global_clipnorm is not None:
+            raise ValueError("Only one of `clipnorm` and `global_clipnorm` can be set. "
+                             f"Received: clipnorm={clipnorm}, global_clipnorm={global_clipnorm}")
+        self.name = type(self).__name__.lower() if name is None else str(name)
+        self._iterations = 0
+        self._params = None
+        self._state = []          # one dict per parameter: name -> ndarray or int
+        self._pending_state = None
+        self._work = {}           # (dtype, slot) -> flat scratch buffer
+        if params is not None:
+            self.set_parameters(params)
+
+    # ---- parameters --------------------------------------------------------------
+    def set_parameters(self, params):
+        """Set the parameters to optimize (``model.compile`` calls this).
+
+        Args:
+            params: iterable of Parameters (duplicates are kept once, first occurrence),
+                or an object with a ``parameters()`` method such as a layer or model.
+        """
+        if hasattr(params, "parameters") and callable(params.parameters):
+            params = params.parameters()
+        if isinstance(params, np.ndarray) or hasattr(params, "data") and not isinstance(params, (list, tuple)):
+            raise TypeError(f"Invalid value for argument `params`: {_PARAMS_MESSAGE}. "
+                            f"Received: a single {type(params).__name__}; wrap it in a list")
+        try:
+            params = list(params)
+        except TypeError:
+            raise TypeError(f"Invalid value for argument `params`: {_PARAMS_MESSAGE}. "
+                            f"Received: {type(params).__name__}") from None
+        unique, seen = [], set()
+        for i, p in enumerate(params):
+            data = getattr(p, "data", None)
+            if not isinstance(data, np.ndarray) or not np.issubdtype(data.dtype, np.floating):
+                received = (f"element {i} of type {type(p).__name__}" if data is None
+                            else f"element {i} with data of type {type(data).__name__}"
+                            f"{'' if not isinstance(data, np.ndarray) else ' dtype ' + str(data.dtype)}")
+                raise TypeError(f"Invalid value for argument `params`: {_PARAMS_MESSAGE}. "
+                                f"Received: {received}")
+            if id(p) not in seen:
+                seen.add(id(p))
+                unique.append(p)
+        self._params = unique
+        self._state = [{} for _ in unique]
+        self._work = {}
+        if self._pending_state is not None:
+            pending, self._pending_state = self._pending_state, None
+            self.load_state_dict(pending)
+        return self
+
+    @property
+    def params(self):
+        """The list of parameters (empty before ``set_parameters``)."""
+        return list(self._params or [])
+
+    def zero_grad(self, set_to_none=True):
+        """Clear the gradients (``p.grad = None``, or zero them in place)."""
+        for p in self._params or []:
+            if set_to_none or p.grad is None:
+                p.grad = None
+            else:
+                p.grad[...] = 0
+
+    # ---- learning rate -----------------------------------------------------------
+    @property
+    def learning_rate(self):
+        """The current learning rate as a float (a schedule is evaluated at ``iterations``)."""
+        lr = self._learning_rate
+        if isinstance(lr, _schedules.LearningRateSchedule):
+            return float(lr(self._iterations))
+        return lr
+
+    @learning_rate.setter
+    def learning_rate(self, value):
+        if isinstance(self._learning_rate, _schedules.LearningRateSchedule):
+            raise TypeError("This optimizer was created with a `LearningRateSchedule` object as its "
+                            "`learning_rate` constructor argument, hence its learning rate is not "
+                            "settable. If you need the learning rate to be settable, create the "
+                            "optimizer with a float `learning_rate`.")
+        if isinstance(value, _schedules.LearningRateSchedule):
+            self._learning_rate = value
+            return
+        if isinstance(value, np.ndarray) and value.ndim == 0:
+            value = value.item()
+        self._learning_rate = check_number("learning_rate", value, low=0)
+
+    @property
+    def lr(self):
+        """Alias of ``learning_rate``."""
+        return self.learning_rate
+
+    @lr.setter
+    def lr(self, value):
+        self.learning_rate = value
+
+    @property
+    def iterations(self):
+        """Number of ``step()`` calls so far."""
+        return self._iterations
+
+    @iterations.setter
+    def iterations(self, value):
+        if isinstance(value, np.ndarray):
+            value = value.item()
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+            raise ValueError(f"Invalid value for argument `iterations`: expected a non-negative int. "
+                             f"Received: iterations={value!r}")
+        self._iterations = int(value)
+
+    # ---- the step ----------------------------------------------------------------
+    def _scratch(self, slot, shape, dtype):
+        """A view of the shared scratch buffer ``slot`` with this shape (no allocation per step)."""
+        key = (np.dtype(dtype).str, slot)
+        size = math.prod(shape)
+        flat = self._work.get(key)
+        if flat is None or flat.size < size:
+            flat = np.empty(size, dtype=dtype)
+            self._work[key] = flat
+        return flat[:size].reshape(shape)
+
+    def _needs_grad_copy(self):
+        """True when the update rule writes into the gradient (e.g. adds weight decay)."""
+        return False
+
+    def _gradients(self):
+        """Yield (index, param, grad) for every parameter with a gradient, clipped as configured.
+
+        A generator on purpose: the clipped copies share one scratch buffer, so each must
+        be consumed (the parameter updated) before the next is produced.
+        """
+        items = []
+        for i, p in enumerate(self._params):
+            grad = p.grad
+            if grad is None:
+                continue
+            grad = getattr(grad, "data", grad)   # a Tensor grad is accepted too
+            grad = np.asarray(grad)
+            if grad.shape != p.data.shape:
+                raise ValueError(f"Parameter {i} has shape {p.data.shape} but its gradient has shape "
+                                 f"{grad.shape}: the gradient must match the parameter's shape.")
+            items.append((i, p, grad))
+        if not items:
+            return
+
+        scale = None
+        if self.global_clipnorm is not None:
+            total = math.sqrt(sum(self._sq_norm(g) for _, _, g in items))
+            scale = min(1.0, self.global_clipnorm / (total + 1e-6))
+        copy = (self.clipnorm is not None or scale is not None or self.clipvalue is not None
+                or self._needs_grad_copy())
+        for i, p, grad in items:
+            data = p.data
+            if copy or grad.dtype != data.dtype:
+                buf = self._scratch(0, data.shape, data.dtype)
+                np.copyto(buf, grad, casting="same_kind")
+                grad = buf
+                coef = scale
+                if self.clipnorm is not None:
+                    coef = min(1.0, self.clipnorm / (math.sqrt(self._sq_norm(grad)) + 1e-6))
+                if coef is not None and coef < 1.0:
+                    np.multiply(grad, coef, out=grad)
+                if self.clipvalue is not None:
+                    np.clip(grad, -self.clipvalue, self.clipvalue, out=grad)
+            yield i, p, grad
+
+    @staticmethod
+    def _sq_norm(g):
+        flat = g.reshape(-1)
+        return float(np.dot(flat, flat)) if flat.dtype != np.float16 else float(np.sum(flat.astype(np.float64) ** 2))
+
+    def step(self):
+        """Update every parameter that has a gradient, in place, then ``iterations += 1``."""
+        if self._params is None:
+            raise RuntimeError(f"{type(self).__name__} has no parameters: pass them to the constructor "
+                               "(`optimizer(model.parameters())`) or call `set_parameters(params)` "
+                               "(`model.compile(optimizer=...)` does this).")
+        lr = self.learning_rate
+        for i, p, grad in self._gradients():
+            data = p.data
+            work = self._scratch(1, data.shape, data.dtype) if self._n_work else None
+            self._update(data, grad, self._state[i], lr, work)
+            bump = getattr(p, "_bump_version", None)
+            if bump is not None:
+                bump()
+        self._iterations += 1
+
+    def _update(self, data, grad, state, lr, work):
+        """Update one parameter in place.
+
+        Args:
+            data: the parameter's ndarray (INOUT, update in place).
+            grad: its gradient (IN; writable scratch when ``_needs_grad_copy()``).
+            state: this parameter's state dict (INOUT).
+            lr: the learning rate for this step (float).
+            work: scratch ndarray of the parameter's shape and dtype.
+        """
+        raise NotImplementedError
+
+    # ---- state and config --------------------------------------------------------
+    def _hyperparameters(self):
+        return {name: getattr(self, name) for name in self._hyper_names}
+
+    def state_dict(self):
+        """The optimizer state as a flat dict of str -> ndarray / float / int / bool.
+
+        Keys: ``"iterations"``, ``"learning_rate"`` (when it is a float), the numeric
+        hyperparameters by name, and ``"state.<param index>.<name>"`` per parameter.
+        Arrays are copies; everything can go through ``np.savez`` without pickle.
+        """
+        d = {"iterations": self._iterations}
+        if not isinstance(self._learning_rate, _schedules.LearningRateSchedule):
+            d["learning_rate"] = float(self._learning_rate)
+        for name, value in self._hyperparameters().items():
+            if value is not None:
+                d[name] = value
+        for i, state in enumerate(self._state):
+            for name, value in state.items():
+                d[f"state.{i}.{name}"] = value.copy() if isinstance(value, np.ndarray) else value
+        return d
+
+    def load_state_dict(self, state_dict):
+        """Restore ``state_dict()``'s output (values may be 0-d arrays, as from ``np.load``).
+
+        When the optimizer has no parameters yet, the per-parameter state is kept and
+        applied by ``set_parameters``.
+        """
+        if not hasattr(state_dict, "keys"):
+            raise TypeError("Invalid value for argument `state_dict`: expected a dict (or an npz "
+                            f"mapping). Received: {type(state_dict).__name__}")
+        d = {k: state_dict[k] for k in state_dict.keys()}
+        per_param = {k: v for k, v in d.items() if k.startswith("state.")}
+        if per_param and self._params is None:
+            self._pending_state = d
+        new_state = [{} for _ in (self._params or [])]
+        if self._params is not None:
+            for key, value in per_param.items():
+                parts = key.split(".")
+                if len(parts) != 3 or not parts[1].isdigit():
+                    raise ValueError(f"Invalid key {key!r} in `state_dict`: expected "
+                                     "'state.<param index>.<name>'.")
+                index, name = int(parts[1]), parts[2]
+                if index >= len(self._params):
+                    raise ValueError(f"`state_dict` has state for parameter {index} but this optimizer "
+                                     f"has {len(self._params)} parameters.")
+                value = np.asarray(value)
+                if value.ndim == 0 and name == "step":
+                    new_state[index][name] = int(value)
+                    continue
+                shape = self._params[index].data.shape
+                if value.shape != shape:
+                    raise ValueError(f"`state_dict` entry {key!r} has shape {value.shape} but parameter "
+                                     f"{index} has shape {shape}.")
+                new_state[index][name] = np.array(value, dtype=self._params[index].data.dtype, copy=True)
+        for name in self._hyper_names:
+            if name in d:
+                value = np.asarray(d[name]).item()
+                current = getattr(self, name)
+                setattr(self, name, type(current)(value) if current is not None else value)
+        if "learning_rate" in d and not isinstance(self._learning_rate, _schedules.LearningRateSchedule):
+            self.learning_rate = float(np.asarray(d["learning_rate"]))
+        if "iterations" in d:
+            self.iterations = int(np.asarray(d["iterations"]))
+        if self._params is not None:
+            self._state = new_state
+
+    def get_config(self):
+        """JSON-able constructor arguments (a schedule is stored as its ``serialize`` dict)."""
+        lr = self._learning_rate
+        if isinstance(lr, _schedules.LearningRateSchedule):
+            lr = _schedules.serialize(lr)
+        config = {"name": self.name, "learning_rate": lr}
+        config.update(self._hyperparameters())
+        config.update(clipnorm=self.clipnorm, clipvalue=self.clipvalue,
+                      global_clipnorm=self.global_clipnorm)
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        """Create an optimizer (without parameters) from ``get_config()``'s output."""
+        config = dict(config)
+        lr = config.get("learning_rate")
+        if isinstance(lr, dict):
+            config["learning_rate"] = _schedules.deserialize(lr)
+        return cls(**config)
+
+    def __repr__(self):
+        config = self.get_config()
+        config.pop("name", None)
+        args = ", ".join(f"{k}={v!r}" for k, v in config.items() if v is not None)
+        return f"{type(self).__name__}({args})"

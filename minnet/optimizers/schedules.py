@@ -1,0 +1,356 @@
+"""Learning-rate schedules: the learning rate as a function of the optimizer step.
+
+A schedule is passed as ``learning_rate=`` to any optimizer; the optimizer evaluates
+it at its ``iterations`` counter (0 for the first step) before every update, as Keras
+does.  The formulas are Keras 3's (``keras.optimizers.schedules``); ``StepDecay`` is
+PyTorch's ``StepLR`` counted in optimizer steps and ``LinearWarmup`` wraps any
+schedule or constant with a linear ramp.
+
+Example:
+    >>> from minnet.optimizers import SGD, schedules
+    >>> lr = schedules.ExponentialDecay(0.1, decay_steps=100, decay_rate=0.5)
+    >>> lr(100)
+    0.05
+"""
+import math
+import numbers
+
+__all__ = [
+    "LearningRateSchedule",
+    "ExponentialDecay",
+    "InverseTimeDecay",
+    "PiecewiseConstantDecay",
+    "StepDecay",
+    "PolynomialDecay",
+    "CosineDecay",
+    "LinearWarmup",
+    "serialize",
+    "deserialize",
+    "get",
+]
+
+
+def _check_number(name, value, low=None, high=None, low_open=False, high_open=False, integer=False):
+    """Return ``value`` as a float (or int), raising a ValueError/TypeError that names it."""
+    kind = "an int" if integer else "a number"
+    ok_type = isinstance(value, numbers.Integral) if integer else isinstance(value, numbers.Real)
+    if isinstance(value, bool) or not ok_type:
+        raise TypeError(f"Invalid value for argument `{name}`: expected {kind}. "
+                        f"Received: {name}={value!r} of type {type(value).__name__}")
+    value = int(value) if integer else float(value)
+    bad = not math.isfinite(value)
+    if low is not None:
+        bad = bad or (value <= low if low_open else value < low)
+    if high is not None:
+        bad = bad or (value >= high if high_open else value > high)
+    if bad:
+        lo = "" if low is None else (f"> {low}" if low_open else f">= {low}")
+        hi = "" if high is None else (f"< {high}" if high_open else f"<= {high}")
+        expect = " and ".join(s for s in (lo, hi) if s) or "finite"
+        raise ValueError(f"Invalid value for argument `{name}`: expected {kind} {expect}. "
+                         f"Received: {name}={value!r}")
+    return value
+
+
+def _check_step(step):
+    if isinstance(step, bool) or not isinstance(step, numbers.Real) or step < 0:
+        raise ValueError(f"Invalid value for argument `step`: expected a non-negative number. "
+                         f"Received: step={step!r}")
+    return float(step)
+
+
+class LearningRateSchedule:
+    """Base class: a learning rate that depends on the optimizer step.
+
+    Subclasses implement ``__call__(step) -> float`` and ``get_config()``.
+
+    Example:
+        >>> class Halving(LearningRateSchedule):
+        ...     def __init__(self, lr): self.lr = lr
+        ...     def __call__(self, step): return self.lr * 0.5 ** step
+        ...     def get_config(self): return {"lr": self.lr}
+    """
+
+    def __call__(self, step):
+        raise NotImplementedError(f"{type(self).__name__} must implement __call__(step).")
+
+    def get_config(self):
+        raise NotImplementedError(f"{type(self).__name__} must implement get_config().")
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
+        return f"{type(self).__name__}({args})"
+
+
+class ExponentialDecay(LearningRateSchedule):
+    """``lr(step) = initial_learning_rate * decay_rate ** (step / decay_steps)``.
+
+    With ``staircase=True`` the exponent is ``floor(step / decay_steps)``.
+
+    Args:
+        initial_learning_rate: learning rate at step 0.
+        decay_steps: positive number of steps for one factor of ``decay_rate``.
+        decay_rate: multiplicative factor (> 0).
+        staircase: decay in discrete jumps.
+    """
+
+    def __init__(self, initial_learning_rate, decay_steps, decay_rate, staircase=False):
+        self.initial_learning_rate = _check_number("initial_learning_rate", initial_learning_rate, low=0)
+        self.decay_steps = _check_number("decay_steps", decay_steps, low=0, low_open=True)
+        self.decay_rate = _check_number("decay_rate", decay_rate, low=0, low_open=True)
+        self.staircase = bool(staircase)
+
+    def __call__(self, step):
+        p = _check_step(step) / self.decay_steps
+        if self.staircase:
+            p = math.floor(p)
+        return self.initial_learning_rate * self.decay_rate ** p
+
+    def get_config(self):
+        return {"initial_learning_rate": self.initial_learning_rate, "decay_steps": self.decay_steps,
+                "decay_rate": self.decay_rate, "staircase": self.staircase}
+
+
+class InverseTimeDecay(LearningRateSchedule):
+    """``lr(step) = initial_learning_rate / (1 + decay_rate * step / decay_steps)``.
+
+    Args:
+        initial_learning_rate: learning rate at step 0.
+        decay_steps: positive number of steps.
+        decay_rate: non-negative rate.
+        staircase: use ``floor(step / decay_steps)``.
+    """
+
+    def __init__(self, initial_learning_rate, decay_steps, decay_rate, staircase=False):
+        self.initial_learning_rate = _check_number("initial_learning_rate", initial_learning_rate, low=0)
+        self.decay_steps = _check_number("decay_steps", decay_steps, low=0, low_open=True)
+        self.decay_rate = _check_number("decay_rate", decay_rate, low=0)
+        self.staircase = bool(staircase)
+
+    def __call__(self, step):
+        p = _check_step(step) / self.decay_steps
+        if self.staircase:
+            p = math.floor(p)
+        return self.initial_learning_rate / (1.0 + self.decay_rate * p)
+
+    def get_config(self):
+        return {"initial_learning_rate": self.initial_learning_rate, "decay_steps": self.decay_steps,
+                "decay_rate": self.decay_rate, "staircase": self.staircase}
+
+
+class PiecewiseConstantDecay(LearningRateSchedule):
+    """``values[0]`` for ``step <= boundaries[0]``, ``values[1]`` up to ``boundaries[1]``, ...
+
+    Args:
+        boundaries: increasing list of step numbers.
+        values: list of learning rates, one more than ``boundaries``.
+    """
+
+    def __init__(self, boundaries, values):
+        boundaries = list(boundaries)
+        values = list(values)
+        if len(values) != len(boundaries) + 1:
+            raise ValueError("Invalid value for argument `values`: expected one more element than "
+                             f"`boundaries` ({len(boundaries)}). Received: {len(values)} values")
+        self.boundaries = [_check_number(f"boundaries[{i}]", b, low=0) for i, b in enumerate(boundaries)]
+        if any(b1 >= b2 for b1, b2 in zip(self.boundaries, self.boundaries[1:])):
+            raise ValueError("Invalid value for argument `boundaries`: expected a strictly increasing "
+                             f"list. Received: boundaries={boundaries}")
+        self.values = [_check_number(f"values[{i}]", v, low=0) for i, v in enumerate(values)]
+
+    def __call__(self, step):
+        step = _check_step(step)
+        for boundary, value in zip(self.boundaries, self.values):
+            if step <= boundary:
+                return value
+        return self.values[-1]
+
+    def get_config(self):
+        return {"boundaries": list(self.boundaries), "values": list(self.values)}
+
+
+class StepDecay(LearningRateSchedule):
+    """``lr(step) = initial_learning_rate * gamma ** (step // step_size)`` (PyTorch ``StepLR``).
+
+    Args:
+        initial_learning_rate: learning rate at step 0.
+        step_size: positive int, number of optimizer steps between decays.
+        gamma: multiplicative factor (> 0).
+    """
+
+    def __init__(self, initial_learning_rate, step_size, gamma=0.1):
+        self.initial_learning_rate = _check_number("initial_learning_rate", initial_learning_rate, low=0)
+        self.step_size = _check_number("step_size", step_size, low=1, integer=True)
+        self.gamma = _check_number("gamma", gamma, low=0, low_open=True)
+
+    def __call__(self, step):
+        step = _check_step(step)
+        return self.initial_learning_rate * self.gamma ** (int(step) // self.step_size)
+
+    def get_config(self):
+        return {"initial_learning_rate": self.initial_learning_rate, "step_size": self.step_size,
+                "gamma": self.gamma}
+
+
+class PolynomialDecay(LearningRateSchedule):
+    """``(initial - end) * (1 - min(step, decay_steps) / decay_steps) ** power + end``.
+
+    With ``cycle=True`` ``decay_steps`` is stretched to the first multiple above ``step``.
+
+    Args:
+        initial_learning_rate: learning rate at step 0.
+        decay_steps: positive number of steps.
+        end_learning_rate: final learning rate.
+        power: exponent (1.0 is linear decay).
+        cycle: restart after ``decay_steps``.
+    """
+
+    def __init__(self, initial_learning_rate, decay_steps, end_learning_rate=0.0001, power=1.0,
+                 cycle=False):
+        self.initial_learning_rate = _check_number("initial_learning_rate", initial_learning_rate, low=0)
+        self.decay_steps = _check_number("decay_steps", decay_steps, low=0, low_open=True)
+        self.end_learning_rate = _check_number("end_learning_rate", end_learning_rate, low=0)
+        self.power = _check_number("power", power)
+        self.cycle = bool(cycle)
+
+    def __call__(self, step):
+        step = _check_step(step)
+        decay_steps = self.decay_steps
+        if self.cycle:
+            decay_steps *= 1.0 if step == 0 else math.ceil(step / decay_steps)
+        else:
+            step = min(step, decay_steps)
+        p = step / decay_steps
+        return ((self.initial_learning_rate - self.end_learning_rate) * (1.0 - p) ** self.power
+                + self.end_learning_rate)
+
+    def get_config(self):
+        return {"initial_learning_rate": self.initial_learning_rate, "decay_steps": self.decay_steps,
+                "end_learning_rate": self.end_learning_rate, "power": self.power, "cycle": self.cycle}
+
+
+class CosineDecay(LearningRateSchedule):
+    """Cosine decay with optional linear warmup (Keras 3 ``CosineDecay``).
+
+    Without warmup (``warmup_target=None``)::
+
+        s = min(step, decay_steps)
+        lr = initial_learning_rate * ((1 - alpha) * 0.5 * (1 + cos(pi * s / decay_steps)) + alpha)
+
+    With warmup, the rate rises linearly from ``initial_learning_rate`` to
+    ``warmup_target`` over ``warmup_steps`` steps and then decays from ``warmup_target``
+    as above (step counted from the end of the warmup).
+
+    Args:
+        initial_learning_rate: learning rate at step 0.
+        decay_steps: positive number of decay steps.
+        alpha: final rate as a fraction of the starting one, in [0, 1].
+        warmup_target: rate reached at the end of the warmup, or None for no warmup.
+        warmup_steps: number of warmup steps.
+    """
+
+    def __init__(self, initial_learning_rate, decay_steps, alpha=0.0, warmup_target=None,
+                 warmup_steps=0):
+        self.initial_learning_rate = _check_number("initial_learning_rate", initial_learning_rate, low=0)
+        self.decay_steps = _check_number("decay_steps", decay_steps, low=0, low_open=True)
+        self.alpha = _check_number("alpha", alpha, low=0, high=1)
+        self.warmup_target = (None if warmup_target is None
+                              else _check_number("warmup_target", warmup_target, low=0))
+        self.warmup_steps = _check_number("warmup_steps", warmup_steps, low=0)
+
+    def _decay(self, step, decay_from):
+        fraction = step / self.decay_steps
+        cosine = 0.5 * (1.0 + math.cos(math.pi * fraction))
+        return decay_from * ((1.0 - self.alpha) * cosine + self.alpha)
+
+    def __call__(self, step):
+        step = _check_step(step)
+        if self.warmup_target is None:
+            return self._decay(min(step, self.decay_steps), self.initial_learning_rate)
+        step = min(step, self.decay_steps + self.warmup_steps)
+        if step < self.warmup_steps:
+            fraction = step / self.warmup_steps
+            return (self.warmup_target - self.initial_learning_rate) * fraction + self.initial_learning_rate
+        return self._decay(step - self.warmup_steps, self.warmup_target)
+
+    def get_config(self):
+        return {"initial_learning_rate": self.initial_learning_rate, "decay_steps": self.decay_steps,
+                "alpha": self.alpha, "warmup_target": self.warmup_target,
+                "warmup_steps": self.warmup_steps}
+
+
+class LinearWarmup(LearningRateSchedule):
+    """Linear ramp from ``start_learning_rate`` to ``after`` over ``warmup_steps``, then ``after``.
+
+    ``lr(step) = start + (after(0) - start) * step / warmup_steps`` while
+    ``step < warmup_steps``, and ``after(step - warmup_steps)`` afterwards.
+
+    Args:
+        after: a float or a LearningRateSchedule used once the warmup is over.
+        warmup_steps: positive int.
+        start_learning_rate: rate at step 0.
+    """
+
+    def __init__(self, after, warmup_steps, start_learning_rate=0.0):
+        if isinstance(after, dict):
+            after = deserialize(after)
+        if not isinstance(after, LearningRateSchedule):
+            after = _check_number("after", after, low=0)
+        self.after = after
+        self.warmup_steps = _check_number("warmup_steps", warmup_steps, low=1, integer=True)
+        self.start_learning_rate = _check_number("start_learning_rate", start_learning_rate, low=0)
+
+    def _after(self, step):
+        return self.after(step) if isinstance(self.after, LearningRateSchedule) else self.after
+
+    def __call__(self, step):
+        step = _check_step(step)
+        if step < self.warmup_steps:
+            target = self._after(0)
+            return self.start_learning_rate + (target - self.start_learning_rate) * step / self.warmup_steps
+        return self._after(step - self.warmup_steps)
+
+    def get_config(self):
+        after = serialize(self.after) if isinstance(self.after, LearningRateSchedule) else self.after
+        return {"after": after, "warmup_steps": self.warmup_steps,
+                "start_learning_rate": self.start_learning_rate}
+
+
+_SCHEDULES = {cls.__name__: cls for cls in (
+    ExponentialDecay, InverseTimeDecay, PiecewiseConstantDecay, StepDecay, PolynomialDecay,
+    CosineDecay, LinearWarmup)}
+
+
+def serialize(schedule):
+    """``{"class_name": ..., "config": ...}`` for a schedule (JSON-able)."""
+    if not isinstance(schedule, LearningRateSchedule):
+        raise TypeError("Invalid value for argument `schedule`: expected a LearningRateSchedule. "
+                        f"Received: {type(schedule).__name__}")
+    return {"class_name": type(schedule).__name__, "config": schedule.get_config()}
+
+
+def deserialize(config, custom_objects=None):
+    """Rebuild a schedule from ``serialize``'s output."""
+    if not isinstance(config, dict) or "class_name" not in config:
+        raise ValueError("Invalid value for argument `config`: expected a dict with keys "
+                         f"'class_name' and 'config'. Received: {config!r}")
+    table = dict(_SCHEDULES)
+    table.update(custom_objects or {})
+    name = config["class_name"]
+    if name not in table:
+        raise ValueError(f"Unknown learning-rate schedule: {name!r}. Known schedules: "
+                         f"{sorted(table)} (pass custom ones in `custom_objects`).")
+    return table[name].from_config(dict(config.get("config", {})))
+
+
+def get(identifier):
+    """A schedule from an instance or a ``serialize`` dict."""
+    if isinstance(identifier, LearningRateSchedule):
+        return identifier
+    if isinstance(identifier, dict):
+        return deserialize(identifier)
+    raise ValueError(f"Could not interpret learning-rate schedule identifier: {identifier!r}")

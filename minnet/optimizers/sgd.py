@@ -1,0 +1,75 @@
+"""Stochastic gradient descent with momentum, dampening, Nesterov and L2 weight decay."""
+import numpy as np
+
+from minnet.optimizers.optimizer import Optimizer, check_bool, check_number
+
+__all__ = ["SGD"]
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent (PyTorch's ``torch.optim.SGD`` update, Keras argument names).
+
+    The rule for one parameter ``p`` with gradient ``g`` (``b`` is the momentum buffer)::
+
+        g = g + weight_decay * p                  # L2 penalty added to the gradient
+        if momentum != 0:
+            b = g if first step else momentum * b + (1 - dampening) * g
+            g = g + momentum * b if nesterov else b
+        p = p - learning_rate * g
+
+    Args:
+        params: Parameters to optimize, or None (``model.compile`` sets them).
+        learning_rate: float >= 0 or a ``schedules.LearningRateSchedule``.
+        momentum: float >= 0.
+        nesterov: use Nesterov momentum (needs ``momentum > 0`` and ``dampening == 0``).
+        weight_decay: L2 coefficient added to the gradient (PyTorch's, not Keras's decoupled one).
+        dampening: dampening of the momentum buffer update.
+        clipnorm, clipvalue, global_clipnorm: gradient clipping (see ``Optimizer``).
+        name: optional name.
+
+    Shape:
+        Each state buffer has the shape of its parameter.
+
+    Example:
+        >>> opt = SGD(model.parameters(), learning_rate=0.1, momentum=0.9)
+        >>> opt.zero_grad(); loss.backward(); opt.step()
+    """
+
+    _hyper_names = ("momentum", "nesterov", "weight_decay", "dampening")
+
+    def __init__(self, params=None, learning_rate=0.01, momentum=0.0, nesterov=False, weight_decay=0.0,
+                 dampening=0.0, clipnorm=None, clipvalue=None, global_clipnorm=None, name=None):
+        self.momentum = check_number("momentum", momentum, low=0)
+        self.nesterov = check_bool("nesterov", nesterov)
+        self.weight_decay = check_number("weight_decay", weight_decay, low=0)
+        self.dampening = check_number("dampening", dampening, low=0, high=1)
+        if self.nesterov and (self.momentum <= 0 or self.dampening != 0):
+            raise ValueError("Nesterov momentum requires `momentum` > 0 and `dampening` == 0. "
+                             f"Received: momentum={momentum}, dampening={dampening}")
+        super().__init__(params, learning_rate, clipnorm, clipvalue, global_clipnorm, name)
+
+    def _needs_grad_copy(self):
+        return self.weight_decay != 0 or self.nesterov
+
+    def _update(self, data, grad, state, lr, work):
+        if self.weight_decay != 0:
+            np.multiply(data, self.weight_decay, out=work)
+            np.add(grad, work, out=grad)
+        if self.momentum != 0:
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                state["momentum_buffer"] = buf = np.array(grad, dtype=data.dtype, copy=True)
+            else:
+                np.multiply(buf, self.momentum, out=buf)
+                if self.dampening != 0:
+                    np.multiply(grad, 1.0 - self.dampening, out=work)
+                    np.add(buf, work, out=buf)
+                else:
+                    np.add(buf, grad, out=buf)
+            if self.nesterov:
+                np.multiply(buf, self.momentum, out=work)
+                np.add(grad, work, out=grad)
+            else:
+                grad = buf
+        np.multiply(grad, lr, out=work)
+        np.subtract(data, work, out=data)
