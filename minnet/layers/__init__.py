@@ -1,0 +1,154 @@
+"""minnet's layers (Keras-style, NCHW) and their serialization registry.
+
+``serialize(layer)`` gives ``{"class_name": ..., "config": ...}`` (JSON-able, no pickle);
+``deserialize(d, custom_objects=None)`` re-creates the layer.  Built-in layers are
+registered by class name; a custom layer (or a function used by a ``Lambda`` layer) is
+registered with the ``register_layer`` decorator::
+
+    @mn.register_layer
+    class Scale(mn.layers.Layer):
+        ...
+
+    @mn.register_layer("my_package>Scale")   # or under an explicit name
+    class Scale(mn.layers.Layer):
+        ...
+"""
+import inspect
+
+from minnet.layers.base import Layer
+from minnet.layers.core import Activation, Dense, Flatten, Input, Lambda, Reshape
+from minnet.layers.convolutional import Conv2D
+from minnet.layers.pooling import AveragePooling2D, GlobalAveragePooling2D, MaxPooling2D
+from minnet.layers.normalization import BatchNormalization
+from minnet.layers.regularization import AlphaDropout, Dropout, SpatialDropout2D
+from minnet.layers.activation import ELU, LeakyReLU, ReLU, SELU, Sigmoid, Softmax, Tanh
+
+__all__ = [
+    "Layer", "Input", "Dense", "Flatten", "Reshape", "Lambda", "Activation", "Conv2D",
+    "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D", "BatchNormalization",
+    "Dropout", "AlphaDropout", "SpatialDropout2D", "ReLU", "LeakyReLU", "ELU", "SELU",
+    "Sigmoid", "Tanh", "Softmax", "serialize", "deserialize", "register_layer", "get",
+]
+
+_BUILTINS = (Input, Dense, Flatten, Reshape, Lambda, Activation, Conv2D, MaxPooling2D,
+             AveragePooling2D, GlobalAveragePooling2D, BatchNormalization, Dropout,
+             AlphaDropout, SpatialDropout2D, ReLU, LeakyReLU, ELU, SELU, Sigmoid, Tanh, Softmax)
+
+# name -> class or function. Built-ins first; register_layer adds to it.
+_REGISTRY = {cls.__name__: cls for cls in _BUILTINS}
+# Keras spells a few of them differently.
+_ALIASES = {"MaxPool2D": MaxPooling2D, "AvgPool2D": AveragePooling2D,
+            "AveragePool2D": AveragePooling2D, "GlobalAvgPool2D": GlobalAveragePooling2D,
+            "Convolution2D": Conv2D, "BatchNorm": BatchNormalization}
+
+
+def register_layer(cls_or_name=None):
+    """Register a custom layer class (or a function for ``Lambda``) so that saved models load.
+
+    Use as ``@register_layer`` (registered under the class/function name) or
+    ``@register_layer("Name")``.
+
+    Args:
+        cls_or_name: the class/function to register, or the name to register it under.
+
+    Returns:
+        The class/function unchanged (or a decorator when given a name).
+
+    Raises:
+        ValueError: a different object is already registered under that name.
+    """
+    def _register(obj, name):
+        if not (isinstance(obj, type) and issubclass(obj, Layer)) and not callable(obj):
+            raise TypeError(f"Invalid value for argument `cls_or_name`: expected a Layer subclass "
+                            f"or a function. Received: {obj!r}")
+        existing = _REGISTRY.get(name)
+        if existing is not None and existing is not obj and (
+                getattr(existing, "__module__", None), getattr(existing, "__qualname__", None)) != (
+                getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)):
+            raise ValueError(f"A different object is already registered under the name {name!r}: "
+                             f"{existing!r}. Register this one under another name: "
+                             f"@register_layer('package>{name}').")
+        _REGISTRY[name] = obj
+        return obj
+
+    if cls_or_name is None:
+        return lambda obj: _register(obj, obj.__name__)
+    if isinstance(cls_or_name, str):
+        name = cls_or_name
+        return lambda obj: _register(obj, name)
+    return _register(cls_or_name, cls_or_name.__name__)
+
+
+def _registered_name(obj):
+    for name, value in _REGISTRY.items():
+        if value is obj:
+            return name
+    return None
+
+
+def _lookup_object(name):
+    return _REGISTRY.get(name)
+
+
+def _resolve_class(name, custom_objects):
+    if custom_objects and name in custom_objects:
+        return custom_objects[name]
+    cls = _REGISTRY.get(name) or _ALIASES.get(name)
+    if cls is None:
+        # Sequential (minnet.models) and any other model class registered on import.
+        import importlib
+        try:
+            models = importlib.import_module("minnet.models")
+        except ImportError:
+            models = None
+        cls = _REGISTRY.get(name) or (getattr(models, name, None) if models else None)
+    if cls is None or not (isinstance(cls, type) and issubclass(cls, Layer)):
+        raise ValueError(f"Unknown layer class {name!r}. Expected a built-in layer "
+                         f"({', '.join(sorted(c.__name__ for c in _BUILTINS))}), a class registered "
+                         f"with @mn.register_layer, or a key of `custom_objects`.")
+    return cls
+
+
+def serialize(layer):
+    """``{"class_name": <registered name>, "config": layer.get_config()}``.
+
+    Raises:
+        TypeError: ``layer`` is not a Layer.
+    """
+    if not isinstance(layer, Layer):
+        raise TypeError(f"Invalid value for argument `layer`: expected a minnet Layer. "
+                        f"Received: {type(layer).__name__}")
+    name = _registered_name(type(layer)) or type(layer).__name__
+    return {"class_name": name, "config": layer.get_config()}
+
+
+def deserialize(config, custom_objects=None):
+    """Re-create a layer from ``serialize``'s output.
+
+    Args:
+        config: ``{"class_name": ..., "config": {...}}``.
+        custom_objects: optional dict name -> class/function for custom layers and for the
+            functions of ``Lambda`` layers.
+
+    Returns:
+        A new (unbuilt) layer.
+    """
+    if not isinstance(config, dict) or "class_name" not in config:
+        raise ValueError(f"Invalid value for argument `config`: expected a dict with keys "
+                         f"'class_name' and 'config'. Received: config={config!r}")
+    cls = _resolve_class(config["class_name"], custom_objects)
+    inner = dict(config.get("config") or {})
+    from_config = cls.from_config
+    if "custom_objects" in inspect.signature(from_config).parameters:
+        return from_config(inner, custom_objects=custom_objects)
+    return from_config(inner)
+
+
+def get(identifier, custom_objects=None):
+    """A Layer instance from a Layer (returned as is) or a serialized dict."""
+    if isinstance(identifier, Layer):
+        return identifier
+    if isinstance(identifier, dict):
+        return deserialize(identifier, custom_objects)
+    raise TypeError(f"Invalid value for argument `identifier`: expected a Layer or a dict from "
+                    f"serialize(). Received: {identifier!r}")

@@ -1,0 +1,392 @@
+"""Core layers: Input, Dense, Flatten, Reshape, Lambda, Activation.
+
+The math lives in ``minnet.functional`` (``F.linear`` for Dense); these classes hold the
+weights and hyperparameters.  See docs/layers.md for the forward/backward formulas.
+"""
+import math
+
+import numpy as np
+
+from minnet import activations, initializers
+from minnet.layers.base import Layer, _shape_str
+
+__all__ = ["Input", "Dense", "Flatten", "Reshape", "Lambda", "Activation"]
+
+
+def _functional():
+    import minnet.functional as F
+    return F
+
+
+def _positive_int(value, arg):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+        raise ValueError(f"Invalid value for argument `{arg}`: expected a positive int. "
+                         f"Received: {arg}={value!r}")
+    return int(value)
+
+
+def _kernel_init(identifier):
+    """None means PyTorch's default (KaimingUniform(a=sqrt(5))), anything else via initializers.get."""
+    return None if identifier is None else initializers.get(identifier)
+
+
+def _serialize_init(init):
+    return initializers.serialize(init)
+
+
+class Input(Layer):
+    """Declares the shape of one sample, so a ``Sequential`` can build itself eagerly.
+
+    It does nothing to the data (``call`` returns its input) except check its shape.
+
+    Args:
+        shape: the shape of one sample, *without* the batch dimension: ``(1, 28, 28)``
+            for MNIST images, ``(20,)`` for 20 features.  ``None`` entries match any size.
+        name, dtype: as for every layer.
+
+    Shape:
+        - Input: ``(N, *shape)``.  Output: the same.
+
+    Example:
+        >>> model = mn.Sequential([layers.Input((20,)), layers.Dense(8)])
+        >>> model.layers[-1].built
+        True
+    """
+
+    def __init__(self, shape, name=None, dtype="float32", **kwargs):
+        super().__init__(name=name, dtype=dtype, **kwargs)
+        if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+            shape = (int(shape),)
+        if not isinstance(shape, (tuple, list)) or not all(
+                s is None or (isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s > 0)
+                for s in shape):
+            raise ValueError(f"Invalid value for argument `shape`: expected a tuple of positive "
+                             f"ints (or None), without the batch dimension. Received: shape={shape!r}")
+        self.shape = tuple(None if s is None else int(s) for s in shape)
+
+    @property
+    def batch_shape(self):
+        """``(None, *shape)``: the input shape including the batch dimension."""
+        return (None,) + self.shape
+
+    def build(self, input_shape):
+        self._check_shape(input_shape)
+        super().build(input_shape)
+
+    def _check_shape(self, input_shape):
+        sample = tuple(input_shape)[1:]
+        if len(sample) != len(self.shape) or any(
+                want is not None and got is not None and want != got
+                for want, got in zip(self.shape, sample)):
+            raise ValueError(f"Input 0 of layer '{self.name}' is incompatible with the layer: "
+                             f"expected shape {_shape_str(self.batch_shape)}, but received input "
+                             f"with shape {_shape_str(tuple(input_shape))}")
+
+    def call(self, x, training=False):
+        self._check_shape(x.shape)
+        return x
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape)
+
+    def get_config(self):
+        return {**super().get_config(), "shape": list(self.shape)}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["shape"] = tuple(config["shape"])
+        return cls(**config)
+
+    def extra_repr(self):
+        return f"shape={_shape_str(self.shape)}"
+
+
+class Dense(Layer):
+    """Fully connected layer: ``y = activation(x @ kernel.T + bias)``.
+
+    Weights use PyTorch's ``Linear`` layout: ``kernel`` is ``(units, in_features)`` and
+    ``bias`` is ``(units,)``.  ``in_features`` is read from the first input (``build``).
+    By default the kernel is U(-1/sqrt(in_features), 1/sqrt(in_features)) (PyTorch's
+    kaiming-uniform with a=sqrt(5)) and so is the bias.
+
+    Args:
+        units: number of output features (positive int).
+        activation: name (``"relu"``, ...), callable or None (linear).
+        use_bias: add ``bias`` (default True).
+        kernel_initializer: None (PyTorch default) or a name/Initializer/callable
+            (``"glorot_uniform"``, ``"he_normal"``, ...).
+        bias_initializer: None (PyTorch default) or a name/Initializer/callable.
+        name, dtype, trainable: as for every layer.
+
+    Shape:
+        - Input: ``(N, *, in_features)`` (``*``: any number of extra axes).
+        - Output: ``(N, *, units)``.
+
+    Example:
+        >>> layer = layers.Dense(4, activation="relu")
+        >>> layer(np.ones((2, 3))).shape
+        (2, 4)
+        >>> [w.shape for w in layer.get_weights()]
+        [(4, 3), (4,)]
+    """
+
+    def __init__(self, units, activation=None, use_bias=True, kernel_initializer=None,
+                 bias_initializer=None, name=None, dtype="float32", trainable=True):
+        super().__init__(name=name, dtype=dtype, trainable=trainable)
+        self.units = _positive_int(units, "units")
+        self.activation = activations.get(activation)
+        self.use_bias = bool(use_bias)
+        self.kernel_initializer = _kernel_init(kernel_initializer)
+        self.bias_initializer = _kernel_init(bias_initializer)
+        self.kernel = None
+        self.bias = None
+
+    def build(self, input_shape):
+        input_shape = tuple(input_shape)
+        if len(input_shape) < 2 or input_shape[-1] is None:
+            raise ValueError(f"Layer '{self.name}' needs inputs of shape (batch, ..., features) "
+                             f"with a known number of features. Received input_shape="
+                             f"{_shape_str(input_shape)}")
+        in_features = int(input_shape[-1])
+        self.in_features = in_features
+        kernel_init = self.kernel_initializer or initializers.KaimingUniform(a=math.sqrt(5.0))
+        self.kernel = self.add_weight("kernel", (self.units, in_features), initializer=kernel_init)
+        if self.use_bias:
+            bias_init = self.bias_initializer or initializers.FanInUniform(in_features)
+            self.bias = self.add_weight("bias", (self.units,), initializer=bias_init)
+        super().build(input_shape)
+
+    def call(self, x, training=False):
+        self._check_input(x, min_ndim=2, axis=-1, size=self.in_features)
+        return self.activation(_functional().linear(x, self.kernel, self.bias))
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape)[:-1] + (self.units,)
+
+    def count_flops(self, input_shape):
+        """``2 * rows * in_features * units`` (+ ``rows * units`` for the bias)."""
+        input_shape = tuple(input_shape)
+        rows = int(np.prod([1 if s is None else s for s in input_shape[:-1]]))
+        flops = 2 * rows * int(input_shape[-1]) * self.units
+        return flops + (rows * self.units if self.use_bias else 0)
+
+    def get_config(self):
+        return {**super().get_config(), "units": self.units,
+                "activation": activations.serialize(self.activation), "use_bias": self.use_bias,
+                "kernel_initializer": _serialize_init(self.kernel_initializer),
+                "bias_initializer": _serialize_init(self.bias_initializer)}
+
+    def extra_repr(self):
+        parts = [str(self.units)]
+        if self.built:
+            parts.append(f"in_features={self.in_features}")
+        act = activations.serialize(self.activation)
+        if act != "linear":
+            parts.append(f"activation={act}")
+        if not self.use_bias:
+            parts.append("use_bias=False")
+        return ", ".join(parts)
+
+
+class Flatten(Layer):
+    """Flatten every axis but the batch axis: ``(N, C, H, W) -> (N, C*H*W)``.
+
+    Shape:
+        - Input: ``(N, *)``.  Output: ``(N, prod(*))``; a 1-D input becomes ``(N, 1)``.
+
+    Example:
+        >>> layers.Flatten()(np.zeros((2, 3, 4, 5))).shape
+        (2, 60)
+    """
+
+    def call(self, x, training=False):
+        n = x.shape[0] if x.ndim else 1
+        features = int(np.prod(x.shape[1:])) if x.ndim > 1 else 1
+        if x.ndim == 2:
+            return x
+        return x.reshape(n, features)
+
+    def compute_output_shape(self, input_shape):
+        input_shape = tuple(input_shape)
+        rest = input_shape[1:]
+        features = None if any(s is None for s in rest) else int(np.prod(rest)) if rest else 1
+        return (input_shape[0], features)
+
+
+class Reshape(Layer):
+    """Reshape each sample to ``target_shape`` (the batch axis is kept).
+
+    Args:
+        target_shape: tuple of positive ints, without the batch axis; one entry may be -1
+            (inferred from the sample size).
+
+    Shape:
+        - Input: ``(N, *)``.  Output: ``(N, *target_shape)``.
+
+    Example:
+        >>> layers.Reshape((3, -1))(np.zeros((2, 12))).shape
+        (2, 3, 4)
+    """
+
+    def __init__(self, target_shape, name=None, dtype="float32", trainable=True):
+        super().__init__(name=name, dtype=dtype, trainable=trainable)
+        if isinstance(target_shape, (int, np.integer)) and not isinstance(target_shape, bool):
+            target_shape = (int(target_shape),)
+        ok = isinstance(target_shape, (tuple, list)) and all(
+            isinstance(s, (int, np.integer)) and not isinstance(s, bool) and (s > 0 or s == -1)
+            for s in target_shape)
+        if not ok or list(target_shape).count(-1) > 1:
+            raise ValueError(f"Invalid value for argument `target_shape`: expected a tuple of "
+                             f"positive ints with at most one -1, without the batch axis. "
+                             f"Received: target_shape={target_shape!r}")
+        self.target_shape = tuple(int(s) for s in target_shape)
+
+    def _resolve(self, sample_shape):
+        """``target_shape`` with -1 filled in for samples of ``sample_shape`` (error if impossible)."""
+        size = int(np.prod(sample_shape)) if sample_shape else 1
+        known = int(np.prod([s for s in self.target_shape if s != -1])) if self.target_shape else 1
+        if -1 in self.target_shape:
+            if known == 0 or size % known:
+                raise ValueError(self._mismatch(sample_shape))
+            return tuple(size // known if s == -1 else s for s in self.target_shape)
+        if known != size:
+            raise ValueError(self._mismatch(sample_shape))
+        return self.target_shape
+
+    def _mismatch(self, sample_shape):
+        return (f"Layer '{self.name}' cannot reshape samples of shape {_shape_str(tuple(sample_shape))} "
+                f"({int(np.prod(sample_shape))} values) to target_shape "
+                f"{_shape_str(self.target_shape)}.")
+
+    def call(self, x, training=False):
+        return x.reshape((x.shape[0],) + self._resolve(tuple(x.shape[1:])))
+
+    def compute_output_shape(self, input_shape):
+        input_shape = tuple(input_shape)
+        if any(s is None for s in input_shape[1:]):
+            return (input_shape[0],) + tuple(None if s == -1 else s for s in self.target_shape)
+        return (input_shape[0],) + self._resolve(input_shape[1:])
+
+    def get_config(self):
+        return {**super().get_config(), "target_shape": list(self.target_shape)}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["target_shape"] = tuple(config["target_shape"])
+        return cls(**config)
+
+    def extra_repr(self):
+        return f"target_shape={_shape_str(self.target_shape)}"
+
+
+class Lambda(Layer):
+    """Wrap a function ``Tensor -> Tensor`` as a layer (no weights).
+
+    A Lambda layer is saved by the *name* of its function: it can be loaded again only
+    when that function is registered (``@mn.register_layer`` on the function) or passed
+    in ``custom_objects``.  Lambdas (``lambda x: ...``) cannot be loaded; write a
+    ``Layer`` subclass for anything that must survive ``save``/``load_model``.
+
+    Args:
+        function: callable taking a Tensor (and optionally ``training=``) and returning one.
+        output_shape: optional shape of one output sample (without batch) or a callable
+            ``input_shape -> output_shape``; otherwise found by running the function once.
+
+    Shape:
+        - Whatever ``function`` does.
+
+    Example:
+        >>> double = layers.Lambda(lambda x: x * 2)
+        >>> double(np.ones((2, 3))).numpy()[0, 0]
+        2.0
+    """
+
+    def __init__(self, function, output_shape=None, name=None, dtype="float32", trainable=True):
+        super().__init__(name=name, dtype=dtype, trainable=trainable)
+        if isinstance(function, str):
+            function = activations.get(function)
+        if not callable(function):
+            raise TypeError(f"Invalid value for argument `function`: expected a callable. "
+                            f"Received: function={function!r}")
+        if output_shape is not None and not callable(output_shape):
+            output_shape = tuple(output_shape)
+        self.function = function
+        self.output_shape = output_shape
+
+    def call(self, x, training=False):
+        return self.function(x)
+
+    def compute_output_shape(self, input_shape):
+        if self.output_shape is None:
+            return super().compute_output_shape(input_shape)
+        if callable(self.output_shape):
+            return tuple(self.output_shape(tuple(input_shape)))
+        return (tuple(input_shape)[0],) + self.output_shape
+
+    def _function_name(self):
+        return getattr(self.function, "__name__", type(self.function).__name__)
+
+    def get_config(self):
+        from minnet.layers import _registered_name
+        registered = _registered_name(self.function)
+        name = registered or self._function_name()
+        is_builtin_activation = name in activations._ACTIVATIONS and activations.get(name) is self.function
+        config = {**super().get_config(), "function": name,
+                  "function_serializable": registered is not None or is_builtin_activation}
+        if self.output_shape is not None and not callable(self.output_shape):
+            config["output_shape"] = list(self.output_shape)
+        return config
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        from minnet.layers import _lookup_object
+        config = dict(config)
+        name = config.pop("function")
+        config.pop("function_serializable", None)
+        function = (custom_objects or {}).get(name) or _lookup_object(name)
+        if function is None and name in activations._ACTIVATIONS:
+            function = activations.get(name)
+        if function is None:
+            raise ValueError(f"Cannot deserialize Lambda layer '{config.get('name')}': its function "
+                             f"{name!r} is not registered. Register it with @mn.register_layer "
+                             f"(a named def, not a lambda) or pass custom_objects={{{name!r}: fn}}.")
+        if config.get("output_shape") is not None:
+            config["output_shape"] = tuple(config["output_shape"])
+        return cls(function, **config)
+
+    def extra_repr(self):
+        return f"function={self._function_name()}"
+
+
+class Activation(Layer):
+    """Apply an activation function by name: ``Activation("relu")``.
+
+    Args:
+        activation: ``"relu"``, ``"sigmoid"``, ``"tanh"``, ``"softmax"``, ``"elu"``,
+            ``"selu"``, ``"leaky_relu"``, ``"linear"``, or a callable.
+
+    Shape:
+        - Input: any.  Output: the same.
+
+    Example:
+        >>> layers.Activation("relu")(np.array([[-1.0, 2.0]])).numpy()
+        array([[0., 2.]], dtype=float32)
+    """
+
+    def __init__(self, activation, name=None, dtype="float32", trainable=True):
+        super().__init__(name=name, dtype=dtype, trainable=trainable)
+        self.activation = activations.get(activation)
+
+    def call(self, x, training=False):
+        return self.activation(x)
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape)
+
+    def get_config(self):
+        return {**super().get_config(), "activation": activations.serialize(self.activation)}
+
+    def extra_repr(self):
+        return activations.serialize(self.activation)

@@ -1,0 +1,107 @@
+"""Dropout layers: Dropout, AlphaDropout, SpatialDropout2D.
+
+Active only in training (``training=True`` or after ``layer.train()``); the identity in
+eval mode and when ``rate == 0``.  The masks come from ``minnet.functional`` (a
+counter-based RNG keyed by ``mn.manual_seed``, so results do not depend on the thread
+count); the op keeps its 1-byte mask for backward.
+"""
+import numbers
+
+from minnet.layers.base import Layer
+
+__all__ = ["Dropout", "AlphaDropout", "SpatialDropout2D"]
+
+
+def _functional():
+    import minnet.functional as F
+    return F
+
+
+class _BaseDropout(Layer):
+    _op = None
+
+    def __init__(self, rate, name=None, dtype="float32", trainable=True):
+        super().__init__(name=name, dtype=dtype, trainable=trainable)
+        if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not 0.0 <= rate < 1.0:
+            raise ValueError(f"Invalid value for argument `rate`: expected a float in [0, 1). "
+                             f"Received: rate={rate!r}")
+        self.rate = float(rate)
+
+    def _validate(self, x):
+        pass
+
+    def call(self, x, training=False):
+        self._validate(x)
+        if not training or self.rate == 0.0:
+            return x
+        return getattr(_functional(), self._op)(x, self.rate, training=True)
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape)
+
+    def get_config(self):
+        return {**super().get_config(), "rate": self.rate}
+
+    def extra_repr(self):
+        return f"rate={self.rate}"
+
+
+class Dropout(_BaseDropout):
+    """Zero each element with probability ``rate`` and scale the rest by ``1/(1-rate)``.
+
+    ``y = x * m / (1 - rate)`` with ``m ~ Bernoulli(1 - rate)`` per element; backward is
+    ``dx = dy * m / (1 - rate)`` (the mask is kept as uint8).  Identity in eval mode.
+
+    Args:
+        rate: float in [0, 1): the probability of dropping an element.
+
+    Shape:
+        - Input: any.  Output: the same.
+
+    Example:
+        >>> drop = layers.Dropout(0.5)
+        >>> y = drop(np.ones((2, 4)), training=True)   # entries 0.0 or 2.0
+    """
+
+    _op = "dropout"
+
+
+class AlphaDropout(_BaseDropout):
+    """Dropout for SELU networks: keeps the mean and variance of its input.
+
+    Dropped elements are set to SELU's negative saturation ``-scale*alpha`` and the result
+    is transformed by ``a * y + b`` so that zero-mean unit-variance inputs stay so.
+
+    Args:
+        rate: float in [0, 1).
+
+    Shape:
+        - Input: any.  Output: the same.
+
+    Example:
+        >>> y = layers.AlphaDropout(0.1)(np.random.randn(4, 8), training=True)
+    """
+
+    _op = "alpha_dropout"
+
+
+class SpatialDropout2D(_BaseDropout):
+    """Drop whole channels of NCHW images (one Bernoulli draw per ``(n, c)``).
+
+    Neighbouring pixels are strongly correlated, so element-wise dropout barely
+    regularises conv features; dropping entire feature maps does.
+
+    Args:
+        rate: float in [0, 1).
+
+    Shape:
+        - Input: ``(N, C, H, W)``.  Output: the same.
+
+    Example:
+        >>> y = layers.SpatialDropout2D(0.5)(np.ones((2, 8, 4, 4)), training=True)
+    """
+
+    _op = "spatial_dropout2d"
+
+    def _validate(self, x):
+        self._check_input(x, ndim=4)

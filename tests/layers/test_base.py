@@ -1,0 +1,246 @@
+"""The Layer base class: weights, tracking, build-on-call, modes, config, registry."""
+import json
+
+import numpy as np
+import pytest
+
+import minnet as mn
+from minnet import layers
+
+
+class Scale(layers.Layer):
+    """y = x * alpha + shift, with a non-trainable call counter."""
+
+    def __init__(self, init=1.0, **kwargs):
+        super().__init__(**kwargs)
+        self.init = init
+
+    def build(self, input_shape):
+        self.alpha = self.add_weight("alpha", (input_shape[-1],), initializer=mn.initializers.Constant(self.init))
+        self.calls = self.add_weight("calls", (1,), trainable=False)
+        self.shift = self.add_weight("shift", (input_shape[-1],), initializer="ones")
+
+    def call(self, x, training=False):
+        self.calls.data += 1
+        return x * self.alpha + self.shift
+
+    def get_config(self):
+        return {**super().get_config(), "init": self.init}
+
+
+class Block(layers.Layer):
+    """A layer made of sublayers (an attribute and a list)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.first = Scale(2.0, dtype=self.dtype)
+        self.rest = [Scale(3.0, dtype=self.dtype), Scale(4.0, dtype=self.dtype)]
+
+    def call(self, x, training=False):
+        x = self.first(x, training=training)
+        for layer in self.rest:
+            x = layer(x, training=training)
+        return x
+
+
+def test_build_on_first_call_infers_input_size():
+    layer = Scale(2.0)
+    assert not layer.built and layer.weights == []
+    y = layer(np.ones((3, 4)))
+    assert layer.built and isinstance(y, mn.Tensor)
+    np.testing.assert_allclose(y.numpy(), 3.0)
+    assert [tuple(w.shape) for w in layer.weights] == [(4,), (4,), (1,)]
+
+
+def test_weights_order_trainable_then_state():
+    layer = Scale()
+    layer(np.ones((1, 2)))
+    names = [w.name for w in layer.weights]
+    assert names == [f"{layer.name}/alpha", f"{layer.name}/shift", f"{layer.name}/calls"]
+    assert [w.name for w in layer.trainable_weights] == names[:2]
+    assert [w.name for w in layer.non_trainable_weights] == names[2:]
+    assert all(isinstance(p, mn.Parameter) for p in layer.parameters())
+    assert not isinstance(layer.calls, mn.Parameter) and not layer.calls.requires_grad
+
+
+def test_nested_layers_are_tracked_and_modes_recurse():
+    block = Block()
+    block(np.ones((2, 3)))
+    assert len(block.weights) == 9 and len(block.parameters()) == 6
+    assert block.train() is block
+    assert all(l.training for l in [block, block.first, *block.rest])
+    assert block.eval() is block
+    assert not any(l.training for l in [block, block.first, *block.rest])
+    assert block.count_params() == 3 * (3 + 3 + 1)
+    assert "Scale" in repr(block) and block.name in repr(block)
+
+
+def test_gradients_reach_all_nested_parameters():
+    block = Block(dtype="float64")
+    x = mn.tensor(np.random.default_rng(0).standard_normal((2, 3)), requires_grad=True)
+    assert mn.gradcheck(block, x)
+    out = block(x).sum()
+    out.backward()
+    assert all(p.grad is not None for p in block.parameters())
+
+
+def test_training_flag_defaults_to_layer_mode():
+    seen = []
+
+    class Probe(layers.Layer):
+        def call(self, x, training=False):
+            seen.append(training)
+            return x
+
+    probe = Probe()
+    probe(np.ones((1, 1)))
+    probe.train()
+    probe(np.ones((1, 1)))
+    probe(np.ones((1, 1)), training=False)
+    probe.eval()
+    probe(np.ones((1, 1)), training=1)
+    assert seen == [False, True, False, True]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_inputs_are_cast_to_the_layer_dtype(dtype):
+    layer = Scale(dtype=dtype)
+    for x in (np.ones((2, 2), np.float32), np.ones((2, 2), np.float64), np.ones((2, 2), np.int64),
+              [[1, 2], [3, 4]], np.array([[True, False]] * 2)):
+        assert layer(x).dtype == np.dtype(dtype)
+    assert all(w.dtype == np.dtype(dtype) for w in layer.weights)
+
+
+def test_cast_of_a_graph_tensor_keeps_the_gradient():
+    layer = Scale(dtype="float64")
+    x = mn.tensor(np.ones((2, 2), np.float32), requires_grad=True)
+    layer(x).sum().backward()
+    assert x.grad is not None and x.grad.dtype == np.float32
+    np.testing.assert_allclose(x.grad, 1.0)
+
+
+def test_get_set_weights_round_trip_copies():
+    a, b = Block(), Block()
+    a(np.ones((1, 3)))
+    b(np.ones((1, 3)))
+    weights = a.get_weights()
+    weights[0][...] = 42          # a copy: the layer is untouched
+    assert not np.any(a.first.alpha.data == 42)
+    b.set_weights(weights)
+    for wa, wb in zip(b.get_weights(), weights):
+        np.testing.assert_array_equal(wa, wb)
+    np.testing.assert_allclose(b(np.ones((1, 3))).numpy(), 42 * 3 * 4 + 3 * 4 + 4 + 1)
+
+
+def test_set_weights_validates_count_and_shapes():
+    layer = Scale()
+    layer(np.ones((1, 2)))
+    with pytest.raises(ValueError, match=f"'{layer.name}' expected 3 weight arrays.*received 2"):
+        layer.set_weights([np.ones(2), np.ones(2)])
+    with pytest.raises(ValueError, match="weight 1 has shape \\(2,\\).*\\(3,\\)"):
+        layer.set_weights([np.ones(2), np.ones(3), np.ones(1)])
+
+
+def test_trainable_false_freezes_parameters():
+    block = Block()
+    block(np.ones((1, 2)))
+    block.trainable = False
+    assert block.trainable_weights == [] and len(block.non_trainable_weights) == 9
+    assert not any(p.requires_grad for p in block.parameters())
+    block.first.trainable = True
+    assert len(block.first.trainable_weights) == 2
+    frozen = Scale(trainable=False)
+    frozen(np.ones((1, 2)))
+    assert not any(p.requires_grad for p in frozen.parameters())
+
+
+def test_parameter_attribute_is_tracked_pytorch_style():
+    class Bias(layers.Layer):
+        def __init__(self):
+            super().__init__()
+            self.b = mn.Parameter(np.zeros(3, np.float32))
+
+        def call(self, x, training=False):
+            return x + self.b
+
+    layer = Bias()
+    assert layer.parameters() == [layer.b] and layer.count_params() == 3
+
+
+def test_names_are_unique_and_validated():
+    a, b = Scale(), Scale()
+    assert a.name != b.name and a.name.startswith("scale")
+    assert Scale(name="mine").name == "mine"
+    with pytest.raises(ValueError, match="`name`"):
+        Scale(name="")
+    with pytest.raises(ValueError, match="`dtype`.*'int32'"):
+        Scale(dtype="int32")
+
+
+def test_count_params_before_build_raises():
+    with pytest.raises(ValueError, match="isn't built"):
+        Scale(name="unbuilt").count_params()
+
+
+def test_bad_input_type_names_the_layer():
+    with pytest.raises(TypeError, match="'s1'"):
+        Scale(name="s1")(["a", "b"])
+
+
+def test_default_compute_output_shape_probes_the_layer():
+    assert Scale().compute_output_shape((None, 5)) == (None, 5)
+
+
+def test_init_without_super_gives_clear_error():
+    class Broken(layers.Layer):
+        def __init__(self):
+            self.units = 3
+
+    with pytest.raises(RuntimeError, match="super\\(\\).__init__"):
+        Broken()
+
+
+def test_register_layer_and_round_trip_through_json():
+    @mn.register_layer
+    class Scale2(Scale):
+        pass
+
+    layer = Scale2(init=0.5, dtype="float64", name="s2")
+    data = json.loads(json.dumps(layers.serialize(layer)))
+    again = layers.deserialize(data)
+    assert type(again) is Scale2 and again.init == 0.5 and again.dtype == np.float64
+    assert again.name == "s2"
+
+
+def test_deserialize_unknown_class_says_how_to_fix():
+    with pytest.raises(ValueError, match="register_layer"):
+        layers.deserialize({"class_name": "NoSuchLayer", "config": {}})
+    again = layers.deserialize({"class_name": "Scale", "config": {"init": 2.0}},
+                               custom_objects={"Scale": Scale})
+    assert isinstance(again, Scale)
+
+
+def test_register_layer_with_explicit_name_and_conflicts():
+    @mn.register_layer("tests>Twice")
+    class Twice(layers.Layer):
+        def call(self, x, training=False):
+            return x * 2
+
+    assert layers.serialize(Twice())["class_name"] == "tests>Twice"
+    with pytest.raises(ValueError, match="already registered"):
+        mn.register_layer("tests>Twice")(Scale)
+
+
+def test_build_config_round_trip():
+    layer = Scale()
+    layer(np.ones((2, 5)))
+    again = Scale.from_config(layer.get_config())
+    again.build_from_config(layer.get_build_config())
+    assert again.built and [w.shape for w in again.weights] == [w.shape for w in layer.weights]
+
+
+def test_default_names_follow_keras():
+    assert layers.Conv2D(2, 3).name.startswith("conv2d")
+    assert layers.MaxPooling2D().name.startswith("max_pooling2d")
+    assert layers.BatchNormalization().name.startswith("batch_normalization")
+    assert layers.ReLU().name.startswith("re_lu")

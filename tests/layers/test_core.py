@@ -1,0 +1,268 @@
+"""Input, Dense, Flatten, Reshape, Lambda, Activation: NumPy reference, gradcheck, PyTorch."""
+import json
+import math
+
+import numpy as np
+import pytest
+
+import minnet as mn
+from minnet import layers
+
+TOL = {np.float32: dict(rtol=1e-5, atol=1e-6), np.float64: dict(rtol=1e-12, atol=1e-12)}
+
+
+def _round_trip(layer):
+    """serialize -> JSON -> deserialize; returns the new layer."""
+    data = json.loads(json.dumps(layers.serialize(layer)))
+    return layers.deserialize(data)
+
+
+# ------------------------------------------------------------------------ Dense
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape, units", [((1, 3), 1), ((5, 7), 4), ((2, 3, 6), 5)])
+def test_dense_matches_numpy(rng, dtype, shape, units):
+    x = rng.standard_normal(shape).astype(dtype)
+    layer = layers.Dense(units, dtype=np.dtype(dtype).name)
+    y = layer(x).numpy()
+    kernel, bias = layer.get_weights()
+    assert kernel.shape == (units, shape[-1]) and bias.shape == (units,)
+    assert y.dtype == dtype and y.shape == shape[:-1] + (units,)
+    np.testing.assert_allclose(y, x @ kernel.T + bias, **TOL[dtype])
+    assert layer.compute_output_shape((None,) + shape[1:]) == (None,) + shape[1:-1] + (units,)
+
+
+@pytest.mark.parametrize("activation, fn", [
+    ("relu", lambda z: np.maximum(z, 0)),
+    ("sigmoid", lambda z: 1 / (1 + np.exp(-z))),
+    ("tanh", np.tanh),
+    ("softmax", lambda z: np.exp(z) / np.exp(z).sum(-1, keepdims=True)),
+])
+def test_dense_activation(rng, activation, fn):
+    x = rng.standard_normal((4, 3))
+    layer = layers.Dense(5, activation=activation, dtype="float64")
+    layer.build(x.shape)
+    kernel, bias = layer.get_weights()
+    np.testing.assert_allclose(layer(x).numpy(), fn(x @ kernel.T + bias), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("use_bias", [True, False])
+@pytest.mark.parametrize("shape", [(1, 3), (4, 5), (2, 3, 4)])
+def test_dense_gradcheck(rng, use_bias, shape):
+    layer = layers.Dense(3, activation="tanh", use_bias=use_bias, dtype="float64")
+    x = mn.tensor(rng.standard_normal(shape), requires_grad=True)
+    assert mn.gradcheck(layer, x)
+    assert len(layer.parameters()) == (2 if use_bias else 1)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_dense_matches_torch(torch, rng, dtype):
+    x = rng.standard_normal((6, 7)).astype(dtype)
+    layer = layers.Dense(4, dtype=dtype)
+    layer.build((None, 7))
+    ref = torch.nn.Linear(7, 4).to(getattr(torch, dtype))
+    with torch.no_grad():
+        ref.weight.copy_(torch.from_numpy(layer.kernel.data))
+        ref.bias.copy_(torch.from_numpy(layer.bias.data))
+    xt = torch.from_numpy(x).requires_grad_(True)
+    yt = ref(xt)
+    g = rng.standard_normal(yt.shape).astype(dtype)
+    xm = mn.tensor(x, requires_grad=True)
+    y = layer(xm)
+    (y * mn.tensor(g)).sum().backward()
+    (yt * torch.from_numpy(g)).sum().backward()
+    tol = TOL[np.dtype(dtype).type]
+    np.testing.assert_allclose(y.numpy(), yt.detach().numpy(), **tol)
+    np.testing.assert_allclose(xm.grad, xt.grad.numpy(), **tol)
+    np.testing.assert_allclose(layer.kernel.grad, ref.weight.grad.numpy(), **tol)
+    np.testing.assert_allclose(layer.bias.grad, ref.bias.grad.numpy(), **tol)
+
+
+def test_dense_default_init_is_pytorch_like():
+    mn.manual_seed(0)
+    layer = layers.Dense(200, dtype="float64")
+    layer(np.zeros((1, 50)))
+    bound = 1 / math.sqrt(50)
+    for w in layer.get_weights():
+        assert np.abs(w).max() <= bound and np.abs(w).max() > 0.9 * bound
+        np.testing.assert_allclose(w.std(), bound / math.sqrt(3), rtol=0.1)
+
+
+def test_dense_initializers_by_name_and_callable():
+    layer = layers.Dense(3, kernel_initializer="zeros", bias_initializer="ones")
+    layer(np.ones((1, 2)))
+    np.testing.assert_array_equal(layer.kernel.data, 0)
+    np.testing.assert_array_equal(layer.bias.data, 1)
+    layer = layers.Dense(3, kernel_initializer=lambda shape, dtype: np.full(shape, 0.5, dtype))
+    layer(np.ones((1, 2)))
+    np.testing.assert_array_equal(layer.kernel.data, 0.5)
+    assert layer.kernel.dtype == np.float32
+    layer = layers.Dense(64, kernel_initializer="glorot_uniform", dtype="float64")
+    layer(np.ones((1, 32)))
+    assert np.abs(layer.kernel.data).max() <= math.sqrt(6 / 96)
+
+
+def test_dense_config_round_trip_and_weights():
+    layer = layers.Dense(3, activation="relu", use_bias=False, kernel_initializer="he_normal",
+                         dtype="float64", name="head")
+    layer(np.ones((2, 4)))
+    again = _round_trip(layer)
+    assert again.get_config() == layer.get_config()
+    assert again.name == "head" and again.activation is layer.activation
+    again(np.ones((1, 4)))
+    again.set_weights(layer.get_weights())
+    np.testing.assert_array_equal(again(np.ones((2, 4))).numpy(), layer(np.ones((2, 4))).numpy())
+
+
+def test_dense_rejects_bad_arguments_and_inputs():
+    for bad in (0, -3, 2.5, "8", True):
+        with pytest.raises(ValueError, match="`units`"):
+            layers.Dense(bad)
+    with pytest.raises(ValueError, match="`activation`"):
+        layers.Dense(3, activation="relux")
+    with pytest.raises(ValueError, match="`initializer`"):
+        layers.Dense(3, kernel_initializer="nope")
+    layer = layers.Dense(3, name="fc")
+    layer(np.ones((2, 4)))
+    with pytest.raises(ValueError, match="'fc'.*expected axis -1 of input shape to have value 4.*\\(2, 5\\)"):
+        layer(np.ones((2, 5)))
+    with pytest.raises(ValueError, match="'fc'"):
+        layer(np.ones(4))
+
+
+def test_dense_flops_and_repr():
+    layer = layers.Dense(10, activation="relu")
+    assert layer.count_flops((32, 64)) == 2 * 32 * 64 * 10 + 32 * 10
+    assert layers.Dense(10, use_bias=False).count_flops((None, 64)) == 2 * 64 * 10
+    layer(np.ones((1, 64)))
+    text = repr(layer)
+    assert "Dense(10" in text and "in_features=64" in text and "relu" in text
+
+
+def test_dense_float64_end_to_end_gradients_are_float64():
+    layer = layers.Dense(2, dtype="float64")
+    out = layer(np.ones((3, 4), np.float32)).sum()
+    out.backward()
+    assert layer.kernel.grad.dtype == np.float64
+
+
+# ------------------------------------------------------------------------ Flatten / Reshape
+@pytest.mark.parametrize("shape", [(1, 3, 4, 5), (2, 7), (3, 2, 1, 1, 2), (4,)])
+def test_flatten(rng, shape):
+    x = rng.standard_normal(shape)
+    layer = layers.Flatten(dtype="float64")
+    y = layer(x)
+    expected = x.reshape(shape[0], -1)
+    np.testing.assert_array_equal(y.numpy(), expected)
+    assert layer.compute_output_shape((None,) + shape[1:]) == (None, expected.shape[1])
+    xt = mn.tensor(x, requires_grad=True)
+    assert mn.gradcheck(layer, xt)
+
+
+def test_flatten_matches_torch_grad(torch, rng):
+    x = rng.standard_normal((2, 3, 4, 5))
+    xm = mn.tensor(x, requires_grad=True)
+    g = rng.standard_normal((2, 60))
+    (layers.Flatten(dtype="float64")(xm) * mn.tensor(g)).sum().backward()
+    xt = torch.from_numpy(x).requires_grad_(True)
+    (torch.nn.Flatten()(xt) * torch.from_numpy(g)).sum().backward()
+    np.testing.assert_array_equal(xm.grad, xt.grad.numpy())
+
+
+@pytest.mark.parametrize("target", [(3, 4), (-1, 2), (2, -1, 3), (12,)])
+def test_reshape(rng, target):
+    x = rng.standard_normal((2, 12))
+    layer = layers.Reshape(target, dtype="float64")
+    y = layer(x)
+    np.testing.assert_array_equal(y.numpy(), x.reshape((2,) + target))
+    assert layer.compute_output_shape((None, 12)) == (None,) + y.shape[1:]
+    assert mn.gradcheck(layer, mn.tensor(x, requires_grad=True))
+    assert _round_trip(layer).target_shape == tuple(target)
+
+
+def test_reshape_rejects_bad_target_and_mismatched_input():
+    for bad in [(0, 3), (-1, -1), "3", (2.5,), (-2, 3)]:
+        with pytest.raises(ValueError, match="`target_shape`"):
+            layers.Reshape(bad)
+    layer = layers.Reshape((5, -1), name="rs")
+    with pytest.raises(ValueError, match="'rs' cannot reshape samples of shape \\(12,\\)"):
+        layer(np.ones((2, 12)))
+    with pytest.raises(ValueError, match="'rs'"):
+        layers.Reshape((5, 2), name="rs")(np.ones((2, 12)))
+
+
+# ------------------------------------------------------------------------ Input
+def test_input_fixes_and_checks_the_shape():
+    inp = layers.Input((3, 4))
+    assert inp.shape == (3, 4) and inp.batch_shape == (None, 3, 4)
+    x = mn.tensor(np.ones((2, 3, 4), np.float32))
+    assert inp(x) is x
+    assert inp.compute_output_shape((None, 3, 4)) == (None, 3, 4)
+    with pytest.raises(ValueError, match=f"'{inp.name}'.*expected shape \\(None, 3, 4\\)"):
+        inp(np.ones((2, 4, 3)))
+    assert layers.Input(5).shape == (5,)
+    assert layers.Input((None, 4))(np.ones((1, 7, 4))).shape == (1, 7, 4)
+    with pytest.raises(ValueError, match="`shape`"):
+        layers.Input((0, 3))
+    assert _round_trip(inp).shape == (3, 4)
+
+
+# ------------------------------------------------------------------------ Activation / Lambda
+def test_activation_layer(rng):
+    x = rng.standard_normal((3, 4))
+    layer = layers.Activation("tanh", dtype="float64")
+    np.testing.assert_allclose(layer(x).numpy(), np.tanh(x), rtol=1e-12)
+    assert mn.gradcheck(layer, mn.tensor(x, requires_grad=True))
+    assert _round_trip(layer).get_config()["activation"] == "tanh"
+    assert "tanh" in repr(layer)
+    with pytest.raises(ValueError, match="`activation`"):
+        layers.Activation("foo")
+
+
+def test_lambda_layer(rng):
+    x = rng.standard_normal((2, 3))
+    layer = layers.Lambda(lambda t: t * 2 + 1, dtype="float64")
+    np.testing.assert_allclose(layer(x).numpy(), x * 2 + 1)
+    assert mn.gradcheck(layer, mn.tensor(x, requires_grad=True))
+    assert layer.compute_output_shape((None, 3)) == (None, 3)
+    assert layers.Lambda(lambda t: t, output_shape=(5,)).compute_output_shape((None, 3)) == (None, 5)
+    with pytest.raises(TypeError, match="`function`"):
+        layers.Lambda(3)
+
+
+def test_lambda_serialization_needs_registration():
+    anonymous = layers.Lambda(lambda t: t * 3, name="anon")
+    config = layers.serialize(anonymous)
+    assert config["config"]["function_serializable"] is False
+    with pytest.raises(ValueError, match="not registered.*register_layer"):
+        layers.deserialize(json.loads(json.dumps(config)))
+
+    @mn.register_layer
+    def triple_for_test(t):
+        return t * 3
+
+    named = layers.Lambda(triple_for_test, output_shape=(4,))
+    config = json.loads(json.dumps(layers.serialize(named)))
+    assert config["config"]["function_serializable"] is True
+    again = layers.deserialize(config)
+    assert again.function is triple_for_test and again.output_shape == (4,)
+    np.testing.assert_allclose(again(np.ones((1, 2))).numpy(), 3.0)
+
+    def local_fn(t):
+        return t
+
+    again = layers.deserialize(json.loads(json.dumps(layers.serialize(layers.Lambda(local_fn)))),
+                               custom_objects={"local_fn": local_fn})
+    assert again.function is local_fn
+
+
+def test_lambda_registered_under_another_name_and_builtin_activation():
+    @mn.register_layer("tests>halve")
+    def halve(t):
+        return t * 0.5
+
+    again = layers.deserialize(json.loads(json.dumps(layers.serialize(layers.Lambda(halve)))))
+    assert again.function is halve
+    relu_layer = layers.Lambda(mn.activations.relu)
+    assert relu_layer.get_config()["function_serializable"] is True
+    again = layers.deserialize(json.loads(json.dumps(layers.serialize(relu_layer))))
+    np.testing.assert_array_equal(again(np.array([[-1.0, 2.0]])).numpy(), [[0.0, 2.0]])

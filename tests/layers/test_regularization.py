@@ -1,0 +1,115 @@
+"""Dropout, AlphaDropout, SpatialDropout2D: formulas, statistics, gradients, modes, config."""
+import json
+
+import numpy as np
+import pytest
+
+import minnet as mn
+from minnet import layers
+
+SELU_ALPHA_PRIME = -1.0507009873554804934193349852946 * 1.6732632423543772848170429916717
+
+
+def _seeded(layer, seed=0):
+    """The layer in training mode with a fixed mask (reseeded before every call) for gradcheck."""
+    def fn(t):
+        mn.manual_seed(seed)
+        return layer(t, training=True)
+    return fn
+
+
+@pytest.mark.parametrize("cls", [layers.Dropout, layers.AlphaDropout, layers.SpatialDropout2D])
+def test_identity_in_eval_mode_and_with_rate_zero(rng, cls):
+    x = mn.tensor(rng.standard_normal((2, 3, 4, 4)).astype(np.float32))
+    layer = cls(0.5)
+    assert layer.training is False
+    np.testing.assert_array_equal(layer(x).numpy(), x.numpy())
+    np.testing.assert_array_equal(layer.eval()(x, training=None).numpy(), x.numpy())
+    np.testing.assert_array_equal(cls(0.0)(x, training=True).numpy(), x.numpy())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("rate", [0.1, 0.5, 0.9])
+def test_dropout_forward_and_backward(rng, dtype, rate):
+    x = (rng.uniform(0.5, 1.5, (64, 129)) * rng.choice([-1, 1], (64, 129))).astype(dtype)
+    layer = layers.Dropout(rate, dtype=np.dtype(dtype).name)
+    xm = mn.tensor(x, requires_grad=True)
+    y = layer(xm, training=True)
+    kept = y.numpy() != 0
+    np.testing.assert_allclose(y.numpy()[kept], x[kept] / (1 - rate), rtol=1e-6)
+    assert abs((1 - kept.mean()) - rate) < 0.03          # about `rate` of the entries dropped
+    y.sum().backward()
+    np.testing.assert_allclose(xm.grad, kept / (1 - rate), rtol=1e-6)
+    assert y.dtype == dtype
+
+
+def test_dropout_gradcheck_with_fixed_mask(rng):
+    x = mn.tensor(rng.standard_normal((3, 5)), requires_grad=True)
+    assert mn.gradcheck(_seeded(layers.Dropout(0.4, dtype="float64")), (x,))
+    assert mn.gradcheck(_seeded(layers.AlphaDropout(0.3, dtype="float64")), (x,))
+    x4 = mn.tensor(rng.standard_normal((2, 3, 2, 2)), requires_grad=True)
+    assert mn.gradcheck(_seeded(layers.SpatialDropout2D(0.5, dtype="float64")), (x4,))
+
+
+def test_manual_seed_reproduces_masks(rng):
+    x = np.ones((8, 32))
+    layer = layers.Dropout(0.5).train()
+    mn.manual_seed(7)
+    a = layer(x).numpy()
+    b = layer(x).numpy()
+    mn.manual_seed(7)
+    np.testing.assert_array_equal(layer(x).numpy(), a)
+    assert not np.array_equal(a, b)                     # the next call draws a new mask
+
+
+def test_alpha_dropout_keeps_mean_and_variance(rng):
+    rate = 0.2
+    x = rng.standard_normal((400, 500))
+    y = layers.AlphaDropout(rate, dtype="float64")(x, training=True).numpy()
+    assert abs(y.mean()) < 0.01 and abs(y.var() - 1) < 0.02
+    # every element is either a*x + b (kept) or a*alpha' + b (dropped), PyTorch's formula
+    a = ((1 - rate) * (1 + rate * SELU_ALPHA_PRIME ** 2)) ** -0.5
+    b = -a * SELU_ALPHA_PRIME * rate
+    dropped = np.isclose(y, a * SELU_ALPHA_PRIME + b, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(y[~dropped], a * x[~dropped] + b, rtol=1e-10)
+    assert abs(dropped.mean() - rate) < 0.01
+
+
+def test_alpha_dropout_matches_torch_distribution(torch, rng):
+    x = rng.standard_normal((200, 300))
+    ours = layers.AlphaDropout(0.3, dtype="float64")(x, training=True).numpy()
+    theirs = torch.nn.AlphaDropout(0.3).train()(torch.from_numpy(x)).numpy()
+    # different random masks, same value for dropped elements and same statistics
+    values, counts = np.unique(ours, return_counts=True)
+    values_t, counts_t = np.unique(theirs, return_counts=True)
+    np.testing.assert_allclose(values[counts.argmax()], values_t[counts_t.argmax()], rtol=1e-12)
+    assert abs(ours.mean() - theirs.mean()) < 0.02 and abs(ours.std() - theirs.std()) < 0.02
+
+
+def test_spatial_dropout_drops_whole_channels(rng):
+    x = rng.uniform(0.5, 1.5, (16, 32, 3, 5))
+    y = layers.SpatialDropout2D(0.5, dtype="float64")(x, training=True).numpy()
+    per_channel_zero = (y == 0).all(axis=(2, 3))
+    per_channel_kept = np.isclose(y, x * 2).all(axis=(2, 3))
+    assert np.all(per_channel_zero | per_channel_kept)
+    assert 0.4 < per_channel_zero.mean() < 0.6
+    with pytest.raises(ValueError, match="ndim=4"):
+        layers.SpatialDropout2D(0.5, name="sd")(np.ones((2, 3)), training=True)
+
+
+@pytest.mark.parametrize("cls", [layers.Dropout, layers.AlphaDropout, layers.SpatialDropout2D])
+@pytest.mark.parametrize("rate", [1.0, -0.1, 1.5, "0.5", True, None])
+def test_rejects_bad_rate(cls, rate):
+    with pytest.raises(ValueError, match="Invalid value for argument `rate`: expected a float in \\[0, 1\\)"):
+        cls(rate)
+
+
+@pytest.mark.parametrize("cls", [layers.Dropout, layers.AlphaDropout, layers.SpatialDropout2D])
+def test_config_round_trip_and_repr(cls):
+    layer = cls(0.25, name=f"drop_{cls.__name__}")
+    again = layers.deserialize(json.loads(json.dumps(layers.serialize(layer))))
+    assert type(again) is cls and again.rate == 0.25 and again.name == layer.name
+    assert "rate=0.25" in repr(layer)
+    assert layer.compute_output_shape((None, 3, 4, 4)) == (None, 3, 4, 4)
+    layer(np.ones((1, 3, 4, 4)))
+    assert layer.weights == [] and layer.count_params() == 0
