@@ -1,0 +1,447 @@
+"""Loss objects: NumPy references (float32/float64), float64 gradcheck, PyTorch parity in
+both argument orders, reductions, sample_weight, label/shape errors, warnings, lookup."""
+import warnings
+
+import numpy as np
+import pytest
+
+import minnet as mn
+from minnet import losses
+
+TOL = {np.float32: dict(rtol=2e-5, atol=1e-6), np.float64: dict(rtol=1e-10, atol=1e-12)}
+EPS = 1e-7
+
+
+# ---- NumPy references (element-wise / per-sample losses, float64) ----------------------
+
+def _log_softmax(x):
+    x = x - x.max(axis=-1, keepdims=True)
+    return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
+
+
+def ref_mse(t, p):
+    return (p - t) ** 2
+
+
+def ref_mae(t, p):
+    return np.abs(p - t)
+
+
+def ref_huber(t, p, delta=1.0):
+    d = np.abs(p - t)
+    return np.where(d <= delta, 0.5 * d * d, delta * (d - 0.5 * delta))
+
+
+def ref_bce(t, p):
+    return -(t * np.maximum(np.log(p), -100) + (1 - t) * np.maximum(np.log1p(-p), -100))
+
+
+def ref_bce_logits(t, x):
+    return np.maximum(x, 0) - x * t + np.log1p(np.exp(-np.abs(x)))
+
+
+def ref_cce(t, p, from_logits, smoothing=0.0):
+    c = p.shape[-1]
+    t = (1 - smoothing) * t + smoothing / c
+    logq = _log_softmax(p) if from_logits else np.log(np.clip(p, EPS, 1 - EPS))
+    return -(t * logq).sum(axis=-1)
+
+
+def ref_scce(labels, p, from_logits):
+    logq = _log_softmax(p) if from_logits else np.log(np.clip(p, EPS, 1 - EPS))
+    return -np.take_along_axis(logq, labels[..., None], axis=-1)[..., 0]
+
+
+def _reduce(values, reduction, weight=None):
+    if weight is not None:
+        values = values * weight
+    return {"none": values, "sum": values.sum(), "mean": values.mean()}[reduction]
+
+
+def _softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _case(kind, rng, shape, dtype):
+    """(loss, y_true, y_pred, reference per-element function) for one loss kind."""
+    n_classes = shape[-1]
+    logits = rng.standard_normal(shape) * 2
+    if kind == "mse":
+        return losses.MeanSquaredError, rng.standard_normal(shape), logits, ref_mse
+    if kind == "mae":
+        return losses.MeanAbsoluteError, rng.standard_normal(shape), logits, ref_mae
+    if kind == "huber":
+        return (lambda **kw: losses.Huber(delta=0.7, **kw)), rng.standard_normal(shape), logits, \
+            (lambda t, p: ref_huber(t, p, 0.7))
+    if kind == "bce":
+        return losses.BinaryCrossentropy, rng.integers(0, 2, shape).astype(dtype), \
+            1 / (1 + np.exp(-logits)), ref_bce
+    if kind == "bce_logits":
+        return (lambda **kw: losses.BinaryCrossentropy(from_logits=True, **kw)), \
+            rng.random(shape), logits, ref_bce_logits
+    if kind == "cce":
+        return losses.CategoricalCrossentropy, np.eye(n_classes)[rng.integers(0, n_classes, shape[:-1])], \
+            _softmax(logits), (lambda t, p: ref_cce(t, p, False))
+    if kind == "cce_logits":
+        return (lambda **kw: losses.CategoricalCrossentropy(from_logits=True, **kw)), \
+            _softmax(rng.standard_normal(shape)), logits, (lambda t, p: ref_cce(t, p, True))
+    if kind == "scce":
+        return losses.SparseCategoricalCrossentropy, rng.integers(0, n_classes, shape[:-1]), \
+            _softmax(logits), (lambda t, p: ref_scce(t, p, False))
+    if kind == "scce_logits":
+        return (lambda **kw: losses.SparseCategoricalCrossentropy(from_logits=True, **kw)), \
+            rng.integers(0, n_classes, shape[:-1]), logits, (lambda t, p: ref_scce(t, p, True))
+    raise AssertionError(kind)
+
+
+KINDS = ["mse", "mae", "huber", "bce", "bce_logits", "cce", "cce_logits", "scce", "scce_logits"]
+SHAPES = [(1, 3), (7, 5), (4, 2)]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_matches_numpy_reference(kind, shape, dtype, reduction, rng):
+    make, y_true, y_pred, ref = _case(kind, rng, shape, dtype)
+    y_pred = y_pred.astype(dtype)
+    if y_true.dtype.kind == "f":
+        y_true = y_true.astype(dtype)
+    out = make(reduction=reduction)(y_true, mn.tensor(y_pred, requires_grad=True))
+    assert isinstance(out, mn.Tensor) and out.dtype == dtype
+    expected = _reduce(ref(y_true.astype(np.float64) if y_true.dtype.kind == "f" else y_true,
+                           y_pred.astype(np.float64)), reduction)
+    np.testing.assert_allclose(out.numpy(), expected, **TOL[dtype])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_gradcheck_float64(kind, reduction, rng):
+    make, y_true, y_pred, _ = _case(kind, rng, (3, 4), np.float64)
+    if kind in ("bce", "cce", "scce"):  # keep probabilities away from the clip points
+        y_pred = np.clip(y_pred, 0.05, 0.95)
+    loss = make(reduction=reduction)
+    x = mn.tensor(y_pred, requires_grad=True)
+    assert mn.gradcheck(lambda p: loss(y_true, p), (x,))
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_mse_gradient_reaches_the_target(reduction, rng):
+    p = mn.tensor(rng.standard_normal((3, 2)), requires_grad=True)
+    t = mn.tensor(rng.standard_normal((3, 2)), requires_grad=True)
+    loss = losses.MeanSquaredError(reduction=reduction)
+    assert mn.gradcheck(lambda a, b: loss(b, a), (p, t))
+    loss(t, p).sum().backward()
+    np.testing.assert_allclose(t.grad, -p.grad)
+
+
+def test_sample_weight_gradcheck(rng):
+    p = mn.tensor(rng.standard_normal((5, 3)), requires_grad=True)
+    t = rng.integers(0, 3, 5)
+    w = rng.random(5)
+    loss = losses.SparseCategoricalCrossentropy(from_logits=True)
+    assert mn.gradcheck(lambda x: loss(t, x, sample_weight=w), (p,))
+
+
+# ---- PyTorch parity: forward and gradients, both argument orders ----------------------
+
+def _torch_loss(torch, kind, reduction):
+    nn = torch.nn
+    if kind == "mse":
+        return nn.MSELoss(reduction=reduction)
+    if kind == "mae":
+        return nn.L1Loss(reduction=reduction)
+    if kind == "huber":
+        return nn.HuberLoss(reduction=reduction, delta=0.7)
+    if kind == "bce":
+        return nn.BCELoss(reduction=reduction)
+    if kind == "bce_logits":
+        return nn.BCEWithLogitsLoss(reduction=reduction)
+    if kind in ("cce_logits", "scce_logits"):
+        return nn.CrossEntropyLoss(reduction=reduction)
+    if kind in ("cce", "scce"):
+        nll = nn.NLLLoss(reduction=reduction)
+
+        def loss(p, t):
+            logq = torch.log(torch.clamp(p, EPS, 1 - EPS))
+            if kind == "scce":
+                return nll(logq, t)
+            per_sample = -(t * logq).sum(dim=-1)
+            return _reduce_torch(per_sample, reduction)
+        return loss
+    raise AssertionError(kind)
+
+
+def _reduce_torch(values, reduction):
+    return {"none": values, "sum": values.sum(), "mean": values.mean()}[reduction]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("torch_order", [False, True])
+def test_pytorch_parity(torch, kind, reduction, dtype, torch_order, rng):
+    make, y_true, y_pred, _ = _case(kind, rng, (6, 5), dtype)
+    y_pred = y_pred.astype(dtype)
+    if y_true.dtype.kind == "f":
+        y_true = y_true.astype(dtype)
+    x = mn.tensor(y_pred, requires_grad=True)
+    loss = make(reduction=reduction)
+    out = loss(x, y_true) if torch_order else loss(y_true, x)
+    upstream = rng.standard_normal(out.shape).astype(dtype)
+    (out * upstream).sum().backward()
+
+    tx = torch.tensor(y_pred, requires_grad=True)
+    tt = torch.tensor(y_true)
+    expected = _torch_loss(torch, kind, reduction)(tx, tt)
+    (expected * torch.tensor(upstream)).sum().backward()
+    np.testing.assert_allclose(out.numpy(), expected.detach().numpy(), **TOL[dtype])
+    np.testing.assert_allclose(x.grad, tx.grad.numpy(), **TOL[dtype])
+
+
+@pytest.mark.parametrize("from_logits", [True, False])
+@pytest.mark.parametrize("smoothing", [0.1, 0.35])
+def test_label_smoothing_matches_pytorch(torch, from_logits, smoothing, rng):
+    labels = rng.integers(0, 4, 5)
+    logits = rng.standard_normal((5, 4))
+    one_hot = np.eye(4)[labels]
+    x = mn.tensor(logits if from_logits else _softmax(logits), requires_grad=True)
+    out = losses.CategoricalCrossentropy(from_logits=from_logits, label_smoothing=smoothing)(one_hot, x)
+    out.backward()
+    tx = torch.tensor(x.numpy(), requires_grad=True)
+    if from_logits:
+        expected = torch.nn.CrossEntropyLoss(label_smoothing=smoothing)(tx, torch.tensor(labels))
+    else:
+        target = torch.tensor((1 - smoothing) * one_hot + smoothing / 4)
+        expected = -(target * torch.log(torch.clamp(tx, EPS, 1 - EPS))).sum(-1).mean()
+    expected.backward()
+    np.testing.assert_allclose(out.item(), expected.item(), rtol=1e-10)
+    np.testing.assert_allclose(x.grad, tx.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_bce_label_smoothing(rng):
+    t = rng.integers(0, 2, (4, 1)).astype(np.float64)
+    x = rng.standard_normal((4, 1))
+    out = losses.BinaryCrossentropy(from_logits=True, label_smoothing=0.2)(t, mn.tensor(x))
+    np.testing.assert_allclose(out.item(), ref_bce_logits(t * 0.8 + 0.1, x).mean(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_ignore_class_matches_pytorch_ignore_index(torch, reduction, rng):
+    labels = np.array([0, 3, -1, 2, -1, 1])
+    logits = rng.standard_normal((6, 4))
+    x = mn.tensor(logits, requires_grad=True)
+    out = losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=-1, reduction=reduction)(labels, x)
+    out.sum().backward() if reduction == "none" else out.backward()
+    tx = torch.tensor(logits, requires_grad=True)
+    expected = torch.nn.CrossEntropyLoss(ignore_index=-1, reduction=reduction)(tx, torch.tensor(labels))
+    expected.sum().backward()
+    np.testing.assert_allclose(out.numpy(), expected.detach().numpy(), rtol=1e-10)
+    np.testing.assert_allclose(x.grad, tx.grad.numpy(), rtol=1e-10, atol=1e-14)
+
+
+def test_target_gradient_matches_pytorch(torch, rng):
+    p, t = rng.standard_normal((4, 3)), rng.standard_normal((4, 3))
+    a, b = mn.tensor(p, requires_grad=True), mn.tensor(t, requires_grad=True)
+    losses.MeanSquaredError()(b, a).backward()
+    ta, tb = torch.tensor(p, requires_grad=True), torch.tensor(t, requires_grad=True)
+    torch.nn.MSELoss()(ta, tb).backward()
+    np.testing.assert_allclose(a.grad, ta.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(b.grad, tb.grad.numpy(), rtol=1e-12)
+
+
+# ---- argument order ---------------------------------------------------------------------
+
+def test_argument_order_rules(rng):
+    logits = rng.standard_normal((5, 3))
+    labels = rng.integers(0, 3, 5)
+    scce = losses.SparseCategoricalCrossentropy(from_logits=True)
+    expected = ref_scce(labels, logits, True).mean()
+    # labels recognised by dtype/shape, whichever side, graph or not
+    for args in [(labels, logits), (logits, labels), (labels[:, None], logits), (logits, labels[:, None]),
+                 (labels.astype(np.float64), logits), (logits, labels.astype(np.float64))]:
+        assert scce(*args).item() == pytest.approx(expected)
+    # BCE: the graph-carrying argument is the prediction
+    p = 1 / (1 + np.exp(-logits[:, :1]))
+    t = (rng.random((5, 1)) > 0.5).astype(np.float64)
+    bce = losses.BinaryCrossentropy()
+    expected = ref_bce(t, p).mean()
+    assert bce(t, mn.tensor(p, requires_grad=True)).item() == pytest.approx(expected)
+    assert bce(mn.tensor(p, requires_grad=True), t).item() == pytest.approx(expected)
+    # ... or the one Tensor against an ndarray (e.g. under no_grad), or the integer target
+    with mn.no_grad():
+        assert bce(mn.tensor(p), t).item() == pytest.approx(expected)
+    assert bce(p, t.astype(np.int64)).item() == pytest.approx(expected)
+    # both plain arrays: Keras order
+    assert bce(t, p).item() == pytest.approx(expected)
+
+
+def test_column_predictions_against_flat_targets(rng):
+    t = rng.standard_normal(6)
+    p = rng.standard_normal((6, 1))
+    out = losses.MeanSquaredError(reduction="none")(t, mn.tensor(p))
+    assert out.shape == (6, 1)
+    np.testing.assert_allclose(out.numpy(), (p - t[:, None]) ** 2)
+    np.testing.assert_allclose(losses.MeanSquaredError()(t[:, None], mn.tensor(p[:, 0])).item(),
+                               ((p - t[:, None]) ** 2).mean())
+
+
+def test_sequence_shaped_class_axis(rng):
+    logits = rng.standard_normal((2, 3, 4))
+    labels = rng.integers(0, 4, (2, 3))
+    out = losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")(labels, mn.tensor(logits))
+    assert out.shape == (2, 3)
+    np.testing.assert_allclose(out.numpy(), ref_scce(labels, logits, True), rtol=1e-12)
+    out = losses.CategoricalCrossentropy(from_logits=True)(np.eye(4)[labels], mn.tensor(logits))
+    np.testing.assert_allclose(out.item(), ref_cce(np.eye(4)[labels], logits, True).mean(), rtol=1e-12)
+
+
+# ---- reductions and sample_weight ---------------------------------------------------------
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none", "sum_over_batch_size"])
+@pytest.mark.parametrize("weight_shape", ["scalar", "per_sample", "per_sample_column", "per_element"])
+def test_sample_weight_elementwise(reduction, weight_shape, rng):
+    t, p = rng.standard_normal((5, 3)), rng.standard_normal((5, 3))
+    w = {"scalar": 0.7, "per_sample": rng.random(5), "per_sample_column": rng.random((5, 1)),
+         "per_element": rng.random((5, 3))}[weight_shape]
+    out = losses.MeanSquaredError(reduction=reduction)(t, mn.tensor(p), sample_weight=w)
+    wb = np.asarray(w).reshape(5, -1) if np.ndim(w) else w
+    expected = _reduce(ref_mse(t, p), "mean" if reduction == "sum_over_batch_size" else reduction, wb)
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_sample_weight_per_sample_losses(reduction, rng):
+    labels, logits, w = rng.integers(0, 4, 6), rng.standard_normal((6, 4)), rng.random(6)
+    out = losses.SparseCategoricalCrossentropy(from_logits=True, reduction=reduction)(labels, logits,
+                                                                                      sample_weight=w)
+    np.testing.assert_allclose(out.numpy(), _reduce(ref_scce(labels, logits, True), reduction, w), rtol=1e-12)
+    with pytest.raises(ValueError, match="sample_weight"):
+        losses.SparseCategoricalCrossentropy()(labels, _softmax(logits), sample_weight=np.ones(4))
+
+
+def test_all_ignored_mean_is_nan_like_pytorch():
+    out = losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=1)([1, 1], np.zeros((2, 3)))
+    assert np.isnan(out.item())
+
+
+# ---- errors and warnings -----------------------------------------------------------------
+
+def test_label_range_errors(rng):
+    logits = rng.standard_normal((3, 4))
+    scce = losses.SparseCategoricalCrossentropy(from_logits=True)
+    with pytest.raises(ValueError, match=r"`y_true`.*\[0, 4\).*e\.g\. 4"):
+        scce([0, 4, 1], logits)
+    with pytest.raises(ValueError, match="`y_true`"):
+        scce(np.array([0, -2, 1]), logits)
+    with pytest.raises(ValueError, match="`y_true`.*integer"):
+        scce(np.array([0.5, 1.0, 2.0]), logits)
+    # ignored labels are allowed outside the range
+    losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=-100)([0, -100, 3], logits)
+
+
+def test_shape_errors(rng):
+    with pytest.raises(ValueError, match=r"y_true.shape=\(4, 3\), y_pred.shape=\(4, 2\)"):
+        losses.MeanSquaredError()(np.zeros((4, 3)), mn.tensor(np.zeros((4, 2)), requires_grad=True))
+    with pytest.raises(ValueError, match=r"SparseCategoricalCrossentropy.*y_true.shape=\(5,\)"):
+        losses.CategoricalCrossentropy()(np.array([0.0, 1, 2, 1, 0]), mn.tensor(np.full((5, 3), 1 / 3),
+                                                                                  requires_grad=True))
+    with pytest.raises(ValueError, match=r"y_true.shape=\(4,\)"):
+        losses.SparseCategoricalCrossentropy()(np.array([0, 1, 2, 1]), np.full((5, 3), 1 / 3))
+    with pytest.raises(ValueError, match="y_pred.shape"):
+        losses.CategoricalCrossentropy()(np.ones(3), mn.tensor(np.ones(3) / 3, requires_grad=True))
+
+
+def test_probabilities_required_without_logits(rng):
+    logits = rng.standard_normal((4, 3)) * 3
+    with pytest.raises(ValueError, match="from_logits=True"):
+        losses.CategoricalCrossentropy()(np.eye(3)[[0, 1, 2, 0]], mn.tensor(logits, requires_grad=True))
+    with pytest.raises(ValueError, match="from_logits=True"):
+        losses.BinaryCrossentropy()(np.ones((4, 1)), mn.tensor(logits[:, :1] + 5, requires_grad=True))
+
+
+def test_bad_constructor_arguments():
+    with pytest.raises(ValueError, match=r"`reduction`.*Received: reduction='avg'"):
+        losses.MeanSquaredError(reduction="avg")
+    with pytest.raises(ValueError, match="`delta`"):
+        losses.Huber(delta=0)
+    with pytest.raises(ValueError, match="`label_smoothing`"):
+        losses.CategoricalCrossentropy(label_smoothing=1.5)
+    with pytest.raises(ValueError, match="`ignore_class`"):
+        losses.SparseCategoricalCrossentropy(ignore_class=1.5)
+    with pytest.raises(TypeError, match="`y_pred`"):
+        losses.MeanSquaredError()(np.zeros(2), np.array(["a", "b"]))
+
+
+@pytest.mark.parametrize("cls,target", [
+    (losses.SparseCategoricalCrossentropy, np.array([0, 2, 1])),
+    (losses.CategoricalCrossentropy, np.eye(3)[[0, 2, 1]]),
+])
+def test_probabilities_passed_as_logits_warn_once(cls, target, rng, monkeypatch):
+    monkeypatch.setattr(losses, "_warned_probabilities", set())
+    probs = _softmax(rng.standard_normal((3, 3)))
+    loss = cls(from_logits=True)
+    with pytest.warns(UserWarning, match="look like probabilities"):
+        loss(target, mn.tensor(probs, requires_grad=True))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loss(target, mn.tensor(probs, requires_grad=True))      # second time: silent
+        cls(from_logits=True)(target, probs)                     # new instance, same class: silent
+        cls(from_logits=True)(target, rng.standard_normal((3, 3)) * 4)  # logits: never warns
+
+
+# ---- lookup, config, custom losses --------------------------------------------------------
+
+@pytest.mark.parametrize("name,cls", [
+    ("mse", losses.MeanSquaredError), ("mae", losses.MeanAbsoluteError), ("huber", losses.Huber),
+    ("binary_crossentropy", losses.BinaryCrossentropy),
+    ("categorical_crossentropy", losses.CategoricalCrossentropy),
+    ("sparse_categorical_crossentropy", losses.SparseCategoricalCrossentropy),
+    ("mean_squared_error", losses.MeanSquaredError), ("Huber", losses.Huber),
+])
+def test_get_by_name(name, cls):
+    assert type(losses.get(name)) is cls
+
+
+def test_get_instances_classes_callables_and_errors(rng):
+    inst = losses.Huber(delta=2.0)
+    assert losses.get(inst) is inst
+    assert type(losses.get(losses.MeanAbsoluteError)) is losses.MeanAbsoluteError
+    assert losses.get(None) is None
+
+    def quartic(y_true, y_pred):
+        return ((y_pred - y_true) ** 2) ** 2
+
+    loss = losses.get(quartic)
+    assert loss.name == "quartic"
+    t, p = rng.standard_normal(4), rng.standard_normal(4)
+    x = mn.tensor(p, requires_grad=True)
+    np.testing.assert_allclose(loss(x, t).item(), ((p - t) ** 4).mean())
+    assert mn.gradcheck(lambda a: loss(t, a, sample_weight=np.arange(4.0)), (x,))
+    with pytest.raises(ValueError, match="identifier"):
+        losses.get("msee")
+    with pytest.raises(TypeError, match="identifier"):
+        losses.get(3)
+
+
+def test_custom_loss_subclass(rng):
+    class Scaled(losses.Loss):
+        def call(self, y_true, y_pred):
+            return (y_pred - y_true).abs() * 3.0
+
+    t, p = rng.standard_normal((3, 2)), rng.standard_normal((3, 2))
+    assert Scaled(reduction="sum")(t, mn.tensor(p)).item() == pytest.approx(3 * np.abs(p - t).sum())
+    assert Scaled().name == "scaled"
+
+
+@pytest.mark.parametrize("loss", [
+    losses.MeanSquaredError(reduction="sum"), losses.MeanAbsoluteError(name="l1"), losses.Huber(delta=0.3),
+    losses.BinaryCrossentropy(from_logits=True, label_smoothing=0.1),
+    losses.CategoricalCrossentropy(label_smoothing=0.2),
+    losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=-1, reduction="none"),
+])
+def test_config_round_trip(loss):
+    clone = losses.deserialize(losses.serialize(loss))
+    assert type(clone) is type(loss) and clone.get_config() == loss.get_config()
+    assert type(loss).__name__ in repr(loss)
