@@ -1,0 +1,29 @@
+"""Smoke test: every script in examples/ runs with --quick in a fresh interpreter."""
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+EXAMPLES = sorted((pathlib.Path(__file__).resolve().parent.parent / "examples").glob("*.py"))
+
+
+@pytest.mark.parametrize("script", EXAMPLES, ids=[p.name for p in EXAMPLES])
+def test_example_runs_quick(script, tmp_path):
+    root = script.parent.parent
+    env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               MPLBACKEND="Agg")
+    result = subprocess.run([sys.executable, str(script), "--quick"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=180)
+    assert result.returncode == 0, f"{script.name} failed:\n{result.stdout}\n{result.stderr}"
+    assert result.stdout.strip(), f"{script.name} printed nothing"
+    if script.name == "digits_cnn.py":
+        assert (tmp_path / "digits_cnn.minnet").exists()
+        assert "identical predictions: True" in result.stdout
+
+
+def test_every_example_has_a_quick_flag():
+    assert len(EXAMPLES) >= 4
+    for script in EXAMPLES:
+        assert "--quick" in script.read_text(), script.name
