@@ -20,7 +20,8 @@ from .autograd import (AnomalyError, Function, GradcheckError, detect_anomaly, P
                        set_grad_enabled, tensor)
 
 _SUBMODULES = {"layers", "losses", "optimizers", "callbacks", "metrics", "datasets", "data",
-               "functional", "initializers", "activations", "models", "saving", "autograd"}
+               "functional", "initializers", "activations", "models", "saving", "autograd",
+               "interop"}
 _LAZY = {
     "Sequential": ("models", "Sequential"),
     "load_model": ("models", "load_model"),
