@@ -143,8 +143,8 @@ class Sequential(Layer):
 
     def __init__(self, layers=None, name=None, dtype="float32", trainable=True):
         super().__init__(name=name, dtype=dtype, trainable=trainable)
+        self._input_layer = None      # set first so repr lists the Input layer first
         self._layers = []
-        self._input_layer = None
         self._output_shapes = []
         self.optimizer = None
         self.loss = None
