@@ -1,0 +1,659 @@
+"""Activation kernels: elementwise sigmoid / tanh / relu / leaky relu / elu (selu), and
+softmax / log-softmax along the last axis of a 2-D ``(rows, cols)`` array.
+
+Every kernel reads C-contiguous float32/float64 arrays (one fused ``floating`` type) and
+writes into an output the wrapper allocated (or the caller passed).  Elementwise kernels
+work on the flat view and split it over OpenMP threads (``prange``): each thread writes
+its own slice, so the result does not depend on the thread count.  Row-wise kernels
+split the rows.  The math of each backward is in ``docs/math/activations.md``.
+
+The Python-visible wrappers (``sigmoid_forward``, ...) validate dtypes, shapes and
+contiguity, so the ``nogil`` loops below run without bounds checks.
+"""
+from cython.parallel cimport prange
+from libc.math cimport exp, expm1, expm1f, log, tanh, tanhf, fabs
+
+from minnet._ext._blas cimport floating
+
+import numpy as np
+
+cdef enum:
+    # Below this many elements a thread team costs more than it saves.
+    _PARALLEL_MIN = 32768
+    # Elementwise kernels hand each thread blocks of this many elements: the inner loop
+    # over a block is a plain C loop over pointers, which the compiler vectorises.
+    _BLOCK = 8192
+
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <string.h>
+    /* GCC keeps a float compare (it could raise FE_INVALID on NaN) out of a vectorised
+     * select unless trapping math is off; minnet never reads the FP exception flags, so
+     * switch it off for this module and let `y = v > 0 ? v : neg` loops vectorise.
+     * (Clang and MSVC vectorise these loops without it.) */
+    #if defined(__GNUC__) && !defined(__clang__)
+    #pragma GCC optimize("no-trapping-math")
+    #endif
+    /* exp(x) for float x <= 0, as a branch-free polynomial the compiler can vectorise
+     * (libm's expf is a function call per element).  Cephes' range reduction
+     * x = n*ln2 + r, |r| <= ln2/2, then exp(r) by a degree-7 polynomial, then 2^n
+     * from the exponent bits: max error ~1.4 ulp on [-87.3, 0].  Results below
+     * FLT_MIN (x < -87.3) are flushed to 0; NaN propagates (through the polynomial). */
+    static inline float minnet_exp_nonpos_f(float x) {
+        const float magic = 12582912.0f;           /* 1.5 * 2^23: adding it rounds to int */
+        float xc = x < -87.3365478515625f ? -87.3365478515625f : x;
+        xc = xc > 0.0f ? 0.0f : xc;
+        float t = xc * 1.44269504088896341f + magic;
+        float n = t - magic;
+        int32_t t_bits, magic_bits;
+        memcpy(&t_bits, &t, 4);
+        memcpy(&magic_bits, &magic, 4);
+        uint32_t scale_bits = (uint32_t)(t_bits - magic_bits + 127) << 23;
+        float scale;
+        memcpy(&scale, &scale_bits, 4);
+        float r = xc - n * 0.693359375f;
+        r = r + n * 2.12194440e-4f;
+        float p = 1.9875691500e-4f;
+        p = p * r + 1.3981999507e-3f;
+        p = p * r + 8.3334519073e-3f;
+        p = p * r + 4.1665795894e-2f;
+        p = p * r + 1.6666665459e-1f;
+        p = p * r + 5.0000001201e-1f;
+        float y = (p * r * r + r + 1.0f) * scale;
+        return x < -87.3365478515625f ? 0.0f : y;
+    }
+
+    /* Sigmoid of n floats, the one kernel here bound by arithmetic rather than memory.
+     * On x86-64 Linux GCC also compiles AVX2 and AVX-512 copies of it and picks one at
+     * load time for the CPU it runs on (target_clones); elsewhere it is the plain
+     * SSE2 loop. */
+    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+    #define MINNET_TARGET_CLONES \
+        __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+    #else
+    #define MINNET_TARGET_CLONES
+    #endif
+    MINNET_TARGET_CLONES
+    static void minnet_sigmoid_f(const float *x, float *y, Py_ssize_t n) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            float v = x[i];
+            float e = minnet_exp_nonpos_f(v < 0.0f ? v : -v);   /* exp(-|v|) */
+            float num = v >= 0.0f ? 1.0f : e;
+            y[i] = num / (1.0f + e);
+        }
+    }
+    """
+    float minnet_exp_nonpos_f(float x) noexcept nogil
+    void minnet_sigmoid_f(const float* x, float* y, Py_ssize_t n) noexcept nogil
+
+
+# ---------------------------------------------------------------------------------------
+# Scalar helpers: one name for the float and the double function.
+# ---------------------------------------------------------------------------------------
+
+cdef inline floating _exp_nonpos(floating v) noexcept nogil:
+    """exp(v) for v <= 0 (every exponential below has a non-positive argument)."""
+    if floating is float:
+        return minnet_exp_nonpos_f(v)
+    else:
+        return exp(v)
+
+
+cdef inline floating _expm1(floating v) noexcept nogil:
+    if floating is float:
+        return expm1f(v)
+    else:
+        return expm1(v)
+
+
+cdef inline floating _tanh(floating v) noexcept nogil:
+    if floating is float:
+        return tanhf(v)
+    else:
+        return tanh(v)
+
+
+cdef inline int _team(Py_ssize_t work, int n_threads) noexcept nogil:
+    """Threads worth starting for ``work`` elements (at least 1)."""
+    if n_threads < 1 or work < _PARALLEL_MIN:
+        return 1
+    return n_threads
+
+
+# ---------------------------------------------------------------------------------------
+# Elementwise kernels.  Each has a block function (a plain loop over `n` elements at
+# pointers) and a kernel that hands blocks of _BLOCK elements to the threads; blocks never
+# overlap, so no two threads write the same element and the result does not depend on
+# the thread count.  `y` may be `x` (in place).
+# ---------------------------------------------------------------------------------------
+
+cdef inline Py_ssize_t _n_blocks(Py_ssize_t n) noexcept nogil:
+    return (n + _BLOCK - 1) // _BLOCK
+
+
+cdef inline Py_ssize_t _block_len(Py_ssize_t n, Py_ssize_t start) noexcept nogil:
+    return _BLOCK if n - start > _BLOCK else n - start
+
+
+cdef inline void _sigmoid_block(const floating* x, floating* y, Py_ssize_t n) noexcept nogil:
+    # exp(-|x|) is in (0, 1]: it never overflows, and 1 + e never loses the small side.
+    cdef Py_ssize_t i
+    cdef floating e, v
+    if floating is float:
+        minnet_sigmoid_f(x, y, n)     # the same formula, in C (see the top of the file)
+    else:
+        for i in range(n):
+            v = x[i]
+            e = exp(-fabs(v))
+            y[i] = (1 if v >= 0 else e) / (1 + e)
+
+
+cdef void sigmoid_kernel(const floating[::1] x,     # IN  (n,)
+                         floating[::1] y,           # OUT (n,)
+                         int n_threads) noexcept nogil:
+    cdef Py_ssize_t b, start, n = x.shape[0]
+    for b in prange(_n_blocks(n), num_threads=_team(n, n_threads), schedule="static"):
+        start = b * _BLOCK
+        _sigmoid_block(&x[start], &y[start], _block_len(n, start))
+
+
+cdef inline void _sigmoid_backward_block(const floating* y, const floating* g, floating* dx,
+                                         Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(n):
+        dx[i] = g[i] * y[i] * (1 - y[i])
+
+
+cdef void sigmoid_backward_kernel(const floating[::1] y,      # IN  saved output (n,)
+                                  const floating[::1] grad,   # IN  dL/dy (n,)
+                                  floating[::1] dx,           # OUT dL/dx (n,)
+                                  int n_threads) noexcept nogil:
+    cdef Py_ssize_t b, start, n = y.shape[0]
+    for b in prange(_n_blocks(n), num_threads=_team(n, n_threads), schedule="static"):
+        start = b * _BLOCK
+        _sigmoid_backward_block(&y[start], &grad[start], &dx[start], _block_len(n, start))
+
+
+cdef inline void _tanh_block(const floating* x, floating* y, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(n):
+        y[i] = _tanh(x[i])
+
+
+cdef void tanh_kernel(const floating[::1] x,    # IN  (n,)
+                      floating[::1] y,          # OUT (n,)
+                      int n_threads) noexcept nogil:
+    cdef Py_ssize_t b, start, n = x.shape[0]
+    for b in prange(_n_blocks(n), num_threads=_team(n, n_threads), schedule="static"):
+        start = b * _BLOCK
+        _tanh_block(&x[start], &y[start], _block_len(n, start))
+
+
+cdef inline void _tanh_backward_block(const floating* y, const floating* g, floating* dx,
+                                      Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(n):
+        dx[i] = g[i] * (1 - y[i] * y[i])
+
+
+cdef void tanh_backward_kernel(const floating[::1] y,      # IN  saved output (n,)
+                               const floating[::1] grad,   # IN  (n,)
+                               floating[::1] dx,           # OUT (n,)
+                               int n_threads) noexcept nogil:
+    cdef Py_ssize_t b, start, n = y.shape[0]
+    for b in prange(_n_blocks(n), num_threads=_team(n, n_threads), schedule="static"):
+        start = b * _BLOCK
+        _tanh_backward_block(&y[start], &grad[start], &dx[start], _block_len(n, start))
+
+
+cdef inline void _leaky_relu_block(const floating* x, floating* y, Py_ssize_t n,
+                                   floating slope) noexcept nogil:
+    # Both sides are computed and then selected: a branch-free loop the compiler
+    # vectorises (it may not move a float multiply out of an `if` on its own).
+    cdef Py_ssize_t i
+    cdef floating v, neg
+    for i in range(n):
+        v = x[i]
+        neg = v * slope
+        y[i] = v if v > 0 else neg
+
+
+cdef void leaky_relu_kernel(const floating[::1] x,   # IN  (n,)
+                            floating[::1] y,         # OUT (n,)
+                            floating slope,
+                            int n_threads) noexcept nogil:
+    # relu is slope = 0 (x * 0 keeps NaN as NaN, and -0.0 for negative x, as PyTorch).
+    cdef Py_ssize_t b, start, n = x.shape[0]
+    for b in prange(_n_blocks(n), num_threads=_team(n, n_threads), schedule="static"):
+        start = b * _BLOCK
+        _leaky_relu_block(&x[start], &y[start], _block_len(n, start), slope)
+
+
+cdef inline void _leaky_relu_backward_block(const floating* s, const floating* g,
+                                            floating* dx, Py_ssize_t n,
+                                            floating slope) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef floating neg
+    for i in range(n):
+        neg = g[i] * slope
+        dx[i] = g[i] if s[i] > 0 else neg
+
+
+cdef void leaky_relu_backward_kernel(const floating[::1] s,     # IN  saved input or output (n,)
+                                     const floating[::1] grad,  # IN  (n,)
+                                     floating[::1] dx,          # OUT (n,)
+                                     floating slope,
+                                     int n_threads) noexcept nogil:
+    # For slope >= 0 the output is > 0 exactly where the input is, so either may be saved.
+    cdef Py_ssize_t b, start, n = s.shape[0]
+    for b in prange(_n_blocks(n), num_threads=_team(n, n_threads), schedule="static"):
+        start = b * _BLOCK
+        _leaky_relu_backward_block(&s[start], &grad[start], &dx[start],
+                                   _block_len(n, start), slope)
+
+
+cdef inline void _elu_block(const floating* x, floating* y, Py_ssize_t n,
+                            floating alpha, floating scale) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef floating v, pos, neg
+    for i in range(n):
+        v = x[i]
+        pos = scale * v
+        neg = scale * alpha * _expm1(v if v < 0 else 0)
+        y[i] = pos if v > 0 else neg
+
+
+cdef void elu_kernel(const floating[::1] x,   # IN  (n,)
+                     floating[::1] y,         # OUT (n,)
+                     floating alpha, floating scale,
+                     int n_threads) noexcept nogil:
+    # y = scale * (x if x > 0 else alpha * (exp(x) - 1)); selu is one (alpha, scale) pair.
+    # expm1 keeps full relative accuracy for small |x|, where exp(x) - 1 would cancel.
+    cdef Py_ssize_t b, start, n = x.shape[0]
+    for b in prange(_n_blocks(n), num_threads=_team(n, n_threads), schedule="static"):
+        start = b * _BLOCK
+        _elu_block(&x[start], &y[start], _block_len(n, start), alpha, scale)
+
+
+cdef inline void _elu_backward_block(const floating* s, const floating* g, floating* dx,
+                                     Py_ssize_t n, floating alpha, floating scale,
+                                     bint from_output) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef floating v, neg
+    cdef floating scale_alpha = scale * alpha
+    if from_output:
+        # y <= 0: dy/dx = scale*alpha*exp(x) = y + scale*alpha (no exp needed).
+        for i in range(n):
+            v = s[i]
+            neg = v + scale_alpha
+            dx[i] = g[i] * (scale if v > 0 else neg)
+    else:
+        for i in range(n):
+            v = s[i]
+            neg = scale_alpha * _exp_nonpos(v if v < 0 else 0)
+            dx[i] = g[i] * (scale if v > 0 else neg)
+
+
+cdef void elu_backward_kernel(const floating[::1] s,     # IN  saved output (or input) (n,)
+                              const floating[::1] grad,  # IN  (n,)
+                              floating[::1] dx,          # OUT (n,)
+                              floating alpha, floating scale, bint from_output,
+                              int n_threads) noexcept nogil:
+    cdef Py_ssize_t b, start, n = s.shape[0]
+    for b in prange(_n_blocks(n), num_threads=_team(n, n_threads), schedule="static"):
+        start = b * _BLOCK
+        _elu_backward_block(&s[start], &grad[start], &dx[start], _block_len(n, start),
+                            alpha, scale, from_output)
+
+
+# ---------------------------------------------------------------------------------------
+# Row-wise softmax / log-softmax on (rows, cols).
+# ---------------------------------------------------------------------------------------
+
+cdef inline void _softmax_row(const floating* x,   # IN  (cols,)
+                              floating* y,         # OUT (cols,)
+                              Py_ssize_t cols, bint log_output) noexcept nogil:
+    # Subtracting the row max makes every exponent <= 0: no overflow, and the largest
+    # term is exactly 1, so the sum is >= 1 and its log never underflows.
+    cdef Py_ssize_t j
+    cdef floating m = x[0], e
+    cdef double total = 0
+    for j in range(1, cols):
+        if x[j] > m:
+            m = x[j]
+    if log_output:
+        for j in range(cols):
+            total += _exp_nonpos(x[j] - m)
+        e = <floating> (m + log(total))        # log-sum-exp of the row
+        for j in range(cols):
+            y[j] = x[j] - e
+    else:
+        for j in range(cols):
+            e = _exp_nonpos(x[j] - m)
+            y[j] = e
+            total += e
+        e = <floating> (1.0 / total)
+        for j in range(cols):
+            y[j] = y[j] * e
+
+
+cdef void softmax_kernel(const floating[:, ::1] x,   # IN  (rows, cols)
+                         floating[:, ::1] y,         # OUT (rows, cols)
+                         bint log_output,
+                         int n_threads) noexcept nogil:
+    cdef Py_ssize_t i, rows = x.shape[0], cols = x.shape[1]
+    if cols == 0:
+        return
+    for i in prange(rows, num_threads=_team(rows * cols, n_threads), schedule="static"):
+        _softmax_row(&x[i, 0], &y[i, 0], cols, log_output)
+
+
+cdef inline void _softmax_backward_row(const floating* y,    # IN  saved output (cols,)
+                                       const floating* g,    # IN  (cols,)
+                                       floating* dx,         # OUT (cols,)
+                                       Py_ssize_t cols, bint log_output) noexcept nogil:
+    cdef Py_ssize_t j
+    cdef double total = 0
+    cdef floating t
+    if log_output:
+        # y = log p: dx = g - p * sum(g)
+        for j in range(cols):
+            total += g[j]
+        t = <floating> total
+        for j in range(cols):
+            dx[j] = g[j] - _exp_nonpos(y[j]) * t
+    else:
+        # y = p: dx = p * (g - <g, p>)
+        for j in range(cols):
+            total += <double> g[j] * y[j]
+        t = <floating> total
+        for j in range(cols):
+            dx[j] = y[j] * (g[j] - t)
+
+
+cdef void softmax_backward_kernel(const floating[:, ::1] y,     # IN  saved output (rows, cols)
+                                  const floating[:, ::1] grad,  # IN  (rows, cols)
+                                  floating[:, ::1] dx,          # OUT (rows, cols)
+                                  bint log_output,
+                                  int n_threads) noexcept nogil:
+    cdef Py_ssize_t i, rows = y.shape[0], cols = y.shape[1]
+    if cols == 0:
+        return
+    for i in prange(rows, num_threads=_team(rows * cols, n_threads), schedule="static"):
+        _softmax_backward_row(&y[i, 0], &grad[i, 0], &dx[i, 0], cols, log_output)
+
+
+# ---------------------------------------------------------------------------------------
+# Typed entry points (fused dispatch on the memoryview dtype), GIL released.
+# ---------------------------------------------------------------------------------------
+
+def _sigmoid(const floating[::1] x, floating[::1] y, int n_threads):
+    with nogil:
+        sigmoid_kernel(x, y, n_threads)
+
+
+def _sigmoid_backward(const floating[::1] y, const floating[::1] g, floating[::1] dx,
+                      int n_threads):
+    with nogil:
+        sigmoid_backward_kernel(y, g, dx, n_threads)
+
+
+def _tanh_forward(const floating[::1] x, floating[::1] y, int n_threads):
+    with nogil:
+        tanh_kernel(x, y, n_threads)
+
+
+def _tanh_backward(const floating[::1] y, const floating[::1] g, floating[::1] dx,
+                   int n_threads):
+    with nogil:
+        tanh_backward_kernel(y, g, dx, n_threads)
+
+
+def _leaky_relu(const floating[::1] x, floating[::1] y, double slope, int n_threads):
+    with nogil:
+        leaky_relu_kernel(x, y, <floating> slope, n_threads)
+
+
+def _leaky_relu_backward(const floating[::1] s, const floating[::1] g, floating[::1] dx,
+                         double slope, int n_threads):
+    with nogil:
+        leaky_relu_backward_kernel(s, g, dx, <floating> slope, n_threads)
+
+
+def _elu(const floating[::1] x, floating[::1] y, double alpha, double scale, int n_threads):
+    with nogil:
+        elu_kernel(x, y, <floating> alpha, <floating> scale, n_threads)
+
+
+def _elu_backward(const floating[::1] s, const floating[::1] g, floating[::1] dx,
+                  double alpha, double scale, bint from_output, int n_threads):
+    with nogil:
+        elu_backward_kernel(s, g, dx, <floating> alpha, <floating> scale, from_output,
+                            n_threads)
+
+
+def _softmax(const floating[:, ::1] x, floating[:, ::1] y, bint log_output, int n_threads):
+    with nogil:
+        softmax_kernel(x, y, log_output, n_threads)
+
+
+def _softmax_backward(const floating[:, ::1] y, const floating[:, ::1] g,
+                      floating[:, ::1] dx, bint log_output, int n_threads):
+    with nogil:
+        softmax_backward_kernel(y, g, dx, log_output, n_threads)
+
+
+# ---------------------------------------------------------------------------------------
+# Python-visible wrappers: validate, allocate, call.
+# ---------------------------------------------------------------------------------------
+
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _check_array(a, name, dtype=None, shape=None):
+    """``a`` as a C-contiguous float32/float64 ndarray, or a TypeError/ValueError naming it."""
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"Invalid argument `{name}`: expected a numpy.ndarray. "
+                        f"Received: {name} of type {type(a).__name__}")
+    if a.dtype != np.float32 and a.dtype != np.float64:
+        raise TypeError(f"Invalid argument `{name}`: expected dtype float32 or float64. "
+                        f"Received: {name}.dtype={a.dtype}")
+    if dtype is not None and a.dtype != dtype:
+        raise TypeError(f"Invalid argument `{name}`: expected dtype {np.dtype(dtype)} "
+                        f"(as the other arrays). Received: {name}.dtype={a.dtype}")
+    if shape is not None and a.shape != shape:
+        raise ValueError(f"Invalid argument `{name}`: expected shape {shape}. "
+                         f"Received: {name}.shape={a.shape}")
+    if not a.flags.c_contiguous:
+        raise ValueError(f"Invalid argument `{name}`: expected a C-contiguous array. "
+                         f"Received a non-contiguous array of shape {a.shape}")
+    return a
+
+
+def _output(out, like):
+    if out is None:
+        return np.empty_like(like)
+    _check_array(out, "out", like.dtype, like.shape)
+    if not out.flags.writeable:
+        raise ValueError("Invalid argument `out`: expected a writeable array. "
+                         "Received a read-only array")
+    return out
+
+
+def _threads(n_threads):
+    n_threads = int(n_threads)
+    if n_threads < 1:
+        raise ValueError(f"Invalid argument `n_threads`: expected an int >= 1. "
+                         f"Received: n_threads={n_threads}")
+    return n_threads
+
+
+def _as_rows(a, name):
+    _check_array(a, name)
+    if a.ndim != 2:
+        raise ValueError(f"Invalid argument `{name}`: expected a 2-D (rows, cols) array. "
+                         f"Received: {name}.shape={a.shape}")
+    return a
+
+
+def sigmoid_forward(x, out=None, n_threads=1):
+    """Logistic sigmoid ``y = 1 / (1 + exp(-x))``, elementwise, without overflow.
+
+    Args:
+        x: float32/float64 C-contiguous array, any shape.
+        out: optional output array (same shape and dtype as ``x``); may be ``x`` itself.
+        n_threads: OpenMP threads.
+
+    Returns:
+        ``y`` (``out`` when given).
+
+    Shape:
+        x: ``(*)``; y: same as x.
+    """
+    _check_array(x, "x")
+    y = _output(out, x)
+    _sigmoid(x.reshape(-1), y.reshape(-1), _threads(n_threads))
+    return y
+
+
+def sigmoid_backward(y, grad, out=None, n_threads=1):
+    """``dx = grad * y * (1 - y)`` from the saved sigmoid output ``y``.
+
+    Shape:
+        y, grad, dx: ``(*)``, all the same.
+    """
+    _check_array(y, "y")
+    _check_array(grad, "grad", y.dtype, y.shape)
+    dx = _output(out, y)
+    _sigmoid_backward(y.reshape(-1), grad.reshape(-1), dx.reshape(-1), _threads(n_threads))
+    return dx
+
+
+def tanh_forward(x, out=None, n_threads=1):
+    """``y = tanh(x)`` elementwise.
+
+    Shape:
+        x: ``(*)``; y: same as x.
+    """
+    _check_array(x, "x")
+    y = _output(out, x)
+    _tanh_forward(x.reshape(-1), y.reshape(-1), _threads(n_threads))
+    return y
+
+
+def tanh_backward(y, grad, out=None, n_threads=1):
+    """``dx = grad * (1 - y**2)`` from the saved tanh output ``y``.
+
+    Shape:
+        y, grad, dx: ``(*)``, all the same.
+    """
+    _check_array(y, "y")
+    _check_array(grad, "grad", y.dtype, y.shape)
+    dx = _output(out, y)
+    _tanh_backward(y.reshape(-1), grad.reshape(-1), dx.reshape(-1), _threads(n_threads))
+    return dx
+
+
+def leaky_relu_forward(x, negative_slope=0.0, out=None, n_threads=1):
+    """``y = x if x > 0 else negative_slope * x`` (``negative_slope=0`` is relu).
+
+    Shape:
+        x: ``(*)``; y: same as x.
+    """
+    _check_array(x, "x")
+    y = _output(out, x)
+    _leaky_relu(x.reshape(-1), y.reshape(-1), float(negative_slope), _threads(n_threads))
+    return y
+
+
+def leaky_relu_backward(saved, grad, negative_slope=0.0, out=None, n_threads=1):
+    """``dx = grad if saved > 0 else negative_slope * grad``.
+
+    ``saved`` is the forward input, or its output when ``negative_slope >= 0`` (then
+    ``y > 0`` exactly where ``x > 0``).
+
+    Shape:
+        saved, grad, dx: ``(*)``, all the same.
+    """
+    _check_array(saved, "saved")
+    _check_array(grad, "grad", saved.dtype, saved.shape)
+    dx = _output(out, saved)
+    _leaky_relu_backward(saved.reshape(-1), grad.reshape(-1), dx.reshape(-1),
+                         float(negative_slope), _threads(n_threads))
+    return dx
+
+
+def elu_forward(x, alpha=1.0, scale=1.0, out=None, n_threads=1):
+    """``y = scale * (x if x > 0 else alpha * (exp(x) - 1))``; selu is
+    ``alpha=SELU_ALPHA, scale=SELU_SCALE``.
+
+    Shape:
+        x: ``(*)``; y: same as x.
+    """
+    _check_array(x, "x")
+    y = _output(out, x)
+    _elu(x.reshape(-1), y.reshape(-1), float(alpha), float(scale), _threads(n_threads))
+    return y
+
+
+def elu_backward(saved, grad, alpha=1.0, scale=1.0, from_output=True, out=None,
+                 n_threads=1):
+    """ELU gradient from the saved output (``from_output=True``, needs ``alpha >= 0``)
+    or from the saved input.
+
+    From the output: ``dx = grad * scale`` where ``y > 0``, else ``grad * (y + scale*alpha)``.
+    From the input: ``grad * scale`` where ``x > 0``, else ``grad * scale*alpha*exp(x)``.
+
+    Shape:
+        saved, grad, dx: ``(*)``, all the same.
+    """
+    _check_array(saved, "saved")
+    _check_array(grad, "grad", saved.dtype, saved.shape)
+    if from_output and alpha < 0:
+        raise ValueError(f"Invalid argument `alpha`: the gradient from the output needs "
+                         f"alpha >= 0. Received: alpha={alpha}")
+    dx = _output(out, saved)
+    _elu_backward(saved.reshape(-1), grad.reshape(-1), dx.reshape(-1), float(alpha),
+                  float(scale), bool(from_output), _threads(n_threads))
+    return dx
+
+
+def softmax_forward(x, log=False, out=None, n_threads=1):
+    """Softmax (or log-softmax when ``log``) of each row, stable (row max subtracted).
+
+    Args:
+        x: float32/float64 C-contiguous 2-D array ``(rows, cols)``; the functional layer
+           moves any axis to the end and reshapes.
+        log: return ``log_softmax`` instead.
+        out: optional output array like ``x``.
+        n_threads: OpenMP threads (split over rows).
+
+    Returns:
+        ``y`` with ``y[i] = exp(x[i] - max) / sum(exp(x[i] - max))`` (or its log).
+
+    Shape:
+        x: ``(rows, cols)``; y: same as x.
+    """
+    _as_rows(x, "x")
+    y = _output(out, x)
+    _softmax(x, y, bool(log), _threads(n_threads))
+    return y
+
+
+def softmax_backward(y, grad, log=False, out=None, n_threads=1):
+    """Row-wise softmax gradient from the saved output.
+
+    softmax: ``dx = y * (grad - sum(grad * y))``; log-softmax:
+    ``dx = grad - exp(y) * sum(grad)`` (sums over each row).
+
+    Shape:
+        y, grad, dx: ``(rows, cols)``.
+    """
+    _as_rows(y, "y")
+    _check_array(grad, "grad", y.dtype, y.shape)
+    dx = _output(out, y)
+    _softmax_backward(y, grad, dx, bool(log), _threads(n_threads))
+    return dx

@@ -1,0 +1,422 @@
+"""Fused loss kernels: cross-entropy from logits (integer labels or probability targets,
+with PyTorch's label smoothing) and the squared error of MSE.
+
+Cross-entropy is computed from the logits in one pass per row: the row's log-sum-exp
+``lse = m + log(sum(exp(x - m)))`` (``m`` the row max, so no exponent overflows), then
+the loss from ``x[label] - lse`` and sums of the row, never building ``log_softmax`` or
+a one-hot matrix.  The backward needs only the logits (the forward's input) and the
+``(N,)`` log-sum-exps, kept in double: ``softmax = exp(x - lse)`` (a float32 lse of a
+row near 1e4 would be off by 1e-3, and so would every probability).  Sums use double
+accumulators.
+The math is written out in ``docs/math/losses.md``.
+
+As in ``_activations``, the Python-visible wrappers validate everything (dtypes, shapes,
+label range) so the ``nogil`` loops run without bounds checks.
+"""
+from cython.parallel cimport prange
+from libc.math cimport exp, expf, log
+from libc.stdint cimport int64_t
+
+from minnet._ext._blas cimport floating
+
+import numpy as np
+
+cdef enum:
+    # Below this many elements a thread team costs more than it saves.
+    _PARALLEL_MIN = 32768
+    # Squared-error sums are taken over fixed blocks of this many elements and the block
+    # sums added in order, so the result is the same for every thread count.
+    _BLOCK = 4096
+
+
+cdef inline floating _exp(floating v) noexcept nogil:
+    if floating is float:
+        return expf(v)
+    else:
+        return exp(v)
+
+
+cdef inline int _team(Py_ssize_t work, int n_threads) noexcept nogil:
+    if n_threads < 1 or work < _PARALLEL_MIN:
+        return 1
+    return n_threads
+
+
+cdef inline double _row_lse(const floating* x, Py_ssize_t cols) noexcept nogil:
+    """log(sum(exp(x))) of one row, shifted by the row max (every exponent <= 0)."""
+    cdef Py_ssize_t j
+    cdef floating m = x[0]
+    cdef double total = 0
+    for j in range(1, cols):
+        if x[j] > m:
+            m = x[j]
+    for j in range(cols):
+        total += _exp(x[j] - m)
+    return m + log(total)
+
+
+# ---------------------------------------------------------------------------------------
+# Cross-entropy with integer labels.
+#   t = (1 - eps) * onehot(label) + eps / C
+#   loss_i = -sum_j t_j * (x_j - lse) = lse - (1 - eps) * x_label - (eps / C) * sum_j x_j
+#   dL/dx_j = g_i * (softmax_j - t_j)
+# ---------------------------------------------------------------------------------------
+
+cdef inline void _ce_row(const floating* x, int64_t label, Py_ssize_t cols, double eps,
+                         floating* loss, double* lse) noexcept nogil:
+    cdef Py_ssize_t j
+    cdef double row_lse = _row_lse(x, cols), total = 0, value
+    value = row_lse - (1 - eps) * x[label]
+    if eps != 0:
+        for j in range(cols):
+            total += x[j]
+        value = value - eps / cols * total
+    loss[0] = <floating> value
+    lse[0] = row_lse
+
+
+cdef void cross_entropy_kernel(const floating[:, ::1] logits,   # IN  (N, C)
+                               const int64_t[::1] labels,       # IN  (N,), in [0, C)
+                               double eps,                      # label smoothing
+                               floating[::1] loss,              # OUT (N,) per-row loss
+                               double[::1] lse,                 # OUT (N,) log-sum-exp
+                               int n_threads) noexcept nogil:
+    cdef Py_ssize_t i, rows = logits.shape[0], cols = logits.shape[1]
+    for i in prange(rows, num_threads=_team(rows * cols, n_threads), schedule="static"):
+        _ce_row(&logits[i, 0], labels[i], cols, eps, &loss[i], &lse[i])
+
+
+cdef inline void _ce_backward_row(const floating* x, int64_t label, double lse,
+                                  floating g, Py_ssize_t cols, double eps,
+                                  floating* dx) noexcept nogil:
+    cdef Py_ssize_t j
+    cdef floating off = <floating> (eps / cols)           # smoothing mass of every class
+    for j in range(cols):
+        dx[j] = (_exp(<floating> (x[j] - lse)) - off) * g
+    dx[label] = dx[label] - <floating> (1 - eps) * g
+
+
+cdef void cross_entropy_backward_kernel(const floating[:, ::1] logits,   # IN  (N, C)
+                                        const int64_t[::1] labels,       # IN  (N,)
+                                        const double[::1] lse,           # IN  (N,) saved
+                                        const floating[::1] grad,        # IN  (N,) dL/dloss_i
+                                        double eps,
+                                        floating[:, ::1] dx,             # OUT (N, C)
+                                        int n_threads) noexcept nogil:
+    cdef Py_ssize_t i, rows = logits.shape[0], cols = logits.shape[1]
+    for i in prange(rows, num_threads=_team(rows * cols, n_threads), schedule="static"):
+        _ce_backward_row(&logits[i, 0], labels[i], lse[i], grad[i], cols, eps, &dx[i, 0])
+
+
+# ---------------------------------------------------------------------------------------
+# Cross-entropy with probability targets p (any non-negative rows; PyTorch does not
+# require them to sum to 1).  With t = (1 - eps) * p + eps / C and S = sum_j t_j:
+#   loss_i = -sum_j t_j * (x_j - lse) = S * lse - sum_j t_j * x_j
+#   dL/dx_j = g_i * (S * softmax_j - t_j)
+# ---------------------------------------------------------------------------------------
+
+cdef inline void _soft_ce_row(const floating* x, const floating* p, Py_ssize_t cols,
+                              double eps, floating* loss, double* lse) noexcept nogil:
+    cdef Py_ssize_t j
+    cdef double row_lse = _row_lse(x, cols), mass = 0, dot = 0, t
+    for j in range(cols):
+        t = (1 - eps) * p[j] + eps / cols
+        mass += t
+        dot += t * x[j]
+    loss[0] = <floating> (mass * row_lse - dot)
+    lse[0] = row_lse
+
+
+cdef void soft_cross_entropy_kernel(const floating[:, ::1] logits,   # IN  (N, C)
+                                    const floating[:, ::1] target,   # IN  (N, C)
+                                    double eps,
+                                    floating[::1] loss,              # OUT (N,)
+                                    double[::1] lse,                 # OUT (N,)
+                                    int n_threads) noexcept nogil:
+    cdef Py_ssize_t i, rows = logits.shape[0], cols = logits.shape[1]
+    for i in prange(rows, num_threads=_team(rows * cols, n_threads), schedule="static"):
+        _soft_ce_row(&logits[i, 0], &target[i, 0], cols, eps, &loss[i], &lse[i])
+
+
+cdef inline void _soft_ce_backward_row(const floating* x, const floating* p, double lse,
+                                       floating g, Py_ssize_t cols, double eps,
+                                       floating* dx) noexcept nogil:
+    cdef Py_ssize_t j
+    cdef double mass = 0
+    cdef floating t
+    for j in range(cols):
+        mass += (1 - eps) * p[j] + eps / cols
+    for j in range(cols):
+        t = <floating> ((1 - eps) * p[j] + eps / cols)
+        dx[j] = (<floating> mass * _exp(<floating> (x[j] - lse)) - t) * g
+
+
+cdef void soft_cross_entropy_backward_kernel(const floating[:, ::1] logits,   # IN  (N, C)
+                                             const floating[:, ::1] target,   # IN  (N, C)
+                                             const double[::1] lse,           # IN  (N,)
+                                             const floating[::1] grad,        # IN  (N,)
+                                             double eps,
+                                             floating[:, ::1] dx,             # OUT (N, C)
+                                             int n_threads) noexcept nogil:
+    cdef Py_ssize_t i, rows = logits.shape[0], cols = logits.shape[1]
+    for i in prange(rows, num_threads=_team(rows * cols, n_threads), schedule="static"):
+        _soft_ce_backward_row(&logits[i, 0], &target[i, 0], lse[i], grad[i], cols, eps,
+                              &dx[i, 0])
+
+
+# ---------------------------------------------------------------------------------------
+# Squared error: sum((p - t)^2) and its gradients 2 * scale * (p - t) for p, minus that
+# for t.
+# ---------------------------------------------------------------------------------------
+
+cdef inline double _squared_error_block(const floating* p, const floating* t,
+                                        Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef double total = 0, d
+    for i in range(n):
+        d = <double> p[i] - t[i]
+        total += d * d
+    return total
+
+
+cdef double squared_error_sum_kernel(const floating[::1] p,      # IN  (n,)
+                                     const floating[::1] t,      # IN  (n,)
+                                     double[::1] block_sums,     # OUT (ceil(n / _BLOCK),)
+                                     int n_threads) noexcept nogil:
+    # Per-block partial sums (each block written by one thread), then one ordered sum.
+    cdef Py_ssize_t b, start, stop, n = p.shape[0], n_blocks = block_sums.shape[0]
+    cdef double total = 0
+    for b in prange(n_blocks, num_threads=_team(n, n_threads), schedule="static"):
+        start = b * _BLOCK
+        stop = start + _BLOCK if start + _BLOCK < n else n
+        block_sums[b] = _squared_error_block(&p[start], &t[start], stop - start)
+    for b in range(n_blocks):
+        total = total + block_sums[b]
+    return total
+
+
+cdef void squared_error_backward_kernel(const floating[::1] p,    # IN  (n,)
+                                        const floating[::1] t,    # IN  (n,)
+                                        floating scale,           # 2 * dL/dloss / n (mean)
+                                        floating[::1] dp,         # OUT (n,)
+                                        floating[::1] dt,         # OUT (n,) or empty
+                                        int n_threads) noexcept nogil:
+    cdef Py_ssize_t i, n = p.shape[0]
+    cdef bint want_target = dt.shape[0] == n
+    for i in prange(n, num_threads=_team(n, n_threads), schedule="static"):
+        dp[i] = scale * (p[i] - t[i])
+        if want_target:
+            dt[i] = -dp[i]
+
+
+# ---------------------------------------------------------------------------------------
+# Typed entry points (fused dispatch on the memoryview dtype), GIL released.
+# ---------------------------------------------------------------------------------------
+
+def _cross_entropy(const floating[:, ::1] logits, const int64_t[::1] labels, double eps,
+                   floating[::1] loss, double[::1] lse, int n_threads):
+    with nogil:
+        cross_entropy_kernel(logits, labels, eps, loss, lse, n_threads)
+
+
+def _cross_entropy_backward(const floating[:, ::1] logits, const int64_t[::1] labels,
+                            const double[::1] lse, const floating[::1] grad, double eps,
+                            floating[:, ::1] dx, int n_threads):
+    with nogil:
+        cross_entropy_backward_kernel(logits, labels, lse, grad, eps, dx, n_threads)
+
+
+def _soft_cross_entropy(const floating[:, ::1] logits, const floating[:, ::1] target,
+                        double eps, floating[::1] loss, double[::1] lse, int n_threads):
+    with nogil:
+        soft_cross_entropy_kernel(logits, target, eps, loss, lse, n_threads)
+
+
+def _soft_cross_entropy_backward(const floating[:, ::1] logits,
+                                 const floating[:, ::1] target, const double[::1] lse,
+                                 const floating[::1] grad, double eps, floating[:, ::1] dx,
+                                 int n_threads):
+    with nogil:
+        soft_cross_entropy_backward_kernel(logits, target, lse, grad, eps, dx, n_threads)
+
+
+def _squared_error_sum(const floating[::1] p, const floating[::1] t, double[::1] block_sums,
+                       int n_threads):
+    cdef double total
+    with nogil:
+        total = squared_error_sum_kernel(p, t, block_sums, n_threads)
+    return total
+
+
+def _squared_error_backward(const floating[::1] p, const floating[::1] t, double scale,
+                            floating[::1] dp, floating[::1] dt, int n_threads):
+    with nogil:
+        squared_error_backward_kernel(p, t, <floating> scale, dp, dt, n_threads)
+
+
+# ---------------------------------------------------------------------------------------
+# Python-visible wrappers: validate, allocate, call.
+# ---------------------------------------------------------------------------------------
+
+def _check_float(a, name, dtype=None, shape=None, ndim=None):
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"Invalid argument `{name}`: expected a numpy.ndarray. "
+                        f"Received: {name} of type {type(a).__name__}")
+    if a.dtype != np.float32 and a.dtype != np.float64:
+        raise TypeError(f"Invalid argument `{name}`: expected dtype float32 or float64. "
+                        f"Received: {name}.dtype={a.dtype}")
+    if dtype is not None and a.dtype != dtype:
+        raise TypeError(f"Invalid argument `{name}`: expected dtype {np.dtype(dtype)}. "
+                        f"Received: {name}.dtype={a.dtype}")
+    if ndim is not None and a.ndim != ndim:
+        raise ValueError(f"Invalid argument `{name}`: expected a {ndim}-D array. "
+                         f"Received: {name}.shape={a.shape}")
+    if shape is not None and a.shape != shape:
+        raise ValueError(f"Invalid argument `{name}`: expected shape {shape}. "
+                         f"Received: {name}.shape={a.shape}")
+    if not a.flags.c_contiguous:
+        raise ValueError(f"Invalid argument `{name}`: expected a C-contiguous array. "
+                         f"Received a non-contiguous array of shape {a.shape}")
+    return a
+
+
+def _check_labels(labels, n_rows, n_classes):
+    if not isinstance(labels, np.ndarray) or labels.dtype != np.int64:
+        got = labels.dtype if isinstance(labels, np.ndarray) else type(labels).__name__
+        raise TypeError(f"Invalid argument `target`: expected an int64 ndarray of class "
+                        f"labels. Received: {got}")
+    if labels.shape != (n_rows,):
+        raise ValueError(f"Invalid argument `target`: expected shape ({n_rows},) (one label "
+                         f"per row of `logits`). Received: target.shape={labels.shape}")
+    if n_rows and (labels.min() < 0 or labels.max() >= n_classes):
+        bad = labels[(labels < 0) | (labels >= n_classes)][0]
+        raise ValueError(f"Invalid value for argument `target`: expected class labels in "
+                         f"[0, {n_classes}). Received: a label {bad}")
+    return np.ascontiguousarray(labels)
+
+
+def _check_eps(label_smoothing):
+    eps = float(label_smoothing)
+    if not 0.0 <= eps <= 1.0:
+        raise ValueError(f"Invalid value for argument `label_smoothing`: expected a float "
+                         f"in [0, 1]. Received: label_smoothing={label_smoothing}")
+    return eps
+
+
+def _check_logits(logits):
+    _check_float(logits, "logits", ndim=2)
+    if logits.shape[1] == 0:
+        raise ValueError(f"Invalid argument `logits`: expected at least one class. "
+                         f"Received: logits.shape={logits.shape}")
+    return logits
+
+
+def cross_entropy_forward(logits, labels, label_smoothing=0.0, n_threads=1):
+    """Per-row cross-entropy of ``softmax(logits)`` against integer labels.
+
+    Args:
+        logits: float32/float64 C-contiguous ``(N, C)``.
+        labels: int64 ``(N,)`` with values in ``[0, C)``.
+        label_smoothing: ``eps`` in [0, 1]; the target is ``(1-eps)*onehot + eps/C``.
+        n_threads: OpenMP threads (split over rows).
+
+    Returns:
+        ``(loss, lse)``: per-row losses ``(N,)`` of the logits' dtype and log-sum-exps
+        ``(N,)`` in float64 (what ``cross_entropy_backward`` needs: ``x - lse`` is then
+        exact enough for float32 logits of any size).
+
+    Shape:
+        logits: ``(N, C)``; labels: ``(N,)``; loss, lse: ``(N,)``.
+    """
+    _check_logits(logits)
+    labels = _check_labels(labels, logits.shape[0], logits.shape[1])
+    eps = _check_eps(label_smoothing)
+    loss = np.empty(logits.shape[0], logits.dtype)
+    lse = np.empty(logits.shape[0], np.float64)
+    _cross_entropy(logits, labels, eps, loss, lse, int(n_threads))
+    return loss, lse
+
+
+def cross_entropy_backward(logits, labels, lse, grad, label_smoothing=0.0, n_threads=1):
+    """``dx[i] = grad[i] * (softmax(logits[i]) - target[i])``, no one-hot built.
+
+    Shape:
+        logits: ``(N, C)``; labels, lse, grad: ``(N,)``; dx: ``(N, C)``.
+    """
+    _check_logits(logits)
+    labels = _check_labels(labels, logits.shape[0], logits.shape[1])
+    _check_float(lse, "lse", np.float64, (logits.shape[0],))
+    _check_float(grad, "grad", logits.dtype, (logits.shape[0],))
+    dx = np.empty_like(logits)
+    _cross_entropy_backward(logits, labels, lse, grad, _check_eps(label_smoothing), dx,
+                            int(n_threads))
+    return dx
+
+
+def soft_cross_entropy_forward(logits, target, label_smoothing=0.0, n_threads=1):
+    """Per-row cross-entropy of ``softmax(logits)`` against probability rows ``target``.
+
+    Returns:
+        ``(loss, lse)``, both ``(N,)`` (``lse`` in float64).
+
+    Shape:
+        logits, target: ``(N, C)``; loss, lse: ``(N,)``.
+    """
+    _check_logits(logits)
+    _check_float(target, "target", logits.dtype, logits.shape)
+    eps = _check_eps(label_smoothing)
+    loss = np.empty(logits.shape[0], logits.dtype)
+    lse = np.empty(logits.shape[0], np.float64)
+    _soft_cross_entropy(logits, target, eps, loss, lse, int(n_threads))
+    return loss, lse
+
+
+def soft_cross_entropy_backward(logits, target, lse, grad, label_smoothing=0.0,
+                                n_threads=1):
+    """``dx[i] = grad[i] * (sum(t[i]) * softmax(logits[i]) - t[i])`` with ``t`` the
+    smoothed target.
+
+    Shape:
+        logits, target, dx: ``(N, C)``; lse, grad: ``(N,)``.
+    """
+    _check_logits(logits)
+    _check_float(target, "target", logits.dtype, logits.shape)
+    _check_float(lse, "lse", np.float64, (logits.shape[0],))
+    _check_float(grad, "grad", logits.dtype, (logits.shape[0],))
+    dx = np.empty_like(logits)
+    _soft_cross_entropy_backward(logits, target, lse, grad, _check_eps(label_smoothing),
+                                 dx, int(n_threads))
+    return dx
+
+
+def squared_error_sum(prediction, target, n_threads=1):
+    """``sum((prediction - target)**2)`` as a Python float, accumulated in double over
+    fixed blocks (the same value for every thread count).
+
+    Shape:
+        prediction, target: ``(*)``, the same.
+    """
+    _check_float(prediction, "prediction")
+    _check_float(target, "target", prediction.dtype, prediction.shape)
+    n_blocks = (prediction.size + _BLOCK - 1) // _BLOCK
+    block_sums = np.empty(n_blocks, np.float64)
+    return _squared_error_sum(prediction.reshape(-1), target.reshape(-1), block_sums,
+                              int(n_threads))
+
+
+def squared_error_backward(prediction, target, scale, want_target=False, n_threads=1):
+    """Gradients of ``scale/2 * sum((p - t)**2)``: ``dp = scale * (p - t)`` and
+    ``dt = -dp`` (``None`` unless ``want_target``).
+
+    For the mean MSE ``scale = 2 * grad / n``; for the sum ``scale = 2 * grad``.
+
+    Shape:
+        prediction, target, dp, dt: ``(*)``, all the same.
+    """
+    _check_float(prediction, "prediction")
+    _check_float(target, "target", prediction.dtype, prediction.shape)
+    dp = np.empty_like(prediction)
+    dt = np.empty_like(prediction) if want_target else np.empty(0, prediction.dtype)
+    _squared_error_backward(prediction.reshape(-1), target.reshape(-1), float(scale),
+                            dp.reshape(-1), dt.reshape(-1), int(n_threads))
+    return dp, (dt if want_target else None)

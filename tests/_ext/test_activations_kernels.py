@@ -1,0 +1,180 @@
+"""minnet._ext._activations against plain NumPy references (float32 and float64)."""
+import numpy as np
+import pytest
+
+from minnet._ext import _activations as K
+
+TOL = {np.float32: dict(rtol=2e-6, atol=1e-7), np.float64: dict(rtol=1e-13, atol=1e-15)}
+DTYPES = [np.float32, np.float64]
+# Odd sizes on purpose; 70001 is above the parallel threshold and not a multiple of a block.
+SHAPES = [(1,), (7,), (3, 5), (2, 3, 4, 5), (70001,)]
+
+
+def _ref_sigmoid(x):
+    x = x.astype(np.float64)
+    return np.where(x >= 0, 1 / (1 + np.exp(-np.abs(x))), np.exp(-np.abs(x)) / (1 + np.exp(-np.abs(x))))
+
+
+def _ref_elu(x, alpha, scale):
+    x = x.astype(np.float64)
+    return scale * np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0)))
+
+
+def _data(rng, shape, dtype, scale=3.0):
+    return (rng.standard_normal(shape) * scale).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_sigmoid_forward_backward(rng, dtype, shape):
+    x = _data(rng, shape, dtype)
+    g = _data(rng, shape, dtype, 1.0)
+    y = K.sigmoid_forward(x)
+    assert y.dtype == dtype and y.shape == shape
+    np.testing.assert_allclose(y, _ref_sigmoid(x), **TOL[dtype])
+    dx = K.sigmoid_backward(y, g)
+    np.testing.assert_allclose(dx, g * y * (1 - y), **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_tanh_forward_backward(rng, dtype, shape):
+    x = _data(rng, shape, dtype)
+    g = _data(rng, shape, dtype, 1.0)
+    y = K.tanh_forward(x)
+    np.testing.assert_allclose(y, np.tanh(x.astype(np.float64)), **TOL[dtype])
+    np.testing.assert_allclose(K.tanh_backward(y, g), g * (1 - y * y), **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("slope", [0.0, 0.01, 0.3, -0.5])
+def test_leaky_relu(rng, dtype, slope):
+    x = _data(rng, (3, 77), dtype)
+    x[0, :3] = 0
+    g = _data(rng, x.shape, dtype, 1.0)
+    y = K.leaky_relu_forward(x, slope)
+    np.testing.assert_array_equal(y, np.where(x > 0, x, x * dtype(slope)))
+    ref_dx = np.where(x > 0, g, g * dtype(slope))
+    np.testing.assert_array_equal(K.leaky_relu_backward(x, g, slope), ref_dx)
+    if slope >= 0:          # the output marks the same elements as the input
+        np.testing.assert_array_equal(K.leaky_relu_backward(y, g, slope), ref_dx)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("alpha,scale", [(1.0, 1.0), (0.5, 1.0), (0.0, 1.0),
+                                         (K.SELU_ALPHA, K.SELU_SCALE)])
+def test_elu_and_selu(rng, dtype, alpha, scale):
+    x = _data(rng, (5, 101), dtype)
+    x[0, :2] = 0
+    g = _data(rng, x.shape, dtype, 1.0)
+    y = K.elu_forward(x, alpha, scale)
+    np.testing.assert_allclose(y, _ref_elu(x, alpha, scale), **TOL[dtype])
+    x64 = x.astype(np.float64)
+    ref_dx = g * np.where(x64 > 0, scale, scale * alpha * np.exp(np.minimum(x64, 0)))
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == np.float32 else TOL[dtype]
+    np.testing.assert_allclose(K.elu_backward(y, g, alpha, scale, from_output=True), ref_dx, **tol)
+    np.testing.assert_allclose(K.elu_backward(x, g, alpha, scale, from_output=False), ref_dx, **tol)
+
+
+def test_elu_backward_from_output_needs_nonnegative_alpha(rng):
+    y = np.zeros(3)
+    with pytest.raises(ValueError, match="alpha"):
+        K.elu_backward(y, y, alpha=-1.0, from_output=True)
+
+
+def _ref_softmax(x):
+    x = x.astype(np.float64)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(1, 1), (1, 10), (7, 3), (64, 10), (3, 1001), (2000, 33)])
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_forward_backward(rng, dtype, shape, log):
+    x = _data(rng, shape, dtype)
+    g = _data(rng, shape, dtype, 1.0)
+    y = K.softmax_forward(x, log=log)
+    p = _ref_softmax(x)
+    # Sums over a row cancel: compare with an absolute tolerance at the row's scale.
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(y, np.log(p) if log else p, **tol)
+    dx = K.softmax_backward(y, g, log=log)
+    g64 = g.astype(np.float64)
+    if log:
+        ref = g64 - p * g64.sum(axis=1, keepdims=True)
+    else:
+        ref = p * (g64 - (g64 * p).sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(dx, ref, **tol)
+
+
+def test_extreme_values_stay_finite():
+    for dtype in DTYPES:
+        x = np.array([-1e4, -500, -100, -88, -87, 0, 87, 88, 100, 500, 1e4], dtype)
+        y = K.sigmoid_forward(x)
+        assert np.all(np.isfinite(y)) and np.all((y >= 0) & (y <= 1))
+        assert y[0] == 0 and y[-1] == 1 and y[5] == 0.5
+        assert np.all(np.isfinite(K.tanh_forward(x)))
+        assert np.all(np.isfinite(K.elu_forward(x)))
+        rows = np.array([[1e4, -1e4, 0], [-1e4, -1e4, -1e4]], dtype)
+        p = K.softmax_forward(rows)
+        np.testing.assert_allclose(p, [[1, 0, 0], [1 / 3, 1 / 3, 1 / 3]], rtol=1e-6)
+        lp = K.softmax_forward(rows, log=True)
+        assert np.all(np.isfinite(lp))
+        np.testing.assert_allclose(lp[0], [0, -2e4, -1e4], rtol=1e-6)
+
+
+def test_nan_propagates():
+    x = np.array([np.nan, 1.0, -1.0], np.float32)
+    assert np.isnan(K.sigmoid_forward(x)[0])
+    assert np.isnan(K.leaky_relu_forward(x, 0.0)[0])
+    assert np.isnan(K.softmax_forward(x.reshape(1, 3))).all()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_thread_count_does_not_change_results(rng, dtype):
+    x = _data(rng, (300, 1001), dtype)
+    g = _data(rng, x.shape, dtype, 1.0)
+    for fwd in (K.sigmoid_forward, K.tanh_forward, K.elu_forward,
+                lambda a, n_threads: K.softmax_forward(a, log=True, n_threads=n_threads)):
+        np.testing.assert_array_equal(fwd(x, n_threads=1), fwd(x, n_threads=3))
+    y = K.softmax_forward(x)
+    np.testing.assert_array_equal(K.softmax_backward(y, g, n_threads=1),
+                                  K.softmax_backward(y, g, n_threads=2))
+
+
+def test_out_argument_and_in_place(rng):
+    x = _data(rng, (4, 9), np.float64)
+    expected = K.sigmoid_forward(x)
+    out = np.empty_like(x)
+    assert K.sigmoid_forward(x, out=out) is out
+    np.testing.assert_array_equal(out, expected)
+    K.sigmoid_forward(x, out=x)
+    np.testing.assert_array_equal(x, expected)
+
+
+def test_empty_arrays():
+    for dtype in DTYPES:
+        assert K.sigmoid_forward(np.empty((0, 3), dtype)).shape == (0, 3)
+        assert K.softmax_forward(np.empty((0, 3), dtype)).shape == (0, 3)
+        assert K.softmax_forward(np.empty((2, 0), dtype)).shape == (2, 0)
+
+
+def test_bad_arguments_raise_named_errors():
+    x = np.zeros((2, 3), np.float32)
+    with pytest.raises(TypeError, match="`x`.*float32 or float64"):
+        K.sigmoid_forward(np.zeros(3, np.int64))
+    with pytest.raises(TypeError, match="`x`.*ndarray"):
+        K.sigmoid_forward([1.0, 2.0])
+    with pytest.raises(ValueError, match="`x`.*C-contiguous"):
+        K.sigmoid_forward(np.zeros((3, 4), np.float32).T)
+    with pytest.raises(ValueError, match="`grad`.*shape"):
+        K.sigmoid_backward(x, np.zeros((3, 2), np.float32))
+    with pytest.raises(TypeError, match="`grad`.*float32"):
+        K.sigmoid_backward(x, np.zeros((2, 3), np.float64))
+    with pytest.raises(ValueError, match="`out`.*shape"):
+        K.tanh_forward(x, out=np.zeros(6, np.float32))
+    with pytest.raises(ValueError, match="`x`.*2-D"):
+        K.softmax_forward(np.zeros(3, np.float32))
+    with pytest.raises(ValueError, match="`n_threads`"):
+        K.sigmoid_forward(x, n_threads=0)
