@@ -118,8 +118,15 @@ def _extensions():
                 extra_link_args=omp_link,
             )
         )
+    # Regenerate the C files when the build flavour (debug or not) changed since the last
+    # build in this tree: Cython only compares timestamps, not directives.
+    flavour = f"debug={DEBUG_BUILD}"
+    stamp = EXT_DIR / ".build_flavour"
+    force = not stamp.exists() or stamp.read_text() != flavour
+    stamp.write_text(flavour)
     return cythonize(
         extensions,
+        force=force,
         compiler_directives=COMPILER_DIRECTIVES,
         compile_time_env={"MINNET_DEBUG": DEBUG_BUILD},
         nthreads=int(os.environ.get("MINNET_BUILD_JOBS", os.cpu_count() or 1)),
