@@ -1,0 +1,143 @@
+"""dropout, batch norm and pooling forward + backward: minnet against PyTorch.
+
+    python benchmarks/bench_norm_dropout_pool.py [--repeat 7] [--threads 1 2] [--ops dropout batch_norm ...]
+
+Problems (float32, as the targets in docs/math/*.md):
+
+* ``dropout``: ``F.dropout(x, 0.5)`` on 3.2M floats (64, 64, 28, 28), forward + backward;
+* ``batch_norm``: training-mode batch norm (64, 64, 28, 28) with weight and bias,
+  forward + backward (PyTorch: ``nn.BatchNorm2d``);
+* ``max_pool``: 2x2 / stride 2 max pooling of (64, 64, 28, 28), forward + backward;
+* ``avg_pool``: 3x3 / stride 2 / padding 1 average pooling, forward + backward;
+* ``global_avg_pool``: mean over H, W, forward + backward.
+
+For each thread count (minnet and torch use the same count) it prints the median of
+``--repeat`` runs after one warm-up (minnet and torch runs interleaved) and the ratio torch / minnet (> 1: minnet faster),
+and writes JSON to benchmarks/results/norm_dropout_pool.json.
+"""
+import argparse
+import json
+import os
+import platform
+import time
+
+import numpy as np
+
+import minnet as mn
+import minnet.functional as F
+
+SHAPE = (64, 64, 28, 28)
+
+
+def paired_median_ms(fns, repeat):
+    """Median time of each function, runs interleaved (a, b, a, b, ...) after one warm-up
+    each, so that load from other processes hits both sides alike."""
+    times = [[] for _ in fns]
+    for fn in fns:
+        fn()
+    for _ in range(repeat):
+        for fn, bucket in zip(fns, times):
+            t = time.perf_counter()
+            fn()
+            bucket.append(time.perf_counter() - t)
+    return [float(np.median(t) * 1e3) for t in times]
+
+
+def problems(x, torch):
+    """name -> (minnet step, torch step or None); each step runs forward + backward."""
+    C = x.shape[1]
+    g_same = np.random.default_rng(1).standard_normal(x.shape).astype(np.float32)
+    xm = mn.tensor(x, requires_grad=True)
+    w, b = mn.Parameter(np.ones(C, np.float32)), mn.Parameter(np.zeros(C, np.float32))
+    rm, rv = np.zeros(C, np.float32), np.ones(C, np.float32)
+    grads = {
+        "max_pool": np.ones((x.shape[0], C, 14, 14), np.float32),
+        "avg_pool": np.ones((x.shape[0], C, 14, 14), np.float32),
+        "global_avg_pool": np.ones(x.shape[:2], np.float32),
+    }
+
+    def ours(fn, grad):
+        def step():
+            xm.grad = w.grad = b.grad = None
+            fn(xm).backward(grad)
+        return step
+
+    steps = {
+        "dropout": ours(lambda t: F.dropout(t, 0.5), g_same),
+        "batch_norm": ours(lambda t: F.batch_norm(t, rm, rv, w, b, training=True), g_same),
+        "max_pool": ours(lambda t: F.max_pool2d(t, 2), grads["max_pool"]),
+        "avg_pool": ours(lambda t: F.avg_pool2d(t, 3, 2, 1), grads["avg_pool"]),
+        "global_avg_pool": ours(F.global_avg_pool2d, grads["global_avg_pool"]),
+    }
+    torch_steps = {}
+    if torch is not None:
+        tx = torch.tensor(x, requires_grad=True)
+        bn = torch.nn.BatchNorm2d(C).train()
+        tg = {k: torch.from_numpy(v) for k, v in grads.items()}
+        tg_same = torch.from_numpy(g_same)
+        fns = {
+            "dropout": (lambda t: torch.nn.functional.dropout(t, 0.5), tg_same),
+            "batch_norm": (bn, tg_same),
+            "max_pool": (lambda t: torch.nn.functional.max_pool2d(t, 2), tg["max_pool"]),
+            "avg_pool": (lambda t: torch.nn.functional.avg_pool2d(t, 3, 2, 1), tg["avg_pool"]),
+            "global_avg_pool": (lambda t: t.mean((2, 3)), tg["global_avg_pool"]),
+        }
+        for name, (fn, grad) in fns.items():
+            def step(fn=fn, grad=grad):
+                tx.grad = None
+                bn.zero_grad()
+                fn(tx).backward(grad)
+            torch_steps[name] = step
+    return {name: (steps[name], torch_steps.get(name)) for name in steps}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--ops", nargs="+", default=["dropout", "batch_norm", "max_pool",
+                                                      "avg_pool", "global_avg_pool"])
+    args = parser.parse_args()
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    x = np.random.default_rng(0).standard_normal(SHAPE).astype(np.float32)
+    rows = []
+    previous = mn.get_num_threads()
+    try:
+        for threads in args.threads:
+            mn.set_num_threads(threads)
+            if torch is not None:
+                torch.set_num_threads(threads)
+            table = problems(x, torch)
+            for name in args.ops:
+                ours, theirs = table[name]
+                fns = [ours] if theirs is None else [ours, theirs]
+                measured = paired_median_ms(fns, args.repeat)
+                row = {"op": name, "threads": threads, "minnet_ms": measured[0]}
+                if theirs is not None:
+                    row["torch_ms"] = measured[1]
+                    row["ratio_torch_over_minnet"] = row["torch_ms"] / row["minnet_ms"]
+                rows.append(row)
+    finally:
+        mn.set_num_threads(previous)
+
+    title = f"fwd+bwd on x {SHAPE} float32; median of {args.repeat} (ms)"
+    print(title)
+    print(f"{'op':>16} {'threads':>7} {'minnet':>8} {'torch':>8} {'torch/minnet':>12}")
+    for row in rows:
+        torch_ms = f"{row['torch_ms']:8.2f}" if "torch_ms" in row else f"{'-':>8}"
+        ratio = f"{row['ratio_torch_over_minnet']:12.2f}" if "torch_ms" in row else f"{'-':>12}"
+        print(f"{row['op']:>16} {row['threads']:>7} {row['minnet_ms']:8.2f} {torch_ms} {ratio}")
+    result = {"benchmark": title, "rows": rows, "platform": platform.platform(),
+              "processor": platform.processor(), "cpu_count": os.cpu_count(),
+              "torch_version": None if torch is None else torch.__version__}
+    out_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "norm_dropout_pool.json"), "w") as f:
+        json.dump(result, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,603 @@
+"""Batch normalisation kernels: per-channel statistics, the affine normalisation, backward.
+
+Every kernel sees the input as ``(N, C, L)``: ``L = H*W`` for images (NCHW) and
+``L = 1`` for ``(N, C)`` features.  Statistics are taken per channel over the
+``M = N*L`` values of that channel, always with ``double`` accumulators.
+
+Two ways to split the work over threads, chosen by shape:
+
+* "by channel" (``C >= n_threads`` and planes of ``L >= 16``): each thread owns whole
+  channels, nothing is shared, and the result does not depend on the thread count.
+  The statistics then need one pass over memory: each (n, c) plane (a few KB) is
+  reduced two-pass while it sits in L1 cache, and the planes' (count, mean, M2) are
+  merged with Chan's formula (no E[x^2] - E[x]^2 cancellation).
+* "by sample" (otherwise, e.g. ``(N, C)`` input or few channels): threads take samples
+  and accumulate per-thread partial sums in a ``(n_threads, C)`` buffer, reduced after
+  the parallel loop; the variance is a second pass around the mean (two-pass).
+
+In training, "by channel" also fuses each channel's two passes into one parallel region
+(``batch_norm_forward_training``: statistics then normalisation; ``batch_norm_backward_training``:
+the two sums then dx), which halves the thread synchronisations and re-reads the
+channel from cache.
+"""
+from cython.parallel cimport prange, parallel, threadid
+from libc.math cimport sqrt
+from libc.stdint cimport int64_t
+
+from minnet._ext._blas cimport floating
+
+import numpy as np
+
+cdef enum:
+    _MIN_PLANE = 16     # planes this long make "by channel" worth it
+
+
+cdef inline bint _by_channel(int64_t C, int64_t L, int n_threads) noexcept nogil:
+    return L >= _MIN_PLANE and C >= n_threads
+
+
+# --------------------------------------------------------------------- statistics
+
+cdef inline void _plane_mean_m2(int64_t L, const floating* p, double* mean,
+                                double* m2) noexcept nogil:
+    # Two-pass over one (n, c) plane, which is in cache after the first pass.  Four
+    # independent accumulators: a single running sum is bound by the add latency.
+    cdef int64_t l, L4 = L - L % 4
+    cdef double s0 = 0, s1 = 0, s2 = 0, s3 = 0, mu, d0, d1, d2, d3
+    for l in range(0, L4, 4):
+        s0 += p[l]
+        s1 += p[l + 1]
+        s2 += p[l + 2]
+        s3 += p[l + 3]
+    for l in range(L4, L):
+        s0 += p[l]
+    mu = ((s0 + s1) + (s2 + s3)) / L
+    s0 = s1 = s2 = s3 = 0
+    for l in range(0, L4, 4):
+        d0 = p[l] - mu
+        d1 = p[l + 1] - mu
+        d2 = p[l + 2] - mu
+        d3 = p[l + 3] - mu
+        s0 += d0 * d0
+        s1 += d1 * d1
+        s2 += d2 * d2
+        s3 += d3 * d3
+    for l in range(L4, L):
+        d0 = p[l] - mu
+        s0 += d0 * d0
+    mean[0] = mu
+    m2[0] = (s0 + s1) + (s2 + s3)
+
+
+cdef inline void _plane_grad_sums(int64_t L, const floating* g, const floating* x, double mu,
+                                  double* sum_g, double* dot) noexcept nogil:
+    # sum(g) and sum(g * (x - mu)) over one plane, four accumulators each.
+    cdef int64_t l, L4 = L - L % 4
+    cdef double a0 = 0, a1 = 0, a2 = 0, a3 = 0, b0 = 0, b1 = 0, b2 = 0, b3 = 0
+    for l in range(0, L4, 4):
+        a0 += g[l]
+        a1 += g[l + 1]
+        a2 += g[l + 2]
+        a3 += g[l + 3]
+        b0 += g[l] * (x[l] - mu)
+        b1 += g[l + 1] * (x[l + 1] - mu)
+        b2 += g[l + 2] * (x[l + 2] - mu)
+        b3 += g[l + 3] * (x[l + 3] - mu)
+    for l in range(L4, L):
+        a0 += g[l]
+        b0 += g[l] * (x[l] - mu)
+    sum_g[0] += (a0 + a1) + (a2 + a3)
+    dot[0] += (b0 + b1) + (b2 + b3)
+
+
+cdef void bn_stats(int64_t N, int64_t C, int64_t L,
+                   const floating* x,                      # IN (N, C, L)
+                   double* mean,                           # OUT (C,)
+                   double* var,                            # OUT (C,) biased variance
+                   double* work,                           # scratch (n_threads, C)
+                   int n_threads) noexcept nogil:
+    """Per-channel mean and biased variance over the N*L values of each channel."""
+    cdef int64_t c, n, l, k, t
+    cdef double count, pm, pq, delta, mu, m2, d, s
+    cdef double M = <double> N * L
+    cdef const floating* row
+    if _by_channel(C, L, n_threads):
+        for c in prange(C, schedule="static", num_threads=n_threads):
+            # Chan et al.: merge (count, mean, M2) of the planes one at a time.
+            mu = 0
+            m2 = 0
+            count = 0
+            for n in range(N):
+                _plane_mean_m2(L, x + (n * C + c) * L, &pm, &pq)
+                delta = pm - mu
+                mu = mu + delta * L / (count + L)
+                m2 = m2 + pq + delta * delta * count * L / (count + L)
+                count = count + L
+            mean[c] = mu
+            var[c] = m2 / M
+        return
+    # "By sample": per-thread partial sums, reduced in thread order.
+    for k in range(n_threads * C):
+        work[k] = 0
+    with parallel(num_threads=n_threads):
+        t = threadid()
+        for n in prange(N, schedule="static"):
+            for c in range(C):
+                row = x + (n * C + c) * L
+                s = 0
+                for l in range(L):
+                    s = s + row[l]
+                work[t * C + c] += s
+    for c in range(C):
+        s = 0
+        for t in range(n_threads):
+            s = s + work[t * C + c]
+            work[t * C + c] = 0
+        mean[c] = s / M
+    with parallel(num_threads=n_threads):
+        t = threadid()
+        for n in prange(N, schedule="static"):
+            for c in range(C):
+                row = x + (n * C + c) * L
+                s = 0
+                for l in range(L):
+                    d = row[l] - mean[c]
+                    s = s + d * d
+                work[t * C + c] += s
+    for c in range(C):
+        s = 0
+        for t in range(n_threads):
+            s = s + work[t * C + c]
+        var[c] = s / M
+
+
+cdef void bn_grad_sums(int64_t N, int64_t C, int64_t L,
+                       const floating* grad,               # IN (N, C, L)
+                       const floating* x,                  # IN (N, C, L)
+                       const double* mean,                 # IN (C,)
+                       double* sum_g,                      # OUT (C,) sum of grad
+                       double* dot,                        # OUT (C,) sum of grad * (x - mean)
+                       double* work,                       # scratch (n_threads, 2 * C)
+                       int n_threads) noexcept nogil:
+    """Per-channel sum(g) and sum(g * (x - mean)): the two reductions of the backward."""
+    cdef int64_t c, n, l, k, t, off
+    cdef double sg, sd
+    if _by_channel(C, L, n_threads):
+        for c in prange(C, schedule="static", num_threads=n_threads):
+            sg = 0
+            sd = 0
+            for n in range(N):
+                _plane_grad_sums(L, grad + (n * C + c) * L, x + (n * C + c) * L, mean[c],
+                                 &sg, &sd)
+            sum_g[c] = sg
+            dot[c] = sd
+        return
+    for k in range(n_threads * 2 * C):
+        work[k] = 0
+    with parallel(num_threads=n_threads):
+        t = threadid()
+        for n in prange(N, schedule="static"):
+            for c in range(C):
+                sg = 0
+                sd = 0
+                _plane_grad_sums(L, grad + (n * C + c) * L, x + (n * C + c) * L, mean[c],
+                                 &sg, &sd)
+                work[t * 2 * C + c] += sg
+                work[t * 2 * C + C + c] += sd
+    for c in range(C):
+        sg = 0
+        sd = 0
+        for t in range(n_threads):
+            sg = sg + work[t * 2 * C + c]
+            sd = sd + work[t * 2 * C + C + c]
+        sum_g[c] = sg
+        dot[c] = sd
+
+
+# ------------------------------------------------------------- elementwise passes
+
+cdef inline void _affine_plane(int64_t L, const floating* x, floating a, floating b,
+                               floating* out) noexcept nogil:
+    cdef int64_t l
+    for l in range(L):
+        out[l] = x[l] * a + b
+
+
+cdef void bn_affine(int64_t N, int64_t C, int64_t L,
+                    const floating* x,                     # IN (N, C, L)
+                    const floating* alpha,                 # IN (C,)
+                    const floating* beta,                  # IN (C,)
+                    floating* out,                         # OUT (N, C, L)
+                    int n_threads) noexcept nogil:
+    """out[n, c, l] = x[n, c, l] * alpha[c] + beta[c] (normalise, scale and shift in one)."""
+    cdef int64_t p, n, c
+    if N >= n_threads or L < _MIN_PLANE:
+        for n in prange(N, schedule="static", num_threads=n_threads):
+            for c in range(C):
+                _affine_plane(L, x + (n * C + c) * L, alpha[c], beta[c], out + (n * C + c) * L)
+    else:
+        for p in prange(N * C, schedule="static", num_threads=n_threads):
+            _affine_plane(L, x + p * L, alpha[p % C], beta[p % C], out + p * L)
+
+
+cdef inline void _dx_plane(int64_t L, const floating* g, const floating* x, floating mu,
+                           floating mean_g, floating proj, floating k,
+                           floating* dx) noexcept nogil:
+    cdef int64_t l
+    for l in range(L):
+        dx[l] = (g[l] - mean_g - (x[l] - mu) * proj) * k
+
+
+cdef void bn_backward_input(int64_t N, int64_t C, int64_t L,
+                            const floating* grad,          # IN (N, C, L)
+                            const floating* x,             # IN (N, C, L)
+                            const floating* mean,          # IN (C,)
+                            const floating* mean_g,        # IN (C,) sum(g)/M (0 in eval)
+                            const floating* proj,          # IN (C,) dot*inv_std^2/M (0 in eval)
+                            const floating* k,             # IN (C,) gamma * inv_std
+                            floating* dx,                  # OUT (N, C, L)
+                            int n_threads) noexcept nogil:
+    """dx = (g - mean_g - (x - mean) * proj) * k, per channel constants."""
+    cdef int64_t p, n, c, off
+    if N >= n_threads or L < _MIN_PLANE:
+        for n in prange(N, schedule="static", num_threads=n_threads):
+            for c in range(C):
+                off = (n * C + c) * L
+                _dx_plane(L, grad + off, x + off, mean[c], mean_g[c], proj[c], k[c], dx + off)
+    else:
+        for p in prange(N * C, schedule="static", num_threads=n_threads):
+            c = p % C
+            _dx_plane(L, grad + p * L, x + p * L, mean[c], mean_g[c], proj[c], k[c], dx + p * L)
+
+
+# ------------------------------------------------ fused per-channel passes (training)
+# When threads own whole channels, a channel's statistics and its elementwise pass run
+# back to back in the same thread: one parallel region instead of two, and the second
+# read of the channel (N*L values, a few hundred KB) mostly comes from L2, not DRAM.
+
+cdef void bn_forward_train_by_channel(int64_t N, int64_t C, int64_t L,
+                                      const floating* x,          # IN (N, C, L)
+                                      const double* gamma,        # IN (C,)
+                                      const double* beta,         # IN (C,)
+                                      double eps,
+                                      floating* out,              # OUT (N, C, L)
+                                      double* mean,               # OUT (C,)
+                                      double* var,                # OUT (C,) biased
+                                      int n_threads) noexcept nogil:
+    """Statistics of channel c, then out = x * a_c + b_c, per channel in one region."""
+    cdef int64_t c, n
+    cdef double count, pm, pq, delta, mu, m2, inv, a
+    cdef double M = <double> N * L
+    for c in prange(C, schedule="static", num_threads=n_threads):
+        mu = 0
+        m2 = 0
+        count = 0
+        for n in range(N):
+            _plane_mean_m2(L, x + (n * C + c) * L, &pm, &pq)
+            delta = pm - mu
+            mu = mu + delta * L / (count + L)
+            m2 = m2 + pq + delta * delta * count * L / (count + L)
+            count = count + L
+        mean[c] = mu
+        var[c] = m2 / M
+        inv = 1.0 / sqrt(m2 / M + eps)
+        a = gamma[c] * inv
+        for n in range(N):
+            _affine_plane(L, x + (n * C + c) * L, <floating> a, <floating> (beta[c] - mu * a),
+                          out + (n * C + c) * L)
+
+
+cdef void bn_backward_train_by_channel(int64_t N, int64_t C, int64_t L,
+                                       const floating* grad,      # IN (N, C, L)
+                                       const floating* x,         # IN (N, C, L)
+                                       const double* mean,        # IN (C,)
+                                       const double* inv_std,     # IN (C,)
+                                       const double* gamma,       # IN (C,)
+                                       bint need_dx,
+                                       floating* dx,              # OUT (N, C, L) if need_dx
+                                       double* sum_g,             # OUT (C,)
+                                       double* dot,               # OUT (C,)
+                                       int n_threads) noexcept nogil:
+    """Per channel: sum(g), sum(g (x - mean)), then dx of that channel."""
+    cdef int64_t c, n
+    cdef double sg, sd, inv
+    cdef double M = <double> N * L
+    for c in prange(C, schedule="static", num_threads=n_threads):
+        sg = 0
+        sd = 0
+        for n in range(N):
+            _plane_grad_sums(L, grad + (n * C + c) * L, x + (n * C + c) * L, mean[c], &sg, &sd)
+        sum_g[c] = sg
+        dot[c] = sd
+        if need_dx:
+            inv = inv_std[c]
+            for n in range(N):
+                _dx_plane(L, grad + (n * C + c) * L, x + (n * C + c) * L, <floating> mean[c],
+                          <floating> (sg / M), <floating> (sd * inv * inv / M),
+                          <floating> (gamma[c] * inv), dx + (n * C + c) * L)
+
+
+# ---------------------------------------------------------------------------------
+# Python-visible wrappers: validate, view as (N, C, L), allocate outputs.
+
+def _as_ncl(name, arr):
+    if not isinstance(arr, np.ndarray):
+        raise TypeError(f"Invalid argument `{name}`: expected a numpy.ndarray. "
+                        f"Received: {type(arr).__name__}")
+    if arr.dtype != np.float32 and arr.dtype != np.float64:
+        raise TypeError(f"Invalid argument `{name}`: expected dtype float32 or float64. "
+                        f"Received: dtype={arr.dtype}")
+    if arr.ndim < 2:
+        raise ValueError(f"Invalid argument `{name}`: expected an array of shape (N, C) or "
+                         f"(N, C, H, W). Received: shape={arr.shape}")
+    arr = np.ascontiguousarray(arr)
+    N, C = arr.shape[0], arr.shape[1]
+    L = int(np.prod(arr.shape[2:], dtype=np.int64))
+    return arr.reshape(N, C, L)
+
+
+def _per_channel(name, values, C, dtype):
+    out = np.ascontiguousarray(values, dtype=dtype)
+    if out.shape != (C,):
+        raise ValueError(f"Invalid argument `{name}`: expected shape ({C},). "
+                         f"Received: shape={out.shape}")
+    return out
+
+
+def _threads(n_threads):
+    return max(1, int(n_threads))
+
+
+def batch_norm_stats(x, n_threads=1):
+    """Per-channel mean and biased variance (double accumulators).
+
+    Args:
+        x: float32/float64 array (N, C) or (N, C, H, W).
+        n_threads: OpenMP threads.
+
+    Returns:
+        ``(mean, var)``: float64 arrays of shape (C,); ``var`` divides by M = N*H*W.
+
+    Shape:
+        x: (N, C) or (N, C, H, W); mean, var: (C,)
+    """
+    x3 = _as_ncl("x", x)
+    N, C, L = x3.shape
+    nt = _threads(n_threads)
+    mean = np.zeros(C, dtype=np.float64)
+    var = np.zeros(C, dtype=np.float64)
+    work = np.zeros(nt * C + 1, dtype=np.float64)
+    if N * L == 0 or C == 0:
+        mean[:] = np.nan
+        var[:] = np.nan
+        return mean, var
+    if x3.dtype == np.float32:
+        _stats[float](x3, mean, var, work, nt)
+    else:
+        _stats[double](x3, mean, var, work, nt)
+    return mean, var
+
+
+cdef _stats(const floating[:, :, ::1] x, double[::1] mean, double[::1] var, double[::1] work,
+            int nt):
+    with nogil:
+        bn_stats(x.shape[0], x.shape[1], x.shape[2], &x[0, 0, 0], &mean[0], &var[0],
+                 &work[0], nt)
+
+
+def batch_norm_affine(x, alpha, beta, n_threads=1):
+    """``out = x * alpha[c] + beta[c]`` per channel.
+
+    Args:
+        x: float32/float64 array (N, C) or (N, C, H, W).
+        alpha, beta: per-channel (C,) values (cast to x's dtype).
+        n_threads: OpenMP threads.
+
+    Returns:
+        An array like ``x``.
+
+    Shape:
+        x: (N, C, *); alpha, beta: (C,); returns (N, C, *)
+    """
+    x3 = _as_ncl("x", x)
+    N, C, L = x3.shape
+    a = _per_channel("alpha", alpha, C, x3.dtype)
+    b = _per_channel("beta", beta, C, x3.dtype)
+    out = np.empty_like(x3)
+    if x3.size:
+        if x3.dtype == np.float32:
+            _affine[float](x3, a, b, out, _threads(n_threads))
+        else:
+            _affine[double](x3, a, b, out, _threads(n_threads))
+    return out.reshape(np.shape(x))
+
+
+cdef _affine(const floating[:, :, ::1] x, const floating[::1] a, const floating[::1] b,
+             floating[:, :, ::1] out, int nt):
+    with nogil:
+        bn_affine(x.shape[0], x.shape[1], x.shape[2], &x[0, 0, 0], &a[0], &b[0],
+                  &out[0, 0, 0], nt)
+
+
+def batch_norm_grad_sums(grad, x, mean, n_threads=1):
+    """Per-channel ``sum(grad)`` and ``sum(grad * (x - mean))`` (double accumulators).
+
+    Args:
+        grad, x: arrays of the same shape and dtype, (N, C) or (N, C, H, W).
+        mean: per-channel mean (C,), float64.
+        n_threads: OpenMP threads.
+
+    Returns:
+        ``(sum_g, dot)``: float64 arrays of shape (C,).
+
+    Shape:
+        grad, x: (N, C, *); mean, sum_g, dot: (C,)
+    """
+    x3 = _as_ncl("x", x)
+    g3 = _as_ncl("grad", grad)
+    if g3.shape != x3.shape or g3.dtype != x3.dtype:
+        raise ValueError(f"Invalid argument `grad`: expected shape {np.shape(x)} and dtype "
+                         f"{x3.dtype}. Received: shape={np.shape(grad)}, dtype={g3.dtype}")
+    N, C, L = x3.shape
+    nt = _threads(n_threads)
+    m = _per_channel("mean", mean, C, np.float64)
+    sum_g = np.zeros(C, dtype=np.float64)
+    dot = np.zeros(C, dtype=np.float64)
+    work = np.zeros(2 * nt * C + 1, dtype=np.float64)
+    if x3.size:
+        if x3.dtype == np.float32:
+            _grad_sums[float](g3, x3, m, sum_g, dot, work, nt)
+        else:
+            _grad_sums[double](g3, x3, m, sum_g, dot, work, nt)
+    return sum_g, dot
+
+
+cdef _grad_sums(const floating[:, :, ::1] g, const floating[:, :, ::1] x, const double[::1] m,
+                double[::1] sum_g, double[::1] dot, double[::1] work, int nt):
+    with nogil:
+        bn_grad_sums(x.shape[0], x.shape[1], x.shape[2], &g[0, 0, 0], &x[0, 0, 0], &m[0],
+                     &sum_g[0], &dot[0], &work[0], nt)
+
+
+def batch_norm_backward_input(grad, x, mean, mean_g, proj, k, n_threads=1):
+    """``dx = (grad - mean_g[c] - (x - mean[c]) * proj[c]) * k[c]``.
+
+    In training ``mean_g = sum(g)/M``, ``proj = dot * inv_std**2 / M`` and
+    ``k = gamma * inv_std``; in eval mode ``mean_g = proj = 0``.
+
+    Args:
+        grad, x: arrays of the same shape and dtype, (N, C) or (N, C, H, W).
+        mean, mean_g, proj, k: per-channel (C,) constants (cast to x's dtype).
+        n_threads: OpenMP threads.
+
+    Returns:
+        ``dx``, an array like ``x``.
+
+    Shape:
+        grad, x, dx: (N, C, *); the constants: (C,)
+    """
+    x3 = _as_ncl("x", x)
+    g3 = _as_ncl("grad", grad)
+    if g3.shape != x3.shape or g3.dtype != x3.dtype:
+        raise ValueError(f"Invalid argument `grad`: expected shape {np.shape(x)} and dtype "
+                         f"{x3.dtype}. Received: shape={np.shape(grad)}, dtype={g3.dtype}")
+    N, C, L = x3.shape
+    dt = x3.dtype
+    consts = [_per_channel(name, v, C, dt) for name, v in
+              (("mean", mean), ("mean_g", mean_g), ("proj", proj), ("k", k))]
+    dx = np.empty_like(x3)
+    if x3.size:
+        if dt == np.float32:
+            _backward_input[float](g3, x3, *consts, dx, _threads(n_threads))
+        else:
+            _backward_input[double](g3, x3, *consts, dx, _threads(n_threads))
+    return dx.reshape(np.shape(x))
+
+
+cdef _backward_input(const floating[:, :, ::1] g, const floating[:, :, ::1] x,
+                     const floating[::1] mean, const floating[::1] mean_g,
+                     const floating[::1] proj, const floating[::1] k,
+                     floating[:, :, ::1] dx, int nt):
+    with nogil:
+        bn_backward_input(x.shape[0], x.shape[1], x.shape[2], &g[0, 0, 0], &x[0, 0, 0],
+                          &mean[0], &mean_g[0], &proj[0], &k[0], &dx[0, 0, 0], nt)
+
+
+def batch_norm_forward_training(x, weight, bias, eps, n_threads=1):
+    """Training forward: batch statistics and ``out = (x - mean) * inv_std * weight + bias``.
+
+    Uses one fused parallel pass per channel when threads own whole channels, else
+    ``batch_norm_stats`` followed by ``batch_norm_affine``; the results are the same.
+
+    Args:
+        x: float32/float64 array (N, C) or (N, C, H, W).
+        weight, bias: per-channel (C,) gamma and beta (taken as float64).
+        eps: added to the variance.
+        n_threads: OpenMP threads.
+
+    Returns:
+        ``(out, mean, var)``: ``out`` like ``x``; float64 ``mean`` and biased ``var`` (C,).
+
+    Shape:
+        x, out: (N, C, *); weight, bias, mean, var: (C,)
+    """
+    x3 = _as_ncl("x", x)
+    N, C, L = x3.shape
+    nt = _threads(n_threads)
+    gamma = _per_channel("weight", weight, C, np.float64)
+    beta = _per_channel("bias", bias, C, np.float64)
+    if not (_by_channel(C, L, nt) and x3.size):
+        mean, var = batch_norm_stats(x3, nt)
+        scale = gamma / np.sqrt(var + eps)
+        out = batch_norm_affine(x3, scale, beta - mean * scale, nt)
+        return out.reshape(np.shape(x)), mean, var
+    out = np.empty_like(x3)
+    mean = np.empty(C, dtype=np.float64)
+    var = np.empty(C, dtype=np.float64)
+    if x3.dtype == np.float32:
+        _fwd_train[float](x3, gamma, beta, float(eps), out, mean, var, nt)
+    else:
+        _fwd_train[double](x3, gamma, beta, float(eps), out, mean, var, nt)
+    return out.reshape(np.shape(x)), mean, var
+
+
+cdef _fwd_train(const floating[:, :, ::1] x, const double[::1] gamma, const double[::1] beta,
+                double eps, floating[:, :, ::1] out, double[::1] mean, double[::1] var, int nt):
+    with nogil:
+        bn_forward_train_by_channel(x.shape[0], x.shape[1], x.shape[2], &x[0, 0, 0], &gamma[0],
+                                    &beta[0], eps, &out[0, 0, 0], &mean[0], &var[0], nt)
+
+
+def batch_norm_backward_training(grad, x, mean, inv_std, weight, need_dx=True, n_threads=1):
+    """Training backward: ``(dx, sum_g, dot)`` with ``sum_g = sum(g)``, ``dot = sum(g (x - mean))``.
+
+    ``dx = (g - sum_g/M - (x - mean) * dot * inv_std**2 / M) * weight * inv_std``; one fused
+    parallel pass per channel when threads own whole channels.
+
+    Args:
+        grad, x: arrays of the same shape and dtype, (N, C) or (N, C, H, W).
+        mean, inv_std, weight: per-channel (C,) values (taken as float64).
+        need_dx: compute ``dx`` (else it is None).
+        n_threads: OpenMP threads.
+
+    Returns:
+        ``(dx or None, sum_g, dot)``; ``sum_g``, ``dot`` float64 (C,).
+
+    Shape:
+        grad, x, dx: (N, C, *); the rest: (C,)
+    """
+    x3 = _as_ncl("x", x)
+    g3 = _as_ncl("grad", grad)
+    if g3.shape != x3.shape or g3.dtype != x3.dtype:
+        raise ValueError(f"Invalid argument `grad`: expected shape {np.shape(x)} and dtype "
+                         f"{x3.dtype}. Received: shape={np.shape(grad)}, dtype={g3.dtype}")
+    N, C, L = x3.shape
+    nt = _threads(n_threads)
+    m = _per_channel("mean", mean, C, np.float64)
+    inv = _per_channel("inv_std", inv_std, C, np.float64)
+    gamma = _per_channel("weight", weight, C, np.float64)
+    count = N * L
+    if not (_by_channel(C, L, nt) and x3.size):
+        sum_g, dot = batch_norm_grad_sums(g3, x3, m, nt)
+        dx = None
+        if need_dx:
+            dx = batch_norm_backward_input(g3, x3, m, sum_g / count, dot * inv * inv / count,
+                                           gamma * inv, nt).reshape(np.shape(x))
+        return dx, sum_g, dot
+    sum_g = np.empty(C, dtype=np.float64)
+    dot = np.empty(C, dtype=np.float64)
+    dx = np.empty_like(x3) if need_dx else np.empty((1, 1, 1), dtype=x3.dtype)
+    if x3.dtype == np.float32:
+        _bwd_train[float](g3, x3, m, inv, gamma, bool(need_dx), dx, sum_g, dot, nt)
+    else:
+        _bwd_train[double](g3, x3, m, inv, gamma, bool(need_dx), dx, sum_g, dot, nt)
+    return (dx.reshape(np.shape(x)) if need_dx else None), sum_g, dot
+
+
+cdef _bwd_train(const floating[:, :, ::1] g, const floating[:, :, ::1] x, const double[::1] m,
+                const double[::1] inv, const double[::1] gamma, bint need_dx,
+                floating[:, :, ::1] dx, double[::1] sum_g, double[::1] dot, int nt):
+    with nogil:
+        bn_backward_train_by_channel(x.shape[0], x.shape[1], x.shape[2], &g[0, 0, 0], &x[0, 0, 0],
+                                     &m[0], &inv[0], &gamma[0], need_dx, &dx[0, 0, 0],
+                                     &sum_g[0], &dot[0], nt)

@@ -1,0 +1,385 @@
+"""Dropout kernels: a counter-based Bernoulli mask fused with the scaling, and its backward.
+
+The random numbers come from a counter-based hash, not from a stateful generator:
+element ``i`` of a mask keyed by ``(seed, offset)`` is kept when
+
+    u_i = top 53 bits of splitmix64(mix(seed) + (offset + i + 1) * GOLDEN) / 2**53  >=  rate
+
+so every element is a pure function of ``(seed, offset + i)``.  Threads can therefore
+split the elements any way they like and the mask is bit-identical for 1 or 16 threads.
+The comparison ``u_i >= rate`` is done on integers (``u53 >= threshold`` with
+``threshold = ceil(rate * 2**53)``, exact because scaling by a power of two is exact),
+so float32 and float64 inputs get the same mask too.
+
+Masks are ``uint8`` (1 byte per element, 0 = dropped, 1 = kept): they are what the
+backward pass needs, a quarter of a float32 array.
+"""
+from cython.parallel cimport prange
+from libc.stdint cimport uint8_t, uint64_t, int64_t
+
+from minnet._ext._blas cimport floating
+
+import numpy as np
+
+cdef uint64_t _GOLDEN = 0x9E3779B97F4A7C15ULL
+
+
+cdef inline uint64_t _mix64(uint64_t z) noexcept nogil:
+    # splitmix64's finaliser (Stafford's "Mix13"): a bijection that scrambles all bits.
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL
+    return z ^ (z >> 31)
+
+
+cdef inline uint8_t _keep(uint64_t base, uint64_t counter, uint64_t threshold) noexcept nogil:
+    # base = mix(seed); splitmix64 output number `counter` of the stream starting at base.
+    return (_mix64(base + (counter + 1) * _GOLDEN) >> 11) >= threshold
+
+
+# Threads take blocks of _BLOCK elements; the per-block loops are plain C loops (no
+# OpenMP private variables inside), which the compiler vectorises.
+cdef enum:
+    _BLOCK = 8192
+
+
+cdef inline int64_t _n_blocks(int64_t n) noexcept nogil:
+    return (n + _BLOCK - 1) // _BLOCK
+
+
+cdef inline void _fill_block(int64_t lo, int64_t hi, uint64_t base, uint64_t offset,
+                             uint64_t threshold, uint8_t* mask) noexcept nogil:
+    cdef int64_t i
+    for i in range(lo, hi):
+        mask[i] = _keep(base, offset + <uint64_t> i, threshold)
+
+
+cdef void fill_mask(int64_t n, uint64_t seed, uint64_t offset, uint64_t threshold,
+                    uint8_t* mask,                                   # OUT (n,)
+                    int n_threads) noexcept nogil:
+    """mask[i] = 1 with probability 1 - rate, a pure function of (seed, offset + i)."""
+    cdef int64_t blk
+    cdef uint64_t base = _mix64(seed)
+    for blk in prange(_n_blocks(n), schedule="static", num_threads=n_threads):
+        _fill_block(blk * _BLOCK, min(n, (blk + 1) * _BLOCK), base, offset, threshold, mask)
+
+
+cdef inline void _dropout_block(int64_t lo, int64_t hi, const floating* x, uint64_t base,
+                                uint64_t offset, uint64_t threshold, floating scale,
+                                floating* out, uint8_t* mask) noexcept nogil:
+    cdef int64_t i
+    cdef uint8_t keep
+    for i in range(lo, hi):
+        keep = _keep(base, offset + <uint64_t> i, threshold)
+        mask[i] = keep
+        # multiply by the mask (not a branch): vectorises, and NaN*0 stays NaN as in PyTorch
+        out[i] = x[i] * (scale * keep)
+
+
+cdef void dropout_fwd(int64_t n, const floating* x,                 # IN (n,)
+                      uint64_t seed, uint64_t offset, uint64_t threshold,
+                      floating scale,
+                      floating* out,                                 # OUT (n,)
+                      uint8_t* mask,                                 # OUT (n,)
+                      int n_threads) noexcept nogil:
+    """One fused pass: draw mask[i], out[i] = x[i] * scale if kept else 0."""
+    cdef int64_t blk
+    cdef uint64_t base = _mix64(seed)
+    for blk in prange(_n_blocks(n), schedule="static", num_threads=n_threads):
+        _dropout_block(blk * _BLOCK, min(n, (blk + 1) * _BLOCK), x, base, offset, threshold,
+                       scale, out, mask)
+
+
+cdef inline void _alpha_block(int64_t lo, int64_t hi, const floating* x, uint64_t base,
+                              uint64_t offset, uint64_t threshold, floating a, floating b,
+                              floating dropped, floating* out, uint8_t* mask) noexcept nogil:
+    cdef int64_t i
+    cdef uint8_t keep
+    for i in range(lo, hi):
+        keep = _keep(base, offset + <uint64_t> i, threshold)
+        mask[i] = keep
+        # multiply by the mask (not a branch): vectorises, and NaN*0 stays NaN as in PyTorch
+        out[i] = x[i] * (a * keep) + (b if keep else dropped)
+
+
+cdef void alpha_dropout_fwd(int64_t n, const floating* x,           # IN (n,)
+                            uint64_t seed, uint64_t offset, uint64_t threshold,
+                            floating a, floating b, floating dropped,
+                            floating* out,                           # OUT (n,)
+                            uint8_t* mask,                           # OUT (n,)
+                            int n_threads) noexcept nogil:
+    """out[i] = a * x[i] + b if kept else a * alpha' + b (= ``dropped``)."""
+    cdef int64_t blk
+    cdef uint64_t base = _mix64(seed)
+    for blk in prange(_n_blocks(n), schedule="static", num_threads=n_threads):
+        _alpha_block(blk * _BLOCK, min(n, (blk + 1) * _BLOCK), x, base, offset, threshold,
+                     a, b, dropped, out, mask)
+
+
+cdef inline void _masked_block(int64_t lo, int64_t hi, const floating* grad,
+                               const uint8_t* mask, floating scale,
+                               floating* out) noexcept nogil:
+    cdef int64_t i
+    for i in range(lo, hi):
+        out[i] = grad[i] * (scale * mask[i])
+
+
+cdef void masked_scale_kernel(int64_t n, const floating* grad,      # IN (n,)
+                              const uint8_t* mask,                # IN (n,)
+                              floating scale,
+                              floating* out,                      # OUT (n,)
+                              int n_threads) noexcept nogil:
+    """out[i] = grad[i] * scale if mask[i] else 0 (the backward of both dropouts)."""
+    cdef int64_t blk
+    for blk in prange(_n_blocks(n), schedule="static", num_threads=n_threads):
+        _masked_block(blk * _BLOCK, min(n, (blk + 1) * _BLOCK), grad, mask, scale, out)
+
+
+cdef inline void _plane_scale(int64_t size, const floating* x, floating s,
+                              floating* out) noexcept nogil:
+    cdef int64_t j
+    for j in range(size):
+        out[j] = x[j] * s
+
+
+cdef void channel_scale_kernel(int64_t n_planes, int64_t plane_size,
+                               const floating* x,                 # IN (n_planes, plane_size)
+                               const uint8_t* mask,               # IN (n_planes,)
+                               floating scale,
+                               floating* out,                     # OUT (n_planes, plane_size)
+                               int n_threads) noexcept nogil:
+    """out[p, :] = x[p, :] * scale if mask[p] else 0 (spatial dropout, fwd and bwd)."""
+    cdef int64_t p
+    for p in prange(n_planes, schedule="static", num_threads=n_threads):
+        _plane_scale(plane_size, x + p * plane_size, scale if mask[p] else 0,
+                     out + p * plane_size)
+
+
+# ---------------------------------------------------------------------------------
+# Python-visible wrappers: validate, allocate outputs, release the GIL.
+
+def _threshold(rate):
+    """Integer threshold on the top 53 bits: kept iff u53 >= ceil(rate * 2**53)."""
+    rate = float(rate)
+    if not 0.0 <= rate < 1.0:
+        raise ValueError(f"Invalid value for argument `rate`: expected a float in [0, 1). "
+                         f"Received: rate={rate}")
+    t = rate * 2.0 ** 53          # exact: scaling by a power of two
+    ti = int(t)
+    return ti + (1 if ti < t else 0)
+
+
+def _check_float(name, arr):
+    if not isinstance(arr, np.ndarray):
+        raise TypeError(f"Invalid argument `{name}`: expected a numpy.ndarray. "
+                        f"Received: {type(arr).__name__}")
+    if arr.dtype != np.float32 and arr.dtype != np.float64:
+        raise TypeError(f"Invalid argument `{name}`: expected dtype float32 or float64. "
+                        f"Received: dtype={arr.dtype}")
+
+
+def _check_mask(mask, size):
+    if not isinstance(mask, np.ndarray) or mask.dtype != np.uint8 or mask.size != size:
+        raise ValueError(f"Invalid argument `mask`: expected a uint8 array of {size} elements. "
+                         f"Received: {getattr(mask, 'dtype', type(mask).__name__)} "
+                         f"of size {getattr(mask, 'size', '?')}")
+
+
+def dropout_mask(n, rate, seed, offset, n_threads=1):
+    """The uint8 keep-mask of ``n`` elements for key ``(seed, offset)``.
+
+    Args:
+        n: number of elements.
+        rate: drop probability in [0, 1).
+        seed, offset: the key (uint64s, from ``minnet._random.dropout_key(n)``).
+        n_threads: OpenMP threads; the result does not depend on it.
+
+    Returns:
+        uint8 array of shape (n,): 1 = kept (probability 1 - rate), 0 = dropped.
+    """
+    cdef uint64_t threshold = _threshold(rate)
+    cdef uint64_t s = int(seed) & 0xFFFFFFFFFFFFFFFF, o = int(offset) & 0xFFFFFFFFFFFFFFFF
+    cdef int64_t size = int(n)
+    cdef int nt = max(1, int(n_threads))
+    if size < 0:
+        raise ValueError(f"Invalid argument `n`: expected a non-negative int. Received: n={n}")
+    mask = np.empty(size, dtype=np.uint8)
+    cdef uint8_t[::1] m = mask
+    if size > 0:
+        with nogil:
+            fill_mask(size, s, o, threshold, &m[0], nt)
+    return mask
+
+
+def dropout_forward(x, rate, seed, offset, n_threads=1):
+    """``out = x * mask / (1 - rate)`` with a fresh mask, in one pass.
+
+    Args:
+        x: float32/float64 array, any shape (made C-contiguous).
+        rate: drop probability in [0, 1).
+        seed, offset: mask key.
+        n_threads: OpenMP threads (the mask does not depend on it).
+
+    Returns:
+        ``(out, mask)``: ``out`` like ``x``; ``mask`` uint8 of the same shape.
+
+    Shape:
+        x: (*), out: (*), mask: (*)
+    """
+    _check_float("x", x)
+    x = np.ascontiguousarray(x)
+    cdef uint64_t threshold = _threshold(rate)
+    cdef uint64_t s = int(seed) & 0xFFFFFFFFFFFFFFFF, o = int(offset) & 0xFFFFFFFFFFFFFFFF
+    cdef int nt = max(1, int(n_threads))
+    out = np.empty_like(x)
+    mask = np.empty(x.shape, dtype=np.uint8)
+    # 1/(1-p) in double, rounded once to the input dtype (as PyTorch's scalar multiply).
+    scale = 1.0 / (1.0 - float(rate))
+    if x.size:
+        if x.dtype == np.float32:
+            _dropout_fwd[float](x.reshape(-1), out.reshape(-1), mask.reshape(-1), s, o,
+                                threshold, scale, nt)
+        else:
+            _dropout_fwd[double](x.reshape(-1), out.reshape(-1), mask.reshape(-1), s, o,
+                                 threshold, scale, nt)
+    return out, mask
+
+
+cdef _dropout_fwd(const floating[::1] x, floating[::1] out, uint8_t[::1] mask,
+                  uint64_t s, uint64_t o, uint64_t threshold, double scale, int nt):
+    with nogil:
+        dropout_fwd(x.shape[0], &x[0], s, o, threshold, <floating> scale, &out[0], &mask[0], nt)
+
+
+# PyTorch's alpha dropout constant: -alpha' = SELU's scale * alpha.
+ALPHA = 1.7580993408473766
+
+
+def alpha_dropout_coefficients(rate):
+    """``(a, b, dropped)`` of alpha dropout: kept -> a*x + b, dropped -> a*(-ALPHA) + b.
+
+    a = ((1 - p) * (1 + p * ALPHA**2)) ** -0.5 and b = a * ALPHA * p, as PyTorch.
+    """
+    p = float(rate)
+    a = 1.0 / np.sqrt((ALPHA * ALPHA * p + 1.0) * (1.0 - p))
+    b = ALPHA * a * p
+    return a, b, b - ALPHA * a
+
+
+def alpha_dropout_forward(x, rate, seed, offset, n_threads=1):
+    """Alpha dropout: kept units ``a*x + b``, dropped units ``a*(-ALPHA) + b``.
+
+    Args:
+        x: float32/float64 array, any shape.
+        rate: drop probability in [0, 1).
+        seed, offset: mask key.
+        n_threads: OpenMP threads.
+
+    Returns:
+        ``(out, mask)``; the backward is ``masked_scale_backward(grad, mask, a)``.
+
+    Shape:
+        x: (*), out: (*), mask: (*)
+    """
+    _check_float("x", x)
+    x = np.ascontiguousarray(x)
+    cdef uint64_t threshold = _threshold(rate)
+    cdef uint64_t s = int(seed) & 0xFFFFFFFFFFFFFFFF, o = int(offset) & 0xFFFFFFFFFFFFFFFF
+    cdef int nt = max(1, int(n_threads))
+    a, b, dropped = alpha_dropout_coefficients(rate)
+    out = np.empty_like(x)
+    mask = np.empty(x.shape, dtype=np.uint8)
+    if x.size:
+        if x.dtype == np.float32:
+            _alpha_fwd[float](x.reshape(-1), out.reshape(-1), mask.reshape(-1), s, o,
+                              threshold, a, b, dropped, nt)
+        else:
+            _alpha_fwd[double](x.reshape(-1), out.reshape(-1), mask.reshape(-1), s, o,
+                               threshold, a, b, dropped, nt)
+    return out, mask
+
+
+cdef _alpha_fwd(const floating[::1] x, floating[::1] out, uint8_t[::1] mask,
+                uint64_t s, uint64_t o, uint64_t threshold, double a, double b,
+                double dropped, int nt):
+    with nogil:
+        alpha_dropout_fwd(x.shape[0], &x[0], s, o, threshold, <floating> a, <floating> b,
+                          <floating> dropped, &out[0], &mask[0], nt)
+
+
+def masked_scale_backward(grad, mask, scale, n_threads=1):
+    """``grad_x = grad * mask * scale`` (dropout: scale = 1/(1-p); alpha dropout: a).
+
+    Args:
+        grad: float32/float64 upstream gradient.
+        mask: the uint8 mask from the forward pass, same number of elements.
+        scale: the forward multiplier of kept elements.
+        n_threads: OpenMP threads.
+
+    Returns:
+        An array like ``grad``.
+
+    Shape:
+        grad: (*), mask: (*), returns (*)
+    """
+    _check_float("grad", grad)
+    grad = np.ascontiguousarray(grad)
+    _check_mask(mask, grad.size)
+    mask = np.ascontiguousarray(mask)
+    cdef int nt = max(1, int(n_threads))
+    out = np.empty_like(grad)
+    if grad.size:
+        if grad.dtype == np.float32:
+            _masked_scale[float](grad.reshape(-1), mask.reshape(-1), out.reshape(-1), scale, nt)
+        else:
+            _masked_scale[double](grad.reshape(-1), mask.reshape(-1), out.reshape(-1), scale, nt)
+    return out
+
+
+cdef _masked_scale(const floating[::1] g, const uint8_t[::1] mask, floating[::1] out,
+                   double scale, int nt):
+    with nogil:
+        masked_scale_kernel(g.shape[0], &g[0], &mask[0], <floating> scale, &out[0], nt)
+
+
+def channel_scale(x, mask, scale, n_threads=1):
+    """Spatial dropout forward and backward: ``out[p] = x[p] * scale * mask[p]`` per plane.
+
+    Args:
+        x: float32/float64 array whose first two axes are (N, C) (NCHW); one mask value
+           per (n, c) plane.
+        mask: uint8 array of N*C elements.
+        scale: multiplier of kept planes (1/(1-p)).
+        n_threads: OpenMP threads.
+
+    Returns:
+        An array like ``x``.
+
+    Shape:
+        x: (N, C, *), mask: (N, C) or (N*C,), returns (N, C, *)
+    """
+    _check_float("x", x)
+    x = np.ascontiguousarray(x)
+    if x.ndim < 2:
+        raise ValueError(f"Invalid argument `x`: expected at least 2 dimensions (N, C, ...). "
+                         f"Received: shape={x.shape}")
+    n_planes = x.shape[0] * x.shape[1]
+    _check_mask(mask, n_planes)
+    mask = np.ascontiguousarray(mask)
+    cdef int nt = max(1, int(n_threads))
+    out = np.empty_like(x)
+    if x.size:
+        plane = x.size // n_planes
+        if x.dtype == np.float32:
+            _channel_scale[float](x.reshape(n_planes, plane), mask.reshape(-1),
+                                  out.reshape(n_planes, plane), scale, nt)
+        else:
+            _channel_scale[double](x.reshape(n_planes, plane), mask.reshape(-1),
+                                   out.reshape(n_planes, plane), scale, nt)
+    return out
+
+
+cdef _channel_scale(const floating[:, ::1] x, const uint8_t[::1] mask, floating[:, ::1] out,
+                    double scale, int nt):
+    with nogil:
+        channel_scale_kernel(x.shape[0], x.shape[1], &x[0, 0], &mask[0], <floating> scale,
+                      &out[0, 0], nt)

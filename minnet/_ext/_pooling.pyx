@@ -1,0 +1,462 @@
+"""2-D pooling kernels on NCHW arrays: max (with argmax indices), average, global average.
+
+Every kernel works plane by plane: the ``P = N*C`` planes of ``H x W`` values are
+independent, so ``prange`` runs over planes and no two threads ever write the same
+element (this is what makes the scatter of the backward passes race-free).
+
+Window ``(oh, ow)`` covers rows ``oh*sh - pad_top .. + kh - 1`` and columns
+``ow*sw - pad_left .. + kw - 1``.  Padded positions are never read: for max pooling
+they act as -inf, for average pooling they count in the divisor only when
+``count_include_pad`` is true (PyTorch's default for int padding; Keras' "same"
+padding excludes them).
+"""
+from cython.parallel cimport prange
+from libc.stdint cimport int32_t, int64_t
+from libc.math cimport INFINITY
+
+from minnet._ext._blas cimport floating
+
+import numpy as np
+
+
+# ----------------------------------------------------------------------- max pool
+
+cdef inline void _max_plane(const floating* x, int H, int W, int OH, int OW,
+                            int kh, int kw, int sh, int sw, int pt, int pl,
+                            floating* out, int32_t* idx) noexcept nogil:
+    cdef int oh, ow, h, w, h0, h1, w0, w1
+    cdef int32_t best
+    cdef floating val, maxval
+    cdef bint better
+    for oh in range(OH):
+        h0 = oh * sh - pt
+        h1 = min(h0 + kh, H)
+        h0 = max(h0, 0)
+        for ow in range(OW):
+            w0 = ow * sw - pl
+            w1 = min(w0 + kw, W)
+            w0 = max(w0, 0)
+            maxval = -INFINITY
+            best = h0 * W + w0
+            for h in range(h0, h1):
+                for w in range(w0, w1):
+                    val = x[h * W + w]
+                    # strict ">" keeps the FIRST maximum; NaN propagates (as PyTorch).
+                    # Selects, not a branch: random data would mispredict it half the time.
+                    better = (val > maxval) | (val != val)
+                    maxval = val if better else maxval
+                    best = (h * W + w) if better else best
+            out[oh * OW + ow] = maxval
+            idx[oh * OW + ow] = best
+
+
+cdef void max_pool2d_fwd(int64_t P, int H, int W, int OH, int OW,
+                         int kh, int kw, int sh, int sw, int pt, int pl,
+                         const floating* x,                  # IN (P, H, W)
+                         floating* out,                      # OUT (P, OH, OW)
+                         int32_t* idx,                       # OUT (P, OH, OW) flat index in plane
+                         int n_threads) noexcept nogil:
+    cdef int64_t p
+    for p in prange(P, schedule="static", num_threads=n_threads):
+        _max_plane(x + p * H * W, H, W, OH, OW, kh, kw, sh, sw, pt, pl,
+                   out + p * OH * OW, idx + p * OH * OW)
+
+
+cdef void max_pool2d_bwd(int64_t P, int HW, int OHW,
+                         const floating* grad,               # IN (P, OH, OW)
+                         const int32_t* idx,                 # IN (P, OH, OW)
+                         floating* dx,                       # INOUT (P, H, W), zeroed by caller
+                         int n_threads) noexcept nogil:
+    cdef int64_t p
+    cdef int o
+    for p in prange(P, schedule="static", num_threads=n_threads):
+        for o in range(OHW):
+            dx[p * HW + idx[p * OHW + o]] += grad[p * OHW + o]
+
+
+# ----------------------------------------------------------------------- avg pool
+
+cdef inline int _divisor(int oh, int ow, int H, int W, int kh, int kw, int sh, int sw,
+                         int pt, int pb, int pl, int pr, bint include_pad) noexcept nogil:
+    cdef int h0 = oh * sh - pt, w0 = ow * sw - pl
+    cdef int h1 = min(h0 + kh, H + pb), w1 = min(w0 + kw, W + pr)
+    if include_pad:
+        return (h1 - h0) * (w1 - w0)
+    return (min(h1, H) - max(h0, 0)) * (min(w1, W) - max(w0, 0))
+
+
+cdef inline void _avg_plane(const floating* x, int H, int W, int OH, int OW,
+                            int kh, int kw, int sh, int sw, int pt, int pb, int pl, int pr,
+                            bint include_pad, floating* out) noexcept nogil:
+    cdef int oh, ow, h, w, h0, h1, w0, w1
+    cdef double total
+    for oh in range(OH):
+        h0 = max(oh * sh - pt, 0)
+        h1 = min(oh * sh - pt + kh, H)
+        for ow in range(OW):
+            w0 = max(ow * sw - pl, 0)
+            w1 = min(ow * sw - pl + kw, W)
+            total = 0
+            for h in range(h0, h1):
+                for w in range(w0, w1):
+                    total = total + x[h * W + w]
+            out[oh * OW + ow] = <floating> (total / _divisor(oh, ow, H, W, kh, kw, sh, sw,
+                                                             pt, pb, pl, pr, include_pad))
+
+
+cdef void avg_pool2d_fwd(int64_t P, int H, int W, int OH, int OW,
+                         int kh, int kw, int sh, int sw, int pt, int pb, int pl, int pr,
+                         bint include_pad,
+                         const floating* x,                  # IN (P, H, W)
+                         floating* out,                      # OUT (P, OH, OW)
+                         int n_threads) noexcept nogil:
+    cdef int64_t p
+    for p in prange(P, schedule="static", num_threads=n_threads):
+        _avg_plane(x + p * H * W, H, W, OH, OW, kh, kw, sh, sw, pt, pb, pl, pr,
+                   include_pad, out + p * OH * OW)
+
+
+cdef inline void _avg_plane_bwd(const floating* g, int H, int W, int OH, int OW,
+                                int kh, int kw, int sh, int sw, int pt, int pb, int pl, int pr,
+                                bint include_pad, floating* dx) noexcept nogil:
+    cdef int oh, ow, h, w, h0, h1, w0, w1
+    cdef floating share
+    for oh in range(OH):
+        h0 = max(oh * sh - pt, 0)
+        h1 = min(oh * sh - pt + kh, H)
+        for ow in range(OW):
+            w0 = max(ow * sw - pl, 0)
+            w1 = min(ow * sw - pl + kw, W)
+            share = g[oh * OW + ow] / _divisor(oh, ow, H, W, kh, kw, sh, sw,
+                                               pt, pb, pl, pr, include_pad)
+            for h in range(h0, h1):
+                for w in range(w0, w1):
+                    dx[h * W + w] += share
+
+
+cdef void avg_pool2d_bwd(int64_t P, int H, int W, int OH, int OW,
+                         int kh, int kw, int sh, int sw, int pt, int pb, int pl, int pr,
+                         bint include_pad,
+                         const floating* grad,               # IN (P, OH, OW)
+                         floating* dx,                       # INOUT (P, H, W), zeroed by caller
+                         int n_threads) noexcept nogil:
+    cdef int64_t p
+    for p in prange(P, schedule="static", num_threads=n_threads):
+        _avg_plane_bwd(grad + p * OH * OW, H, W, OH, OW, kh, kw, sh, sw, pt, pb, pl, pr,
+                       include_pad, dx + p * H * W)
+
+
+# ------------------------------------------------------------- global average pool
+
+cdef inline floating _plane_mean(int64_t L, const floating* x) noexcept nogil:
+    # Four double accumulators: one running sum would be bound by the add latency.
+    cdef int64_t l, L4 = L - L % 4
+    cdef double s0 = 0, s1 = 0, s2 = 0, s3 = 0
+    for l in range(0, L4, 4):
+        s0 += x[l]
+        s1 += x[l + 1]
+        s2 += x[l + 2]
+        s3 += x[l + 3]
+    for l in range(L4, L):
+        s0 += x[l]
+    return <floating> (((s0 + s1) + (s2 + s3)) / L)
+
+
+cdef void global_avg_pool2d_fwd(int64_t P, int64_t L,
+                                const floating* x,           # IN (P, L)
+                                floating* out,               # OUT (P,)
+                                int n_threads) noexcept nogil:
+    cdef int64_t p
+    for p in prange(P, schedule="static", num_threads=n_threads):
+        out[p] = _plane_mean(L, x + p * L)
+
+
+cdef inline void _fill(int64_t L, floating value, floating* out) noexcept nogil:
+    cdef int64_t l
+    for l in range(L):
+        out[l] = value
+
+
+cdef void global_avg_pool2d_bwd(int64_t P, int64_t L,
+                                const floating* grad,        # IN (P,)
+                                floating* dx,                # OUT (P, L)
+                                int n_threads) noexcept nogil:
+    cdef int64_t p
+    for p in prange(P, schedule="static", num_threads=n_threads):
+        _fill(L, grad[p] / <floating> L, dx + p * L)
+
+
+# ---------------------------------------------------------------------------------
+# Python-visible wrappers.  They check what the nogil loops rely on (dtype, layout,
+# window geometry); user-facing argument parsing lives in minnet.functional._pooling.
+
+def _check_x(x):
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"Invalid argument `x`: expected a numpy.ndarray. "
+                        f"Received: {type(x).__name__}")
+    if x.dtype != np.float32 and x.dtype != np.float64:
+        raise TypeError(f"Invalid argument `x`: expected dtype float32 or float64. "
+                        f"Received: dtype={x.dtype}")
+    if x.ndim != 4:
+        raise ValueError(f"Invalid argument `x`: expected a 4-D array (N, C, H, W). "
+                         f"Received: shape={x.shape}")
+    return np.ascontiguousarray(x)
+
+
+def output_size(size, kernel, stride, pad_before, pad_after):
+    """Number of windows along one axis: ``(size + pads - kernel) // stride + 1``."""
+    return (size + pad_before + pad_after - kernel) // stride + 1
+
+
+def _geometry(x, pool_size, strides, padding):
+    kh, kw = (int(v) for v in pool_size)
+    sh, sw = (int(v) for v in strides)
+    pt, pb, pl, pr = (int(v) for v in padding)
+    H, W = x.shape[2], x.shape[3]
+    if kh < 1 or kw < 1 or sh < 1 or sw < 1 or min(pt, pb, pl, pr) < 0:
+        raise ValueError(f"Invalid pooling geometry: pool_size={pool_size}, strides={strides}, "
+                         f"padding={padding}: expected positive sizes and strides and "
+                         f"non-negative padding")
+    if pt >= kh or pb >= kh or pl >= kw or pr >= kw:
+        raise ValueError(f"Invalid argument `padding`: expected less than the pool size "
+                         f"{(kh, kw)} on each side. Received: padding={padding}")
+    OH = output_size(H, kh, sh, pt, pb)
+    OW = output_size(W, kw, sw, pl, pr)
+    if OH < 1 or OW < 1:
+        raise ValueError(f"Invalid argument `pool_size`: the window {(kh, kw)} does not fit "
+                         f"the padded input {(H + pt + pb, W + pl + pr)}. "
+                         f"Received: input shape={x.shape}")
+    return kh, kw, sh, sw, pt, pb, pl, pr, OH, OW
+
+
+def max_pool2d_forward(x, pool_size, strides, padding=(0, 0, 0, 0), n_threads=1):
+    """Max pooling with argmax indices.
+
+    Args:
+        x: float32/float64 array (N, C, H, W).
+        pool_size: ``(kh, kw)``.
+        strides: ``(sh, sw)``.
+        padding: ``(top, bottom, left, right)``; padded positions act as -inf.
+        n_threads: OpenMP threads (over the N*C planes).
+
+    Returns:
+        ``(out, indices)``: ``out`` (N, C, OH, OW) like ``x``; ``indices`` int32 of the
+        same shape, the flat position ``h * W + w`` of each maximum in its (H, W) plane
+        (the first one on ties).
+
+    Shape:
+        x: (N, C, H, W); out, indices: (N, C, OH, OW), OH = (H + top + bottom - kh) // sh + 1
+    """
+    x = _check_x(x)
+    kh, kw, sh, sw, pt, pb, pl, pr, OH, OW = _geometry(x, pool_size, strides, padding)
+    N, C, H, W = x.shape
+    out = np.empty((N, C, OH, OW), dtype=x.dtype)
+    idx = np.empty((N, C, OH, OW), dtype=np.int32)
+    if out.size:
+        if x.dtype == np.float32:
+            _max_fwd[float](x, out, idx, kh, kw, sh, sw, pt, pl, max(1, int(n_threads)))
+        else:
+            _max_fwd[double](x, out, idx, kh, kw, sh, sw, pt, pl, max(1, int(n_threads)))
+    return out, idx
+
+
+cdef _max_fwd(const floating[:, :, :, ::1] x, floating[:, :, :, ::1] out,
+              int32_t[:, :, :, ::1] idx, int kh, int kw, int sh, int sw, int pt, int pl, int nt):
+    with nogil:
+        max_pool2d_fwd(<int64_t> x.shape[0] * x.shape[1], x.shape[2], x.shape[3],
+                       out.shape[2], out.shape[3], kh, kw, sh, sw, pt, pl,
+                       &x[0, 0, 0, 0], &out[0, 0, 0, 0], &idx[0, 0, 0, 0], nt)
+
+
+def max_pool2d_backward(grad, indices, input_shape, n_threads=1):
+    """Scatter ``grad`` to the argmax positions (summing where windows share a maximum).
+
+    Args:
+        grad: float32/float64 array (N, C, OH, OW).
+        indices: int32 array (N, C, OH, OW) from ``max_pool2d_forward``.
+        input_shape: ``(N, C, H, W)``.
+        n_threads: OpenMP threads.
+
+    Returns:
+        ``dx`` of shape ``input_shape``, dtype of ``grad``.
+
+    Shape:
+        grad, indices: (N, C, OH, OW); returns (N, C, H, W)
+    """
+    grad = _check_x(grad)
+    N, C, H, W = (int(v) for v in input_shape)
+    if (not isinstance(indices, np.ndarray) or indices.dtype != np.int32
+            or indices.shape != grad.shape):
+        raise ValueError(f"Invalid argument `indices`: expected an int32 array of shape "
+                         f"{grad.shape}. Received: {getattr(indices, 'dtype', None)} "
+                         f"{getattr(indices, 'shape', None)}")
+    if grad.shape[:2] != (N, C):
+        raise ValueError(f"Invalid argument `input_shape`: expected (N, C) = {grad.shape[:2]}. "
+                         f"Received: input_shape={tuple(input_shape)}")
+    indices = np.ascontiguousarray(indices)
+    if indices.size and (indices.min() < 0 or indices.max() >= H * W):
+        raise ValueError(f"Invalid argument `indices`: expected values in [0, {H * W}).")
+    dx = np.zeros((N, C, H, W), dtype=grad.dtype)
+    if grad.size:
+        if grad.dtype == np.float32:
+            _max_bwd[float](grad, indices, dx, max(1, int(n_threads)))
+        else:
+            _max_bwd[double](grad, indices, dx, max(1, int(n_threads)))
+    return dx
+
+
+cdef _max_bwd(const floating[:, :, :, ::1] g, const int32_t[:, :, :, ::1] idx,
+              floating[:, :, :, ::1] dx, int nt):
+    with nogil:
+        max_pool2d_bwd(<int64_t> g.shape[0] * g.shape[1], dx.shape[2] * dx.shape[3],
+                       g.shape[2] * g.shape[3], &g[0, 0, 0, 0], &idx[0, 0, 0, 0],
+                       &dx[0, 0, 0, 0], nt)
+
+
+def avg_pool2d_forward(x, pool_size, strides, padding=(0, 0, 0, 0), count_include_pad=True,
+                       n_threads=1):
+    """Average pooling.
+
+    Args:
+        x: float32/float64 array (N, C, H, W).
+        pool_size: ``(kh, kw)``.
+        strides: ``(sh, sw)``.
+        padding: ``(top, bottom, left, right)`` zero padding.
+        count_include_pad: divide by the whole window (True, PyTorch) or by the number of
+            real elements in it (False, Keras "same").
+        n_threads: OpenMP threads.
+
+    Returns:
+        ``out`` (N, C, OH, OW) like ``x``.
+
+    Shape:
+        x: (N, C, H, W); out: (N, C, OH, OW)
+    """
+    x = _check_x(x)
+    kh, kw, sh, sw, pt, pb, pl, pr, OH, OW = _geometry(x, pool_size, strides, padding)
+    N, C, H, W = x.shape
+    out = np.empty((N, C, OH, OW), dtype=x.dtype)
+    if out.size:
+        if x.dtype == np.float32:
+            _avg_fwd[float](x, out, kh, kw, sh, sw, pt, pb, pl, pr, bool(count_include_pad),
+                            max(1, int(n_threads)))
+        else:
+            _avg_fwd[double](x, out, kh, kw, sh, sw, pt, pb, pl, pr, bool(count_include_pad),
+                             max(1, int(n_threads)))
+    return out
+
+
+cdef _avg_fwd(const floating[:, :, :, ::1] x, floating[:, :, :, ::1] out, int kh, int kw,
+              int sh, int sw, int pt, int pb, int pl, int pr, bint include_pad, int nt):
+    with nogil:
+        avg_pool2d_fwd(<int64_t> x.shape[0] * x.shape[1], x.shape[2], x.shape[3],
+                       out.shape[2], out.shape[3], kh, kw, sh, sw, pt, pb, pl, pr,
+                       include_pad, &x[0, 0, 0, 0], &out[0, 0, 0, 0], nt)
+
+
+def avg_pool2d_backward(grad, input_shape, pool_size, strides, padding=(0, 0, 0, 0),
+                        count_include_pad=True, n_threads=1):
+    """Spread each output gradient evenly (``/ divisor``) over its window.
+
+    Args:
+        grad: float32/float64 array (N, C, OH, OW).
+        input_shape: ``(N, C, H, W)``.
+        pool_size, strides, padding, count_include_pad: as in the forward pass.
+        n_threads: OpenMP threads.
+
+    Returns:
+        ``dx`` of shape ``input_shape``.
+
+    Shape:
+        grad: (N, C, OH, OW); returns (N, C, H, W)
+    """
+    grad = _check_x(grad)
+    N, C, H, W = (int(v) for v in input_shape)
+    dx = np.zeros((N, C, H, W), dtype=grad.dtype)
+    kh, kw, sh, sw, pt, pb, pl, pr, OH, OW = _geometry(dx, pool_size, strides, padding)
+    if grad.shape != (N, C, OH, OW):
+        raise ValueError(f"Invalid argument `grad`: expected shape {(N, C, OH, OW)}. "
+                         f"Received: shape={grad.shape}")
+    if grad.size:
+        if grad.dtype == np.float32:
+            _avg_bwd[float](grad, dx, kh, kw, sh, sw, pt, pb, pl, pr, bool(count_include_pad),
+                            max(1, int(n_threads)))
+        else:
+            _avg_bwd[double](grad, dx, kh, kw, sh, sw, pt, pb, pl, pr, bool(count_include_pad),
+                             max(1, int(n_threads)))
+    return dx
+
+
+cdef _avg_bwd(const floating[:, :, :, ::1] g, floating[:, :, :, ::1] dx, int kh, int kw,
+              int sh, int sw, int pt, int pb, int pl, int pr, bint include_pad, int nt):
+    with nogil:
+        avg_pool2d_bwd(<int64_t> g.shape[0] * g.shape[1], dx.shape[2], dx.shape[3],
+                       g.shape[2], g.shape[3], kh, kw, sh, sw, pt, pb, pl, pr,
+                       include_pad, &g[0, 0, 0, 0], &dx[0, 0, 0, 0], nt)
+
+
+def global_avg_pool2d_forward(x, n_threads=1):
+    """Mean over H and W of every (n, c) plane (double accumulators).
+
+    Args:
+        x: float32/float64 array (N, C, H, W).
+        n_threads: OpenMP threads.
+
+    Returns:
+        ``out`` of shape (N, C).
+
+    Shape:
+        x: (N, C, H, W); out: (N, C)
+    """
+    x = _check_x(x)
+    N, C, H, W = x.shape
+    if H * W == 0:
+        raise ValueError(f"Invalid argument `x`: expected non-empty planes. "
+                         f"Received: shape={x.shape}")
+    out = np.empty((N, C), dtype=x.dtype)
+    if out.size:
+        if x.dtype == np.float32:
+            _gap_fwd[float](x.reshape(N * C, H * W), out.reshape(-1), max(1, int(n_threads)))
+        else:
+            _gap_fwd[double](x.reshape(N * C, H * W), out.reshape(-1), max(1, int(n_threads)))
+    return out
+
+
+cdef _gap_fwd(const floating[:, ::1] x, floating[::1] out, int nt):
+    with nogil:
+        global_avg_pool2d_fwd(x.shape[0], x.shape[1], &x[0, 0], &out[0], nt)
+
+
+def global_avg_pool2d_backward(grad, input_shape, n_threads=1):
+    """``dx[n, c, h, w] = grad[n, c] / (H * W)``.
+
+    Args:
+        grad: float32/float64 array (N, C).
+        input_shape: ``(N, C, H, W)``.
+        n_threads: OpenMP threads.
+
+    Returns:
+        ``dx`` of shape ``input_shape``.
+
+    Shape:
+        grad: (N, C); returns (N, C, H, W)
+    """
+    N, C, H, W = (int(v) for v in input_shape)
+    if (not isinstance(grad, np.ndarray) or grad.dtype not in (np.float32, np.float64)
+            or grad.shape != (N, C)):
+        raise ValueError(f"Invalid argument `grad`: expected a float array of shape {(N, C)}. "
+                         f"Received: {getattr(grad, 'dtype', type(grad).__name__)} "
+                         f"{getattr(grad, 'shape', '')}")
+    grad = np.ascontiguousarray(grad)
+    dx = np.empty((N, C, H, W), dtype=grad.dtype)
+    if dx.size:
+        if grad.dtype == np.float32:
+            _gap_bwd[float](grad.reshape(-1), dx.reshape(N * C, H * W), max(1, int(n_threads)))
+        else:
+            _gap_bwd[double](grad.reshape(-1), dx.reshape(N * C, H * W), max(1, int(n_threads)))
+    return dx
+
+
+cdef _gap_bwd(const floating[::1] g, floating[:, ::1] dx, int nt):
+    with nogil:
+        global_avg_pool2d_bwd(dx.shape[0], dx.shape[1], &g[0], &dx[0, 0], nt)

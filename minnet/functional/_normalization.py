@@ -1,0 +1,169 @@
+"""Differentiable batch normalisation (the math is in docs/math/batchnorm.md).
+
+``NativeBatchNorm`` is a thin ``Function`` over ``minnet._ext._batchnorm``.  For backward
+it keeps the input ``x`` (already referenced by the graph) and two per-channel float64
+vectors ``mean`` and ``inv_std``, not ``x_hat``: ``x_hat`` would be a second array the
+size of the input held until backward, while recomputing ``(x - mean) * inv_std`` costs
+one multiply-add in a pass that is bound by memory traffic anyway.
+"""
+import numbers
+
+import numpy as np
+
+from minnet._config import get_num_threads
+from minnet._ext import _batchnorm as _kernels
+from minnet.autograd import Function, Tensor
+
+__all__ = ["batch_norm", "NativeBatchNorm"]
+
+
+def _data(value):
+    return value.data if isinstance(value, Tensor) else value
+
+
+class NativeBatchNorm(Function):
+    """``y = (x - mean) * inv_std * gamma + beta`` per channel, statistics over N (and H, W)."""
+
+    node_name = "NativeBatchNormBackward"
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, running_mean=None, running_var=None, training=False,
+                momentum=0.1, eps=1e-5):
+        n_threads = get_num_threads()
+        C = x.shape[1]
+        count = x.size // C if C else 0
+        gamma = np.ones(C) if weight is None else weight.astype(np.float64)
+        beta = np.zeros(C) if bias is None else bias.astype(np.float64)
+        if training:
+            out, mean, var = _kernels.batch_norm_forward_training(x, gamma, beta, eps, n_threads)
+            if running_mean is not None:
+                # PyTorch: running = (1 - m) * running + m * stat, in double, with the
+                # unbiased variance (M / (M - 1)) for running_var.
+                running_mean[...] = momentum * mean + (1.0 - momentum) * running_mean.astype(np.float64)
+            if running_var is not None:
+                unbiased = var * (count / (count - 1))
+                running_var[...] = momentum * unbiased + (1.0 - momentum) * running_var.astype(np.float64)
+            inv_std = 1.0 / np.sqrt(var + eps)
+        else:
+            mean = running_mean.astype(np.float64)
+            inv_std = 1.0 / np.sqrt(running_var.astype(np.float64) + eps)
+            scale = gamma * inv_std
+            out = _kernels.batch_norm_affine(x, scale, beta - mean * scale, n_threads)
+        ctx.save_for_backward(x)
+        ctx.mean, ctx.inv_std, ctx.gamma = mean, inv_std, gamma
+        ctx.training = training
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        n_threads = get_num_threads()
+        need_x, need_w, need_b = ctx.needs_input_grad[:3]
+        mean, inv_std, gamma = ctx.mean, ctx.inv_std, ctx.gamma
+        grad_x = grad_w = grad_b = None
+        if ctx.training:
+            # dx = gamma*inv_std/M * (M*g - sum(g) - x_hat*sum(g*x_hat)), fused with the sums
+            grad_x, sum_g, dot = _kernels.batch_norm_backward_training(
+                grad, x, mean, inv_std, gamma, need_x, n_threads)
+        else:
+            sum_g = dot = None
+            if need_w or need_b:
+                sum_g, dot = _kernels.batch_norm_grad_sums(grad, x, mean, n_threads)
+            if need_x:
+                # running statistics are constants: dx = g * gamma * inv_std
+                zeros = np.zeros_like(mean)
+                grad_x = _kernels.batch_norm_backward_input(grad, x, mean, zeros, zeros,
+                                                            gamma * inv_std, n_threads)
+        if need_w:
+            grad_w = dot * inv_std           # sum(g * x_hat)
+        if need_b:
+            grad_b = sum_g                   # sum(g)
+        return (grad_x, grad_w, grad_b) + (None,) * (len(ctx.needs_input_grad) - 3)
+
+
+def _check_float(name, value, allow_tensor=True):
+    data = _data(value)
+    if not isinstance(data, np.ndarray):
+        raise TypeError(f"Invalid argument `{name}`: expected a numpy.ndarray"
+                        f"{' or Tensor' if allow_tensor else ''}. Received: {type(value).__name__}")
+    if data.dtype not in (np.float32, np.float64):
+        raise TypeError(f"Invalid argument `{name}`: expected a float32 or float64 array. "
+                        f"Received: dtype={data.dtype}")
+    return data
+
+
+def _per_channel(name, value, C, dtype, running=False):
+    if value is None:
+        return None
+    data = _check_float(name, value)
+    if data.shape != (C,):
+        raise ValueError(f"Invalid argument `{name}`: expected shape ({C},) (one value per "
+                         f"channel). Received: shape={data.shape}")
+    if running:
+        if not data.flags.writeable:
+            raise ValueError(f"Invalid argument `{name}`: expected a writeable array "
+                             f"(it is updated in place when training).")
+        return data
+    if isinstance(value, Tensor):
+        return value if value.dtype == dtype else value.astype(dtype)   # differentiable cast
+    return np.ascontiguousarray(data, dtype=dtype)
+
+
+def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=False,
+               momentum=0.1, eps=1e-5):
+    """Batch normalisation over the batch (and spatial) axes, per channel (PyTorch semantics).
+
+    Training: normalise with the batch mean and the biased batch variance and update the
+    running statistics in place, ``running = (1 - momentum) * running + momentum * stat``
+    with the *unbiased* variance for ``running_var``.  Eval: normalise with the running
+    statistics.  With ``running_mean = running_var = None`` batch statistics are always used.
+
+    Args:
+        x: Tensor or array (N, C) or (N, C, H, W).
+        running_mean, running_var: float ndarrays (or Tensors, whose data is used) of shape
+            (C,), updated in place when ``training``; or both None.
+        weight, bias: optional (C,) Tensors/arrays gamma and beta (default 1 and 0).
+        training: use batch statistics and update the running ones.
+        momentum: float in [0, 1], weight of the new batch statistic.
+        eps: positive float added to the variance.
+
+    Returns:
+        A Tensor like ``x``; backward node ``NativeBatchNormBackward``.
+
+    Shape:
+        x: (N, C) or (N, C, H, W); running stats, weight, bias: (C,); output like x.
+
+    Example:
+        >>> rm, rv = np.zeros(3, np.float32), np.ones(3, np.float32)
+        >>> y = F.batch_norm(np.random.randn(8, 3, 4, 4).astype(np.float32), rm, rv, training=True)
+        >>> rm   # moved 10% of the way to the batch mean
+    """
+    if not isinstance(x, Tensor):
+        x = np.asarray(x)
+        if x.dtype.kind in "iub":
+            x = x.astype(np.float32)
+    data = _check_float("x", x)
+    if data.ndim not in (2, 4):
+        raise ValueError(f"Invalid argument `x`: expected a 2-D (N, C) or 4-D (N, C, H, W) "
+                         f"input. Received: shape={data.shape}")
+    if isinstance(momentum, bool) or not isinstance(momentum, numbers.Real) or not 0 <= momentum <= 1:
+        raise ValueError(f"Invalid value for argument `momentum`: expected a float in [0, 1]. "
+                         f"Received: momentum={momentum!r}")
+    if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not eps > 0:
+        raise ValueError(f"Invalid value for argument `eps`: expected a positive float. "
+                         f"Received: eps={eps!r}")
+    C = data.shape[1]
+    if (running_mean is None) != (running_var is None):
+        raise ValueError("Invalid arguments `running_mean`, `running_var`: expected both arrays "
+                         "or both None. Received: one of them is None")
+    running_mean = _per_channel("running_mean", running_mean, C, data.dtype, running=True)
+    running_var = _per_channel("running_var", running_var, C, data.dtype, running=True)
+    weight = _per_channel("weight", weight, C, data.dtype)
+    bias = _per_channel("bias", bias, C, data.dtype)
+    use_batch_stats = bool(training) or running_mean is None
+    if use_batch_stats and data.size // max(C, 1) <= 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input "
+                         f"size {data.shape}")
+    return NativeBatchNorm.apply(x, weight, bias, running_mean=running_mean,
+                                 running_var=running_var, training=use_batch_stats,
+                                 momentum=float(momentum), eps=float(eps))

@@ -1,0 +1,241 @@
+"""Differentiable 2-D max / average / global average pooling on NCHW inputs.
+
+The math is in docs/math/pooling.md.  Max pooling keeps only its int32 argmax indices
+(flat positions in each (H, W) plane) for backward; average pooling keeps nothing but
+the geometry; global average pooling keeps the input shape.
+"""
+import numbers
+
+import numpy as np
+
+from minnet._config import get_num_threads
+from minnet._ext import _pooling as _kernels
+from minnet.autograd import Function, Tensor
+
+__all__ = ["max_pool2d", "avg_pool2d", "global_avg_pool2d", "MaxPool2DWithIndices",
+           "AvgPool2D", "GlobalAvgPool2D", "resolve_pool_geometry"]
+
+
+def _as_input(x):
+    if isinstance(x, Tensor):
+        if x.dtype in (np.float32, np.float64):
+            return x
+        x = x.data
+    if not isinstance(x, np.ndarray):
+        try:
+            x = np.asarray(x)
+        except Exception as exc:
+            raise TypeError(f"Invalid argument `x`: expected a Tensor or array-like. "
+                            f"Received: {type(x).__name__}") from exc
+    if x.dtype.kind not in "fiub":
+        raise TypeError(f"Invalid argument `x`: expected a real numeric array. "
+                        f"Received: dtype={x.dtype}")
+    if x.dtype not in (np.float32, np.float64):
+        x = x.astype(np.float32)
+    if x.ndim != 4:
+        raise ValueError(f"Invalid argument `x`: expected a 4-D input (N, C, H, W). "
+                         f"Received: shape={x.shape}")
+    return x
+
+
+def _int_pair(name, value):
+    pair = (value, value) if isinstance(value, numbers.Integral) else value
+    if (isinstance(pair, (tuple, list)) and len(pair) == 2
+            and all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in pair)
+            and all(v >= 1 for v in pair)):
+        return int(pair[0]), int(pair[1])
+    raise ValueError(f"Invalid value for argument `{name}`: expected a positive int or a pair "
+                     f"of them. Received: {name}={value!r}")
+
+
+def resolve_pool_geometry(input_hw, pool_size, strides=None, padding=0):
+    """Window geometry from user arguments.
+
+    Args:
+        input_hw: ``(H, W)``.
+        pool_size: int or pair.
+        strides: int, pair or None (= pool_size).
+        padding: int or pair (symmetric, at most half the window, as PyTorch), ``"valid"``
+            (none) or ``"same"`` (Keras: ``out = ceil(in / stride)``, the extra row/column
+            at the bottom/right).
+
+    Returns:
+        ``(pool, strides, pads, out_hw, same)`` with ``pads = (top, bottom, left, right)``
+        and ``same`` True for ``"same"`` padding.
+    """
+    kh, kw = _int_pair("pool_size", pool_size)
+    sh, sw = (kh, kw) if strides is None else _int_pair("strides", strides)
+    H, W = input_hw
+    same = False
+    if isinstance(padding, str):
+        mode = padding.lower()
+        if mode == "valid":
+            pads = (0, 0, 0, 0)
+        elif mode == "same":
+            same = True
+            pads = []
+            for size, k, s in ((H, kh, sh), (W, kw, sw)):
+                out = -(-size // s)
+                total = max((out - 1) * s + k - size, 0)
+                pads += [total // 2, total - total // 2]
+            pads = tuple(pads)
+        else:
+            raise ValueError(f"Invalid value for argument `padding`: expected an int, a pair, "
+                             f"'valid' or 'same'. Received: padding={padding!r}")
+    else:
+        if isinstance(padding, numbers.Integral) and not isinstance(padding, bool):
+            padding = (padding, padding)
+        if not (isinstance(padding, (tuple, list)) and len(padding) == 2
+                and all(isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 0
+                        for v in padding)):
+            raise ValueError(f"Invalid value for argument `padding`: expected a non-negative int, "
+                             f"a pair, 'valid' or 'same'. Received: padding={padding!r}")
+        ph, pw = int(padding[0]), int(padding[1])
+        if 2 * ph > kh or 2 * pw > kw:
+            raise ValueError(f"Invalid value for argument `padding`: expected at most half the "
+                             f"pool size {(kh, kw)}. Received: padding={(ph, pw)}")
+        pads = (ph, ph, pw, pw)
+    out_h = (H + pads[0] + pads[1] - kh) // sh + 1
+    out_w = (W + pads[2] + pads[3] - kw) // sw + 1
+    if out_h < 1 or out_w < 1:
+        raise ValueError(f"Invalid value for argument `pool_size`: the window {(kh, kw)} is "
+                         f"larger than the (padded) input {(H + pads[0] + pads[1], W + pads[2] + pads[3])}. "
+                         f"Received: pool_size={pool_size!r}")
+    return (kh, kw), (sh, sw), pads, (out_h, out_w), same
+
+
+class MaxPool2DWithIndices(Function):
+    """Max over each window; backward routes each gradient to its window's argmax."""
+
+    node_name = "MaxPool2DWithIndicesBackward"
+
+    @staticmethod
+    def forward(ctx, x, pool, strides, pads):
+        out, indices = _kernels.max_pool2d_forward(x, pool, strides, pads, get_num_threads())
+        ctx.indices = indices
+        ctx.input_shape = x.shape
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        if not ctx.needs_input_grad[0]:
+            return None, None, None, None
+        dx = _kernels.max_pool2d_backward(grad, ctx.indices, ctx.input_shape, get_num_threads())
+        return dx, None, None, None
+
+
+class AvgPool2D(Function):
+    """Mean over each window (divisor: whole window, or real elements only)."""
+
+    node_name = "AvgPool2DBackward"
+
+    @staticmethod
+    def forward(ctx, x, pool, strides, pads, count_include_pad):
+        ctx.geometry = (x.shape, pool, strides, pads, count_include_pad)
+        return _kernels.avg_pool2d_forward(x, pool, strides, pads, count_include_pad,
+                                           get_num_threads())
+
+    @staticmethod
+    def backward(ctx, grad):
+        if not ctx.needs_input_grad[0]:
+            return (None,) * 5
+        shape, pool, strides, pads, include = ctx.geometry
+        dx = _kernels.avg_pool2d_backward(grad, shape, pool, strides, pads, include,
+                                          get_num_threads())
+        return dx, None, None, None, None
+
+
+class GlobalAvgPool2D(Function):
+    """Mean over H and W: (N, C, H, W) -> (N, C)."""
+
+    node_name = "MeanBackward"
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.input_shape = x.shape
+        return _kernels.global_avg_pool2d_forward(x, get_num_threads())
+
+    @staticmethod
+    def backward(ctx, grad):
+        if not ctx.needs_input_grad[0]:
+            return None
+        return _kernels.global_avg_pool2d_backward(grad, ctx.input_shape, get_num_threads())
+
+
+def max_pool2d(x, pool_size, strides=None, padding=0):
+    """2-D max pooling (NCHW), as ``torch.nn.functional.max_pool2d`` / Keras ``MaxPooling2D``.
+
+    Padded positions count as -inf (they never win).  On ties the first maximum in
+    row-major window order gets the gradient, as in PyTorch.
+
+    Args:
+        x: Tensor or array (N, C, H, W).
+        pool_size: int or (kh, kw).
+        strides: int, (sh, sw) or None (= pool_size).
+        padding: int or (ph, pw) (at most half the window), "valid" or "same".
+
+    Returns:
+        Tensor (N, C, OH, OW) with ``OH = (H + pad_h - kh) // sh + 1``; backward node
+        ``MaxPool2DWithIndicesBackward``.
+
+    Shape:
+        x: (N, C, H, W); output: (N, C, OH, OW)
+
+    Example:
+        >>> x = mn.tensor(np.arange(16.0).reshape(1, 1, 4, 4), requires_grad=True)
+        >>> F.max_pool2d(x, 2).numpy()[0, 0]
+        array([[ 5.,  7.], [13., 15.]])
+    """
+    x = _as_input(x)
+    pool, strides, pads, _, _ = resolve_pool_geometry(x.shape[2:], pool_size, strides, padding)
+    return MaxPool2DWithIndices.apply(x, pool, strides, pads)
+
+
+def avg_pool2d(x, pool_size, strides=None, padding=0):
+    """2-D average pooling (NCHW).
+
+    With int/pair padding the padded zeros count in the divisor (PyTorch's
+    ``count_include_pad=True``); with ``"same"`` padding they do not (Keras).
+
+    Args:
+        x: Tensor or array (N, C, H, W).
+        pool_size: int or (kh, kw).
+        strides: int, (sh, sw) or None (= pool_size).
+        padding: int or (ph, pw) (at most half the window), "valid" or "same".
+
+    Returns:
+        Tensor (N, C, OH, OW); backward node ``AvgPool2DBackward``.
+
+    Shape:
+        x: (N, C, H, W); output: (N, C, OH, OW)
+
+    Example:
+        >>> F.avg_pool2d(np.ones((1, 1, 4, 4), np.float32), 2).numpy()[0, 0]
+        array([[1., 1.], [1., 1.]], dtype=float32)
+    """
+    x = _as_input(x)
+    pool, strides, pads, _, same = resolve_pool_geometry(x.shape[2:], pool_size, strides, padding)
+    return AvgPool2D.apply(x, pool, strides, pads, not same)
+
+
+def global_avg_pool2d(x):
+    """Mean of every feature map: (N, C, H, W) -> (N, C).
+
+    Args:
+        x: Tensor or array (N, C, H, W) with H*W > 0.
+
+    Returns:
+        Tensor (N, C); backward node ``MeanBackward``.
+
+    Shape:
+        x: (N, C, H, W); output: (N, C)
+
+    Example:
+        >>> F.global_avg_pool2d(np.ones((2, 3, 5, 5), np.float32)).shape
+        (2, 3)
+    """
+    x = _as_input(x)
+    if x.shape[2] * x.shape[3] == 0:
+        raise ValueError(f"Invalid argument `x`: expected non-empty feature maps. "
+                         f"Received: shape={tuple(x.shape)}")
+    return GlobalAvgPool2D.apply(x)
