@@ -19,6 +19,7 @@ import warnings
 import numpy as np
 
 from minnet import _random
+from minnet import callbacks as _callbacks
 from minnet.autograd import Tensor, no_grad
 from minnet.data import Batches, _check_batch_size, _check_seed, as_array, train_validation_split
 from minnet.layers.base import Layer, _shape_str
@@ -65,7 +66,10 @@ def _check_int(value, name, minimum):
 
 def _check_verbose(verbose, default):
     if verbose == "auto":
-        return default
+        # "auto": the live bar on a terminal or notebook, one line per epoch in a log
+        # file (callbacks.resolve_verbose); `default` is what "auto" means when a bar
+        # would be 1 (predict passes 0: silent unless asked).
+        return _callbacks.resolve_verbose("auto") if default == 1 else default
     if isinstance(verbose, bool) or verbose not in (0, 1, 2):
         raise ValueError(f"Invalid value for argument `verbose`: expected 'auto', 0, 1 or 2. "
                          f"Received: verbose={verbose!r}")
