@@ -21,8 +21,8 @@ hands the results to the nodes of its inputs.  Leaves end in ``AccumulateGrad``,
 adds into ``tensor.grad``.  Saved arrays are released as soon as a node has run, unless
 ``retain_graph=True``.
 """
+import threading
 import weakref
-from collections import deque
 
 import numpy as np
 
@@ -33,8 +33,13 @@ __all__ = ["Function", "Context", "Node", "BackwardNode", "AccumulateGrad",
 
 # --------------------------------------------------------------------------- grad mode
 
-class _GradMode:
+class _GradModeState(threading.local):
+    # Per thread, as in PyTorch: a backward or `no_grad` in one thread must not stop
+    # graph recording in another. Class attribute = the default each new thread sees.
     enabled = True
+
+
+_GradMode = _GradModeState()
 
 
 def is_grad_enabled():
@@ -96,8 +101,11 @@ class enable_grad(no_grad):
 
 # --------------------------------------------------------------------------- anomaly mode
 
-class _AnomalyMode:
+class _AnomalyModeState(threading.local):
     enabled = False
+
+
+_AnomalyMode = _AnomalyModeState()
 
 
 class AnomalyError(FloatingPointError):

@@ -21,10 +21,19 @@ def _to_array(data, dtype=None):
     if isinstance(data, Tensor):
         data = data.data
     if dtype is not None:
-        return np.asarray(data, dtype=np.dtype(dtype))
+        try:
+            return np.asarray(data, dtype=np.dtype(dtype))
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"Invalid argument `data`: cannot convert to dtype {dtype}: {err}") from None
     if isinstance(data, np.ndarray):
+        if data.dtype.kind not in "biufc":
+            raise TypeError(f"Invalid argument `data`: expected numbers (bool, int or float). "
+                            f"Received: an array of dtype {data.dtype}")
         return data
     arr = np.asarray(data)
+    if arr.dtype.kind not in "biufc":
+        raise TypeError(f"Invalid argument `data`: expected numbers (bool, int or float). "
+                        f"Received: an array of dtype {arr.dtype}")
     if arr.dtype == np.float64 and not isinstance(data, np.generic):
         # Python floats and lists of them become float32, minnet's default (as torch.tensor).
         arr = arr.astype(np.float32)

@@ -470,10 +470,6 @@ def _kernel_calls():
     }
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "grad mode is process-global (minnet/autograd/function.py: _GradMode.enabled, and "
-    "run_backward sets it False): a backward or no_grad in one thread stops graph recording "
-    "in every other thread (PyTorch's grad mode is thread-local)"))
 def test_grad_mode_is_thread_local():
     x = mn.tensor(np.ones((64, 64)), requires_grad=True)
     stop = threading.Event()
