@@ -64,6 +64,10 @@ def _check_int(value, name, minimum):
     return int(value)
 
 
+class NotCompiledError(ValueError, RuntimeError):
+    """fit/evaluate/train_on_batch called before ``compile()`` (a ValueError, as in Keras)."""
+
+
 def _check_verbose(verbose, default):
     if verbose == "auto":
         # "auto": the live bar on a terminal or notebook, one line per epoch in a log
@@ -447,10 +451,10 @@ class Sequential(Layer):
 
     def _require_compiled(self, method, need_loss=True):
         if self.optimizer is None:
-            raise RuntimeError(f"You must call `compile(optimizer, loss)` on model '{self.name}' "
+            raise NotCompiledError(f"You must call `compile(optimizer, loss)` on model '{self.name}' "
                                f"before `{method}()`.")
         if need_loss and self.loss is None:
-            raise RuntimeError(f"Model '{self.name}' was compiled without a loss: pass `loss=` to "
+            raise NotCompiledError(f"Model '{self.name}' was compiled without a loss: pass `loss=` to "
                                f"`compile()` before `{method}()`.")
 
     # ------------------------------------------------------------------ data checks

@@ -490,8 +490,6 @@ def test_unknown_name_suggests_closest(fn, suggestion):
 
 
 # ---- defects found elsewhere, each a separate test so the list stays honest
-@defect("fit/evaluate before compile raise RuntimeError; the API promises ValueError "
-        "(Keras 3 raises ValueError: 'You must call compile() before using the model')")
 @pytest.mark.parametrize("method", ["fit", "evaluate"])
 def test_use_before_compile_is_value_error(method):
     model = _model(compiled=False)
