@@ -1,0 +1,916 @@
+"""Convolution and linear kernels: im2col / col2im, conv2d and linear forward and backward.
+
+Layout is NCHW.  For one sample ``x[n]`` of shape ``(C, H, W)`` and a kernel
+``(F, C, kh, kw)`` the patches are gathered into a matrix ``col`` of shape ``(K, L)``
+with ``K = C * kh * kw`` and ``L = out_h * out_w``::
+
+    col[(c * kh + i) * kw + j, oh * out_w + ow] = x[c, oh*sh - pad_top + i*dh, ow*sw - pad_left + j*dw]
+
+(zero where the index falls in the padding).  The row index multiplies ``i`` by the kernel
+*width* ``kw``: the classic im2col bug uses the height there and only shows on non-square
+kernels.  Then (see docs/math/convolution.md)::
+
+    forward:   Y[n]  = W_col @ col(x[n]) + b          W_col = weight.reshape(F, K)
+    backward:  dW    = sum_n dY[n] @ col(x[n])^T
+               db    = sum_{n, l} dY[n, :, l]
+               dX[n] = col2im(W_col^T @ dY[n])
+
+Padding is given as ``pad_top`` / ``pad_left`` plus the output size; the output size
+implies the bottom / right padding, which is how asymmetric ("same" with an even kernel)
+padding is expressed.  The loops only visit the output rows/columns whose input index lies
+in ``[0, H) x [0, W)`` (``_valid_columns``), so the kernels never read or write outside
+the arrays whatever the padding or output size.
+
+Two ways of running the GEMMs are implemented (``method=``):
+
+* ``"per_sample"``: ``prange`` over the samples; each thread im2cols its sample into its own
+  workspace and calls single-threaded BLAS (``gemm``).  dW is accumulated in one partial
+  sum per thread, reduced at the end.  Small, cache-resident workspaces.
+* ``"batched"``: one im2col of the whole batch into a ``(K, N * L)`` matrix and one large
+  GEMM split over threads (``gemm_parallel``).  Needs ``K * N * L`` elements of workspace
+  and a transpose of Y / dY between ``(F, N*L)`` and ``(N, F, L)``.
+
+``"auto"`` picks ``per_sample`` when there are at least as many samples as threads and
+``batched`` otherwise (with one sample the batched layout equals the per-sample one, so it
+is simply a threaded GEMM).  benchmarks/bench_conv.py measures the two; per_sample is
+about twice as fast on the reference problem.  The wrappers use at most one thread per
+MFLOP of work, so tiny convolutions do not pay for waking a thread team.
+"""
+from cython.parallel cimport prange, threadid
+from libc.string cimport memcpy, memset
+
+from minnet._ext._blas cimport floating, gemm, gemm_parallel
+
+import numpy as np
+
+
+# ----------------------------------------------------------------------------------------
+# im2col / col2im on one channel plane
+# ----------------------------------------------------------------------------------------
+
+cdef inline void _valid_columns(int offset, int stride, int width, int out_w,
+                                int* lo, int* hi) noexcept nogil:
+    """Output positions o in [lo, hi) whose input index o*stride + offset lies in [0, width).
+
+    Used for columns (offset = j*dw - pad_left) and for rows (offset = i*dh - pad_top).
+    """
+    cdef int first, stop
+    if offset >= 0:
+        first = 0
+    else:
+        first = (-offset + stride - 1) // stride
+    if width - 1 - offset < 0:
+        stop = 0
+    else:
+        stop = (width - 1 - offset) // stride + 1
+    if first > out_w:
+        first = out_w
+    if stop > out_w:
+        stop = out_w
+    if stop < first:
+        stop = first
+    lo[0] = first
+    hi[0] = stop
+
+
+cdef void _im2col_channel(const floating* plane,          # IN  (H, W) input plane
+                          int height, int width,
+                          int kh, int kw, int sh, int sw, int pt, int pl, int dh, int dw,
+                          int out_h, int out_w,
+                          floating* col, long ld          # OUT kh*kw rows of row stride ld
+                          ) noexcept nogil:
+    cdef int i, j, oh, ow, row_lo, row_hi, lo, hi, offset
+    cdef long in_row
+    cdef floating* block
+    cdef floating* dst
+    for i in range(kh):
+        # Output rows oh whose input row oh*sh - pt + i*dh lies inside the image.
+        _valid_columns(i * dh - pt, sh, height, out_h, &row_lo, &row_hi)
+        for j in range(kw):
+            offset = j * dw - pl
+            _valid_columns(offset, sw, width, out_w, &lo, &hi)
+            block = col + (i * kw + j) * ld    # this (i, j) row of col: L contiguous values
+            if row_lo > 0 or row_hi < out_h or lo > 0 or hi < out_w:
+                # Some positions read padding: zero the row once, then copy the rest.
+                memset(block, 0, <long> out_h * out_w * sizeof(floating))
+            if hi <= lo:
+                continue
+            for oh in range(row_lo, row_hi):
+                dst = block + <long> oh * out_w
+                in_row = <long> (oh * sh - pt + i * dh) * width + offset
+                if sw == 1:
+                    memcpy(dst + lo, plane + in_row + lo, (hi - lo) * sizeof(floating))
+                else:
+                    for ow in range(lo, hi):
+                        dst[ow] = plane[in_row + <long> ow * sw]
+
+
+cdef void _col2im_channel(const floating* col, long ld,   # IN  kh*kw rows of row stride ld
+                          int height, int width,
+                          int kh, int kw, int sh, int sw, int pt, int pl, int dh, int dw,
+                          int out_h, int out_w,
+                          floating* plane                 # INOUT (H, W), accumulated into
+                          ) noexcept nogil:
+    cdef int i, j, oh, ow, row_lo, row_hi, lo, hi, offset
+    cdef long in_row
+    cdef floating* dst
+    cdef const floating* src
+    for i in range(kh):
+        _valid_columns(i * dh - pt, sh, height, out_h, &row_lo, &row_hi)
+        for j in range(kw):
+            offset = j * dw - pl
+            _valid_columns(offset, sw, width, out_w, &lo, &hi)
+            for oh in range(row_lo, row_hi):
+                src = col + (i * kw + j) * ld + <long> oh * out_w
+                in_row = <long> (oh * sh - pt + i * dh) * width + offset
+                if sw == 1:
+                    dst = plane + in_row
+                    for ow in range(lo, hi):
+                        dst[ow] += src[ow]
+                else:
+                    for ow in range(lo, hi):
+                        plane[in_row + <long> ow * sw] += src[ow]
+
+
+cdef void _im2col_sample(const floating* x,                   # IN  (C, H, W)
+                         int channels, int height, int width,
+                         int kh, int kw, int sh, int sw, int pt, int pl, int dh, int dw,
+                         int out_h, int out_w,
+                         floating* col, long ld                 # OUT (K, L), row stride ld
+                         ) noexcept nogil:
+    cdef int c
+    cdef long plane = <long> height * width
+    for c in range(channels):
+        _im2col_channel(x + c * plane, height, width, kh, kw, sh, sw, pt, pl, dh, dw,
+                        out_h, out_w, col + <long> c * kh * kw * ld, ld)
+
+
+cdef void _col2im_sample(const floating* col, long ld,        # IN  (K, L), row stride ld
+                         int channels, int height, int width,
+                         int kh, int kw, int sh, int sw, int pt, int pl, int dh, int dw,
+                         int out_h, int out_w,
+                         floating* x                            # OUT (C, H, W)
+                         ) noexcept nogil:
+    """Zero the sample ``x`` (C, H, W) and accumulate the patches of ``col`` into it."""
+    cdef int c
+    cdef long plane = <long> height * width
+    memset(x, 0, channels * plane * sizeof(floating))
+    for c in range(channels):
+        _col2im_channel(col + <long> c * kh * kw * ld, ld, height, width, kh, kw, sh, sw,
+                        pt, pl, dh, dw, out_h, out_w, x + c * plane)
+
+
+# ----------------------------------------------------------------------------------------
+# Geometry shared by the conv kernels
+# ----------------------------------------------------------------------------------------
+
+cdef struct Geometry:
+    int n, c, h, w          # input
+    int f, kh, kw           # kernel
+    int sh, sw, pt, pl, dh, dw
+    int out_h, out_w
+    long k                  # C * kh * kw
+    long l                  # out_h * out_w
+    bint identity           # 1x1, stride 1, no padding: col(x[n]) is x[n] itself
+
+
+cdef Geometry _geometry(tuple x_shape, int f, int kh, int kw, tuple stride, tuple padding,
+                        tuple dilation, tuple out_size):
+    cdef Geometry g
+    g.n, g.c, g.h, g.w = x_shape
+    g.f, g.kh, g.kw = f, kh, kw
+    g.sh, g.sw = stride
+    g.pt, g.pl = padding
+    g.dh, g.dw = dilation
+    g.out_h, g.out_w = out_size
+    g.k = <long> g.c * kh * kw
+    g.l = <long> g.out_h * g.out_w
+    g.identity = (kh == 1 and kw == 1 and g.sh == 1 and g.sw == 1 and g.pt == 0
+                  and g.pl == 0 and g.out_h == g.h and g.out_w == g.w)
+    return g
+
+
+# ----------------------------------------------------------------------------------------
+# im2col / col2im over a batch, parallel over (sample, channel)
+# ----------------------------------------------------------------------------------------
+
+cdef void _im2col_batch(const floating* x,                    # IN  (N, C, H, W)
+                        Geometry g,
+                        floating* col, long ld, long sample_stride,   # OUT
+                        int n_threads) noexcept nogil:
+    """col of sample n starts at ``col + n * sample_stride`` with row stride ``ld``."""
+    cdef long job
+    cdef int n, c
+    cdef long plane = <long> g.h * g.w
+    for job in prange(<long> g.n * g.c, schedule="static", num_threads=n_threads):
+        n = job // g.c
+        c = job % g.c
+        _im2col_channel(x + job * plane, g.h, g.w, g.kh, g.kw, g.sh, g.sw, g.pt, g.pl,
+                        g.dh, g.dw, g.out_h, g.out_w,
+                        col + n * sample_stride + <long> c * g.kh * g.kw * ld, ld)
+
+
+cdef void _col2im_batch(const floating* col, long ld, long sample_stride,   # IN
+                        Geometry g,
+                        floating* x,                            # OUT (N, C, H, W)
+                        int n_threads) noexcept nogil:
+    """Each (sample, channel) plane of ``x`` is written by exactly one thread."""
+    cdef long job
+    cdef int n, c
+    cdef long plane = <long> g.h * g.w
+    for job in prange(<long> g.n * g.c, schedule="static", num_threads=n_threads):
+        n = job // g.c
+        c = job % g.c
+        memset(x + job * plane, 0, plane * sizeof(floating))
+        _col2im_channel(col + n * sample_stride + <long> c * g.kh * g.kw * ld, ld,
+                        g.h, g.w, g.kh, g.kw, g.sh, g.sw, g.pt, g.pl, g.dh, g.dw,
+                        g.out_h, g.out_w, x + job * plane)
+
+
+# ----------------------------------------------------------------------------------------
+# conv2d forward
+# ----------------------------------------------------------------------------------------
+
+cdef void _fill_bias(const floating* bias,                    # IN  (F,) or NULL
+                     Geometry g,
+                     floating* y,                               # OUT (N, F, L)
+                     int n_threads) noexcept nogil:
+    """y[n, f, :] = bias[f] (or 0 without bias), so the GEMM can accumulate with beta = 1."""
+    cdef long job, p
+    cdef floating value
+    for job in prange(<long> g.n * g.f, schedule="static", num_threads=n_threads):
+        value = bias[job % g.f] if bias != NULL else 0
+        for p in range(g.l):
+            y[job * g.l + p] = value
+
+
+cdef void _conv_forward_per_sample(const floating* x,          # IN  (N, C, H, W)
+                                   const floating* w,          # IN  (F, K)
+                                   const floating* bias,       # IN  (F,) or NULL
+                                   floating* y,                # OUT (N, F, L)
+                                   floating* workspace,        # OUT (n_threads, K, L) scratch
+                                   Geometry g, int n_threads) noexcept nogil:
+    """One parallel region: each thread fills, gathers and multiplies its own samples."""
+    cdef int n, f
+    cdef long p
+    cdef floating value
+    cdef floating* y_n
+    cdef const floating* col
+    cdef floating* ws
+    for n in prange(g.n, schedule="static", num_threads=n_threads):
+        y_n = y + n * g.f * g.l
+        for f in range(g.f):      # y[n] = b, then the GEMM accumulates (beta = 1)
+            value = bias[f] if bias != NULL else 0
+            for p in range(g.l):
+                y_n[f * g.l + p] = value
+        if g.identity:
+            col = x + n * g.k * g.l
+        else:
+            ws = workspace + threadid() * g.k * g.l
+            _im2col_sample(x + <long> n * g.c * g.h * g.w, g.c, g.h, g.w, g.kh, g.kw,
+                           g.sh, g.sw, g.pt, g.pl, g.dh, g.dw, g.out_h, g.out_w, ws, g.l)
+            col = ws
+        gemm(False, False, g.f, <int> g.l, <int> g.k, <floating> 1, w, <int> g.k,
+             col, <int> g.l, <floating> 1, y_n, <int> g.l)
+
+
+cdef void _conv_forward_batched(const floating* x, const floating* w, const floating* bias,
+                                floating* y, floating* col, floating* y_big, Geometry g,
+                                int n_threads) noexcept nogil:
+    """col is (K, N*L), y_big is (F, N*L); y_big is unused (may be NULL) when N == 1."""
+    cdef long nl = g.n * g.l
+    cdef long job, p
+    cdef int n, f
+    cdef floating value
+    cdef const floating* xcol
+    if g.n == 1:
+        if g.identity:
+            xcol = x
+        else:
+            _im2col_batch(x, g, col, g.l, 0, n_threads)
+            xcol = col
+        gemm_parallel(False, False, g.f, <int> g.l, <int> g.k, <floating> 1, w, <int> g.k,
+                      xcol, <int> g.l, <floating> 1, y, <int> g.l, n_threads)
+        return
+    _im2col_batch(x, g, col, nl, g.l, n_threads)
+    gemm_parallel(False, False, g.f, <int> nl, <int> g.k, <floating> 1, w, <int> g.k,
+                  col, <int> nl, <floating> 0, y_big, <int> nl, n_threads)
+    # (F, N*L) -> (N, F, L), adding the bias.
+    for job in prange(<long> g.n * g.f, schedule="static", num_threads=n_threads):
+        n = job // g.f
+        f = job % g.f
+        value = bias[f] if bias != NULL else 0
+        for p in range(g.l):
+            y[job * g.l + p] = y_big[f * nl + n * g.l + p] + value
+
+
+# ----------------------------------------------------------------------------------------
+# conv2d backward
+# ----------------------------------------------------------------------------------------
+
+cdef double _sum(const floating* values, long size) noexcept nogil:
+    """Sum in double with 8 independent accumulators (a single running sum is latency bound)."""
+    cdef double acc[8]
+    cdef long p, blocks = size // 8
+    cdef int lane
+    for lane in range(8):
+        acc[lane] = 0
+    for p in range(blocks):
+        for lane in range(8):
+            acc[lane] += values[p * 8 + lane]
+    for p in range(blocks * 8, size):
+        acc[0] += values[p]
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))
+
+
+cdef void _bias_grad_nfl(const floating* dy, long n, long f, long l, floating* db,
+                         int n_threads) noexcept nogil:
+    """db[j] = sum over samples and positions of dy[:, j, :], with double accumulators."""
+    cdef long j, i
+    cdef double acc
+    for j in prange(f, schedule="static", num_threads=n_threads):
+        acc = 0
+        for i in range(n):
+            acc = acc + _sum(dy + (i * f + j) * l, l)
+        db[j] = <floating> acc
+
+
+cdef void _conv_backward_per_sample(const floating* x,         # IN    (N, C, H, W)
+                                    const floating* w,         # IN    (F, K)
+                                    const floating* dy,        # IN    (N, F, L)
+                                    floating* dx,              # OUT   (N, C, H, W)
+                                    floating* dw_parts,        # INOUT (n_threads, F, K), zeroed
+                                    double* db_parts,          # INOUT (n_threads, F), zeroed
+                                    floating* workspace,       # OUT   (n_threads, K, L) scratch
+                                    Geometry g, bint need_dx, bint need_dw, bint need_db,
+                                    int n_threads) noexcept nogil:
+    """One parallel region over samples; dW and db go to per-thread partial sums."""
+    cdef int n, f, tid
+    cdef floating* ws
+    cdef const floating* col
+    cdef const floating* dy_n
+    for n in prange(g.n, schedule="static", num_threads=n_threads):
+        tid = threadid()
+        ws = workspace + tid * g.k * g.l
+        dy_n = dy + n * g.f * g.l
+        if need_db:
+            for f in range(g.f):
+                db_parts[tid * g.f + f] += _sum(dy_n + f * g.l, g.l)
+        if need_dw:
+            if g.identity:
+                col = x + n * g.k * g.l
+            else:
+                _im2col_sample(x + <long> n * g.c * g.h * g.w, g.c, g.h, g.w, g.kh, g.kw,
+                               g.sh, g.sw, g.pt, g.pl, g.dh, g.dw, g.out_h, g.out_w, ws, g.l)
+                col = ws
+            # dW_t += dY[n] (F, L) @ col^T (L, K)
+            gemm(False, True, g.f, <int> g.k, <int> g.l, <floating> 1, dy_n, <int> g.l,
+                 col, <int> g.l, <floating> 1, dw_parts + tid * g.f * g.k, <int> g.k)
+        if need_dx:
+            if g.identity:
+                # dX[n] = W^T (K, F) @ dY[n] (F, L), written straight into dx.
+                gemm(True, False, <int> g.k, <int> g.l, g.f, <floating> 1, w, <int> g.k,
+                     dy_n, <int> g.l, <floating> 0, dx + n * g.k * g.l, <int> g.l)
+            else:
+                gemm(True, False, <int> g.k, <int> g.l, g.f, <floating> 1, w, <int> g.k,
+                     dy_n, <int> g.l, <floating> 0, ws, <int> g.l)
+                _col2im_sample(ws, g.l, g.c, g.h, g.w, g.kh, g.kw, g.sh, g.sw, g.pt, g.pl,
+                               g.dh, g.dw, g.out_h, g.out_w, dx + <long> n * g.c * g.h * g.w)
+
+
+cdef void _reduce_parts(const floating* parts, int n_parts, long size, floating* out,
+                        int n_threads) noexcept nogil:
+    """out = sum of the n_parts partial sums (in parallel only when it is worth a region)."""
+    cdef long p
+    cdef int t
+    cdef floating acc
+    if size < 262144:
+        n_threads = 1
+    for p in prange(size, schedule="static", num_threads=n_threads):
+        acc = parts[p]
+        for t in range(1, n_parts):
+            acc = acc + parts[t * size + p]
+        out[p] = acc
+
+
+cdef void _conv_backward_batched(const floating* x, const floating* w, const floating* dy,
+                                 floating* dx, floating* dw, floating* col, floating* dy_big,
+                                 Geometry g, bint need_dx, bint need_dw,
+                                 int n_threads) noexcept nogil:
+    """col is (K, N*L) workspace; dy_big is (F, N*L) (unused, may be NULL, when N == 1)."""
+    cdef long nl = g.n * g.l
+    cdef long job, p
+    cdef int n, f
+    cdef const floating* dyb
+    cdef const floating* xcol
+    if g.n == 1:
+        dyb = dy
+    else:
+        # (N, F, L) -> (F, N*L)
+        for job in prange(<long> g.n * g.f, schedule="static", num_threads=n_threads):
+            n = job // g.f
+            f = job % g.f
+            for p in range(g.l):
+                dy_big[f * nl + n * g.l + p] = dy[job * g.l + p]
+        dyb = dy_big
+    if need_dw:
+        if g.identity and g.n == 1:
+            xcol = x
+        else:
+            _im2col_batch(x, g, col, nl, g.l, n_threads)
+            xcol = col
+        gemm_parallel(False, True, g.f, <int> g.k, <int> nl, <floating> 1, dyb, <int> nl,
+                      xcol, <int> nl, <floating> 0, dw, <int> g.k, n_threads)
+    if need_dx:
+        if g.identity and g.n == 1:
+            gemm_parallel(True, False, <int> g.k, <int> nl, g.f, <floating> 1, w, <int> g.k,
+                          dyb, <int> nl, <floating> 0, dx, <int> nl, n_threads)
+        else:
+            gemm_parallel(True, False, <int> g.k, <int> nl, g.f, <floating> 1, w, <int> g.k,
+                          dyb, <int> nl, <floating> 0, col, <int> nl, n_threads)
+            _col2im_batch(col, nl, g.l, g, dx, n_threads)
+
+
+# ----------------------------------------------------------------------------------------
+# linear
+# ----------------------------------------------------------------------------------------
+
+cdef void _bias_grad_rows(const floating* dy, long n, long f, floating* db,
+                          int n_threads) noexcept nogil:
+    """db[j] = sum_i dy[i, j] (dy is (n, f)): a block of columns per thread."""
+    cdef long block, n_blocks, start, stop, size
+    n_blocks = n_threads if f >= n_threads else f
+    if n_blocks < 1:
+        return
+    size = (f + n_blocks - 1) // n_blocks
+    for block in prange(n_blocks, schedule="static", num_threads=n_threads):
+        start = block * size
+        stop = start + size
+        if stop > f:
+            stop = f
+        if start < stop:
+            _sum_columns(dy, n, f, start, stop, db)
+
+
+cdef void _sum_columns(const floating* dy, long n, long f, long start, long stop,
+                       floating* out) noexcept nogil:
+    """out[j] = sum_i dy[i, j] for j in [start, stop), in double, 256 columns at a time."""
+    cdef double acc[256]
+    cdef long j0, j1, j, i
+    cdef const floating* row
+    j0 = start
+    while j0 < stop:
+        j1 = j0 + 256
+        if j1 > stop:
+            j1 = stop
+        for j in range(j1 - j0):
+            acc[j] = 0
+        for i in range(n):
+            row = dy + i * f
+            for j in range(j0, j1):
+                acc[j - j0] += row[j]
+        for j in range(j0, j1):
+            out[j] = <floating> acc[j - j0]
+        j0 = j1
+
+
+# ----------------------------------------------------------------------------------------
+# Python-visible wrappers: validation, allocation, dtype dispatch
+# ----------------------------------------------------------------------------------------
+
+def _array(name, value, ndim, dtype=None):
+    if not isinstance(value, np.ndarray):
+        raise TypeError(f"Invalid argument `{name}`: expected a numpy.ndarray. "
+                        f"Received: {type(value).__name__}")
+    if value.ndim != ndim:
+        raise ValueError(f"Invalid argument `{name}`: expected a {ndim}-D array. "
+                         f"Received: shape={value.shape}")
+    if dtype is None:
+        if value.dtype not in (np.float32, np.float64):
+            raise TypeError(f"Invalid argument `{name}`: expected dtype float32 or float64. "
+                            f"Received: dtype={value.dtype}")
+    elif value.dtype != dtype:
+        raise TypeError(f"Invalid argument `{name}`: expected dtype {np.dtype(dtype)} "
+                        f"(the dtype of the other operands). Received: dtype={value.dtype}")
+    return np.ascontiguousarray(value)
+
+
+def _pair(name, value, minimum):
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        value = (value, value)
+    try:
+        a, b = value
+        ok = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in (a, b))
+    except (TypeError, ValueError):
+        ok = False
+    if not ok or a < minimum or b < minimum:
+        raise ValueError(f"Invalid value for argument `{name}`: expected an int >= {minimum} "
+                         f"or a pair of them. Received: {name}={value!r}")
+    return int(a), int(b)
+
+
+def _threads(n_threads):
+    if isinstance(n_threads, bool) or not isinstance(n_threads, (int, np.integer)) or n_threads < 1:
+        raise ValueError(f"Invalid value for argument `n_threads`: expected an int >= 1. "
+                         f"Received: n_threads={n_threads!r}")
+    return int(n_threads)
+
+
+def conv_output_size(size, kernel, stride, pad_begin, pad_end, dilation):
+    """Output length along one axis: ``(size + pads - dilation*(kernel-1) - 1) // stride + 1``."""
+    return (size + pad_begin + pad_end - dilation * (kernel - 1) - 1) // stride + 1
+
+
+def _geometry_args(x_shape, kernel_size, stride, padding, dilation, out_size):
+    kh, kw = _pair("kernel_size", kernel_size, 1)
+    stride = _pair("stride", stride, 1)
+    padding = _pair("padding", padding, 0)
+    dilation = _pair("dilation", dilation, 1)
+    if out_size is None:
+        out_size = (conv_output_size(x_shape[2], kh, stride[0], padding[0], padding[0], dilation[0]),
+                    conv_output_size(x_shape[3], kw, stride[1], padding[1], padding[1], dilation[1]))
+    out_size = _pair("out_size", out_size, 1)
+    return kh, kw, stride, padding, dilation, out_size
+
+
+def _work_threads(n_threads, flops):
+    """Below ~1 MFLOP per extra thread, waking a thread team costs more than it saves."""
+    return max(1, min(n_threads, int(flops // 1000000) or 1))
+
+
+def _method(method, n_samples, n_threads):
+    if method not in ("auto", "per_sample", "batched"):
+        raise ValueError(f"Invalid value for argument `method`: expected 'auto', 'per_sample' "
+                         f"or 'batched'. Received: method={method!r}")
+    if method == "auto":
+        return "per_sample" if n_samples >= n_threads else "batched"
+    return method
+
+
+def im2col(x, kernel_size, stride=1, padding=0, dilation=1, out_size=None, n_threads=1):
+    """Gather the convolution patches of a batch (``torch.nn.functional.unfold``).
+
+    Args:
+        x: ``(N, C, H, W)`` float32/float64 array.
+        kernel_size: int or ``(kh, kw)``.
+        stride, dilation: int or pair, >= 1.
+        padding: int or ``(pad_top, pad_left)``, >= 0.
+        out_size: ``(out_h, out_w)``; implies the bottom/right padding.  Default: the size
+            for symmetric padding.
+        n_threads: OpenMP threads (work is split over (sample, channel)).
+
+    Returns:
+        ``(N, C*kh*kw, out_h*out_w)`` array of x's dtype.
+
+    Shape:
+        row ``(c*kh + i)*kw + j``, column ``oh*out_w + ow``.
+    """
+    x = _array("x", x, 4)
+    kh, kw, stride, padding, dilation, out_size = _geometry_args(
+        x.shape, kernel_size, stride, padding, dilation, out_size)
+    cdef Geometry g = _geometry(x.shape, 1, kh, kw, stride, padding, dilation, out_size)
+    cols = np.empty((g.n, g.k, g.l), dtype=x.dtype)
+    if cols.size == 0 or x.size == 0:
+        cols.fill(0)
+        return cols
+    if x.dtype == np.float32:
+        _im2col_entry[float](x, cols, g, _threads(n_threads))
+    else:
+        _im2col_entry[double](x, cols, g, _threads(n_threads))
+    return cols
+
+
+cdef _im2col_entry(floating[:, :, :, ::1] x, floating[:, :, ::1] cols, Geometry g, int n_threads):
+    with nogil:
+        _im2col_batch(&x[0, 0, 0, 0], g, &cols[0, 0, 0], g.l, g.k * g.l, n_threads)
+
+
+def col2im(cols, input_shape, kernel_size, stride=1, padding=0, dilation=1, out_size=None,
+           n_threads=1):
+    """Scatter-add patches back into an image batch (``torch.nn.functional.fold``).
+
+    The adjoint of :func:`im2col`: overlapping patches are summed.  Work is split over
+    (sample, channel) planes, so no two threads ever write the same element.
+
+    Args:
+        cols: ``(N, C*kh*kw, out_h*out_w)`` float32/float64 array.
+        input_shape: ``(N, C, H, W)`` of the image to produce.
+        kernel_size, stride, padding, dilation, out_size, n_threads: as in :func:`im2col`.
+
+    Returns:
+        ``(N, C, H, W)`` array of cols' dtype.
+    """
+    cols = _array("cols", cols, 3)
+    try:
+        input_shape = tuple(int(s) for s in input_shape)
+    except (TypeError, ValueError):
+        input_shape = None
+    if input_shape is None or len(input_shape) != 4 or min(input_shape) < 0:
+        raise ValueError(f"Invalid value for argument `input_shape`: expected (N, C, H, W) "
+                         f"non-negative ints. Received: input_shape={input_shape!r}")
+    kh, kw, stride, padding, dilation, out_size = _geometry_args(
+        input_shape, kernel_size, stride, padding, dilation, out_size)
+    cdef Geometry g = _geometry(input_shape, 1, kh, kw, stride, padding, dilation, out_size)
+    if cols.shape != (g.n, g.k, g.l):
+        raise ValueError(f"Invalid argument `cols`: expected shape {(g.n, g.k, g.l)} for "
+                         f"input_shape={input_shape}. Received: shape={cols.shape}")
+    out = np.zeros(input_shape, dtype=cols.dtype)
+    if out.size == 0:
+        return out
+    if cols.dtype == np.float32:
+        _col2im_entry[float](cols, out, g, _threads(n_threads))
+    else:
+        _col2im_entry[double](cols, out, g, _threads(n_threads))
+    return out
+
+
+cdef _col2im_entry(floating[:, :, ::1] cols, floating[:, :, :, ::1] out, Geometry g, int n_threads):
+    with nogil:
+        _col2im_batch(&cols[0, 0, 0], g.l, g.k * g.l, g, &out[0, 0, 0, 0], n_threads)
+
+
+def _conv_geometry(x, weight, stride, padding, dilation, out_size):
+    x = _array("x", x, 4)
+    weight = _array("weight", weight, 4, x.dtype)
+    if weight.shape[1] != x.shape[1]:
+        raise ValueError(f"Invalid argument `weight`: expected {x.shape[1]} input channels "
+                         f"(x has shape {x.shape}). Received: weight shape={weight.shape}")
+    if weight.shape[0] < 1 or weight.shape[2] < 1 or weight.shape[3] < 1:
+        raise ValueError(f"Invalid argument `weight`: expected a non-empty (F, C, kh, kw) "
+                         f"kernel. Received: weight shape={weight.shape}")
+    kh, kw, stride, padding, dilation, out_size = _geometry_args(
+        x.shape, weight.shape[2:], stride, padding, dilation, out_size)
+    return x, weight, _geometry(x.shape, weight.shape[0], kh, kw, stride, padding, dilation,
+                                out_size)
+
+
+def conv2d_forward(x, weight, bias=None, stride=1, padding=0, dilation=1, out_size=None,
+                   n_threads=1, method="auto"):
+    """``Y[n] = W_col @ im2col(x[n]) + b`` for every sample.
+
+    Args:
+        x: ``(N, C, H, W)`` float32/float64 array.
+        weight: ``(F, C, kh, kw)`` array, same dtype.
+        bias: ``(F,)`` array or None.
+        stride, dilation: int or pair, >= 1.
+        padding: int or ``(pad_top, pad_left)``; bottom/right padding follows from out_size.
+        out_size: ``(out_h, out_w)``; default: symmetric padding.
+        n_threads: OpenMP threads.
+        method: ``"per_sample"``, ``"batched"`` or ``"auto"`` (see the module docstring).
+
+    Returns:
+        ``(N, F, out_h, out_w)`` array.
+    """
+    x, weight, g_obj = _conv_geometry(x, weight, stride, padding, dilation, out_size)
+    cdef Geometry g = g_obj
+    if bias is not None:
+        bias = _array("bias", bias, 1, x.dtype)
+        if bias.shape[0] != g.f:
+            raise ValueError(f"Invalid argument `bias`: expected shape ({g.f},). "
+                             f"Received: shape={bias.shape}")
+    n_threads = _work_threads(_threads(n_threads), 2 * g.n * g.f * g.k * g.l)
+    method = _method(method, g.n, n_threads)
+    y = np.empty((g.n, g.f, g.out_h, g.out_w), dtype=x.dtype)
+    if y.size == 0:
+        return y
+    if x.size == 0 or g.k == 0:
+        y[...] = 0 if bias is None else bias[:, None, None]
+        return y
+    if x.dtype == np.float32:
+        _conv_forward_entry[float](x, weight, bias, y, g, n_threads, method == "batched")
+    else:
+        _conv_forward_entry[double](x, weight, bias, y, g, n_threads, method == "batched")
+    return y
+
+
+cdef _conv_forward_entry(floating[:, :, :, ::1] x, floating[:, :, :, ::1] w, object bias,
+                         floating[:, :, :, ::1] y, Geometry g, int n_threads, bint batched):
+    cdef floating[::1] b
+    cdef const floating* pb = NULL
+    cdef floating[:, ::1] ws
+    cdef floating[::1] big
+    cdef floating* pbig = NULL
+    dtype = np.float32 if floating is float else np.float64
+    if bias is not None:
+        b = bias
+        pb = &b[0]
+    if batched:
+        ws = np.empty((1 if g.identity and g.n == 1 else g.k, g.n * g.l), dtype=dtype)
+        if g.n > 1:
+            big = np.empty(g.f * g.n * g.l, dtype=dtype)
+            pbig = &big[0]
+        with nogil:
+            if g.n == 1:
+                _fill_bias(pb, g, &y[0, 0, 0, 0], n_threads)
+            _conv_forward_batched(&x[0, 0, 0, 0], &w[0, 0, 0, 0], pb, &y[0, 0, 0, 0],
+                                  &ws[0, 0], pbig, g, n_threads)
+    else:
+        ws = np.empty((1 if g.identity else n_threads, g.k * g.l), dtype=dtype)
+        with nogil:
+            _conv_forward_per_sample(&x[0, 0, 0, 0], &w[0, 0, 0, 0], pb, &y[0, 0, 0, 0],
+                                     &ws[0, 0], g, n_threads)
+
+
+def conv2d_backward(x, weight, grad_output, stride=1, padding=0, dilation=1,
+                    need_input_grad=True, need_weight_grad=True, need_bias_grad=True,
+                    n_threads=1, method="auto"):
+    """Gradients of :func:`conv2d_forward` from the saved input and the weight.
+
+    ``dW = sum_n dY[n] @ im2col(x[n])^T``, ``db = sum dY``, ``dX[n] = col2im(W_col^T @ dY[n])``.
+    The patches of x are rebuilt here (im2col again) rather than kept from the forward.
+
+    Args:
+        x: the forward input ``(N, C, H, W)``.
+        weight: ``(F, C, kh, kw)``.
+        grad_output: ``(N, F, out_h, out_w)``; its size fixes the output geometry.
+        stride, padding, dilation: as in the forward.
+        need_input_grad, need_weight_grad, need_bias_grad: compute only these.
+        n_threads, method: as in :func:`conv2d_forward`.
+
+    Returns:
+        ``(grad_x, grad_weight, grad_bias)``, each None when not requested.
+    """
+    x = _array("x", x, 4)
+    grad_output = _array("grad_output", grad_output, 4, x.dtype)
+    x, weight, g_obj = _conv_geometry(x, weight, stride, padding, dilation, grad_output.shape[2:])
+    cdef Geometry g = g_obj
+    if grad_output.shape[:2] != (g.n, g.f):
+        raise ValueError(f"Invalid argument `grad_output`: expected shape "
+                         f"{(g.n, g.f, g.out_h, g.out_w)}. Received: shape={grad_output.shape}")
+    n_threads = _work_threads(_threads(n_threads), 2 * g.n * g.f * g.k * g.l)
+    method = _method(method, g.n, n_threads)
+    dtype = x.dtype
+    dx = np.empty(x.shape, dtype=dtype) if need_input_grad else None
+    dw = np.empty(weight.shape, dtype=dtype) if need_weight_grad else None
+    db = np.empty((g.f,), dtype=dtype) if need_bias_grad else None
+    if grad_output.size == 0 or x.size == 0:
+        for arr in (dx, dw, db):
+            if arr is not None:
+                arr.fill(0)
+        return dx, dw, db
+    if dtype == np.float32:
+        _conv_backward_entry[float](x, weight, grad_output, dx, dw, db, g, n_threads,
+                                    method == "batched")
+    else:
+        _conv_backward_entry[double](x, weight, grad_output, dx, dw, db, g, n_threads,
+                                     method == "batched")
+    return dx, dw, db
+
+
+cdef _conv_backward_entry(floating[:, :, :, ::1] x, floating[:, :, :, ::1] w,
+                          floating[:, :, :, ::1] dy, object dx_obj, object dw_obj, object db_obj,
+                          Geometry g, int n_threads, bint batched):
+    cdef floating[:, :, :, ::1] dx, dw
+    cdef floating[::1] db
+    cdef floating[:, ::1] ws, parts
+    cdef floating[::1] big
+    cdef floating* pdx = NULL
+    cdef floating* pdw = NULL
+    cdef floating* pbig = NULL
+    cdef bint need_dx = dx_obj is not None
+    cdef bint need_dw = dw_obj is not None
+    dtype = np.float32 if floating is float else np.float64
+    if need_dx:
+        dx = dx_obj
+        pdx = &dx[0, 0, 0, 0]
+    if need_dw:
+        dw = dw_obj
+        pdw = &dw[0, 0, 0, 0]
+    if batched:
+        if db_obj is not None:
+            db = db_obj
+            with nogil:
+                _bias_grad_nfl(&dy[0, 0, 0, 0], g.n, g.f, g.l, &db[0], n_threads)
+        if not (need_dx or need_dw):
+            return
+        ws = np.empty((g.k, g.n * g.l), dtype=dtype)
+        if g.n > 1:
+            big = np.empty(g.f * g.n * g.l, dtype=dtype)
+            pbig = &big[0]
+        with nogil:
+            _conv_backward_batched(&x[0, 0, 0, 0], &w[0, 0, 0, 0], &dy[0, 0, 0, 0], pdx, pdw,
+                                   &ws[0, 0], pbig, g, need_dx, need_dw, n_threads)
+        return
+    # One dW / db partial sum per thread, but never more partial sums than samples.
+    cdef int n_parts = n_threads if n_threads < g.n else g.n
+    cdef bint need_db = db_obj is not None
+    cdef double[:, ::1] db_parts = np.zeros((n_parts, g.f), dtype=np.float64)
+    cdef int t, f
+    cdef double acc
+    ws = np.empty((1 if g.identity else n_parts, g.k * g.l), dtype=dtype)
+    parts = np.zeros((n_parts if need_dw else 1, g.f * g.k), dtype=dtype)
+    with nogil:
+        _conv_backward_per_sample(&x[0, 0, 0, 0], &w[0, 0, 0, 0], &dy[0, 0, 0, 0], pdx,
+                                  &parts[0, 0], &db_parts[0, 0], &ws[0, 0], g,
+                                  need_dx, need_dw, need_db, n_parts)
+        if need_dw:
+            _reduce_parts(&parts[0, 0], n_parts, g.f * g.k, pdw, n_threads)
+    if need_db:
+        db = db_obj
+        for f in range(g.f):
+            acc = 0
+            for t in range(n_parts):
+                acc += db_parts[t, f]
+            db[f] = <floating> acc
+
+
+def linear_forward(x, weight, bias=None, n_threads=1):
+    """``Y = X @ W^T + b``.
+
+    Args:
+        x: ``(N, in_features)`` float32/float64 array.
+        weight: ``(out_features, in_features)``, same dtype.
+        bias: ``(out_features,)`` or None.
+        n_threads: threads for the blocked GEMM.
+
+    Returns:
+        ``(N, out_features)`` array.
+    """
+    x = _array("x", x, 2)
+    weight = _array("weight", weight, 2, x.dtype)
+    if weight.shape[1] != x.shape[1]:
+        raise ValueError(f"Invalid argument `weight`: expected shape (out_features, "
+                         f"{x.shape[1]}) for x of shape {x.shape}. Received: shape={weight.shape}")
+    if bias is not None:
+        bias = _array("bias", bias, 1, x.dtype)
+        if bias.shape[0] != weight.shape[0]:
+            raise ValueError(f"Invalid argument `bias`: expected shape ({weight.shape[0]},). "
+                             f"Received: shape={bias.shape}")
+    n_threads = _threads(n_threads)
+    y = np.empty((x.shape[0], weight.shape[0]), dtype=x.dtype)
+    if bias is None:
+        y.fill(0)
+    else:
+        y[...] = bias
+    if y.size == 0 or x.shape[1] == 0:
+        return y
+    if x.dtype == np.float32:
+        _linear_forward_entry[float](x, weight, y, n_threads)
+    else:
+        _linear_forward_entry[double](x, weight, y, n_threads)
+    return y
+
+
+cdef _linear_forward_entry(floating[:, ::1] x, floating[:, ::1] w, floating[:, ::1] y,
+                           int n_threads):
+    cdef int n = x.shape[0], k = x.shape[1], m = w.shape[0]
+    with nogil:
+        gemm_parallel(False, True, n, m, k, <floating> 1, &x[0, 0], k, &w[0, 0], k,
+                      <floating> 1, &y[0, 0], m, n_threads)
+
+
+def linear_backward(x, weight, grad_output, need_input_grad=True, need_weight_grad=True,
+                    need_bias_grad=True, n_threads=1):
+    """Gradients of :func:`linear_forward`: ``dX = dY W``, ``dW = dY^T X``, ``db = sum_n dY``.
+
+    Args:
+        x: ``(N, in_features)``, the forward input.
+        weight: ``(out_features, in_features)``.
+        grad_output: ``(N, out_features)``.
+        need_input_grad, need_weight_grad, need_bias_grad: compute only these.
+        n_threads: threads for the blocked GEMMs and the bias sum.
+
+    Returns:
+        ``(grad_x, grad_weight, grad_bias)``, each None when not requested.
+    """
+    x = _array("x", x, 2)
+    weight = _array("weight", weight, 2, x.dtype)
+    grad_output = _array("grad_output", grad_output, 2, x.dtype)
+    if weight.shape[1] != x.shape[1] or grad_output.shape != (x.shape[0], weight.shape[0]):
+        raise ValueError(f"Invalid arguments: expected x (N, in), weight (out, in) and "
+                         f"grad_output (N, out). Received: x {x.shape}, weight {weight.shape}, "
+                         f"grad_output {grad_output.shape}")
+    n_threads = _threads(n_threads)
+    # Every output is fully overwritten (GEMMs with beta = 0), except for empty operands.
+    alloc = np.zeros if (x.size == 0 or weight.size == 0) else np.empty
+    dx = alloc(x.shape, dtype=x.dtype) if need_input_grad else None
+    dw = alloc(weight.shape, dtype=x.dtype) if need_weight_grad else None
+    db = alloc((weight.shape[0],), dtype=x.dtype) if need_bias_grad else None
+    if x.size == 0 or weight.size == 0:
+        return dx, dw, db
+    if x.dtype == np.float32:
+        _linear_backward_entry[float](x, weight, grad_output, dx, dw, db, n_threads)
+    else:
+        _linear_backward_entry[double](x, weight, grad_output, dx, dw, db, n_threads)
+    return dx, dw, db
+
+
+cdef _linear_backward_entry(floating[:, ::1] x, floating[:, ::1] w, floating[:, ::1] dy,
+                            object dx_obj, object dw_obj, object db_obj, int n_threads):
+    cdef int n = x.shape[0], k = x.shape[1], m = w.shape[0]
+    cdef floating[:, ::1] dx, dw
+    cdef floating[::1] db
+    if dx_obj is not None:
+        dx = dx_obj
+        with nogil:   # dX (N, in) = dY (N, out) @ W (out, in)
+            gemm_parallel(False, False, n, k, m, <floating> 1, &dy[0, 0], m, &w[0, 0], k,
+                          <floating> 0, &dx[0, 0], k, n_threads)
+    if dw_obj is not None:
+        dw = dw_obj
+        with nogil:   # dW (out, in) = dY^T (out, N) @ X (N, in)
+            gemm_parallel(True, False, m, k, n, <floating> 1, &dy[0, 0], m, &x[0, 0], k,
+                          <floating> 0, &dw[0, 0], k, n_threads)
+    if db_obj is not None:
+        db = db_obj
+        with nogil:
+            _bias_grad_rows(&dy[0, 0], n, m, &db[0], n_threads)

@@ -1,0 +1,328 @@
+"""Differentiable ``linear`` and ``conv2d`` (the math is in docs/math/linear.md and convolution.md).
+
+Both are thin ``Function`` subclasses over the Cython kernels in ``minnet._ext._conv``:
+this module validates the arguments, resolves padding and output size, casts the input
+to the weight's dtype, and keeps for backward only what backward will read.
+"""
+import numbers
+
+import numpy as np
+
+from minnet._config import get_num_threads
+from minnet._ext import _conv as _kernels
+from minnet.autograd import Function, Tensor
+
+__all__ = ["linear", "conv2d", "Addmm", "Mm", "Convolution"]
+
+
+# --------------------------------------------------------------------------- helpers
+
+def _data(value):
+    return value.data if isinstance(value, Tensor) else value
+
+
+def _as_input(name, value):
+    """A Tensor stays a Tensor (so gradients can flow); anything else becomes an ndarray."""
+    if isinstance(value, Tensor):
+        return value
+    if isinstance(value, np.ndarray):
+        return value
+    try:
+        return np.asarray(value)
+    except Exception as exc:  # ragged lists and the like
+        raise TypeError(f"Invalid argument `{name}`: expected a Tensor or array-like. "
+                        f"Received: {type(value).__name__}") from exc
+
+
+def _float_dtype(name, value):
+    dtype = _data(value).dtype
+    if dtype not in (np.float32, np.float64):
+        raise TypeError(f"Invalid argument `{name}`: expected a float32 or float64 array. "
+                        f"Received: dtype={dtype}")
+    return dtype
+
+
+def _check_cast_source(name, value):
+    kind = _data(value).dtype.kind
+    if kind not in "fiub":
+        raise TypeError(f"Invalid argument `{name}`: expected a real numeric array. "
+                        f"Received: dtype={_data(value).dtype}")
+
+
+def _cast(array, dtype):
+    return np.ascontiguousarray(array, dtype=dtype)
+
+
+def _int_pair(name, value, minimum):
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        value = (value, value)
+    if (isinstance(value, (tuple, list)) and len(value) == 2
+            and all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in value)
+            and all(v >= minimum for v in value)):
+        return int(value[0]), int(value[1])
+    raise ValueError(f"Invalid value for argument `{name}`: expected an int >= {minimum} or a "
+                     f"pair of them. Received: {name}={value!r}")
+
+
+def _resolve_padding(padding, kernel, stride, dilation):
+    """Padding as ``((top, bottom), (left, right))``.
+
+    Accepts an int, a pair ``(ph, pw)`` (symmetric), ``((top, bottom), (left, right))``,
+    ``"valid"`` (no padding) or ``"same"`` (output size = input size, stride 1 only; an
+    even effective kernel puts the extra row/column at the bottom/right, as PyTorch does).
+    """
+    if isinstance(padding, str):
+        mode = padding.lower()
+        if mode == "valid":
+            return (0, 0), (0, 0)
+        if mode == "same":
+            if stride != (1, 1):
+                raise ValueError(f"Invalid value for argument `padding`: padding='same' is not "
+                                 f"supported for strided convolutions (as in PyTorch). "
+                                 f"Received: padding='same' with stride={stride}")
+            pads = []
+            for k, d in zip(kernel, dilation):
+                total = d * (k - 1)
+                pads.append((total // 2, total - total // 2))
+            return tuple(pads)
+        raise ValueError(f"Invalid value for argument `padding`: expected an int, a pair of "
+                         f"ints, 'valid' or 'same'. Received: padding={padding!r}")
+    if (isinstance(padding, (tuple, list)) and len(padding) == 2
+            and all(isinstance(p, (tuple, list)) for p in padding)):
+        pairs = [_int_pair("padding", tuple(p), 0) for p in padding]
+        return pairs[0], pairs[1]
+    ph, pw = _int_pair("padding", padding, 0)
+    return (ph, ph), (pw, pw)
+
+
+# --------------------------------------------------------------------------- linear
+
+class Addmm(Function):
+    """``y = x @ weight.T + bias`` (backward node ``AddmmBackward``)."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        x2 = _cast(x, weight.dtype).reshape(-1, weight.shape[1])
+        y = _kernels.linear_forward(x2, weight, bias, n_threads=get_num_threads())
+        # dW needs x, dX needs the weight; keep only what will be read.
+        ctx.save_for_backward(x2 if ctx.needs_input_grad[1] else None,
+                              weight if ctx.needs_input_grad[0] else None)
+        ctx.x_shape = x.shape
+        return y.reshape(x.shape[:-1] + (weight.shape[0],))
+
+    @staticmethod
+    def backward(ctx, grad_y):
+        x2, weight = ctx.saved_tensors
+        return _linear_backward(ctx, x2, weight, grad_y)
+
+
+class Mm(Function):
+    """``y = x @ weight.T`` (linear without bias; backward node ``MmBackward``)."""
+
+    @staticmethod
+    def forward(ctx, x, weight):
+        x2 = _cast(x, weight.dtype).reshape(-1, weight.shape[1])
+        y = _kernels.linear_forward(x2, weight, None, n_threads=get_num_threads())
+        ctx.save_for_backward(x2 if ctx.needs_input_grad[1] else None,
+                              weight if ctx.needs_input_grad[0] else None)
+        ctx.x_shape = x.shape
+        return y.reshape(x.shape[:-1] + (weight.shape[0],))
+
+    @staticmethod
+    def backward(ctx, grad_y):
+        x2, weight = ctx.saved_tensors
+        return _linear_backward(ctx, x2, weight, grad_y)[:2]
+
+
+def _linear_backward(ctx, x2, weight, grad_y):
+    needs = ctx.needs_input_grad
+    need_bias = len(needs) > 2 and needs[2]
+    if not (needs[0] or needs[1] or need_bias):
+        return None, None, None
+    dtype = (weight if weight is not None else x2).dtype
+    out_features = grad_y.shape[-1]
+    dy = _cast(grad_y, dtype).reshape(-1, out_features)
+    in_features = (weight if weight is not None else x2).shape[1]
+    n_threads = get_num_threads()
+    # linear_backward wants all three operands; a zero-size stand-in is never read.
+    x_arg = x2 if x2 is not None else np.zeros((dy.shape[0], in_features), dtype)
+    w_arg = weight if weight is not None else np.zeros((out_features, in_features), dtype)
+    dx, dw, db = _kernels.linear_backward(x_arg, w_arg, dy, need_input_grad=needs[0],
+                                          need_weight_grad=needs[1], need_bias_grad=need_bias,
+                                          n_threads=n_threads)
+    if dx is not None:
+        dx = dx.reshape(ctx.x_shape)
+    return dx, dw, db
+
+
+def linear(x, weight, bias=None):
+    """Affine map ``y = x @ weight.T + bias`` (``torch.nn.functional.linear``).
+
+    ``x`` is cast to the weight's dtype.  Backward: ``dx = dy @ weight``,
+    ``dweight = dy.T @ x``, ``dbias = dy.sum(0)`` (docs/math/linear.md).
+
+    Args:
+        x: Tensor or array of shape ``(..., in_features)``.
+        weight: ``(out_features, in_features)``, float32 or float64.
+        bias: ``(out_features,)`` or None.
+
+    Returns:
+        Tensor of shape ``(..., out_features)`` (backward node ``AddmmBackward``, or
+        ``MmBackward`` without bias).
+
+    Shape:
+        - x: ``(N, in)`` or ``(*, in)``
+        - weight: ``(out, in)``; bias: ``(out,)``
+        - output: ``(N, out)`` or ``(*, out)``
+
+    Example:
+        >>> w = mn.Parameter(np.ones((3, 4), np.float32))
+        >>> F.linear(np.ones((2, 4), np.float32), w).shape
+        (2, 3)
+    """
+    x = _as_input("x", x)
+    weight = _as_input("weight", weight)
+    dtype = _float_dtype("weight", weight)
+    _check_cast_source("x", x)
+    w_shape = _data(weight).shape
+    x_shape = _data(x).shape
+    if len(w_shape) != 2:
+        raise ValueError(f"Invalid argument `weight`: expected a 2-D (out_features, in_features) "
+                         f"array. Received: shape={w_shape}")
+    if len(x_shape) < 1 or x_shape[-1] != w_shape[1]:
+        raise ValueError(f"Invalid argument `x`: expected shape (..., {w_shape[1]}) to match "
+                         f"weight of shape {w_shape}. Received: shape={x_shape}")
+    if bias is None:
+        return Mm.apply(x, weight)
+    bias = _as_input("bias", bias)
+    _check_cast_source("bias", bias)
+    if _data(bias).shape != (w_shape[0],):
+        raise ValueError(f"Invalid argument `bias`: expected shape ({w_shape[0]},). "
+                         f"Received: shape={_data(bias).shape}")
+    if _data(bias).dtype != dtype:
+        bias = bias.astype(dtype) if isinstance(bias, Tensor) else _cast(bias, dtype)
+    return Addmm.apply(x, weight, bias)
+
+
+# --------------------------------------------------------------------------- conv2d
+
+class Convolution(Function):
+    """2-D convolution, NCHW (backward node ``ConvolutionBackward``).
+
+    forward(ctx, x, weight, bias, stride, padding, dilation, out_size) with
+    ``padding = (pad_top, pad_left)``; ``out_size`` implies the bottom/right padding.
+    """
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, stride=(1, 1), padding=(0, 0), dilation=(1, 1),
+                out_size=None):
+        x = _cast(x, weight.dtype)
+        n_threads = get_num_threads()
+        y = _kernels.conv2d_forward(x, weight, bias, stride, padding, dilation, out_size,
+                                    n_threads=n_threads)
+        # The input, not its im2col matrix (kh*kw times larger), is kept: backward
+        # rebuilds the patches.  x is needed only for dW, the weight only for dX.
+        ctx.save_for_backward(x if ctx.needs_input_grad[1] else None,
+                              weight if ctx.needs_input_grad[0] else None)
+        ctx.geometry = (x.shape, weight.shape, stride, padding, dilation)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad_y):
+        x, weight = ctx.saved_tensors
+        x_shape, w_shape, stride, padding, dilation = ctx.geometry
+        needs = ctx.needs_input_grad
+        need_bias = len(needs) > 2 and needs[2]
+        if not (needs[0] or needs[1] or need_bias):
+            return None, None, None
+        dtype = (weight if weight is not None else x).dtype
+        dy = _cast(grad_y, dtype)
+        # The kernel wants both operands; the zero stand-in (lazily allocated) is never read.
+        if x is None:
+            x = np.zeros(x_shape, dtype)
+        if weight is None:
+            weight = np.zeros(w_shape, dtype)
+        dx, dw, db = _kernels.conv2d_backward(
+            x, weight, dy, stride, padding, dilation, need_input_grad=needs[0],
+            need_weight_grad=needs[1], need_bias_grad=need_bias, n_threads=get_num_threads())
+        return dx, dw, db
+
+
+def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1):
+    """2-D cross-correlation over NCHW images (``torch.nn.functional.conv2d``).
+
+    ``y[n, f, oh, ow] = bias[f] + sum_{c,i,j} weight[f, c, i, j] *
+    x_padded[n, c, oh*sh + i*dh, ow*sw + j*dw]``.  Computed as ``W_col @ im2col(x[n])``;
+    backward rebuilds the patches from the saved input (docs/math/convolution.md).
+    ``x`` is cast to the weight's dtype.
+
+    Args:
+        x: Tensor or array ``(N, C, H, W)`` (or ``(C, H, W)`` for one image).
+        weight: ``(F, C, kh, kw)``, float32 or float64.
+        bias: ``(F,)`` or None.
+        stride: int or ``(sh, sw)``, >= 1.
+        padding: int, ``(ph, pw)``, ``((top, bottom), (left, right))``, ``"valid"`` or
+            ``"same"`` (stride 1 only; extra row/column at the bottom/right for an even
+            effective kernel, as PyTorch).
+        dilation: int or ``(dh, dw)``, >= 1.
+
+    Returns:
+        Tensor ``(N, F, out_h, out_w)`` with
+        ``out_h = (H + top + bottom - dh*(kh-1) - 1) // sh + 1`` (likewise out_w).
+
+    Shape:
+        - x: ``(N, C, H, W)``; weight: ``(F, C, kh, kw)``; bias: ``(F,)``
+        - output: ``(N, F, out_h, out_w)``
+
+    Example:
+        >>> w = mn.Parameter(np.ones((8, 3, 3, 3), np.float32))
+        >>> F.conv2d(np.ones((2, 3, 32, 32), np.float32), w, padding="same").shape
+        (2, 8, 32, 32)
+    """
+    x = _as_input("x", x)
+    weight = _as_input("weight", weight)
+    dtype = _float_dtype("weight", weight)
+    _check_cast_source("x", x)
+    w_shape = _data(weight).shape
+    if len(w_shape) != 4:
+        raise ValueError(f"Invalid argument `weight`: expected a 4-D (filters, in_channels, "
+                         f"kernel_height, kernel_width) array. Received: shape={w_shape}")
+    if min(w_shape) < 1:
+        raise ValueError(f"Invalid argument `weight`: expected non-zero dimensions. "
+                         f"Received: shape={w_shape}")
+    unbatched = _data(x).ndim == 3
+    if unbatched:
+        x = x.reshape(1, *x.shape) if isinstance(x, Tensor) else x[None]
+    x_shape = _data(x).shape
+    if len(x_shape) != 4:
+        raise ValueError(f"Invalid argument `x`: expected a 4-D (N, C, H, W) array (or 3-D "
+                         f"(C, H, W)). Received: shape={x_shape}")
+    if x_shape[1] != w_shape[1]:
+        raise ValueError(f"Invalid argument `x`: expected {w_shape[1]} input channels to match "
+                         f"weight of shape {w_shape}. Received: x of shape {x_shape}")
+    stride = _int_pair("stride", tuple(stride) if isinstance(stride, list) else stride, 1)
+    dilation = _int_pair("dilation", tuple(dilation) if isinstance(dilation, list) else dilation, 1)
+    (top, bottom), (left, right) = _resolve_padding(padding, w_shape[2:], stride, dilation)
+    out_size = []
+    for size, k, s, d, p0, p1, axis in ((x_shape[2], w_shape[2], stride[0], dilation[0], top, bottom, "height"),
+                                        (x_shape[3], w_shape[3], stride[1], dilation[1], left, right, "width")):
+        effective = d * (k - 1) + 1
+        if effective > size + p0 + p1:
+            raise ValueError(
+                f"Invalid argument `weight`: the (dilated) kernel {axis} {effective} is larger "
+                f"than the padded input {axis} {size + p0 + p1} (input {size}, padding {p0}+{p1}). "
+                f"Received: x of shape {x_shape}, weight of shape {w_shape}, dilation={dilation}")
+        out_size.append(_kernels.conv_output_size(size, k, s, p0, p1, d))
+    if bias is not None:
+        bias = _as_input("bias", bias)
+        _check_cast_source("bias", bias)
+        if _data(bias).shape != (w_shape[0],):
+            raise ValueError(f"Invalid argument `bias`: expected shape ({w_shape[0]},). "
+                             f"Received: shape={_data(bias).shape}")
+        if _data(bias).dtype != dtype:
+            bias = bias.astype(dtype) if isinstance(bias, Tensor) else _cast(bias, dtype)
+    y = Convolution.apply(x, weight, bias, stride=stride, padding=(top, left),
+                          dilation=dilation, out_size=tuple(out_size))
+    if unbatched:
+        y = y.reshape(*y.shape[1:])
+    return y

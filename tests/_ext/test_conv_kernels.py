@@ -1,0 +1,281 @@
+"""Kernels of minnet._ext._conv against plain NumPy references (float32 and float64)."""
+import numpy as np
+import pytest
+
+from minnet._config import get_num_threads
+from minnet._ext import _conv
+
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _single_threaded_blas():
+    # Pin BLAS to one thread (as minnet does on first use) so kernels that call it inside
+    # prange never oversubscribe the cores.
+    get_num_threads()
+
+
+TOL = {np.float32: dict(rtol=2e-4, atol=2e-5), np.float64: dict(rtol=1e-10, atol=1e-12)}
+
+# (N, C, H, W, F, kh, kw, stride, (pad_top, pad_left), dilation, out_size or None)
+CASES = [
+    (2, 3, 7, 9, 4, 2, 3, (2, 1), (1, 2), (1, 2), None),   # non-square kernel, stride, dilation
+    (1, 2, 5, 5, 3, 5, 5, (1, 1), (0, 0), (1, 1), None),   # kernel = input, batch 1
+    (3, 4, 6, 6, 2, 1, 1, (1, 1), (0, 0), (1, 1), None),   # 1x1 (identity fast path)
+    (2, 3, 8, 7, 5, 3, 2, (3, 3), (0, 1), (2, 1), None),   # stride > kernel
+    (2, 2, 9, 4, 3, 4, 1, (1, 2), (2, 0), (1, 1), None),   # tall kernel
+    (3, 2, 6, 7, 3, 2, 2, (1, 1), (0, 0), (1, 1), (6, 7)),  # asymmetric "same" (pad bottom/right)
+    (2, 1, 5, 6, 2, 3, 3, (2, 2), (1, 1), (1, 1), (2, 3)),  # output smaller than symmetric size
+    (1, 3, 3, 3, 2, 1, 1, (2, 2), (1, 1), (1, 1), None),   # 1x1 with stride and padding
+    (5, 3, 11, 10, 7, 3, 3, (1, 1), (1, 1), (1, 1), None),  # odd sizes, more samples than threads
+]
+
+
+def _out_size(case):
+    n, c, h, w, f, kh, kw, s, p, d, out = case
+    if out is not None:
+        return out
+    return ((h + 2 * p[0] - d[0] * (kh - 1) - 1) // s[0] + 1,
+            (w + 2 * p[1] - d[1] * (kw - 1) - 1) // s[1] + 1)
+
+
+def _indices(h, w, kh, kw, s, p, d, out):
+    """Row/column indices into x padded by (pad_top, pad_left) and enough zeros after."""
+    ih = np.arange(out[0])[None, :] * s[0] + np.arange(kh)[:, None] * d[0]   # (kh, out_h)
+    iw = np.arange(out[1])[None, :] * s[1] + np.arange(kw)[:, None] * d[1]   # (kw, out_w)
+    pad_bottom = max(0, ih.max() + 1 - (h + p[0]))
+    pad_right = max(0, iw.max() + 1 - (w + p[1]))
+    return ih, iw, pad_bottom, pad_right
+
+
+def im2col_ref(x, kh, kw, s, p, d, out):
+    n, c, h, w = x.shape
+    ih, iw, pb, pr = _indices(h, w, kh, kw, s, p, d, out)
+    xp = np.pad(x, ((0, 0), (0, 0), (p[0], pb), (p[1], pr)))
+    cols = xp[:, :, ih[:, None, :, None], iw[None, :, None, :]]   # (N, C, kh, kw, oh, ow)
+    return cols.reshape(n, c * kh * kw, out[0] * out[1])
+
+
+def col2im_ref(cols, shape, kh, kw, s, p, d, out):
+    n, c, h, w = shape
+    ih, iw, pb, pr = _indices(h, w, kh, kw, s, p, d, out)
+    xp = np.zeros((n, c, h + p[0] + pb, w + p[1] + pr), dtype=np.float64)
+    blocks = cols.reshape(n, c, kh, kw, out[0], out[1])
+    for i in range(kh):
+        for j in range(kw):
+            rows = ih[i][:, None]
+            columns = iw[j][None, :]
+            np.add.at(xp, (slice(None), slice(None), rows, columns), blocks[:, :, i, j])
+    return xp[:, :, p[0]:p[0] + h, p[1]:p[1] + w].astype(cols.dtype)
+
+
+def conv_ref(x, weight, bias, s, p, d, out):
+    f, c, kh, kw = weight.shape
+    cols = im2col_ref(x.astype(np.float64), kh, kw, s, p, d, out)
+    y = np.einsum("fk,nkl->nfl", weight.reshape(f, -1).astype(np.float64), cols)
+    if bias is not None:
+        y += bias[None, :, None]
+    return y.reshape(x.shape[0], f, *out)
+
+
+def conv_grads_ref(x, weight, dy, s, p, d, out):
+    f, c, kh, kw = weight.shape
+    cols = im2col_ref(x.astype(np.float64), kh, kw, s, p, d, out)
+    dy2 = dy.reshape(dy.shape[0], f, -1).astype(np.float64)
+    dw = np.einsum("nfl,nkl->fk", dy2, cols).reshape(weight.shape)
+    dcols = np.einsum("fk,nfl->nkl", weight.reshape(f, -1).astype(np.float64), dy2)
+    dx = col2im_ref(dcols, x.shape, kh, kw, s, p, d, out)
+    return dx, dw, dy2.sum(axis=(0, 2))
+
+
+def _make(case, dtype, rng):
+    n, c, h, w, f, kh, kw, s, p, d, _ = case
+    out = _out_size(case)
+    x = rng.standard_normal((n, c, h, w)).astype(dtype)
+    weight = rng.standard_normal((f, c, kh, kw)).astype(dtype)
+    bias = rng.standard_normal(f).astype(dtype)
+    dy = rng.standard_normal((n, f, *out)).astype(dtype)
+    return x, weight, bias, dy, s, p, d, out
+
+
+def test_direct_loop_reference_agrees_with_fancy_indexing(rng):
+    # The references above use fancy indexing; check them once against the definition.
+    x, weight, bias, _, s, p, d, out = _make(CASES[0], np.float64, rng)
+    n, c, h, w = x.shape
+    f, _, kh, kw = weight.shape
+    y = np.zeros((n, f, *out))
+    for oh in range(out[0]):
+        for ow in range(out[1]):
+            for i in range(kh):
+                for j in range(kw):
+                    r, q = oh * s[0] - p[0] + i * d[0], ow * s[1] - p[1] + j * d[1]
+                    if 0 <= r < h and 0 <= q < w:
+                        y[:, :, oh, ow] += x[:, :, r, q] @ weight[:, :, i, j].T
+    y += bias[None, :, None, None]
+    np.testing.assert_allclose(conv_ref(x, weight, bias, s, p, d, out), y, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", CASES)
+def test_im2col_col2im(case, dtype, rng):
+    x, weight, _, _, s, p, d, out = _make(case, dtype, rng)
+    kh, kw = weight.shape[2:]
+    cols = _conv.im2col(x, (kh, kw), s, p, d, out, n_threads=2)
+    assert cols.dtype == dtype
+    np.testing.assert_array_equal(cols, im2col_ref(x, kh, kw, s, p, d, out))
+    back = _conv.col2im(cols, x.shape, (kh, kw), s, p, d, out, n_threads=2)
+    np.testing.assert_allclose(back, col2im_ref(cols, x.shape, kh, kw, s, p, d, out), **TOL[dtype])
+
+
+@pytest.mark.parametrize("method", ["per_sample", "batched"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", CASES)
+def test_conv2d_forward_backward(case, dtype, method, rng):
+    x, weight, bias, dy, s, p, d, out = _make(case, dtype, rng)
+    y = _conv.conv2d_forward(x, weight, bias, s, p, d, out, n_threads=2, method=method)
+    assert y.dtype == dtype and y.shape == (x.shape[0], weight.shape[0], *out)
+    np.testing.assert_allclose(y, conv_ref(x, weight, bias, s, p, d, out), **TOL[dtype])
+    dx, dw, db = _conv.conv2d_backward(x, weight, dy, s, p, d, n_threads=2, method=method)
+    ref = conv_grads_ref(x, weight, dy, s, p, d, out)
+    for got, want in zip((dx, dw, db), ref):
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, want, **TOL[dtype])
+
+
+# Large enough (> 3 MFLOP) that the kernels really use the threads they are given.
+THREADED_CASES = [
+    (8, 8, 16, 16, 12, 3, 3, (1, 1), (1, 1), (1, 1), None),
+    (8, 8, 30, 30, 16, 2, 3, (2, 1), (1, 2), (1, 2), None),
+    (2, 8, 30, 30, 16, 3, 2, (1, 1), (0, 0), (1, 1), (30, 30)),   # asymmetric "same"
+    (1, 16, 30, 30, 16, 3, 3, (1, 1), (1, 1), (1, 1), None),      # one sample, threaded GEMM
+    (1, 64, 32, 32, 32, 1, 1, (1, 1), (0, 0), (1, 1), None),      # one sample, 1x1
+    (3, 64, 32, 32, 32, 1, 1, (1, 1), (0, 0), (1, 1), None),      # 1x1, odd batch
+]
+
+
+@pytest.mark.parametrize("case", THREADED_CASES)
+@pytest.mark.parametrize("method", ["per_sample", "batched"])
+def test_conv2d_threaded_matches_reference(case, method, rng):
+    x, weight, bias, dy, s, p, d, out = _make(case, np.float64, rng)
+    y = _conv.conv2d_forward(x, weight, bias, s, p, d, out, n_threads=2, method=method)
+    np.testing.assert_allclose(y, conv_ref(x, weight, bias, s, p, d, out), **TOL[np.float64])
+    got = _conv.conv2d_backward(x, weight, dy, s, p, d, n_threads=2, method=method)
+    for g, want in zip(got, conv_grads_ref(x, weight, dy, s, p, d, out)):
+        np.testing.assert_allclose(g, want, rtol=1e-9, atol=1e-10)
+
+
+@pytest.mark.parametrize("case", THREADED_CASES)
+@pytest.mark.parametrize("method", ["per_sample", "batched"])
+def test_conv2d_thread_count_independent(case, method, rng):
+    x, weight, bias, dy, s, p, d, out = _make(case, np.float32, rng)
+    results = []
+    for n_threads in (1, 2, 3):
+        y = _conv.conv2d_forward(x, weight, bias, s, p, d, out, n_threads=n_threads, method=method)
+        results.append((y,) + _conv.conv2d_backward(x, weight, dy, s, p, d, n_threads=n_threads,
+                                                     method=method))
+    for other in results[1:]:
+        for a, b in zip(results[0], other):
+            # Only the order of float32 additions may change with the thread count.
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6 * np.abs(a).max())
+
+
+def test_conv2d_partial_gradients(rng):
+    x, weight, bias, dy, s, p, d, out = _make(CASES[0], np.float64, rng)
+    full = _conv.conv2d_backward(x, weight, dy, s, p, d)
+    for mask in [(True, False, False), (False, True, False), (False, False, True)]:
+        got = _conv.conv2d_backward(x, weight, dy, s, p, d, *mask)
+        for want, g, needed in zip(full, got, mask):
+            if needed:
+                np.testing.assert_allclose(g, want, rtol=1e-12, atol=1e-12)
+            else:
+                assert g is None
+
+
+def test_conv2d_without_bias(rng):
+    x, weight, _, _, s, p, d, out = _make(CASES[3], np.float64, rng)
+    y = _conv.conv2d_forward(x, weight, None, s, p, d, out)
+    np.testing.assert_allclose(y, conv_ref(x, weight, None, s, p, d, out), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(1, 1, 1), (5, 7, 3), (64, 33, 17), (3, 300, 1)])
+def test_linear(shape, dtype, rng):
+    n, n_in, n_out = shape
+    x = rng.standard_normal((n, n_in)).astype(dtype)
+    w = rng.standard_normal((n_out, n_in)).astype(dtype)
+    b = rng.standard_normal(n_out).astype(dtype)
+    dy = rng.standard_normal((n, n_out)).astype(dtype)
+    for n_threads in (1, 2):
+        y = _conv.linear_forward(x, w, b, n_threads=n_threads)
+        np.testing.assert_allclose(y, x.astype(np.float64) @ w.T + b, **TOL[dtype])
+        np.testing.assert_allclose(_conv.linear_forward(x, w, None, n_threads=n_threads),
+                                   x.astype(np.float64) @ w.T, **TOL[dtype])
+        dx, dw, db = _conv.linear_backward(x, w, dy, n_threads=n_threads)
+        np.testing.assert_allclose(dx, dy.astype(np.float64) @ w, **TOL[dtype])
+        np.testing.assert_allclose(dw, dy.astype(np.float64).T @ x, **TOL[dtype])
+        np.testing.assert_allclose(db, dy.astype(np.float64).sum(0), **TOL[dtype])
+
+
+def test_bias_sum_float32_uses_double_accumulator():
+    # 2^24 + many small values: a float32 running sum would lose them all.
+    dy = np.full((1, 1, 1, 4097), 1.0, np.float32)
+    dy[0, 0, 0, 0] = 2.0 ** 24
+    x = np.zeros((1, 1, 1, 4097), np.float32)
+    w = np.zeros((1, 1, 1, 1), np.float32)
+    _, _, db = _conv.conv2d_backward(x, w, dy)
+    assert db[0] == np.float32(2.0 ** 24 + 4096)
+    _, _, db = _conv.linear_backward(np.zeros((4097, 1), np.float32), np.zeros((1, 1), np.float32),
+                                     dy.reshape(4097, 1))
+    assert db[0] == np.float32(2.0 ** 24 + 4096)
+
+
+def test_kernel_wrappers_validate(rng):
+    x = rng.standard_normal((2, 3, 5, 5))
+    w = rng.standard_normal((4, 3, 3, 3))
+    with pytest.raises(TypeError, match="`weight`"):
+        _conv.conv2d_forward(x, w.astype(np.float32))
+    with pytest.raises(TypeError, match="`x`"):
+        _conv.conv2d_forward(x.astype(np.int64), w)
+    with pytest.raises(ValueError, match="input channels"):
+        _conv.conv2d_forward(x, w[:, :2])
+    with pytest.raises(ValueError, match="`stride`"):
+        _conv.conv2d_forward(x, w, stride=0)
+    with pytest.raises(ValueError, match="`padding`"):
+        _conv.conv2d_forward(x, w, padding=-1)
+    with pytest.raises(ValueError, match="`out_size`"):
+        _conv.conv2d_forward(x, w, out_size=(0, 3))
+    with pytest.raises(ValueError, match="`method`"):
+        _conv.conv2d_forward(x, w, method="fast")
+    with pytest.raises(ValueError, match="`n_threads`"):
+        _conv.conv2d_forward(x, w, n_threads=0)
+    with pytest.raises(ValueError, match="`bias`"):
+        _conv.conv2d_forward(x, w, np.zeros(3))
+    with pytest.raises(ValueError, match="`grad_output`"):
+        _conv.conv2d_backward(x, w, np.zeros((2, 5, 3, 3)))
+    with pytest.raises(ValueError, match="`cols`"):
+        _conv.col2im(np.zeros((2, 27, 8)), x.shape, 3)
+    with pytest.raises(ValueError, match="`weight`"):
+        _conv.linear_forward(np.zeros((2, 3)), np.zeros((4, 5)))
+
+
+def test_out_of_range_geometry_is_safe(rng):
+    # Output sizes far beyond the input only read zeros (never out of bounds).
+    x = rng.standard_normal((1, 1, 2, 2))
+    w = np.ones((1, 1, 2, 2))
+    y = _conv.conv2d_forward(x, w, None, 1, (1, 1), 1, (6, 6))
+    np.testing.assert_allclose(y, conv_ref(x, w, None, (1, 1), (1, 1), (1, 1), (6, 6)))
+    dx, dw, _ = _conv.conv2d_backward(x, w, np.ones((1, 1, 6, 6)), 1, (1, 1), 1)
+    want = conv_grads_ref(x, w, np.ones((1, 1, 6, 6)), (1, 1), (1, 1), (1, 1), (6, 6))
+    np.testing.assert_allclose(dx, want[0])
+    np.testing.assert_allclose(dw, want[1])
+
+
+def test_im2col_matches_torch_unfold(torch, rng):
+    x = rng.standard_normal((2, 3, 9, 8))
+    cols = _conv.im2col(x, (2, 3), (2, 1), (1, 2), (2, 1))
+    want = torch.nn.functional.unfold(torch.tensor(x), (2, 3), dilation=(2, 1), padding=(1, 2),
+                                      stride=(2, 1)).numpy()
+    np.testing.assert_array_equal(cols, want)
+    back = _conv.col2im(cols, x.shape, (2, 3), (2, 1), (1, 2), (2, 1))
+    want = torch.nn.functional.fold(torch.tensor(cols), (9, 8), (2, 3), dilation=(2, 1),
+                                    padding=(1, 2), stride=(2, 1)).numpy()
+    np.testing.assert_allclose(back, want, rtol=1e-12, atol=1e-12)
