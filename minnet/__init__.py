@@ -19,6 +19,10 @@ from .autograd import (AnomalyError, Function, GradcheckError, detect_anomaly, P
                        gradcheck, graph_to_dot, is_grad_enabled, no_grad, print_graph,
                        set_grad_enabled, tensor)
 
+# Resolve the thread count now, so scipy's BLAS is pinned to one thread per caller before
+# any kernel (even one called directly from minnet._ext) runs GEMMs inside OpenMP threads.
+get_num_threads()
+
 _SUBMODULES = {"layers", "losses", "optimizers", "callbacks", "metrics", "datasets", "data",
                "functional", "initializers", "activations", "models", "saving", "autograd",
                "interop"}
