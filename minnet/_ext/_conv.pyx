@@ -580,7 +580,7 @@ def im2col(x, kernel_size, stride=1, padding=0, dilation=1, out_size=None, n_thr
     return cols
 
 
-cdef _im2col_entry(floating[:, :, :, ::1] x, floating[:, :, ::1] cols, Geometry g, int n_threads):
+cdef _im2col_entry(const floating[:, :, :, ::1] x, floating[:, :, ::1] cols, Geometry g, int n_threads):
     with nogil:
         _im2col_batch(&x[0, 0, 0, 0], g, &cols[0, 0, 0], g.l, g.k * g.l, n_threads)
 
@@ -624,7 +624,7 @@ def col2im(cols, input_shape, kernel_size, stride=1, padding=0, dilation=1, out_
     return out
 
 
-cdef _col2im_entry(floating[:, :, ::1] cols, floating[:, :, :, ::1] out, Geometry g, int n_threads):
+cdef _col2im_entry(const floating[:, :, ::1] cols, floating[:, :, :, ::1] out, Geometry g, int n_threads):
     with nogil:
         _col2im_batch(&cols[0, 0, 0], g.l, g.k * g.l, g, &out[0, 0, 0, 0], n_threads)
 
@@ -683,9 +683,9 @@ def conv2d_forward(x, weight, bias=None, stride=1, padding=0, dilation=1, out_si
     return y
 
 
-cdef _conv_forward_entry(floating[:, :, :, ::1] x, floating[:, :, :, ::1] w, object bias,
+cdef _conv_forward_entry(const floating[:, :, :, ::1] x, const floating[:, :, :, ::1] w, object bias,
                          floating[:, :, :, ::1] y, Geometry g, int n_threads, bint batched):
-    cdef floating[::1] b
+    cdef const floating[::1] b
     cdef const floating* pb = NULL
     cdef floating[:, ::1] ws
     cdef floating[::1] big
@@ -757,8 +757,8 @@ def conv2d_backward(x, weight, grad_output, stride=1, padding=0, dilation=1,
     return dx, dw, db
 
 
-cdef _conv_backward_entry(floating[:, :, :, ::1] x, floating[:, :, :, ::1] w,
-                          floating[:, :, :, ::1] dy, object dx_obj, object dw_obj, object db_obj,
+cdef _conv_backward_entry(const floating[:, :, :, ::1] x, const floating[:, :, :, ::1] w,
+                          const floating[:, :, :, ::1] dy, object dx_obj, object dw_obj, object db_obj,
                           Geometry g, int n_threads, bint batched):
     cdef floating[:, :, :, ::1] dx, dw
     cdef floating[::1] db
@@ -851,7 +851,7 @@ def linear_forward(x, weight, bias=None, n_threads=1):
     return y
 
 
-cdef _linear_forward_entry(floating[:, ::1] x, floating[:, ::1] w, floating[:, ::1] y,
+cdef _linear_forward_entry(const floating[:, ::1] x, const floating[:, ::1] w, floating[:, ::1] y,
                            int n_threads):
     cdef int n = x.shape[0], k = x.shape[1], m = w.shape[0]
     with nogil:
@@ -895,7 +895,7 @@ def linear_backward(x, weight, grad_output, need_input_grad=True, need_weight_gr
     return dx, dw, db
 
 
-cdef _linear_backward_entry(floating[:, ::1] x, floating[:, ::1] w, floating[:, ::1] dy,
+cdef _linear_backward_entry(const floating[:, ::1] x, const floating[:, ::1] w, const floating[:, ::1] dy,
                             object dx_obj, object dw_obj, object db_obj, int n_threads):
     cdef int n = x.shape[0], k = x.shape[1], m = w.shape[0]
     cdef floating[:, ::1] dx, dw

@@ -97,12 +97,20 @@ def _resolve_padding(padding, kernel, stride, dilation):
 
 # --------------------------------------------------------------------------- linear
 
+def _rows(shape):
+    """Rows of the 2-D view (prod of leading dims); explicit, as reshape(-1, 0) is ambiguous."""
+    rows = 1
+    for n in shape[:-1]:
+        rows *= n
+    return rows
+
+
 class Addmm(Function):
     """``y = x @ weight.T + bias`` (backward node ``AddmmBackward``)."""
 
     @staticmethod
     def forward(ctx, x, weight, bias):
-        x2 = _cast(x, weight.dtype).reshape(-1, weight.shape[1])
+        x2 = _cast(x, weight.dtype).reshape(_rows(x.shape), weight.shape[1])
         y = _kernels.linear_forward(x2, weight, bias, n_threads=get_num_threads())
         # dW needs x, dX needs the weight; keep only what will be read.
         ctx.save_for_backward(x2 if ctx.needs_input_grad[1] else None,
@@ -121,7 +129,7 @@ class Mm(Function):
 
     @staticmethod
     def forward(ctx, x, weight):
-        x2 = _cast(x, weight.dtype).reshape(-1, weight.shape[1])
+        x2 = _cast(x, weight.dtype).reshape(_rows(x.shape), weight.shape[1])
         y = _kernels.linear_forward(x2, weight, None, n_threads=get_num_threads())
         ctx.save_for_backward(x2 if ctx.needs_input_grad[1] else None,
                               weight if ctx.needs_input_grad[0] else None)
@@ -141,7 +149,7 @@ def _linear_backward(ctx, x2, weight, grad_y):
         return None, None, None
     dtype = (weight if weight is not None else x2).dtype
     out_features = grad_y.shape[-1]
-    dy = _cast(grad_y, dtype).reshape(-1, out_features)
+    dy = _cast(grad_y, dtype).reshape(_rows(grad_y.shape), out_features)
     in_features = (weight if weight is not None else x2).shape[1]
     n_threads = get_num_threads()
     # linear_backward wants all three operands; a zero-size stand-in is never read.
