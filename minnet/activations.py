@@ -15,6 +15,8 @@ Example:
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "elu", "selu", "leaky_relu", "linear",
            "get", "serialize", "deserialize"]
 
+from minnet._utils import did_you_mean
+
 
 def _functional():
     import minnet.functional as F  # imported late: functional is a lower layer, loaded on use
@@ -86,7 +88,8 @@ def get(identifier):
         if key not in _ACTIVATIONS:
             raise ValueError(f"Invalid value for argument `activation`: expected one of "
                              f"{sorted(_ACTIVATIONS)}, None or a callable. "
-                             f"Received: activation={identifier!r}")
+                             f"Received: activation={identifier!r}."
+                             + did_you_mean(key, list(_ACTIVATIONS) + list(_ALIASES)))
         return _ACTIVATIONS[key]
     if callable(identifier):
         return identifier

@@ -25,6 +25,7 @@ import math
 import numpy as np
 
 from minnet import _random
+from minnet._utils import did_you_mean
 
 __all__ = [
     "Initializer", "Zeros", "Ones", "Constant", "RandomUniform", "RandomNormal",
@@ -393,7 +394,8 @@ def get(identifier):
             names = sorted(_ALIASES)
             raise ValueError(f"Invalid value for argument `initializer`: expected one of {names}, "
                              f"an Initializer or a callable (shape, dtype) -> ndarray. "
-                             f"Received: initializer={identifier!r}")
+                             f"Received: initializer={identifier!r}."
+                             + did_you_mean(key, list(_ALIASES) + list(_CLASSES)))
         return cls()
     raise TypeError(f"Invalid value for argument `initializer`: expected a string, a dict, an "
                     f"Initializer or a callable (shape, dtype) -> ndarray. "
@@ -436,5 +438,6 @@ def deserialize(config, custom_objects=None):
     cls = custom_objects.get(name) or _CLASSES.get(name)
     if cls is None:
         raise ValueError(f"Unknown initializer class {name!r}: expected one of "
-                         f"{sorted(_CLASSES)} or a name in `custom_objects`.")
+                         f"{sorted(_CLASSES)} or a name in `custom_objects`."
+                         + did_you_mean(name, list(_CLASSES) + list(custom_objects)))
     return cls.from_config(config.get("config", {})) if hasattr(cls, "from_config") else cls(**config.get("config", {}))

@@ -34,6 +34,7 @@ import warnings
 import numpy as np
 
 from . import functional as F
+from ._utils import did_you_mean
 from .autograd import Tensor
 
 __all__ = [
@@ -713,9 +714,10 @@ def get(identifier):
             return _ALIASES[identifier]()
         if identifier in _CLASSES:
             return _CLASSES[identifier]()
+        known = sorted(set(_ALIASES) | set(_CLASSES))
         raise ValueError(f"Invalid value for argument `identifier`: expected one of "
-                         f"{sorted(set(_ALIASES) | set(_CLASSES))}, a Loss or a callable. "
-                         f"Received: identifier={identifier!r}")
+                         f"{known}, a Loss or a callable. "
+                         f"Received: identifier={identifier!r}." + did_you_mean(identifier, known))
     if isinstance(identifier, dict):
         return deserialize(identifier)
     if callable(identifier):
@@ -742,5 +744,6 @@ def deserialize(config, custom_objects=None):
     classes = dict(_CLASSES, **(custom_objects or {}))
     name = config["class_name"]
     if name not in classes:
-        raise ValueError(f"Unknown loss class {name!r}; pass it in `custom_objects`.")
+        raise ValueError(f"Unknown loss class {name!r}: expected one of {sorted(classes)}; pass "
+                         f"custom ones in `custom_objects`." + did_you_mean(name, classes))
     return classes[name].from_config(dict(config.get("config", {})))

@@ -22,6 +22,8 @@ Example:
 """
 import numpy as np
 
+from minnet._utils import did_you_mean
+
 __all__ = [
     "Metric", "Mean", "MeanMetricWrapper", "Accuracy", "BinaryAccuracy", "CategoricalAccuracy",
     "SparseCategoricalAccuracy", "TopKCategoricalAccuracy", "SparseTopKCategoricalAccuracy",
@@ -105,7 +107,16 @@ def _sparse_labels(y_true, y_pred, what):
     if not (np.issubdtype(y_true.dtype, np.integer) or y_true.dtype == bool):
         if y_true.size and not np.all(np.isfinite(y_true) & (y_true == np.round(y_true))):
             raise ValueError(f"{what}: `y_true` must hold integer class labels. Received: y_true={y_true!r}")
-    return y_true.astype(np.int64)
+    labels = y_true.astype(np.int64)
+    n_classes = y_pred.shape[1]
+    bad = (labels < 0) | (labels >= n_classes)
+    if np.any(bad):
+        # Scoring them as misses would hide a label/model mismatch; the loss rejects them too.
+        first = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"{what}: `y_true` must hold class labels in [0, {n_classes}) for "
+                         f"`y_pred` with {n_classes} classes. Received: y_true[{first}]="
+                         f"{y_true[first].item()!r} (labels range {labels.min()}..{labels.max()})")
+    return labels
 
 
 # ---------------------------------------------------------------------------------------
@@ -620,7 +631,8 @@ def get(identifier, loss=None):
             return _CLASSES[identifier]()
         known = sorted(set(_ALIASES) | set(_CLASSES) | {"accuracy", "acc"})
         raise ValueError(f"Invalid value for argument `identifier`: expected one of {known}, a Metric "
-                         f"or a callable. Received: identifier={identifier!r}")
+                         f"or a callable. Received: identifier={identifier!r}."
+                         + did_you_mean(identifier, known))
     if isinstance(identifier, dict):
         return deserialize(identifier)
     if callable(identifier):
@@ -646,5 +658,6 @@ def deserialize(config, custom_objects=None):
     if name == "accuracy":
         return _AutoAccuracy(**kwargs)
     if name not in classes:
-        raise ValueError(f"Unknown metric class {name!r}; pass it in `custom_objects`.")
+        raise ValueError(f"Unknown metric class {name!r}: expected one of {sorted(classes)}; pass "
+                         f"custom ones in `custom_objects`." + did_you_mean(name, classes))
     return classes[name].from_config(kwargs)

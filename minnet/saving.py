@@ -20,6 +20,7 @@ A weights file (``model.save_weights("w.npz")``) is a plain ``.npz`` of the
 import io
 import json
 import os
+import struct
 import tempfile
 import zipfile
 import zlib
@@ -180,6 +181,12 @@ def save_model(model, path):
     _atomic_write(path, write)
 
 
+# What zipfile/zlib/np.load raise on a damaged archive: a bad header, a CRC mismatch, a
+# flipped compression-method byte (NotImplementedError), a truncated stream, a bad .npy.
+_DAMAGE_ERRORS = (zipfile.BadZipFile, zlib.error, NotImplementedError, EOFError, ValueError,
+                  struct.error, OverflowError, MemoryError)
+
+
 def _open_archive(path, what):
     path = os.fspath(path)
     if not os.path.exists(path):
@@ -188,9 +195,9 @@ def _open_archive(path, what):
         raise IsADirectoryError(f"Expected a {what} file at {path!r}, found a directory.")
     try:
         return zipfile.ZipFile(path, "r")
-    except zipfile.BadZipFile:
+    except (KeyError, *_DAMAGE_ERRORS) as error:
         raise ModelFileError(f"{path!r} is not a minnet {what} file (not a zip archive, or "
-                             f"truncated).") from None
+                             f"truncated: {type(error).__name__}: {error}).") from None
 
 
 def _read_array(archive, name, path):
@@ -199,8 +206,9 @@ def _read_array(archive, name, path):
             return np.lib.format.read_array(io.BytesIO(member.read()), allow_pickle=False)
     except KeyError:
         raise ModelFileError(f"{path!r} is damaged: the entry {name!r} is missing.") from None
-    except (zipfile.BadZipFile, zlib.error, ValueError, EOFError, OSError) as error:
-        raise ModelFileError(f"{path!r} is damaged: could not read {name!r} ({error}).") from None
+    except (OSError, *_DAMAGE_ERRORS) as error:
+        raise ModelFileError(f"{path!r} is damaged: could not read {name!r} "
+                             f"({type(error).__name__}: {error}).") from None
 
 
 def _read_config(archive, path):
@@ -209,8 +217,9 @@ def _read_config(archive, path):
     except KeyError:
         raise ModelFileError(f"{path!r} is not a minnet model file (it has no {_CONFIG_NAME}; for "
                              f"a weights file use `model.load_weights`).") from None
-    except (zipfile.BadZipFile, zlib.error, OSError, EOFError) as error:
-        raise ModelFileError(f"{path!r} is damaged: could not read {_CONFIG_NAME} ({error}).") from None
+    except (OSError, *_DAMAGE_ERRORS) as error:
+        raise ModelFileError(f"{path!r} is damaged: could not read {_CONFIG_NAME} "
+                             f"({type(error).__name__}: {error}).") from None
     try:
         config = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
@@ -299,10 +308,35 @@ def load_model(path, custom_objects=None, compile=True, restore_random_state=Tru
                 saved if isinstance(saved, str) else obj
                 for saved, obj in zip(compile_config.get("metrics", []), metric_list)]
         if optimizer_state:
-            optimizer.load_state_dict(optimizer_state)
+            try:
+                optimizer.load_state_dict(optimizer_state)
+            except (TypeError, ValueError) as error:
+                raise ModelFileError(f"{path!r} is damaged: its optimizer state does not fit the "
+                                     f"saved optimizer ({error}).") from None
     if restore_random_state and config.get("random_state") is not None:
-        _random.set_state(config["random_state"])
+        _restore_random_state(config["random_state"], path)
     return model
+
+
+def _restore_random_state(state, path):
+    """Check the config's ``random_state`` entry completely, then restore it (all or nothing)."""
+    def damaged(why):
+        shown = repr(state)
+        shown = shown if len(shown) <= 200 else shown[:200] + "..."
+        return ModelFileError(f"{path!r} is damaged: the {_CONFIG_NAME} entry 'random_state' "
+                              f"{why}. Received: random_state={shown}")
+
+    if not isinstance(state, dict):
+        raise damaged("must be a dict with 'seed', 'offset' and 'generator'")
+    for key in ("seed", "offset"):
+        value = state.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise damaged(f"needs a non-negative int {key!r} (got {value!r})")
+    try:
+        np.random.default_rng().bit_generator.state = state.get("generator")
+    except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as error:
+        raise damaged(f"has an invalid 'generator' state ({type(error).__name__}: {error})") from None
+    _random.set_state(state)
 
 
 # ---------------------------------------------------------------------------------------

@@ -92,7 +92,7 @@ def _check_float(name, value, allow_tensor=True):
     return data
 
 
-def _per_channel(name, value, C, dtype, running=False):
+def _per_channel(name, value, C, dtype, running=False, updated=False):
     if value is None:
         return None
     data = _check_float(name, value)
@@ -100,9 +100,12 @@ def _per_channel(name, value, C, dtype, running=False):
         raise ValueError(f"Invalid argument `{name}`: expected shape ({C},) (one value per "
                          f"channel). Received: shape={data.shape}")
     if running:
-        if not data.flags.writeable:
+        # Only training writes the running statistics; eval just reads them, so a
+        # read-only array (np.load(mmap_mode="r"), a broadcast view) is fine there.
+        if updated and not data.flags.writeable:
             raise ValueError(f"Invalid argument `{name}`: expected a writeable array "
-                             f"(it is updated in place when training).")
+                             f"(it is updated in place when training=True). "
+                             f"Received: a read-only array")
         return data
     if isinstance(value, Tensor):
         return value if value.dtype == dtype else value.astype(dtype)   # differentiable cast
@@ -156,8 +159,10 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
     if (running_mean is None) != (running_var is None):
         raise ValueError("Invalid arguments `running_mean`, `running_var`: expected both arrays "
                          "or both None. Received: one of them is None")
-    running_mean = _per_channel("running_mean", running_mean, C, data.dtype, running=True)
-    running_var = _per_channel("running_var", running_var, C, data.dtype, running=True)
+    running_mean = _per_channel("running_mean", running_mean, C, data.dtype, running=True,
+                                updated=bool(training))
+    running_var = _per_channel("running_var", running_var, C, data.dtype, running=True,
+                               updated=bool(training))
     weight = _per_channel("weight", weight, C, data.dtype)
     bias = _per_channel("bias", bias, C, data.dtype)
     use_batch_stats = bool(training) or running_mean is None

@@ -15,6 +15,8 @@ registered with the ``register_layer`` decorator::
 """
 import inspect
 
+from minnet._utils import did_you_mean
+
 from minnet.layers.base import Layer
 from minnet.layers.core import Activation, Dense, Flatten, Input, Lambda, Reshape
 from minnet.layers.convolutional import Conv2D
@@ -105,7 +107,9 @@ def _resolve_class(name, custom_objects):
     if cls is None or not (isinstance(cls, type) and issubclass(cls, Layer)):
         raise ValueError(f"Unknown layer class {name!r}. Expected a built-in layer "
                          f"({', '.join(sorted(c.__name__ for c in _BUILTINS))}), a class registered "
-                         f"with @mn.register_layer, or a key of `custom_objects`.")
+                         f"with @mn.register_layer, or a key of `custom_objects`."
+                         + did_you_mean(name, list(_REGISTRY) + list(_ALIASES)
+                                        + list(custom_objects or ())))
     return cls
 
 

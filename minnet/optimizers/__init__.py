@@ -8,6 +8,7 @@ Example:
     >>> opt = optimizers.get("adam")            # Adam(learning_rate=0.001)
     >>> opt = optimizers.SGD(model.parameters(), learning_rate=0.1, momentum=0.9)
 """
+from minnet._utils import did_you_mean
 from minnet.optimizers import schedules
 from minnet.optimizers.adagrad import Adagrad
 from minnet.optimizers.adam import Adam, AdamW
@@ -40,7 +41,8 @@ def deserialize(config, custom_objects=None):
     name = str(config["class_name"]).lower()
     if name not in table:
         raise ValueError(f"Unknown optimizer: {config['class_name']!r}. Known optimizers: "
-                         f"{sorted(_OPTIMIZERS)} (pass custom ones in `custom_objects`).")
+                         f"{sorted(_OPTIMIZERS)} (pass custom ones in `custom_objects`)."
+                         + did_you_mean(str(config["class_name"]), table))
     return table[name].from_config(dict(config.get("config", {})))
 
 
@@ -55,7 +57,8 @@ def get(identifier):
         cls = _OPTIMIZERS.get(identifier.lower())
         if cls is None:
             raise ValueError(f"Could not interpret optimizer identifier: {identifier!r}. "
-                             f"Expected one of {sorted(_OPTIMIZERS)} or an Optimizer instance.")
+                             f"Expected one of {sorted(_OPTIMIZERS)} or an Optimizer instance."
+                             + did_you_mean(identifier, _OPTIMIZERS))
         return cls()
     if isinstance(identifier, dict):
         return deserialize(identifier)

@@ -110,11 +110,16 @@ class Optimizer:
                             f"Received: {type(params).__name__}") from None
         unique, seen = [], set()
         for i, p in enumerate(params):
-            data = getattr(p, "data", None)
+            # An ndarray has a `.data` too (a memoryview): name the element's own type.
+            data = None if isinstance(p, np.ndarray) else getattr(p, "data", None)
             if not isinstance(data, np.ndarray) or not np.issubdtype(data.dtype, np.floating):
-                received = (f"element {i} of type {type(p).__name__}" if data is None
-                            else f"element {i} with data of type {type(data).__name__}"
+                kind = type(p) if data is None else type(data)
+                kind = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
+                received = (f"element {i} of type {kind}" if data is None
+                            else f"element {i} with data of type {kind}"
                             f"{'' if not isinstance(data, np.ndarray) else ' dtype ' + str(data.dtype)}")
+                if isinstance(p, np.ndarray):
+                    received += " (wrap arrays in mn.Parameter)"
                 raise TypeError(f"Invalid value for argument `params`: {_PARAMS_MESSAGE}. "
                                 f"Received: {received}")
             if id(p) not in seen:
@@ -331,6 +336,7 @@ class Optimizer:
                     raise ValueError(f"`state_dict` entry {key!r} has shape {value.shape} but parameter "
                                      f"{index} has shape {shape}.")
                 new_state[index][name] = np.array(value, dtype=self._params[index].data.dtype, copy=True)
+        self._check_state_keys(d)
         for name in self._hyper_names:
             if name in d:
                 value = np.asarray(d[name]).item()
@@ -342,6 +348,76 @@ class Optimizer:
             self.iterations = int(np.asarray(d["iterations"]))
         if self._params is not None:
             self._state = new_state
+
+    def _state_slots(self, d):
+        """Names of the per-parameter state a first step creates, under ``d``'s hyperparameters.
+
+        Found by running the update rule once on a 2-element scratch parameter, so it follows
+        the configuration (``amsgrad``, ``momentum``, ``centered``, ...) and works for custom
+        subclasses too.  None when that dry run fails (then slot names are not checked).
+        """
+        saved = {name: getattr(self, name) for name in self._hyper_names}
+        try:
+            for name in self._hyper_names:
+                if name in d and saved[name] is not None:
+                    setattr(self, name, type(saved[name])(np.asarray(d[name]).item()))
+            state = {}
+            with np.errstate(all="ignore"):
+                data, grad = np.zeros(2), np.zeros(2)
+                self._update(data, grad, state, 0.0, np.zeros(2) if self._n_work else None)
+            return set(state)
+        except Exception:
+            return None
+        finally:
+            for name, value in saved.items():
+                setattr(self, name, value)
+
+    def _check_state_keys(self, d):
+        """Raise ValueError when ``d`` has keys this optimizer does not know or lacks some.
+
+        Each parameter's state must be complete (all the entries a step creates) or absent
+        (the parameter never had a gradient), so a truncated or foreign state dict cannot
+        silently drop the moments.
+        """
+        known = {"iterations", "learning_rate", *self._hyper_names}
+        slots = self._state_slots(d)
+        unknown, missing = [], []
+        if "iterations" not in d:
+            missing.append("iterations")
+        present = {}
+        for key in d:
+            parts = str(key).split(".")
+            if len(parts) == 3 and parts[0] == "state" and parts[1].isdigit():
+                if slots is not None and parts[2] not in slots:
+                    unknown.append(key)
+                else:
+                    present.setdefault(int(parts[1]), set()).add(parts[2])
+            elif key not in known:
+                unknown.append(key)
+        if slots:
+            for index in sorted(present):
+                missing += [f"state.{index}.{name}" for name in sorted(slots - present[index])]
+        if not unknown and not missing:
+            return
+        cls = type(self).__name__
+        problems = []
+        if unknown:
+            problems.append(f"unknown keys {sorted(map(str, unknown))}")
+        if missing:
+            problems.append(f"missing keys {missing}")
+        hint = ""
+        from minnet import optimizers as _optimizers  # late: the package imports this module
+        top = {str(k) for k in d if not str(k).startswith("state.")}
+        for other in (_optimizers.SGD, _optimizers.Adam, _optimizers.RMSprop, _optimizers.Adagrad):
+            if other is not type(self) and top - {"iterations", "learning_rate"} \
+                    and top <= {"iterations", "learning_rate", *other._hyper_names}:
+                hint = f" It looks like the state of the {other.__name__} optimizer, not {cls}."
+                break
+        raise ValueError(f"Invalid value for argument `state_dict`: expected the state of the {cls} "
+                         f"optimizer (keys 'iterations', 'learning_rate', {list(self._hyper_names)} "
+                         f"and 'state.<param index>.<name>' with name in "
+                         f"{sorted(slots) if slots is not None else 'its state'}). "
+                         f"Received: {'; '.join(problems)}.{hint}")
 
     def get_config(self):
         """JSON-able constructor arguments (a schedule is stored as its ``serialize`` dict)."""
