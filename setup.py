@@ -10,7 +10,11 @@ Everything that concerns compilation lives here, in one place:
   bounds checking, wraparound and initialisation checks back on (a checked build for CI
   and for hunting out-of-bounds accesses);
 * ``MINNET_ONLY=_conv,_blas`` builds only the named modules (a developer convenience
-  for ``python setup.py build_ext --inplace``).
+  for ``python setup.py build_ext --inplace``);
+* a build from a source checkout (``pip install .``) also leaves a copy of each compiled
+  module beside its ``.pyx``, so ``python -c "import minnet"`` run in the checkout (where
+  the ``minnet/`` folder shadows the installed package) imports the same build.  The
+  copies are git-ignored.
 """
 import os
 import shutil
@@ -20,6 +24,7 @@ import textwrap
 from pathlib import Path
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 HERE = Path(__file__).parent.resolve()
 EXT_DIR = HERE / "minnet" / "_ext"
@@ -134,7 +139,25 @@ def _extensions():
     )
 
 
+class build_ext_and_copy(build_ext):
+    """build_ext that also copies the modules into the source tree (see the module docstring)."""
+
+    def run(self):
+        super().run()
+        if self.inplace:
+            return
+        for ext in self.extensions:
+            built = Path(self.get_ext_fullpath(ext.name))
+            target = HERE / Path(*ext.name.split(".")[:-1]) / built.name
+            if built.exists() and target.parent.is_dir() and os.access(target.parent, os.W_OK):
+                try:
+                    shutil.copyfile(built, target)
+                except OSError:  # a read-only or busy checkout: the installed copy still works
+                    pass
+
+
 setup(
+    cmdclass={"build_ext": build_ext_and_copy},
     ext_modules=_extensions(),
     # compile the extension modules in parallel (one per core)
     options={"build_ext": {"parallel": os.cpu_count() or 1}},

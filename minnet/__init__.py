@@ -13,6 +13,15 @@ import importlib as _importlib
 
 __version__ = "0.1.0"
 
+try:
+    from ._ext import _openmp  # noqa: F401  (the compiled kernels)
+except ImportError as _err:  # pragma: no cover - depends on how minnet was installed
+    raise ImportError(
+        f"minnet's compiled kernels were not found in {__path__[0]}/_ext ({_err}). Install minnet "
+        f"with `pip install .` (or build in place: `python setup.py build_ext --inplace`). If you "
+        f"are inside minnet's source checkout, Python may be importing that folder instead of the "
+        f"installed package: run from another directory.") from None
+
 from ._config import get_num_threads, set_num_threads, show_config  # noqa: E402
 from ._random import manual_seed  # noqa: E402
 from .autograd import (AnomalyError, Function, GradcheckError, detect_anomaly, Parameter, Tensor, enable_grad,  # noqa: E402
