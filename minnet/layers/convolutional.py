@@ -56,6 +56,19 @@ def _out_size(size, kernel, stride, dilation, padding):
     return (size + 2 * pad - effective) // stride + 1
 
 
+def _same_padding(spatial, kernel_size, strides, dilation):
+    """Keras/TensorFlow "same": output ceil(size / stride), the odd pixel of padding at the end.
+
+    Returns ``((top, bottom), (left, right))``; for stride 1 this equals PyTorch's "same".
+    """
+    pads = []
+    for size, k, s, d in zip(spatial, kernel_size, strides, dilation):
+        out = -(-size // s)
+        total = max((out - 1) * s + d * (k - 1) + 1 - size, 0)
+        pads.append((total // 2, total - total // 2))
+    return tuple(pads)
+
+
 def _pad_or_none(padding):
     """Per-axis padding for ``_out_size``: ``("same", "same")``, ``("valid", "valid")`` or ``(ph, pw)``."""
     return (padding, padding) if isinstance(padding, str) else padding
@@ -78,10 +91,10 @@ class Conv2D(Layer):
         filters: number of output channels (positive int).
         kernel_size: int or ``(kh, kw)``.
         strides: int or ``(sh, sw)`` (default 1).
-        padding: ``"valid"`` (none, default), ``"same"`` (output size = input size, strides 1
-            only; for an even kernel the extra row/column of zeros goes at the bottom/right,
-            as PyTorch),
-            or an int / ``(ph, pw)`` of zeros added on each side.
+        padding: ``"valid"`` (none, default), ``"same"`` (output size ceil(input / stride);
+            when the padding is odd the extra row/column of zeros goes at the bottom/right, as
+            Keras; at stride 1 this is PyTorch's "same"), or an int / ``(ph, pw)`` of zeros
+            added on each side.
         dilation_rate: int or ``(dh, dw)`` (default 1).
         use_bias: add ``bias`` (default True).
         activation: name, callable or None.
@@ -112,11 +125,6 @@ class Conv2D(Layer):
         self.strides = _pair(strides, "strides")
         self.padding = _padding(padding)
         self.dilation_rate = _pair(dilation_rate, "dilation_rate")
-        if self.padding == "same" and self.strides != (1, 1):
-            raise ValueError(f"Invalid value for argument `padding`: padding='same' is not supported "
-                             f"with strides > 1 (as in PyTorch); use an int padding such as "
-                             f"padding={tuple(((k - 1) * d) // 2 for k, d in zip(self.kernel_size, self.dilation_rate))}. "
-                             f"Received: padding='same', strides={self.strides}")
         self.use_bias = bool(use_bias)
         self.activation = activations.get(activation)
         self.kernel_initializer = None if kernel_initializer is None else initializers.get(kernel_initializer)
@@ -156,7 +164,10 @@ class Conv2D(Layer):
         self._check_input(x, ndim=4, axis=1, size=self.in_channels)
         self._check_spatial(tuple(x.shape))
         F = _functional()
-        y = F.conv2d(x, self.kernel, self.bias, stride=self.strides, padding=self.padding,
+        padding = self.padding
+        if padding == "same" and self.strides != (1, 1):
+            padding = _same_padding(tuple(x.shape[2:]), self.kernel_size, self.strides, self.dilation_rate)
+        y = F.conv2d(x, self.kernel, self.bias, stride=self.strides, padding=padding,
                      dilation=self.dilation_rate)
         return self.activation(y)
 

@@ -167,7 +167,6 @@ def test_conv2d_wrong_channels_after_build_names_the_layer():
     (dict(filters=2, kernel_size=3, padding="full"), "padding"),
     (dict(filters=2, kernel_size=3, padding=-1), "padding"),
     (dict(filters=2, kernel_size=3, dilation_rate=(1, 0)), "dilation_rate"),
-    (dict(filters=2, kernel_size=3, strides=2, padding="same"), "padding"),
     (dict(filters=2, kernel_size=3, activation="nope"), "activation"),
 ])
 def test_conv2d_rejects_bad_hyperparameters(kwargs, arg):
@@ -192,3 +191,22 @@ def test_conv2d_config_round_trip_flops_repr():
     assert layers.Conv2D(6, 3).count_flops((None, 3, 8, 8)) == 2 * (6 * 6 * 6) * 27 + 6 * 6 * 6
     text = repr(layer)
     assert "Conv2D(3, 6" in text and "strides=(2, 1)" in text and "relu" in text
+
+
+@pytest.mark.parametrize("size", [7, 8])
+@pytest.mark.parametrize("kernel", [2, 3, (3, 2)])
+def test_conv2d_same_padding_with_strides_as_keras(size, kernel, torch):
+    """Keras "same" at stride 2: output ceil(size/2), the odd padding pixel at the bottom/right."""
+    layer = layers.Conv2D(3, kernel, strides=2, padding="same", dtype="float64")
+    x = np.random.default_rng(size).standard_normal((2, 2, size, size + 1))
+    y = layer(x)
+    kh, kw = (kernel, kernel) if isinstance(kernel, int) else kernel
+    pads = []
+    for n, k in ((size, kh), (size + 1, kw)):
+        total = max((-(-n // 2) - 1) * 2 + k - n, 0)
+        pads.append((total // 2, total - total // 2))
+    xt = torch.nn.functional.pad(torch.tensor(x), (pads[1][0], pads[1][1], pads[0][0], pads[0][1]))
+    yt = torch.nn.functional.conv2d(xt, torch.tensor(layer.kernel.data), torch.tensor(layer.bias.data),
+                                    stride=2)
+    assert y.shape == layer.compute_output_shape(x.shape) == tuple(yt.shape)
+    np.testing.assert_allclose(y.numpy(), yt.numpy(), rtol=1e-12, atol=1e-12)

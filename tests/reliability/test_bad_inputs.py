@@ -86,8 +86,6 @@ CASES = [
     ("Conv2D(padding=-1)", lambda: layers.Conv2D(4, 3, padding=-1), VE, ["padding", "-1"]),
     ("Conv2D(dilation_rate=0)", lambda: layers.Conv2D(4, 3, dilation_rate=0), VE,
      ["dilation_rate", "0"]),
-    ("Conv2D(same, strides=2)", lambda: layers.Conv2D(4, 3, strides=2, padding="same"), VE,
-     ["padding", "same", "2"]),
     ("Conv2D(activation=rellu)", lambda: layers.Conv2D(4, 3, activation="rellu"), VE,
      ["activation", "rellu"]),
     ("Dense(activation=rellu)", lambda: layers.Dense(3, activation="rellu"), VE,
