@@ -107,6 +107,10 @@ cdef void bn_stats(int64_t N, int64_t C, int64_t L,
             mu = 0
             m2 = 0
             count = 0
+            # pm and pq are assigned here so Cython makes them thread-private: a variable
+            # only written through its address would be shared by the whole team.
+            pm = 0
+            pq = 0
             for n in range(N):
                 _plane_mean_m2(L, x + (n * C + c) * L, &pm, &pq)
                 delta = pm - mu
@@ -272,6 +276,8 @@ cdef void bn_forward_train_by_channel(int64_t N, int64_t C, int64_t L,
         mu = 0
         m2 = 0
         count = 0
+        pm = 0      # assigned so that it is thread-private (see batch_norm_stats)
+        pq = 0
         for n in range(N):
             _plane_mean_m2(L, x + (n * C + c) * L, &pm, &pq)
             delta = pm - mu
