@@ -350,8 +350,19 @@ def _per_channel(name, values, C, dtype):
     return out
 
 
-def _threads(n_threads):
-    return max(1, int(n_threads))
+_PARALLEL_MIN = 32768   # below this many elements a thread team costs more than it saves
+
+
+def _set_parallel_min(n):
+    """Set the size below which kernels run on one thread; returns the old value (tests use 0)."""
+    global _PARALLEL_MIN
+    old = _PARALLEL_MIN
+    _PARALLEL_MIN = int(n)
+    return old
+
+
+def _threads(n_threads, size):
+    return max(1, int(n_threads)) if size >= _PARALLEL_MIN else 1
 
 
 def batch_norm_stats(x, n_threads=1):
@@ -369,7 +380,7 @@ def batch_norm_stats(x, n_threads=1):
     """
     x3 = _as_ncl("x", x)
     N, C, L = x3.shape
-    nt = _threads(n_threads)
+    nt = _threads(n_threads, x3.size)
     mean = np.zeros(C, dtype=np.float64)
     var = np.zeros(C, dtype=np.float64)
     work = np.zeros(nt * C + 1, dtype=np.float64)
@@ -412,9 +423,9 @@ def batch_norm_affine(x, alpha, beta, n_threads=1):
     out = np.empty_like(x3)
     if x3.size:
         if x3.dtype == np.float32:
-            _affine[float](x3, a, b, out, _threads(n_threads))
+            _affine[float](x3, a, b, out, _threads(n_threads, x3.size))
         else:
-            _affine[double](x3, a, b, out, _threads(n_threads))
+            _affine[double](x3, a, b, out, _threads(n_threads, x3.size))
     return out.reshape(np.shape(x))
 
 
@@ -445,7 +456,7 @@ def batch_norm_grad_sums(grad, x, mean, n_threads=1):
         raise ValueError(f"Invalid argument `grad`: expected shape {np.shape(x)} and dtype "
                          f"{x3.dtype}. Received: shape={np.shape(grad)}, dtype={g3.dtype}")
     N, C, L = x3.shape
-    nt = _threads(n_threads)
+    nt = _threads(n_threads, x3.size)
     m = _per_channel("mean", mean, C, np.float64)
     sum_g = np.zeros(C, dtype=np.float64)
     dot = np.zeros(C, dtype=np.float64)
@@ -494,9 +505,9 @@ def batch_norm_backward_input(grad, x, mean, mean_g, proj, k, n_threads=1):
     dx = np.empty_like(x3)
     if x3.size:
         if dt == np.float32:
-            _backward_input[float](g3, x3, *consts, dx, _threads(n_threads))
+            _backward_input[float](g3, x3, *consts, dx, _threads(n_threads, x3.size))
         else:
-            _backward_input[double](g3, x3, *consts, dx, _threads(n_threads))
+            _backward_input[double](g3, x3, *consts, dx, _threads(n_threads, x3.size))
     return dx.reshape(np.shape(x))
 
 
@@ -529,7 +540,7 @@ def batch_norm_forward_training(x, weight, bias, eps, n_threads=1):
     """
     x3 = _as_ncl("x", x)
     N, C, L = x3.shape
-    nt = _threads(n_threads)
+    nt = _threads(n_threads, x3.size)
     gamma = _per_channel("weight", weight, C, np.float64)
     beta = _per_channel("bias", bias, C, np.float64)
     if not (_by_channel(C, L, nt) and x3.size):
@@ -578,7 +589,7 @@ def batch_norm_backward_training(grad, x, mean, inv_std, weight, need_dx=True, n
         raise ValueError(f"Invalid argument `grad`: expected shape {np.shape(x)} and dtype "
                          f"{x3.dtype}. Received: shape={np.shape(grad)}, dtype={g3.dtype}")
     N, C, L = x3.shape
-    nt = _threads(n_threads)
+    nt = _threads(n_threads, x3.size)
     m = _per_channel("mean", mean, C, np.float64)
     inv = _per_channel("inv_std", inv_std, C, np.float64)
     gamma = _per_channel("weight", weight, C, np.float64)

@@ -53,13 +53,30 @@ cdef inline void _fill_block(int64_t lo, int64_t hi, uint64_t base, uint64_t off
         mask[i] = _keep(base, offset + <uint64_t> i, threshold)
 
 
+# Below this many elements a thread team costs more than it saves (a team's start-up is
+# microseconds on an idle machine, milliseconds on a busy one).
+cdef int64_t _PARALLEL_MIN = 32768
+
+
+def _set_parallel_min(n):
+    """Set the size below which kernels run on one thread; returns the old value (tests use 0)."""
+    global _PARALLEL_MIN
+    old = _PARALLEL_MIN
+    _PARALLEL_MIN = int(n)
+    return old
+
+
+cdef inline int _team(int64_t n_elements, int n_threads) noexcept nogil:
+    return n_threads if n_elements >= _PARALLEL_MIN else 1
+
+
 cdef void fill_mask(int64_t n, uint64_t seed, uint64_t offset, uint64_t threshold,
                     uint8_t* mask,                                   # OUT (n,)
                     int n_threads) noexcept nogil:
     """mask[i] = 1 with probability 1 - rate, a pure function of (seed, offset + i)."""
     cdef int64_t blk
     cdef uint64_t base = _mix64(seed)
-    for blk in prange(_n_blocks(n), schedule="static", num_threads=n_threads):
+    for blk in prange(_n_blocks(n), schedule="static", num_threads=_team(n, n_threads)):
         _fill_block(blk * _BLOCK, min(n, (blk + 1) * _BLOCK), base, offset, threshold, mask)
 
 
@@ -84,7 +101,7 @@ cdef void dropout_fwd(int64_t n, const floating* x,                 # IN (n,)
     """One fused pass: draw mask[i], out[i] = x[i] * scale if kept else 0."""
     cdef int64_t blk
     cdef uint64_t base = _mix64(seed)
-    for blk in prange(_n_blocks(n), schedule="static", num_threads=n_threads):
+    for blk in prange(_n_blocks(n), schedule="static", num_threads=_team(n, n_threads)):
         _dropout_block(blk * _BLOCK, min(n, (blk + 1) * _BLOCK), x, base, offset, threshold,
                        scale, out, mask)
 
@@ -110,7 +127,7 @@ cdef void alpha_dropout_fwd(int64_t n, const floating* x,           # IN (n,)
     """out[i] = a * x[i] + b if kept else a * alpha' + b (= ``dropped``)."""
     cdef int64_t blk
     cdef uint64_t base = _mix64(seed)
-    for blk in prange(_n_blocks(n), schedule="static", num_threads=n_threads):
+    for blk in prange(_n_blocks(n), schedule="static", num_threads=_team(n, n_threads)):
         _alpha_block(blk * _BLOCK, min(n, (blk + 1) * _BLOCK), x, base, offset, threshold,
                      a, b, dropped, out, mask)
 
@@ -130,7 +147,7 @@ cdef void masked_scale_kernel(int64_t n, const floating* grad,      # IN (n,)
                               int n_threads) noexcept nogil:
     """out[i] = grad[i] * scale if mask[i] else 0 (the backward of both dropouts)."""
     cdef int64_t blk
-    for blk in prange(_n_blocks(n), schedule="static", num_threads=n_threads):
+    for blk in prange(_n_blocks(n), schedule="static", num_threads=_team(n, n_threads)):
         _masked_block(blk * _BLOCK, min(n, (blk + 1) * _BLOCK), grad, mask, scale, out)
 
 
@@ -149,7 +166,8 @@ cdef void channel_scale_kernel(int64_t n_planes, int64_t plane_size,
                                int n_threads) noexcept nogil:
     """out[p, :] = x[p, :] * scale if mask[p] else 0 (spatial dropout, fwd and bwd)."""
     cdef int64_t p
-    for p in prange(n_planes, schedule="static", num_threads=n_threads):
+    for p in prange(n_planes, schedule="static",
+                   num_threads=_team(n_planes * plane_size, n_threads)):
         _plane_scale(plane_size, x + p * plane_size, scale if mask[p] else 0,
                      out + p * plane_size)
 
