@@ -8,8 +8,15 @@ MNIST shape), run interleaved in the same process at the same thread count:
   sig  784-256-10 Sigmoid + Dropout(0.2), Adam
   cnn  Conv(16,3,p1)-BN-ReLU-MaxPool2-Conv(32,3,p1)-BN-ReLU-MaxPool2-Flatten-Dropout(0.25)-Dense(10), Adam
 For each: median samples/s over `--epochs` epochs of training and of inference, the
-ratio minnet/torch, and the peak RSS growth of each framework's training (measured in a
-child process per framework so one does not hide the other). JSON -> benchmarks/results/training.json
+ratio minnet/torch, and each framework's memory (in a child process per framework so one
+does not hide the other): the peak RSS growth during training (a 256-sample warm-up
+and one epoch, sampled every millisecond) over the RSS just before it, and the process's
+peak RSS (VmHWM).  JSON -> benchmarks/results/training_t<threads>.json
+
+    python benchmarks/bench_training.py --profile [--models mlp]
+
+prints where a training step's time goes instead: Cython kernels, optimizer arithmetic
+(NumPy) and the rest (Python overhead).  JSON -> benchmarks/results/profile_t<threads>.json
 """
 import argparse
 import json
@@ -104,34 +111,153 @@ def torch_predict(torch, model, x):
     return len(x) / (time.perf_counter() - t)
 
 
+_KERNEL_MODULES = ("_conv", "_activations", "_losses", "_batchnorm", "_pooling", "_dropout")
+
+
+def profile_split(name, mn, n, threads):
+    """Where one training epoch's time goes: Cython kernels, optimizer arithmetic, the rest.
+
+    Every Python-visible function of the kernel modules and every optimizer's ``_update``
+    (NumPy ufuncs on the parameters) is wrapped in a timer for one epoch; what remains of
+    the wall time is Python overhead (autograd bookkeeping, layer/functional dispatch and
+    validation, batching, the loss wrapper, callbacks).  The wrappers add about 0.2 us per
+    call, charged to the kernels.
+    """
+    import importlib
+    x, y = data(name, n)
+    model = build_minnet(name, mn)
+    minnet_epoch(model, x[:1000], y[:1000])
+    totals = {}
+    patched = []
+    depth = [0]     # kernel wrappers call each other (relu_forward -> _leaky_relu): time the outer one
+
+    def timed(label, fn):
+        def wrapper(*args, **kwargs):
+            if depth[0]:
+                return fn(*args, **kwargs)
+            depth[0] += 1
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                totals[label] = totals.get(label, 0.0) + time.perf_counter() - t0
+                depth[0] -= 1
+        return wrapper
+
+    for mod_name in _KERNEL_MODULES:
+        mod = importlib.import_module(f"minnet._ext.{mod_name}")
+        for attr in dir(mod):
+            fn = getattr(mod, attr)
+            if attr.startswith("__") or not callable(fn) or isinstance(fn, type):
+                continue
+            patched.append((mod, attr, fn))
+            setattr(mod, attr, timed(f"kernel {mod_name}.{attr}", fn))
+    opt = type(model.optimizer)
+    patched.append((opt, "_update", opt.__dict__.get("_update", opt._update)))
+    opt._update = timed("optimizer update (NumPy)", opt._update)
+    try:
+        steps = -(-len(x) // 64)
+        t0 = time.perf_counter()
+        model.fit(x, y, batch_size=64, epochs=1, verbose=0, shuffle=True)
+        wall = time.perf_counter() - t0
+    finally:
+        for owner, attr, fn in patched:
+            setattr(owner, attr, fn)
+    kernels = sum(v for k, v in totals.items() if k.startswith("kernel"))
+    update = totals.get("optimizer update (NumPy)", 0.0)
+    rows = sorted(totals.items(), key=lambda kv: -kv[1])
+    split = {"steps": steps, "wall_ms_per_step": 1e3 * wall / steps,
+             "kernels_ms_per_step": 1e3 * kernels / steps,
+             "optimizer_ms_per_step": 1e3 * update / steps,
+             "python_ms_per_step": 1e3 * (wall - kernels - update) / steps,
+             "detail_ms_per_step": {k: 1e3 * v / steps for k, v in rows}}
+    return split
+
+
 def peak_rss_child(framework, name, n, threads):
-    """Peak RSS growth (MiB) of training 1 epoch in a fresh process."""
+    """(peak RSS growth during 1 training epoch, peak RSS of the whole process) in MiB,
+    measured in a fresh process so one framework's memory does not hide the other's."""
     out = subprocess.run([sys.executable, __file__, "--memory-child", framework, "--models", name,
                           "--n", str(n), "--threads", str(threads)], capture_output=True, text=True)
     try:
-        return float(out.stdout.strip().splitlines()[-1])
+        growth, total = out.stdout.strip().splitlines()[-1].split()
+        return float(growth), float(total)
     except (ValueError, IndexError):
-        return float("nan")
+        return float("nan"), float("nan")
+
+
+def _current_rss_mib():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+class _RssSampler:
+    """Samples the current RSS every millisecond in a thread (kernels release the GIL)."""
+
+    def __init__(self):
+        import threading
+        self.peak = _current_rss_mib()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.peak = max(self.peak, _current_rss_mib())
+            self._stop.wait(0.001)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, _current_rss_mib())
+
+
+def _peak_rss_mib():
+    """This process's peak RSS.  VmHWM, not ru_maxrss: Linux carries ru_maxrss over
+    exec(), so a child started from a big parent would report the parent's peak."""
+    if os.path.exists("/proc/self/status"):
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 def memory_child(framework, name, n, threads):
+    """Prints 'growth total': the peak RSS during training (a 256-sample warm-up epoch,
+    then one full epoch) minus the RSS just before it (libraries imported, model built,
+    data in memory), and the process's peak RSS (interpreter, libraries, data, training)."""
     x, y = data(name, n)
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     if framework == "minnet":
         import minnet as mn
         mn.set_num_threads(threads)
         model = build_minnet(name, mn)
-        base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        minnet_epoch(model, x, y)
+
+        def run():
+            minnet_epoch(model, x[:256], y[:256])
+            minnet_epoch(model, x, y)
     else:
         import torch
         torch.set_num_threads(threads)
         model, opt = build_torch(name, torch)
         xt, yt = torch.from_numpy(x), torch.from_numpy(y)
-        base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        torch_epoch(torch, model, opt, xt, yt)
-    del before
-    print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024.0)
+
+        def run():
+            torch_epoch(torch, model, opt, xt[:256], yt[:256])
+            torch_epoch(torch, model, opt, xt, yt)
+    if os.path.exists("/proc/self/statm"):
+        base = _current_rss_mib()
+        with _RssSampler() as sampler:
+            run()
+        growth = sampler.peak - base
+    else:
+        base = _peak_rss_mib()
+        run()
+        growth = _peak_rss_mib() - base
+    print(f"{growth:.2f} {_peak_rss_mib():.2f}")
 
 
 def main():
@@ -142,10 +268,28 @@ def main():
     parser.add_argument("--models", default="mlp,sig,cnn")
     parser.add_argument("--no-memory", action="store_true")
     parser.add_argument("--memory-child", default=None)
+    parser.add_argument("--profile", action="store_true",
+                        help="print the kernels / optimizer / Python-overhead split of a step")
     args = parser.parse_args()
     names = args.models.split(",")
     if args.memory_child:
         memory_child(args.memory_child, names[0], args.n, args.threads)
+        return
+    if args.profile:
+        import minnet as mn
+        mn.set_num_threads(args.threads)
+        out = {}
+        for name in names:
+            split = profile_split(name, mn, args.n, args.threads)
+            out[name] = split
+            print(f"{name:4s} {split['wall_ms_per_step']:.3f} ms/step = kernels "
+                  f"{split['kernels_ms_per_step']:.3f} + optimizer {split['optimizer_ms_per_step']:.3f}"
+                  f" + Python {split['python_ms_per_step']:.3f}")
+            for label, ms in list(split["detail_ms_per_step"].items())[:8]:
+                print(f"       {ms:7.3f} ms  {label}")
+        os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
+        with open(os.path.join(HERE, "results", f"profile_t{args.threads}.json"), "w") as f:
+            json.dump(out, f, indent=2)
         return
 
     import minnet as mn
@@ -176,9 +320,11 @@ def main():
             summary["train_ratio"] = summary["minnet_train"] / summary["torch_train"]
             summary["predict_ratio"] = summary["minnet_predict"] / summary["torch_predict"]
         if not args.no_memory:
-            summary["minnet_peak_rss_mib"] = peak_rss_child("minnet", name, args.n, args.threads)
+            (summary["minnet_train_rss_growth_mib"],
+             summary["minnet_peak_rss_mib"]) = peak_rss_child("minnet", name, args.n, args.threads)
             if torch is not None:
-                summary["torch_peak_rss_mib"] = peak_rss_child("torch", name, args.n, args.threads)
+                (summary["torch_train_rss_growth_mib"],
+                 summary["torch_peak_rss_mib"]) = peak_rss_child("torch", name, args.n, args.threads)
         results["models"][name] = summary
         line = f"{name:4s} train {summary['minnet_train']:9,.0f} samples/s"
         if torch is not None:
@@ -187,9 +333,11 @@ def main():
         if torch is not None:
             line += f" (torch {summary['torch_predict']:9,.0f}, ratio {summary['predict_ratio']:.2f})"
         if "minnet_peak_rss_mib" in summary:
-            line += f" | peak RSS growth {summary['minnet_peak_rss_mib']:.0f} MiB"
+            line += (f" | training RSS growth {summary['minnet_train_rss_growth_mib']:.1f} MiB,"
+                     f" process peak {summary['minnet_peak_rss_mib']:.0f} MiB")
             if "torch_peak_rss_mib" in summary:
-                line += f" (torch {summary['torch_peak_rss_mib']:.0f} MiB)"
+                line += (f" (torch {summary['torch_train_rss_growth_mib']:.1f} MiB,"
+                         f" {summary['torch_peak_rss_mib']:.0f} MiB)")
         print(line, flush=True)
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
     with open(os.path.join(HERE, "results", f"training_t{args.threads}.json"), "w") as f:

@@ -11,9 +11,11 @@ The Python-visible wrappers (``sigmoid_forward``, ...) validate dtypes, shapes a
 contiguity, so the ``nogil`` loops below run without bounds checks.
 """
 from cython.parallel cimport prange
-from libc.math cimport exp, expm1, expm1f, log, tanh, tanhf, fabs
+from libc.math cimport exp, expm1, expm1f, log, tanh, fabs
 
 from minnet._ext._blas cimport floating
+from minnet._ext._fastmath cimport (minnet_exp_nonpos_f, minnet_tanh_block_f, minnet_row_max_f,
+                                    minnet_exp_sum_f, minnet_dot_f)
 
 import numpy as np
 
@@ -27,8 +29,6 @@ cdef enum:
 
 cdef extern from *:
     """
-    #include <stdint.h>
-    #include <string.h>
     /* GCC keeps a float compare (it could raise FE_INVALID on NaN) out of a vectorised
      * select unless trapping math is off; minnet never reads the FP exception flags, so
      * switch it off for this module and let `y = v > 0 ? v : neg` loops vectorise.
@@ -36,35 +36,6 @@ cdef extern from *:
     #if defined(__GNUC__) && !defined(__clang__)
     #pragma GCC optimize("no-trapping-math")
     #endif
-    /* exp(x) for float x <= 0, as a branch-free polynomial the compiler can vectorise
-     * (libm's expf is a function call per element).  Cephes' range reduction
-     * x = n*ln2 + r, |r| <= ln2/2, then exp(r) by a degree-7 polynomial, then 2^n
-     * from the exponent bits: max error ~1.4 ulp on [-87.3, 0].  Results below
-     * FLT_MIN (x < -87.3) are flushed to 0; NaN propagates (through the polynomial). */
-    static inline float minnet_exp_nonpos_f(float x) {
-        const float magic = 12582912.0f;           /* 1.5 * 2^23: adding it rounds to int */
-        float xc = x < -87.3365478515625f ? -87.3365478515625f : x;
-        xc = xc > 0.0f ? 0.0f : xc;
-        float t = xc * 1.44269504088896341f + magic;
-        float n = t - magic;
-        int32_t t_bits, magic_bits;
-        memcpy(&t_bits, &t, 4);
-        memcpy(&magic_bits, &magic, 4);
-        uint32_t scale_bits = (uint32_t)(t_bits - magic_bits + 127) << 23;
-        float scale;
-        memcpy(&scale, &scale_bits, 4);
-        float r = xc - n * 0.693359375f;
-        r = r + n * 2.12194440e-4f;
-        float p = 1.9875691500e-4f;
-        p = p * r + 1.3981999507e-3f;
-        p = p * r + 8.3334519073e-3f;
-        p = p * r + 4.1665795894e-2f;
-        p = p * r + 1.6666665459e-1f;
-        p = p * r + 5.0000001201e-1f;
-        float y = (p * r * r + r + 1.0f) * scale;
-        return x < -87.3365478515625f ? 0.0f : y;
-    }
-
     /* Sigmoid of n floats, the one kernel here bound by arithmetic rather than memory.
      * On x86-64 Linux GCC also compiles AVX2 and AVX-512 copies of it and picks one at
      * load time for the CPU it runs on (target_clones); elsewhere it is the plain
@@ -85,7 +56,6 @@ cdef extern from *:
         }
     }
     """
-    float minnet_exp_nonpos_f(float x) noexcept nogil
     void minnet_sigmoid_f(const float* x, float* y, Py_ssize_t n) noexcept nogil
 
 
@@ -106,13 +76,6 @@ cdef inline floating _expm1(floating v) noexcept nogil:
         return expm1f(v)
     else:
         return expm1(v)
-
-
-cdef inline floating _tanh(floating v) noexcept nogil:
-    if floating is float:
-        return tanhf(v)
-    else:
-        return tanh(v)
 
 
 cdef inline int _team(Py_ssize_t work, int n_threads) noexcept nogil:
@@ -178,8 +141,11 @@ cdef void sigmoid_backward_kernel(const floating[::1] y,      # IN  saved output
 
 cdef inline void _tanh_block(const floating* x, floating* y, Py_ssize_t n) noexcept nogil:
     cdef Py_ssize_t i
-    for i in range(n):
-        y[i] = _tanh(x[i])
+    if floating is float:
+        minnet_tanh_block_f(x, y, n)    # branch-free, vectorised (see _fastmath.pxd)
+    else:
+        for i in range(n):
+            y[i] = tanh(x[i])
 
 
 cdef void tanh_kernel(const floating[::1] x,    # IN  (n,)
@@ -320,20 +286,30 @@ cdef inline void _softmax_row(const floating* x,   # IN  (cols,)
     cdef Py_ssize_t j
     cdef floating m = x[0], e
     cdef double total = 0
-    for j in range(1, cols):
-        if x[j] > m:
-            m = x[j]
+    # float32: lane-parallel max and double sums the compiler vectorises (_fastmath.pxd).
+    if floating is float:
+        m = minnet_row_max_f(x, cols)
+    else:
+        for j in range(1, cols):
+            if x[j] > m:
+                m = x[j]
     if log_output:
-        for j in range(cols):
-            total += _exp_nonpos(x[j] - m)
+        if floating is float:
+            total = minnet_exp_sum_f(x, m, NULL, cols)
+        else:
+            for j in range(cols):
+                total += _exp_nonpos(x[j] - m)
         e = <floating> (m + log(total))        # log-sum-exp of the row
         for j in range(cols):
             y[j] = x[j] - e
     else:
-        for j in range(cols):
-            e = _exp_nonpos(x[j] - m)
-            y[j] = e
-            total += e
+        if floating is float:
+            total = minnet_exp_sum_f(x, m, y, cols)     # also writes y[j] = exp(x[j] - m)
+        else:
+            for j in range(cols):
+                e = _exp_nonpos(x[j] - m)
+                y[j] = e
+                total += e
         e = <floating> (1.0 / total)
         for j in range(cols):
             y[j] = y[j] * e
@@ -359,15 +335,21 @@ cdef inline void _softmax_backward_row(const floating* y,    # IN  saved output 
     cdef floating t
     if log_output:
         # y = log p: dx = g - p * sum(g)
-        for j in range(cols):
-            total += g[j]
+        if floating is float:
+            total = minnet_dot_f(g, NULL, cols)
+        else:
+            for j in range(cols):
+                total += g[j]
         t = <floating> total
         for j in range(cols):
             dx[j] = g[j] - _exp_nonpos(y[j]) * t
     else:
         # y = p: dx = p * (g - <g, p>)
-        for j in range(cols):
-            total += <double> g[j] * y[j]
+        if floating is float:
+            total = minnet_dot_f(g, y, cols)
+        else:
+            for j in range(cols):
+                total += <double> g[j] * y[j]
         t = <floating> total
         for j in range(cols):
             dx[j] = y[j] * (g[j] - t)

@@ -14,10 +14,12 @@ As in ``_activations``, the Python-visible wrappers validate everything (dtypes,
 label range) so the ``nogil`` loops run without bounds checks.
 """
 from cython.parallel cimport prange
-from libc.math cimport exp, expf, log
+from libc.math cimport exp, log
 from libc.stdint cimport int64_t
 
 from minnet._ext._blas cimport floating
+from minnet._ext._fastmath cimport (minnet_exp_nonpos_f, minnet_exp_sum_f, minnet_row_max_f,
+                                    minnet_ce_grad_row_f)
 
 import numpy as np
 
@@ -30,8 +32,9 @@ cdef enum:
 
 
 cdef inline floating _exp(floating v) noexcept nogil:
+    """exp(v) for v <= 0 (every exponential here is of x - max or x - lse)."""
     if floating is float:
-        return expf(v)
+        return minnet_exp_nonpos_f(v)     # inline and vectorisable, unlike libm's expf
     else:
         return exp(v)
 
@@ -47,11 +50,16 @@ cdef inline double _row_lse(const floating* x, Py_ssize_t cols) noexcept nogil:
     cdef Py_ssize_t j
     cdef floating m = x[0]
     cdef double total = 0
-    for j in range(1, cols):
-        if x[j] > m:
-            m = x[j]
-    for j in range(cols):
-        total += _exp(x[j] - m)
+    if floating is float:
+        # Lane-parallel max and double sum the compiler vectorises (_fastmath.pxd).
+        m = minnet_row_max_f(x, cols)
+        total = minnet_exp_sum_f(x, m, NULL, cols)
+    else:
+        for j in range(1, cols):
+            if x[j] > m:
+                m = x[j]
+        for j in range(cols):
+            total += _exp(x[j] - m)
     return m + log(total)
 
 
@@ -91,8 +99,11 @@ cdef inline void _ce_backward_row(const floating* x, int64_t label, double lse,
                                   floating* dx) noexcept nogil:
     cdef Py_ssize_t j
     cdef floating off = <floating> (eps / cols)           # smoothing mass of every class
-    for j in range(cols):
-        dx[j] = (_exp(<floating> (x[j] - lse)) - off) * g
+    if floating is float:
+        minnet_ce_grad_row_f(x, lse, off, g, dx, cols)    # the same loop, AVX2/AVX-512 clones
+    else:
+        for j in range(cols):
+            dx[j] = (_exp(<floating> (x[j] - lse)) - off) * g
     dx[label] = dx[label] - <floating> (1 - eps) * g
 
 

@@ -50,6 +50,43 @@ cdef inline void _max_plane(const floating* x, int H, int W, int OH, int OW,
             idx[oh * OW + ow] = best
 
 
+cdef inline void _max_plane_2x2(const floating* x, int H, int W, int OH, int OW,
+                                floating* out, int32_t* idx) noexcept nogil:
+    # The common 2x2 / stride 2 / unpadded case (2*OH <= H, 2*OW <= W): the loop of
+    # _max_plane with its bounds fixed and unrolled, same order and same selects (first
+    # maximum kept, the last NaN wins), so the results are identical.
+    cdef int oh, ow
+    cdef int32_t i, best
+    cdef floating v, maxval
+    cdef bint better
+    cdef const floating* r0
+    cdef const floating* r1
+    for oh in range(OH):
+        r0 = x + 2 * oh * W
+        r1 = r0 + W
+        for ow in range(OW):
+            i = 2 * oh * W + 2 * ow
+            v = r0[2 * ow]
+            maxval = -INFINITY
+            best = i
+            better = (v > maxval) | (v != v)
+            maxval = v if better else maxval
+            v = r0[2 * ow + 1]
+            better = (v > maxval) | (v != v)
+            maxval = v if better else maxval
+            best = (i + 1) if better else best
+            v = r1[2 * ow]
+            better = (v > maxval) | (v != v)
+            maxval = v if better else maxval
+            best = (i + W) if better else best
+            v = r1[2 * ow + 1]
+            better = (v > maxval) | (v != v)
+            maxval = v if better else maxval
+            best = (i + W + 1) if better else best
+            out[oh * OW + ow] = maxval
+            idx[oh * OW + ow] = best
+
+
 cdef void max_pool2d_fwd(int64_t P, int H, int W, int OH, int OW,
                          int kh, int kw, int sh, int sw, int pt, int pl,
                          const floating* x,                  # IN (P, H, W)
@@ -57,9 +94,14 @@ cdef void max_pool2d_fwd(int64_t P, int H, int W, int OH, int OW,
                          int32_t* idx,                       # OUT (P, OH, OW) flat index in plane
                          int n_threads) noexcept nogil:
     cdef int64_t p
+    cdef bint fast = (kh == 2 and kw == 2 and sh == 2 and sw == 2 and pt == 0 and pl == 0
+                      and 2 * OH <= H and 2 * OW <= W)
     for p in prange(P, schedule="static", num_threads=n_threads):
-        _max_plane(x + p * H * W, H, W, OH, OW, kh, kw, sh, sw, pt, pl,
-                   out + p * OH * OW, idx + p * OH * OW)
+        if fast:
+            _max_plane_2x2(x + p * H * W, H, W, OH, OW, out + p * OH * OW, idx + p * OH * OW)
+        else:
+            _max_plane(x + p * H * W, H, W, OH, OW, kh, kw, sh, sw, pt, pl,
+                       out + p * OH * OW, idx + p * OH * OW)
 
 
 cdef void max_pool2d_bwd(int64_t P, int HW, int OHW,
