@@ -180,6 +180,13 @@ cdef inline void _leaky_relu_block(const floating* x, floating* y, Py_ssize_t n,
     # vectorises (it may not move a float multiply out of an `if` on its own).
     cdef Py_ssize_t i
     cdef floating v, neg
+    if slope == 0:
+        # relu: a select, not x * 0, so that relu(-inf) = 0 (x * 0 would be NaN); NaN
+        # stays NaN and -0.0 stays -0.0, as torch.relu.
+        for i in range(n):
+            v = x[i]
+            y[i] = 0 if v < 0 else v
+        return
     for i in range(n):
         v = x[i]
         neg = v * slope
@@ -227,7 +234,8 @@ cdef inline void _elu_block(const floating* x, floating* y, Py_ssize_t n,
     for i in range(n):
         v = x[i]
         pos = scale * v
-        neg = scale * alpha * _expm1(v if v < 0 else 0)
+        # `not (v >= 0)` sends NaN down the expm1 branch, so NaN propagates (as PyTorch)
+        neg = scale * alpha * _expm1(v if not (v >= 0) else 0)
         y[i] = pos if v > 0 else neg
 
 

@@ -152,3 +152,13 @@ def test_bad_arguments():
         F.elu(np.zeros(2), float("nan"))
     with pytest.raises(TypeError, match="`x`"):
         F.relu(np.array(["a"]))
+
+
+def test_relu_elu_special_values_match_torch(torch):
+    x = np.array([-0.0, -np.inf, np.inf, np.nan, 2.0, -3.0], np.float32)
+    xt = torch.tensor(x)
+    pairs = [(F.relu(x), torch.relu(xt)), (F.elu(x), torch.nn.functional.elu(xt)),
+             (F.selu(x), torch.selu(xt)), (F.leaky_relu(x, 0.01), torch.nn.functional.leaky_relu(xt, 0.01))]
+    for ours, theirs in pairs:
+        np.testing.assert_array_equal(ours.numpy()[1:], theirs.numpy()[1:])
+    assert np.signbit(F.relu(x).numpy()[0]) == np.signbit(torch.relu(xt).numpy()[0])
