@@ -24,8 +24,11 @@ the arrays whatever the padding or output size.
 Two ways of running the GEMMs are implemented (``method=``):
 
 * ``"per_sample"``: ``prange`` over the samples; each thread im2cols its sample into its own
-  workspace and calls single-threaded BLAS (``gemm``).  dW is accumulated in one partial
-  sum per thread, reduced at the end.  Small, cache-resident workspaces.
+  workspace and calls single-threaded BLAS (``gemm``).  dW is accumulated transposed
+  (``dW^T += col @ dY[n]^T``, the faster OpenBLAS layout) in one partial sum per thread,
+  reduced (and transposed back) at the end.  Small, cache-resident workspaces.  When
+  ``out_h * out_w`` is small but the product is not tiny (see ``_chunk``), a few samples
+  are put side by side so each GEMM is wider.
 * ``"batched"``: one im2col of the whole batch into a ``(K, N * L)`` matrix and one large
   GEMM split over threads (``gemm_parallel``).  Needs ``K * N * L`` elements of workspace
   and a transpose of Y / dY between ``(F, N*L)`` and ``(N, F, L)``.
@@ -90,14 +93,38 @@ cdef void _im2col_channel(const floating* plane,          # IN  (H, W) input pla
             offset = j * dw - pl
             _valid_columns(offset, sw, width, out_w, &lo, &hi)
             block = col + (i * kw + j) * ld    # this (i, j) row of col: L contiguous values
-            if row_lo > 0 or row_hi < out_h or lo > 0 or hi < out_w:
-                # Some positions read padding: zero the row once, then copy the rest.
-                memset(block, 0, <long> out_h * out_w * sizeof(floating))
             if hi <= lo:
+                memset(block, 0, <long> out_h * out_w * sizeof(floating))
+                continue
+            # Output rows reading only padding are zeroed whole; the others get their
+            # left/right padding zeroed and the rest copied (each value written once).
+            if row_lo > 0:
+                memset(block, 0, <long> row_lo * out_w * sizeof(floating))
+            if row_hi < out_h:
+                memset(block + <long> row_hi * out_w, 0,
+                       <long> (out_h - row_hi) * out_w * sizeof(floating))
+            if sh == 1 and sw == 1 and out_w == width and row_lo < row_hi:
+                # Rows of col and of the plane have the same stride: one copy of the span
+                # from the first valid value to the last, then re-zero the columns that
+                # wrapped in from the neighbouring image rows.
+                in_row = <long> (row_lo - pt + i * dh) * width + offset
+                memcpy(block + <long> row_lo * out_w + lo, plane + in_row + lo,
+                       (<long> (row_hi - row_lo - 1) * out_w + hi - lo) * sizeof(floating))
+                if lo > 0 or hi < out_w:
+                    for oh in range(row_lo, row_hi):
+                        dst = block + <long> oh * out_w
+                        for ow in range(lo):
+                            dst[ow] = 0
+                        for ow in range(hi, out_w):
+                            dst[ow] = 0
                 continue
             for oh in range(row_lo, row_hi):
                 dst = block + <long> oh * out_w
                 in_row = <long> (oh * sh - pt + i * dh) * width + offset
+                for ow in range(lo):
+                    dst[ow] = 0
+                for ow in range(hi, out_w):
+                    dst[ow] = 0
                 if sw == 1:
                     memcpy(dst + lo, plane + in_row + lo, (hi - lo) * sizeof(floating))
                 else:
@@ -244,34 +271,71 @@ cdef void _fill_bias(const floating* bias,                    # IN  (F,) or NULL
             y[job * g.l + p] = value
 
 
+cdef inline void _fill(floating* dst, floating value, long size) noexcept nogil:
+    cdef long p
+    for p in range(size):
+        dst[p] = value
+
+
 cdef void _conv_forward_per_sample(const floating* x,          # IN  (N, C, H, W)
                                    const floating* w,          # IN  (F, K)
                                    const floating* bias,       # IN  (F,) or NULL
                                    floating* y,                # OUT (N, F, L)
-                                   floating* workspace,        # OUT (n_threads, K, L) scratch
-                                   Geometry g, int n_threads) noexcept nogil:
-    """One parallel region: each thread fills, gathers and multiplies its own samples."""
-    cdef int n, f
-    cdef long p
+                                   floating* workspace,        # OUT per-thread scratch
+                                   long ws_stride,             # scratch elements per thread
+                                   Geometry g, int chunk, int n_threads) noexcept nogil:
+    """One parallel region over chunks of ``chunk`` samples, each thread on its own chunks.
+
+    ``chunk == 1``: ``y[n]`` is prefilled with the bias and the GEMM accumulates into it
+    (beta = 1); the scratch is one ``(K, L)`` im2col (none for the identity geometry).
+    ``chunk > 1`` (small images): the chunk's patches go side by side into a ``(K, s*L)``
+    matrix so one GEMM is ``s`` times wider, the product lands in a ``(F, s*L)`` buffer and is
+    copied into ``y`` with the bias; the scratch is ``(K + F) * chunk * L``.
+    """
+    cdef long n_chunks = (g.n + chunk - 1) // chunk
+    cdef long job, ld, p
+    cdef int n, n0, count, j, f
     cdef floating value
     cdef floating* y_n
-    cdef const floating* col
     cdef floating* ws
-    for n in prange(g.n, schedule="static", num_threads=n_threads):
-        y_n = y + n * g.f * g.l
-        for f in range(g.f):      # y[n] = b, then the GEMM accumulates (beta = 1)
-            value = bias[f] if bias != NULL else 0
-            for p in range(g.l):
-                y_n[f * g.l + p] = value
-        if g.identity:
-            col = x + n * g.k * g.l
+    cdef floating* ybuf
+    cdef const floating* col
+    cdef const floating* src
+    for job in prange(n_chunks, schedule="static", num_threads=n_threads):
+        ws = workspace + threadid() * ws_stride
+        n0 = <int> (job * chunk)
+        if chunk == 1:
+            y_n = y + <long> n0 * g.f * g.l
+            if bias == NULL:          # y[n] = b, then the GEMM accumulates (beta = 1)
+                memset(y_n, 0, g.f * g.l * sizeof(floating))
+            else:
+                for f in range(g.f):
+                    _fill(y_n + f * g.l, bias[f], g.l)
+            if g.identity:
+                col = x + <long> n0 * g.k * g.l
+            else:
+                _im2col_sample(x + <long> n0 * g.c * g.h * g.w, g.c, g.h, g.w, g.kh, g.kw,
+                               g.sh, g.sw, g.pt, g.pl, g.dh, g.dw, g.out_h, g.out_w, ws, g.l)
+                col = ws
+            gemm(False, False, g.f, <int> g.l, <int> g.k, <floating> 1, w, <int> g.k,
+                 col, <int> g.l, <floating> 1, y_n, <int> g.l)
         else:
-            ws = workspace + threadid() * g.k * g.l
-            _im2col_sample(x + <long> n * g.c * g.h * g.w, g.c, g.h, g.w, g.kh, g.kw,
-                           g.sh, g.sw, g.pt, g.pl, g.dh, g.dw, g.out_h, g.out_w, ws, g.l)
-            col = ws
-        gemm(False, False, g.f, <int> g.l, <int> g.k, <floating> 1, w, <int> g.k,
-             col, <int> g.l, <floating> 1, y_n, <int> g.l)
+            count = chunk if n0 + chunk <= g.n else g.n - n0
+            ld = <long> count * g.l
+            ybuf = ws + g.k * chunk * g.l
+            for j in range(count):
+                _im2col_sample(x + <long> (n0 + j) * g.c * g.h * g.w, g.c, g.h, g.w,
+                               g.kh, g.kw, g.sh, g.sw, g.pt, g.pl, g.dh, g.dw,
+                               g.out_h, g.out_w, ws + j * g.l, ld)
+            gemm(False, False, g.f, <int> ld, <int> g.k, <floating> 1, w, <int> g.k,
+                 ws, <int> ld, <floating> 0, ybuf, <int> ld)
+            for j in range(count):
+                y_n = y + <long> (n0 + j) * g.f * g.l
+                for f in range(g.f):
+                    value = bias[f] if bias != NULL else 0
+                    src = ybuf + f * ld + j * g.l
+                    for p in range(g.l):
+                        y_n[f * g.l + p] = src[p] + value
 
 
 cdef void _conv_forward_batched(const floating* x, const floating* w, const floating* bias,
@@ -339,58 +403,92 @@ cdef void _conv_backward_per_sample(const floating* x,         # IN    (N, C, H,
                                     const floating* w,         # IN    (F, K)
                                     const floating* dy,        # IN    (N, F, L)
                                     floating* dx,              # OUT   (N, C, H, W)
-                                    floating* dw_parts,        # INOUT (n_threads, F, K), zeroed
-                                    double* db_parts,          # INOUT (n_threads, F), zeroed
-                                    floating* workspace,       # OUT   (n_threads, K, L) scratch
+                                    floating* dwt_parts,       # INOUT (n_parts, K, F), zeroed
+                                    double* db_parts,          # INOUT (n_parts, F), zeroed
+                                    floating* workspace,       # OUT   per-thread scratch
+                                    long ws_stride,            # scratch elements per thread
                                     Geometry g, bint need_dx, bint need_dw, bint need_db,
-                                    int n_threads) noexcept nogil:
-    """One parallel region over samples; dW and db go to per-thread partial sums."""
-    cdef int n, f, tid
+                                    int chunk, int n_threads) noexcept nogil:
+    """One parallel region over chunks of samples; dW and db go to per-thread partial sums.
+
+    The weight gradient is accumulated transposed, ``dW^T (K, F) += col (K, L) @ dY[n]^T``:
+    OpenBLAS runs that layout ~10 % faster than ``dY[n] @ col^T``; the reduction of the
+    partial sums transposes it back.  With ``chunk > 1`` the chunk's ``dY`` is first copied
+    side by side into a ``(F, s*L)`` buffer (after the ``(K, s*L)`` im2col scratch) so each
+    GEMM covers ``s`` samples.
+    """
+    cdef long n_chunks = (g.n + chunk - 1) // chunk
+    cdef long job, ld, p
+    cdef int n0, count, j, f, tid
     cdef floating* ws
+    cdef floating* dybuf
+    cdef floating* dst
     cdef const floating* col
-    cdef const floating* dy_n
-    for n in prange(g.n, schedule="static", num_threads=n_threads):
+    cdef const floating* dyc
+    cdef const floating* src
+    for job in prange(n_chunks, schedule="static", num_threads=n_threads):
         tid = threadid()
-        ws = workspace + tid * g.k * g.l
-        dy_n = dy + n * g.f * g.l
+        ws = workspace + tid * ws_stride
+        n0 = <int> (job * chunk)
+        count = chunk if n0 + chunk <= g.n else g.n - n0
+        ld = <long> count * g.l
         if need_db:
-            for f in range(g.f):
-                db_parts[tid * g.f + f] += _sum(dy_n + f * g.l, g.l)
+            for j in range(count):
+                for f in range(g.f):
+                    db_parts[tid * g.f + f] += _sum(dy + (<long> (n0 + j) * g.f + f) * g.l, g.l)
+        if chunk == 1:
+            dyc = dy + <long> n0 * g.f * g.l
+        else:
+            dybuf = ws + g.k * chunk * g.l
+            for j in range(count):
+                for f in range(g.f):
+                    src = dy + (<long> (n0 + j) * g.f + f) * g.l
+                    dst = dybuf + f * ld + j * g.l
+                    for p in range(g.l):
+                        dst[p] = src[p]
+            dyc = dybuf
         if need_dw:
-            if g.identity:
-                col = x + n * g.k * g.l
+            if chunk == 1 and g.identity:
+                col = x + <long> n0 * g.k * g.l
             else:
-                _im2col_sample(x + <long> n * g.c * g.h * g.w, g.c, g.h, g.w, g.kh, g.kw,
-                               g.sh, g.sw, g.pt, g.pl, g.dh, g.dw, g.out_h, g.out_w, ws, g.l)
+                for j in range(count):
+                    _im2col_sample(x + <long> (n0 + j) * g.c * g.h * g.w, g.c, g.h, g.w,
+                                   g.kh, g.kw, g.sh, g.sw, g.pt, g.pl, g.dh, g.dw,
+                                   g.out_h, g.out_w, ws + j * g.l, ld)
                 col = ws
-            # dW_t += dY[n] (F, L) @ col^T (L, K)
-            gemm(False, True, g.f, <int> g.k, <int> g.l, <floating> 1, dy_n, <int> g.l,
-                 col, <int> g.l, <floating> 1, dw_parts + tid * g.f * g.k, <int> g.k)
+            # dW^T_t (K, F) += col (K, s*L) @ dY_chunk^T (s*L, F)
+            gemm(False, True, <int> g.k, g.f, <int> ld, <floating> 1, col, <int> ld,
+                 dyc, <int> ld, <floating> 1, dwt_parts + tid * g.f * g.k, g.f)
         if need_dx:
-            if g.identity:
+            if chunk == 1 and g.identity:
                 # dX[n] = W^T (K, F) @ dY[n] (F, L), written straight into dx.
                 gemm(True, False, <int> g.k, <int> g.l, g.f, <floating> 1, w, <int> g.k,
-                     dy_n, <int> g.l, <floating> 0, dx + n * g.k * g.l, <int> g.l)
+                     dyc, <int> g.l, <floating> 0, dx + <long> n0 * g.k * g.l, <int> g.l)
             else:
-                gemm(True, False, <int> g.k, <int> g.l, g.f, <floating> 1, w, <int> g.k,
-                     dy_n, <int> g.l, <floating> 0, ws, <int> g.l)
-                _col2im_sample(ws, g.l, g.c, g.h, g.w, g.kh, g.kw, g.sh, g.sw, g.pt, g.pl,
-                               g.dh, g.dw, g.out_h, g.out_w, dx + <long> n * g.c * g.h * g.w)
+                gemm(True, False, <int> g.k, <int> ld, g.f, <floating> 1, w, <int> g.k,
+                     dyc, <int> ld, <floating> 0, ws, <int> ld)
+                for j in range(count):
+                    _col2im_sample(ws + j * g.l, ld, g.c, g.h, g.w, g.kh, g.kw, g.sh, g.sw,
+                                   g.pt, g.pl, g.dh, g.dw, g.out_h, g.out_w,
+                                   dx + <long> (n0 + j) * g.c * g.h * g.w)
 
 
-cdef void _reduce_parts(const floating* parts, int n_parts, long size, floating* out,
-                        int n_threads) noexcept nogil:
-    """out = sum of the n_parts partial sums (in parallel only when it is worth a region)."""
-    cdef long p
+cdef void _reduce_parts_transposed(const floating* parts,    # IN  (n_parts, K, F)
+                                   int n_parts, long k, long f,
+                                   floating* out,            # OUT (F, K)
+                                   int n_threads) noexcept nogil:
+    """out[f, k] = sum_t parts[t, k, f] (in parallel only when it is worth a region)."""
+    cdef long row, col
     cdef int t
     cdef floating acc
-    if size < 262144:
+    if k * f < 262144:
         n_threads = 1
-    for p in prange(size, schedule="static", num_threads=n_threads):
-        acc = parts[p]
-        for t in range(1, n_parts):
-            acc = acc + parts[t * size + p]
-        out[p] = acc
+    for row in prange(k, schedule="static", num_threads=n_threads):
+        for col in range(f):
+            acc = parts[row * f + col]
+            for t in range(1, n_parts):
+                acc = acc + parts[(t * k + row) * f + col]
+            out[col * k + row] = acc
 
 
 cdef void _conv_backward_batched(const floating* x, const floating* w, const floating* dy,
@@ -547,6 +645,33 @@ def _method(method, n_samples, n_threads):
     return method
 
 
+# Per-sample GEMMs narrower than this many columns (out_h * out_w) are widened by putting
+# several samples side by side (``chunk``, see _chunk).
+_MIN_COLUMNS = 256
+# OpenBLAS's limit (M * N * K) for its small-matrix sgemm path on AVX-512.
+_SMALL_GEMM = 1000000
+# ... as long as the per-thread scratch (K + F) * chunk * L stays within this many bytes,
+# so that it stays in a core's L2 cache.
+_MAX_CHUNK_BYTES = 1 << 20
+
+
+def _chunk(n, k, f, l, itemsize, n_threads):
+    """Samples per GEMM for the per-sample method: 1 unless out_h * out_w is small.
+
+    Measured with OpenBLAS 0.3.30 (SkylakeX kernels), 1 thread: products of at most
+    ``_SMALL_GEMM`` multiply-adds run on OpenBLAS's unpacked small-matrix kernels; widening
+    them gains nothing (8x8 images, 32 filters: 0.73 ms forward per sample, 0.79 ms with
+    chunk 3 and 0.90 ms with chunk 4, past the limit).  Larger products with fewer than
+    ``_MIN_COLUMNS`` columns are widened to about that many (7x7 images, 128 filters:
+    forward + backward 20.8 ms one sample per GEMM, 18.9 ms with chunk 6).
+    """
+    if l >= _MIN_COLUMNS or f * k * l <= _SMALL_GEMM:
+        return 1
+    chunk = -(-_MIN_COLUMNS // l)
+    chunk = min(chunk, max(1, _MAX_CHUNK_BYTES // max(1, (k + f) * l * itemsize)))
+    return max(1, min(chunk, -(-n // n_threads)))
+
+
 def im2col(x, kernel_size, stride=1, padding=0, dilation=1, out_size=None, n_threads=1):
     """Gather the convolution patches of a batch (``torch.nn.functional.unfold``).
 
@@ -690,6 +815,8 @@ cdef _conv_forward_entry(const floating[:, :, :, ::1] x, const floating[:, :, :,
     cdef floating[:, ::1] ws
     cdef floating[::1] big
     cdef floating* pbig = NULL
+    cdef int chunk
+    cdef long ws_stride
     dtype = np.float32 if floating is float else np.float64
     if bias is not None:
         b = bias
@@ -705,10 +832,16 @@ cdef _conv_forward_entry(const floating[:, :, :, ::1] x, const floating[:, :, :,
             _conv_forward_batched(&x[0, 0, 0, 0], &w[0, 0, 0, 0], pb, &y[0, 0, 0, 0],
                                   &ws[0, 0], pbig, g, n_threads)
     else:
-        ws = np.empty((1 if g.identity else n_threads, g.k * g.l), dtype=dtype)
+        chunk = _chunk(g.n, g.k, g.f, g.l, x.itemsize, n_threads)
+        if chunk == 1:
+            ws_stride = 0 if g.identity else g.k * g.l
+        else:
+            ws_stride = (g.k + g.f) * chunk * g.l
+        n_threads = min(n_threads, -(-g.n // chunk))
+        ws = np.empty((n_threads, max(1, ws_stride)), dtype=dtype)
         with nogil:
             _conv_forward_per_sample(&x[0, 0, 0, 0], &w[0, 0, 0, 0], pb, &y[0, 0, 0, 0],
-                                     &ws[0, 0], g, n_threads)
+                                     &ws[0, 0], ws_stride, g, chunk, n_threads)
 
 
 def conv2d_backward(x, weight, grad_output, stride=1, padding=0, dilation=1,
@@ -791,20 +924,28 @@ cdef _conv_backward_entry(const floating[:, :, :, ::1] x, const floating[:, :, :
             _conv_backward_batched(&x[0, 0, 0, 0], &w[0, 0, 0, 0], &dy[0, 0, 0, 0], pdx, pdw,
                                    &ws[0, 0], pbig, g, need_dx, need_dw, n_threads)
         return
-    # One dW / db partial sum per thread, but never more partial sums than samples.
-    cdef int n_parts = n_threads if n_threads < g.n else g.n
+    # One dW / db partial sum per thread, but never more partial sums than chunks.
+    cdef int chunk = _chunk(g.n, g.k, g.f, g.l, x.itemsize, n_threads)
+    cdef int n_parts = min(n_threads, -(-g.n // chunk))
     cdef bint need_db = db_obj is not None
     cdef double[:, ::1] db_parts = np.zeros((n_parts, g.f), dtype=np.float64)
     cdef int t, f
     cdef double acc
-    ws = np.empty((1 if g.identity else n_parts, g.k * g.l), dtype=dtype)
-    parts = np.zeros((n_parts if need_dw else 1, g.f * g.k), dtype=dtype)
+    cdef long ws_stride
+    if chunk > 1:
+        ws_stride = (g.k + g.f) * chunk * g.l
+    elif g.identity or not (need_dx or need_dw):
+        ws_stride = 0
+    else:
+        ws_stride = g.k * g.l
+    ws = np.empty((n_parts, max(1, ws_stride)), dtype=dtype)
+    parts = np.zeros((n_parts if need_dw else 1, g.k * g.f), dtype=dtype)
     with nogil:
         _conv_backward_per_sample(&x[0, 0, 0, 0], &w[0, 0, 0, 0], &dy[0, 0, 0, 0], pdx,
-                                  &parts[0, 0], &db_parts[0, 0], &ws[0, 0], g,
-                                  need_dx, need_dw, need_db, n_parts)
+                                  &parts[0, 0], &db_parts[0, 0], &ws[0, 0], ws_stride, g,
+                                  need_dx, need_dw, need_db, chunk, n_parts)
         if need_dw:
-            _reduce_parts(&parts[0, 0], n_parts, g.f * g.k, pdw, n_threads)
+            _reduce_parts_transposed(&parts[0, 0], n_parts, g.k, g.f, pdw, n_threads)
     if need_db:
         db = db_obj
         for f in range(g.f):

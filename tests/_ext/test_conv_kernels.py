@@ -279,3 +279,58 @@ def test_im2col_matches_torch_unfold(torch, rng):
     want = torch.nn.functional.fold(torch.tensor(cols), (9, 8), (2, 3), dilation=(2, 1),
                                     padding=(1, 2), stride=(2, 1)).numpy()
     np.testing.assert_allclose(back, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.fixture
+def force_chunks(monkeypatch):
+    # Widen every per-sample GEMM as far as the batch allows (several samples per GEMM,
+    # with a shorter last chunk when the batch does not divide), whatever the image size.
+    monkeypatch.setattr(_conv, "_SMALL_GEMM", 0)
+    monkeypatch.setattr(_conv, "_MIN_COLUMNS", 10**9)
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", CASES)
+def test_conv2d_chunked_samples_match_reference(case, dtype, n_threads, force_chunks, rng):
+    x, weight, bias, dy, s, p, d, out = _make(case, dtype, rng)
+    y = _conv.conv2d_forward(x, weight, bias, s, p, d, out, n_threads=n_threads,
+                             method="per_sample")
+    np.testing.assert_allclose(y, conv_ref(x, weight, bias, s, p, d, out), **TOL[dtype])
+    got = _conv.conv2d_backward(x, weight, dy, s, p, d, n_threads=n_threads, method="per_sample")
+    for g, want in zip(got, conv_grads_ref(x, weight, dy, s, p, d, out)):
+        np.testing.assert_allclose(g, want, **TOL[dtype])
+    # Each gradient alone (the scratch layout depends on which are requested).
+    for mask, want in zip([(True, False, False), (False, True, False), (False, False, True)], got):
+        alone = _conv.conv2d_backward(x, weight, dy, s, p, d, *mask, n_threads=n_threads,
+                                      method="per_sample")
+        np.testing.assert_allclose(alone[mask.index(True)], want, **TOL[dtype])
+
+
+def test_chunk_rule():
+    # Large per-sample products keep one sample per GEMM ...
+    assert _conv._chunk(64, 288, 64, 784, 4, 1) == 1
+    # ... tiny ones too (OpenBLAS's small-matrix path is fastest unwidened) ...
+    assert _conv._chunk(64, 144, 32, 64, 4, 1) == 1
+    # ... narrow but large ones (7x7 images, 128 filters) are widened to >= 256 columns,
+    chunk = _conv._chunk(64, 576, 128, 49, 4, 1)
+    assert chunk > 1 and chunk * 49 >= _conv._MIN_COLUMNS
+    # never beyond an equal share of the batch per thread.
+    assert _conv._chunk(5, 576, 128, 49, 4, 2) == 3
+    assert _conv._chunk(1, 576, 128, 49, 4, 1) == 1
+
+
+def test_conv2d_widened_gemm_real_shape(rng):
+    # 7x7 images with 64 -> 128 channels take the widened path without any patching; an
+    # odd batch gives a short last chunk.
+    x = rng.standard_normal((7, 64, 7, 7))
+    weight = rng.standard_normal((128, 64, 3, 3)) * 0.1
+    bias = rng.standard_normal(128)
+    dy = rng.standard_normal((7, 128, 7, 7))
+    assert _conv._chunk(7, 576, 128, 49, 8, 2) > 1
+    args = ((1, 1), (1, 1), (1, 1), (7, 7))
+    y = _conv.conv2d_forward(x, weight, bias, *args, n_threads=2)
+    np.testing.assert_allclose(y, conv_ref(x, weight, bias, *args), rtol=1e-10, atol=1e-10)
+    got = _conv.conv2d_backward(x, weight, dy, *args[:3], n_threads=2)
+    for g, want in zip(got, conv_grads_ref(x, weight, dy, *args)):
+        np.testing.assert_allclose(g, want, rtol=1e-9, atol=1e-9)
