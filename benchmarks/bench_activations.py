@@ -19,22 +19,12 @@ import argparse
 import json
 import os
 import platform
-import time
 
 import numpy as np
 
 import minnet as mn
+from _common import median_ms
 import minnet.functional as F
-
-
-def median_ms(fn, repeat):
-    fn()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return float(np.median(times) * 1e3)
 
 
 def problems(torch):

@@ -9,22 +9,15 @@ their ratio; writes JSON to benchmarks/results/autograd.json.
 import argparse
 import json
 import os
-import time
 
 import numpy as np
 
 import minnet as mn
+from _common import median_ms
 
 
 def median_us(fn, repeat):
-    for _ in range(50):
-        fn()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return float(np.median(times) * 1e6)
+    return median_ms(fn, repeat, warmup=50) * 1e3
 
 
 def main():

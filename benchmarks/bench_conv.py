@@ -15,26 +15,13 @@ Prints a table with the ratio torch_time / minnet_time (> 1 means minnet is fast
 writes JSON to benchmarks/results/conv.json.
 """
 import argparse
-import json
-import os
-import platform
-import time
 
 import numpy as np
 
 import minnet as mn
+from _common import median_ms, write_results
 import minnet.functional as F
 from minnet._ext import _conv
-
-
-def median_ms(fn, repeat):
-    fn()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return float(np.median(times) * 1e3)
 
 
 def main():
@@ -106,13 +93,7 @@ def main():
         print(f"{row['threads']:>7} {row['minnet_ms']:9.1f} {row['per_sample_ms']:10.1f} "
               f"{row['batched_ms']:8.1f} {torch_ms} {ratio}")
 
-    result = {"benchmark": title, "rows": rows, "platform": platform.platform(),
-              "processor": platform.processor(), "cpu_count": os.cpu_count(),
-              "torch_version": None if torch is None else torch.__version__}
-    out_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
-    os.makedirs(out_dir, exist_ok=True)
-    with open(os.path.join(out_dir, "conv.json"), "w") as f:
-        json.dump(result, f, indent=2)
+    write_results("conv.json", title, rows, torch)
 
 
 if __name__ == "__main__":

@@ -16,14 +16,12 @@ For each thread count (minnet and torch use the same count) it prints the median
 and writes JSON to benchmarks/results/norm_dropout_pool.json.
 """
 import argparse
-import json
-import os
-import platform
 import time
 
 import numpy as np
 
 import minnet as mn
+from _common import write_results
 import minnet.functional as F
 
 SHAPE = (64, 64, 28, 28)
@@ -130,13 +128,7 @@ def main():
         torch_ms = f"{row['torch_ms']:8.2f}" if "torch_ms" in row else f"{'-':>8}"
         ratio = f"{row['ratio_torch_over_minnet']:12.2f}" if "torch_ms" in row else f"{'-':>12}"
         print(f"{row['op']:>16} {row['threads']:>7} {row['minnet_ms']:8.2f} {torch_ms} {ratio}")
-    result = {"benchmark": title, "rows": rows, "platform": platform.platform(),
-              "processor": platform.processor(), "cpu_count": os.cpu_count(),
-              "torch_version": None if torch is None else torch.__version__}
-    out_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
-    os.makedirs(out_dir, exist_ok=True)
-    with open(os.path.join(out_dir, "norm_dropout_pool.json"), "w") as f:
-        json.dump(result, f, indent=2)
+    write_results("norm_dropout_pool.json", title, rows, torch)
 
 
 if __name__ == "__main__":

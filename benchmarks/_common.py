@@ -1,0 +1,31 @@
+"""Helpers shared by the benchmark scripts: timing and writing results."""
+import json
+import os
+import platform
+import time
+
+import numpy as np
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+
+
+def median_ms(fn, repeat, warmup=1):
+    """Median wall time of ``fn()`` in milliseconds over ``repeat`` calls (after warm-up)."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return float(np.median(times) * 1e3)
+
+
+def write_results(filename, title, rows, torch=None, **extra):
+    """Write ``rows`` with the machine description to ``benchmarks/results/<filename>``."""
+    result = {"benchmark": title, "rows": rows, "platform": platform.platform(),
+              "processor": platform.processor(), "cpu_count": os.cpu_count(),
+              "torch_version": None if torch is None else torch.__version__, **extra}
+    os.makedirs(RESULTS, exist_ok=True)
+    with open(os.path.join(RESULTS, filename), "w") as f:
+        json.dump(result, f, indent=2)
