@@ -183,6 +183,11 @@ def _warn_if_probabilities(loss, y_pred):
     data = y_pred.data
     if data.ndim < 2 or data.shape[-1] < 2 or data.size == 0:
         return
+    # Every row must qualify, so a first row that does not settles it (logits almost always
+    # have a negative entry there): the whole-array checks run only when it looks like one.
+    first = data.reshape(-1, data.shape[-1])[0]
+    if first.min() < 0 or first.max() > 1 or abs(float(first.sum()) - 1.0) > 2e-3:
+        return
     if np.all((data >= 0) & (data <= 1)) and np.allclose(data.sum(axis=-1), 1.0, atol=1e-3):
         _warned_probabilities.add(name)
         warnings.warn(

@@ -266,7 +266,7 @@ class Sequential(Layer):
                 raise ValueError(f"Model '{self.name}' expected a batch of inputs (batch dim first). "
                                  f"Received a scalar")
             self.build(tuple(x.shape))
-        elif self._build_input_shape is not None:
+        elif self._build_input_shape is not None and x.shape[1:] != self._build_input_shape[1:]:
             expected = self._build_input_shape
             if len(x.shape) != len(expected) or any(
                     e is not None and e != s for e, s in zip(expected[1:], x.shape[1:])):

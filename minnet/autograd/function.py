@@ -162,12 +162,13 @@ class Context:
     Any other attribute (``ctx.stride = 2``) may be set in forward and read in backward.
     """
 
-    def __init__(self):
-        self._saved = ()
-        self._versions = None
-        self._released = False
-        self.needs_input_grad = ()
-        self.non_differentiable = ()
+    # Class-level defaults instead of an __init__: one Context per op, so the five
+    # attribute stores an __init__ would do are a measurable share of a small op.
+    _saved = ()
+    _versions = None
+    _released = False
+    needs_input_grad = ()
+    non_differentiable = ()
 
     def save_for_backward(self, *arrays):
         """Keep ``arrays`` (ndarrays or None) for backward; checked for in-place changes."""
@@ -188,19 +189,18 @@ class Context:
                 if tensor is not None and tensor._version.value != version:
                     raise RuntimeError(
                         f"One of the arrays needed for gradient computation has been modified by an "
-                        f"in-place operation: saved array {position} of {self._node_name} (shape "
+                        f"in-place operation: saved array {position} of {self._fn_cls._node_name()} (shape "
                         f"{tuple(tensor.shape)}, dtype {tensor.dtype}) is at version "
                         f"{tensor._version.value}; expected version {version}. Use an out-of-place "
                         f"operation (y = y + 1 instead of y += 1 / y.add_(1)) or .clone() first.")
         return self._saved
 
     def _release(self):
-        self._saved = ()
-        self._versions = None
+        keep = ("needs_input_grad", "non_differentiable", "_fn_cls")
+        d = self.__dict__
+        for name in [k for k in d if k not in keep]:
+            del d[name]
         self._released = True
-        keep = ("_saved", "_versions", "_released", "needs_input_grad", "non_differentiable", "_node_name")
-        for name in [k for k in self.__dict__ if k not in keep]:
-            del self.__dict__[name]
 
 
 # --------------------------------------------------------------------------- nodes
@@ -270,11 +270,13 @@ class BackwardNode(Node):
                 f"{n_inputs} (one per positional argument of forward, None for those that need none), "
                 f"got {len(result)}")
         out = []
+        next_functions = self.next_functions
         for i, (g, meta) in enumerate(zip(result, self._input_meta)):
-            if g is None or meta is None or self.next_functions[i][0] is None:
+            if g is None or meta is None or next_functions[i][0] is None:
                 out.append(None)
                 continue
-            g = np.asarray(g)
+            if type(g) is not np.ndarray:
+                g = np.asarray(g)
             shape, dtype = meta
             if g.shape != shape:
                 if g.size == int(np.prod(shape, dtype=np.int64)) and g.ndim == 0:
@@ -339,55 +341,68 @@ class Function(metaclass=_FunctionMeta):
     @classmethod
     def apply(cls, *args, **kwargs):
         """Run forward on the arguments and record the backward node when needed."""
-        Tensor = _tensor_class()
+        Tensor = _TENSOR[0] if _TENSOR else _tensor_class()
 
         record = _GradMode.enabled
         arrays = []
-        needs = []
         any_needs = False
         for a in args:
             if isinstance(a, Tensor):
                 arrays.append(a.data)
-                r = record and a.requires_grad
-                needs.append(r)
-                any_needs = any_needs or r
+                if record and a.requires_grad:
+                    any_needs = True
             else:
                 arrays.append(a)
-                needs.append(False)
         ctx = Context()
-        ctx.needs_input_grad = tuple(needs)
+        if any_needs:
+            needs = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
+            ctx.needs_input_grad = needs
+        else:
+            ctx.needs_input_grad = (False,) * len(args)
         raw = cls.forward(ctx, *arrays, **kwargs)
-        multiple = isinstance(raw, tuple)
-        raw_outputs = raw if multiple else (raw,)
+        make = Tensor._make
+        if type(raw) is np.ndarray:  # the common case: one ndarray output
+            multiple = False
+            outputs = [make(raw)]
+            raw_outputs = (raw,)
+        else:
+            multiple = isinstance(raw, tuple)
+            raw_outputs = raw if multiple else (raw,)
+            outputs = []
+            for r in raw_outputs:
+                if isinstance(r, Tensor):
+                    raise TypeError(f"{cls.__name__}.forward must return ndarrays, not Tensors")
+                outputs.append(make(r if isinstance(r, np.ndarray) else np.asarray(r)))
         if _AnomalyMode.enabled:
             _check_finite(raw_outputs, f"Function '{cls.__name__}' returned nan/inf values in its forward output")
-        outputs = []
-        for r in raw_outputs:
-            if isinstance(r, Tensor):
-                raise TypeError(f"{cls.__name__}.forward must return ndarrays, not Tensors")
-            outputs.append(Tensor._make(r if isinstance(r, np.ndarray) else np.asarray(r)))
         if any_needs:
             next_functions = []
             input_meta = []
             for a, r in zip(args, needs):
                 if r:
-                    next_functions.append(a._gradient_edge())
-                    input_meta.append((a.data.shape, a.data.dtype))
+                    next_functions.append(a.grad_fn is not None and (a.grad_fn, a._output_nr)
+                                          or a._gradient_edge())
+                    d = a.data
+                    input_meta.append((d.shape, d.dtype))
                 else:
                     next_functions.append((None, 0))
                     input_meta.append(None)
-            output_meta = tuple((o.data.shape, o.data.dtype) for o in outputs)
+            if multiple:
+                output_meta = tuple((r.shape, r.dtype) for r in (o.data for o in outputs))
+            else:
+                output_meta = ((raw.shape, raw.dtype),)
             node = BackwardNode(cls, ctx, tuple(next_functions), tuple(input_meta), output_meta)
-            ctx._node_name = node.name()
+            ctx._fn_cls = cls
+            non_diff = ctx.non_differentiable
             for i, o in enumerate(outputs):
-                if i in ctx.non_differentiable:
+                if non_diff and i in non_diff:
                     continue
                 o.requires_grad = True
                 o.grad_fn = node
                 o._output_nr = i
             if ctx._saved:
                 ctx._versions = _version_refs(ctx._saved, args, outputs)
-        else:
+        elif ctx._saved:
             ctx._saved = ()
         return tuple(outputs) if multiple else outputs[0]
 
@@ -405,17 +420,25 @@ def _tensor_class():
 
 
 def _version_refs(saved, args, outputs):
-    Tensor = _tensor_class()
-
+    """``(weakref to tensor, its version now, position)`` for each saved array that is the
+    data of an input or output Tensor, so ``saved_tensors`` can detect in-place changes."""
+    Tensor = _TENSOR[0]
     refs = []
-    candidates = [a for a in args if isinstance(a, Tensor)] + list(outputs)
     for position, s in enumerate(saved):
         if s is None:
             continue
-        for t in candidates:
-            if s is t.data:
-                refs.append((weakref.ref(t), t._version.value, position))
+        found = None
+        for t in args:
+            if isinstance(t, Tensor) and s is t.data:
+                found = t
                 break
+        else:
+            for t in outputs:
+                if s is t.data:
+                    found = t
+                    break
+        if found is not None:
+            refs.append((weakref.ref(found), found._version.value, position))
     return refs
 
 
@@ -432,23 +455,27 @@ def run_backward(tensor, gradient, retain_graph=False):
         tensor._gradient_edge()[0].accumulate(gradient, owned=False)
         return
 
-    # Count, for every node reachable from the root, how many edges lead into it.
+    # Count, for every node reachable from the root, how many edges lead into it (the
+    # root is no node's child: the graph is acyclic).
     dependencies = {}
     stack = [root]
-    seen = {root}
     while stack:
         node = stack.pop()
         for child, _ in node.next_functions:
             if child is None:
                 continue
-            dependencies[child] = dependencies.get(child, 0) + 1
-            if child not in seen:
-                seen.add(child)
+            if child in dependencies:
+                dependencies[child] += 1
+            else:
+                dependencies[child] = 1
                 stack.append(child)
 
-    buffers = {root: [None] * len(root._output_meta)}
+    # Per node: the summed gradient of each output, and whether that array is ours to add
+    # into in place (a fresh array nothing else refers to).
+    n_root = len(root._output_meta)
+    buffers = {root: [None] * n_root}
     buffers[root][tensor._output_nr] = gradient
-    owned = {}  # (node, index) -> True when the buffer array is ours to add into
+    owned = {root: [False] * n_root}
     ready = [root]
     prev_mode = _GradMode.enabled
     _GradMode.enabled = False
@@ -456,17 +483,16 @@ def run_backward(tensor, gradient, retain_graph=False):
         while ready:
             node = ready.pop()
             grads = buffers.pop(node, None)
-            if isinstance(node, AccumulateGrad):
+            grads_owned = owned.pop(node, None)
+            if type(node) is AccumulateGrad or isinstance(node, AccumulateGrad):
                 if grads is not None and grads[0] is not None:
-                    node.accumulate(grads[0], owned.pop((node, 0), False))
+                    node.accumulate(grads[0], grads_owned[0])
                 continue
-            if grads is None or all(g is None for g in grads):
+            if grads is None or _all_none(grads):
                 input_grads = [None] * len(node.next_functions)
                 raw = ()
                 incoming = ()
             else:
-                for i in range(len(grads)):
-                    owned.pop((node, i), None)
                 input_grads, raw, incoming = node.apply(grads)
             for i, (child, index) in enumerate(node.next_functions):
                 if child is None:
@@ -477,22 +503,31 @@ def run_backward(tensor, gradient, retain_graph=False):
                     if slot is None:
                         n_out = len(child._output_meta) if isinstance(child, BackwardNode) else 1
                         slot = buffers[child] = [None] * n_out
+                        owned[child] = [False] * n_out
                     current = slot[index]
                     if current is None:
                         slot[index] = g
-                        owned[(child, index)] = _is_fresh(g, i, raw, incoming)
-                    elif owned.get((child, index)) and current.shape == g.shape and current.flags.writeable:
+                        owned[child][index] = _is_fresh(g, i, raw, incoming)
+                    elif owned[child][index] and current.shape == g.shape and current.flags.writeable:
                         current += g
                     else:
                         slot[index] = current + g
-                        owned[(child, index)] = True
-                dependencies[child] -= 1
-                if dependencies[child] == 0:
+                        owned[child][index] = True
+                remaining = dependencies[child] - 1
+                dependencies[child] = remaining
+                if remaining == 0:
                     ready.append(child)
             if not retain_graph:
                 node.release()
     finally:
         _GradMode.enabled = prev_mode
+
+
+def _all_none(grads):
+    for g in grads:
+        if g is not None:
+            return False
+    return True
 
 
 def _is_fresh(g, position, raw, incoming):

@@ -17,6 +17,9 @@ __all__ = ["linear", "conv2d", "Addmm", "Mm", "Convolution"]
 
 # --------------------------------------------------------------------------- helpers
 
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
 def _data(value):
     return value.data if isinstance(value, Tensor) else value
 
@@ -105,18 +108,26 @@ def _rows(shape):
     return rows
 
 
+def _as_2d(x, weight):
+    """``x`` as a C-contiguous ``(rows, in_features)`` array of the weight's dtype (no copy
+    and no reshape when it already is one: the usual Dense input)."""
+    if x.ndim == 2 and x.dtype == weight.dtype and x.flags.c_contiguous:
+        return x
+    return _cast(x, weight.dtype).reshape(_rows(x.shape), weight.shape[1])
+
+
 class Addmm(Function):
     """``y = x @ weight.T + bias`` (backward node ``AddmmBackward``)."""
 
     @staticmethod
     def forward(ctx, x, weight, bias):
-        x2 = _cast(x, weight.dtype).reshape(_rows(x.shape), weight.shape[1])
+        x2 = _as_2d(x, weight)
         y = _kernels.linear_forward(x2, weight, bias, n_threads=get_num_threads())
         # dW needs x, dX needs the weight; keep only what will be read.
         ctx.save_for_backward(x2 if ctx.needs_input_grad[1] else None,
                               weight if ctx.needs_input_grad[0] else None)
         ctx.x_shape = x.shape
-        return y.reshape(x.shape[:-1] + (weight.shape[0],))
+        return y if x.ndim == 2 else y.reshape(x.shape[:-1] + (weight.shape[0],))
 
     @staticmethod
     def backward(ctx, grad_y):
@@ -129,12 +140,12 @@ class Mm(Function):
 
     @staticmethod
     def forward(ctx, x, weight):
-        x2 = _cast(x, weight.dtype).reshape(_rows(x.shape), weight.shape[1])
+        x2 = _as_2d(x, weight)
         y = _kernels.linear_forward(x2, weight, None, n_threads=get_num_threads())
         ctx.save_for_backward(x2 if ctx.needs_input_grad[1] else None,
                               weight if ctx.needs_input_grad[0] else None)
         ctx.x_shape = x.shape
-        return y.reshape(x.shape[:-1] + (weight.shape[0],))
+        return y if x.ndim == 2 else y.reshape(x.shape[:-1] + (weight.shape[0],))
 
     @staticmethod
     def backward(ctx, grad_y):
@@ -149,7 +160,10 @@ def _linear_backward(ctx, x2, weight, grad_y):
         return None, None, None
     dtype = (weight if weight is not None else x2).dtype
     out_features = grad_y.shape[-1]
-    dy = _cast(grad_y, dtype).reshape(_rows(grad_y.shape), out_features)
+    if grad_y.ndim == 2 and grad_y.dtype == dtype and grad_y.flags.c_contiguous:
+        dy = grad_y
+    else:
+        dy = _cast(grad_y, dtype).reshape(_rows(grad_y.shape), out_features)
     in_features = (weight if weight is not None else x2).shape[1]
     n_threads = get_num_threads()
     # linear_backward wants all three operands; a zero-size stand-in is never read.
@@ -158,7 +172,7 @@ def _linear_backward(ctx, x2, weight, grad_y):
     dx, dw, db = _kernels.linear_backward(x_arg, w_arg, dy, need_input_grad=needs[0],
                                           need_weight_grad=needs[1], need_bias_grad=need_bias,
                                           n_threads=n_threads)
-    if dx is not None:
+    if dx is not None and dx.shape != ctx.x_shape:
         dx = dx.reshape(ctx.x_shape)
     return dx, dw, db
 
@@ -188,6 +202,17 @@ def linear(x, weight, bias=None):
         >>> F.linear(np.ones((2, 4), np.float32), w).shape
         (2, 3)
     """
+    if type(x) is Tensor and isinstance(weight, Tensor) and (bias is None or isinstance(bias, Tensor)):
+        # Fast path (what Dense passes): Tensors whose dtypes and shapes already fit.
+        w = weight.data
+        xd = x.data
+        if (w.ndim == 2 and xd.ndim >= 1 and xd.shape[-1] == w.shape[1]
+                and w.dtype in _FLOATS and xd.dtype.kind in "fiub"):
+            if bias is None:
+                return Mm.apply(x, weight)
+            b = bias.data
+            if b.shape == (w.shape[0],) and b.dtype == w.dtype:
+                return Addmm.apply(x, weight, bias)
     x = _as_input("x", x)
     weight = _as_input("weight", weight)
     dtype = _float_dtype("weight", weight)
@@ -287,6 +312,17 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1):
         >>> F.conv2d(np.ones((2, 3, 32, 32), np.float32), w, padding="same").shape
         (2, 8, 32, 32)
     """
+    if type(x) is Tensor and isinstance(weight, Tensor) and (bias is None or isinstance(bias, Tensor)):
+        # Fast path (what Dense passes): Tensors whose dtypes and shapes already fit.
+        w = weight.data
+        xd = x.data
+        if (w.ndim == 2 and xd.ndim >= 1 and xd.shape[-1] == w.shape[1]
+                and w.dtype in _FLOATS and xd.dtype.kind in "fiub"):
+            if bias is None:
+                return Mm.apply(x, weight)
+            b = bias.data
+            if b.shape == (w.shape[0],) and b.dtype == w.dtype:
+                return Addmm.apply(x, weight, bias)
     x = _as_input("x", x)
     weight = _as_input("weight", weight)
     dtype = _float_dtype("weight", weight)

@@ -317,12 +317,16 @@ class Layer:
         Returns:
             ``mn.Tensor``.
         """
-        x = self._to_tensor(x)
+        if type(x) is not Tensor or x.data.dtype != self.dtype:
+            x = self._to_tensor(x)
         if not self.built:
             self.build(tuple(x.shape))
             self._build_input_shape = tuple(x.shape)
             self.built = True
-        training = self.training if training is None else bool(training)
+        if training is None:
+            training = self.training
+        elif training is not True and training is not False:
+            training = bool(training)
         out = self.call(x, training=training)
         if not isinstance(out, Tensor):
             out = Tensor(np.asarray(out))

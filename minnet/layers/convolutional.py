@@ -13,9 +13,16 @@ from minnet.layers.base import Layer
 __all__ = ["Conv2D"]
 
 
+_F = []
+
+
 def _functional():
-    import minnet.functional as F
-    return F
+    """``minnet.functional``, imported on first use and kept (an import statement per
+    layer call costs ~0.4 us)."""
+    if not _F:
+        import minnet.functional as F
+        _F.append(F)
+    return _F[0]
 
 
 def _pair(value, arg, minimum=1):

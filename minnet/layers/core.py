@@ -13,9 +13,16 @@ from minnet.layers.base import Layer, _shape_str
 __all__ = ["Input", "Dense", "Flatten", "Reshape", "Lambda", "Activation"]
 
 
+_F = []
+
+
 def _functional():
-    import minnet.functional as F
-    return F
+    """``minnet.functional``, imported on first use and kept (an import statement per
+    layer call costs ~0.4 us)."""
+    if not _F:
+        import minnet.functional as F
+        _F.append(F)
+    return _F[0]
 
 
 def _positive_int(value, arg):
@@ -158,7 +165,9 @@ class Dense(Layer):
         super().build(input_shape)
 
     def call(self, x, training=False):
-        self._check_input(x, min_ndim=2, axis=-1, size=self.in_features)
+        shape = x.shape
+        if len(shape) < 2 or shape[-1] != self.in_features:
+            self._check_input(x, min_ndim=2, axis=-1, size=self.in_features)
         return self.activation(_functional().linear(x, self.kernel, self.bias))
 
     def compute_output_shape(self, input_shape):

@@ -195,13 +195,22 @@ class Optimizer:
     # ---- the step ----------------------------------------------------------------
     def _scratch(self, slot, shape, dtype):
         """A view of the shared scratch buffer ``slot`` with this shape (no allocation per step)."""
+        work = self._work
+        view = work.get((slot, shape, dtype))    # the view itself is kept: ~1 us per parameter
+        if view is not None:
+            return view
         key = (np.dtype(dtype).str, slot)
         size = math.prod(shape)
-        flat = self._work.get(key)
+        flat = work.get(key)
         if flat is None or flat.size < size:
             flat = np.empty(size, dtype=dtype)
-            self._work[key] = flat
-        return flat[:size].reshape(shape)
+            # Views of the old, smaller buffer go with it.
+            for k in [k for k in work if len(k) == 3 and k[0] == slot and np.dtype(k[2]) == flat.dtype]:
+                del work[k]
+            work[key] = flat
+        view = flat[:size].reshape(shape)
+        work[(slot, shape, dtype)] = view
+        return view
 
     def _needs_grad_copy(self):
         """True when the update rule writes into the gradient (e.g. adds weight decay)."""
