@@ -18,9 +18,16 @@ __all__ = ["relu", "sigmoid", "tanh", "softmax", "elu", "selu", "leaky_relu", "l
 from minnet._utils import did_you_mean
 
 
+_F = []
+
+
 def _functional():
-    import minnet.functional as F  # imported late: functional is a lower layer, loaded on use
-    return F
+    # imported late (functional sits below this module) and once: an `import` statement
+    # on every activation call costs a dict lookup and a lock
+    if not _F:
+        import minnet.functional as F
+        _F.append(F)
+    return _F[0]
 
 
 def relu(x):
