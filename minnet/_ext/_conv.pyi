@@ -4,7 +4,7 @@ from typing import Literal, Optional, Tuple, Union
 import numpy as np
 
 _Pair = Union[int, Tuple[int, int]]
-_Method = Literal["auto", "per_sample", "batched"]
+_Method = Literal["auto", "per_sample", "batched", "winograd"]
 _Grads = Tuple[Optional[np.ndarray], Optional[np.ndarray], Optional[np.ndarray]]
 
 def conv_output_size(size: int, kernel: int, stride: int, pad_begin: int, pad_end: int,

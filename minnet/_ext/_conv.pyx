@@ -33,6 +33,12 @@ Two ways of running the GEMMs are implemented (``method=``):
   GEMM split over threads (``gemm_parallel``).  Needs ``K * N * L`` elements of workspace
   and a transpose of Y / dY between ``(F, N*L)`` and ``(N, F, L)``.
 
+* ``"winograd"``: 3x3 kernels, stride 1, dilation 1 only: Winograd F(2x2, 3x3) for the
+  forward and the input gradient (16 GEMMs ``(F, C) @ (C, tiles)`` between cheap input and
+  output transforms, 2.25x fewer multiplications); dW stays on ``per_sample``/``batched``.
+  ``"auto"`` uses it when the image and both channel counts are large enough
+  (``_use_winograd``; measured rule in docs/math/convolution.md).
+
 ``"auto"`` picks ``per_sample`` when there are at least as many samples as threads and
 ``batched`` otherwise (with one sample the batched layout equals the per-sample one, so it
 is simply a threaded GEMM).  benchmarks/bench_conv.py measures the two; per_sample is
@@ -573,6 +579,235 @@ cdef void _sum_columns(const floating* dy, long n, long f, long start, long stop
 
 
 # ----------------------------------------------------------------------------------------
+# Winograd F(2x2, 3x3): 3x3 kernels, stride 1, dilation 1 (docs/math/convolution.md)
+# ----------------------------------------------------------------------------------------
+#
+# Each 2x2 block of outputs ("tile") is computed from the 4x4 block of input under it:
+#     Y_tile = A^T [ (G g G^T) * (B^T d B) ] A        (* elementwise, summed over channels)
+# with
+#     B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]
+#     G   = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]
+#     A^T = [1 1 1 0; 0 1 -1 -1]
+# The sum over channels of the 16 elementwise products is 16 GEMMs
+#     M_k (F, P) = U_k (F, C) @ V_k (C, P),   k = 0..15, P = tiles in the block
+# with U = G g G^T (per filter and channel) and V = B^T d B (per channel and tile).
+
+cdef void _winograd_weight(const floating* w,     # IN  (F, C, 3, 3)
+                           int f, int c, bint flip,
+                           floating* u            # OUT (16, F, C), or (16, C, F) when flip
+                           ) noexcept nogil:
+    """U = G g G^T for every (filter, channel); with ``flip`` from the kernel rotated by 180
+    degrees with its two channel axes swapped (the kernel of the input gradient)."""
+    cdef int fi, ci, i, j, k
+    cdef double g[9]
+    cdef double t[12]     # G g: (4, 3)
+    cdef double a, b, e
+    cdef const floating* src
+    for fi in range(f):
+        for ci in range(c):
+            src = w + (<long> fi * c + ci) * 9
+            for i in range(9):
+                g[i] = src[8 - i] if flip else src[i]
+            for j in range(3):
+                a = g[j]
+                b = g[3 + j]
+                e = g[6 + j]
+                t[j] = a
+                t[3 + j] = 0.5 * (a + b + e)
+                t[6 + j] = 0.5 * (a - b + e)
+                t[9 + j] = e
+            for i in range(4):
+                a = t[3 * i]
+                b = t[3 * i + 1]
+                e = t[3 * i + 2]
+                k = 4 * i
+                if flip:
+                    u[(<long> k * c + ci) * f + fi] = <floating> a
+                    u[(<long> (k + 1) * c + ci) * f + fi] = <floating> (0.5 * (a + b + e))
+                    u[(<long> (k + 2) * c + ci) * f + fi] = <floating> (0.5 * (a - b + e))
+                    u[(<long> (k + 3) * c + ci) * f + fi] = <floating> e
+                else:
+                    u[(<long> k * f + fi) * c + ci] = <floating> a
+                    u[(<long> (k + 1) * f + fi) * c + ci] = <floating> (0.5 * (a + b + e))
+                    u[(<long> (k + 2) * f + fi) * c + ci] = <floating> (0.5 * (a - b + e))
+                    u[(<long> (k + 3) * f + fi) * c + ci] = <floating> e
+
+
+cdef void _winograd_input(const floating* x,      # IN  (N, C, H, W)
+                          int c, int h, int w, int pt, int pl, int tiles_h, int tiles_w,
+                          long r0, int rows,
+                          floating* v,            # OUT (16, C, rows * tiles_w)
+                          floating* buf           # OUT scratch, 8 * (2 * tiles_w + 2)
+                          ) noexcept nogil:
+    """V = B^T d B for the tile rows r0 .. r0 + rows - 1 (numbered over the whole batch).
+
+    Per (channel, tile row): the 4 input rows under it are copied into zero-padded row
+    buffers, ``t = B^T d`` is taken on whole rows, then ``t B`` per tile (contiguous in p).
+    """
+    cdef int wp = 2 * tiles_w + 2
+    cdef long count = <long> rows * tiles_w, kstride = <long> c * count, plane = <long> h * w
+    cdef int ci, row, s, th, i, q, lo, hi, iy
+    cdef long gr
+    cdef floating* d = buf               # 4 rows of wp
+    cdef floating* t = buf + 4 * wp      # 4 rows of wp
+    cdef floating* dst
+    cdef const floating* src
+    # input columns q = j - pl for j in [0, wp): valid j in [lo, hi)
+    lo = pl if pl > 0 else 0
+    hi = w + pl if w + pl < wp else wp
+    if hi < lo:
+        hi = lo
+    for ci in range(c):
+        for row in range(rows):
+            gr = r0 + row
+            s = <int> (gr // tiles_h)
+            th = <int> (gr % tiles_h)
+            src = x + (<long> s * c + ci) * plane
+            for i in range(4):
+                iy = 2 * th - pt + i
+                if iy < 0 or iy >= h or hi == lo:
+                    memset(d + i * wp, 0, wp * sizeof(floating))
+                else:
+                    for q in range(lo):
+                        d[i * wp + q] = 0
+                    memcpy(d + i * wp + lo, src + <long> iy * w + lo - pl,
+                           (hi - lo) * sizeof(floating))
+                    for q in range(hi, wp):
+                        d[i * wp + q] = 0
+            # t = B^T d on whole rows: t0 = d0 - d2, t1 = d1 + d2, t2 = d2 - d1, t3 = d1 - d3
+            _winograd_pair(d, d + 2 * wp, d + wp, d + 3 * wp, 1, wp, t, t + 3 * wp)
+            _winograd_sum_diff(d + wp, d + 2 * wp, 1, wp, t + wp, t + 2 * wp)
+            dst = v + <long> ci * count + <long> row * tiles_w
+            for i in range(4):
+                _winograd_input_row(t + i * wp, tiles_w, dst + 4 * i * kstride, kstride)
+
+
+cdef inline void _winograd_input_row(const floating* t, int tiles_w,
+                                     floating* dst, long kstride) noexcept nogil:
+    """One row of t B for every tile of a tile row: 4 outputs per tile, kstride apart.
+
+    Split in two loops with two outputs each, so that the compiler's runtime aliasing
+    checks stay few enough for it to vectorise them."""
+    _winograd_pair(t, t + 2, t + 1, t + 3, 2, tiles_w, dst, dst + 3 * kstride)
+    _winograd_sum_diff(t + 1, t + 2, 2, tiles_w, dst + kstride, dst + 2 * kstride)
+
+
+cdef inline void _winograd_pair(const floating* a, const floating* b, const floating* c,
+                                const floating* d, long step, long n,
+                                floating* out0, floating* out1) noexcept nogil:
+    """out0[p] = a[p*step] - b[p*step]; out1[p] = c[p*step] - d[p*step]."""
+    cdef long p
+    for p in range(n):
+        out0[p] = a[p * step] - b[p * step]
+        out1[p] = c[p * step] - d[p * step]
+
+
+cdef inline void _winograd_sum_diff(const floating* a, const floating* b, long step, long n,
+                                    floating* out0, floating* out1) noexcept nogil:
+    """out0[p] = a[p*step] + b[p*step]; out1[p] = b[p*step] - a[p*step]."""
+    cdef long p
+    for p in range(n):
+        out0[p] = a[p * step] + b[p * step]
+        out1[p] = b[p * step] - a[p * step]
+
+
+cdef void _winograd_output(const floating* m,     # IN  (16, F, rows * tiles_w)
+                           const floating* bias,  # IN  (F,) or NULL
+                           int f, int out_h, int out_w, int tiles_h, int tiles_w,
+                           long r0, int rows,
+                           floating* y,           # OUT (N, F, out_h, out_w)
+                           floating* buf          # OUT scratch, 8 * (2 * tiles_w + 2)
+                           ) noexcept nogil:
+    """Y_tile = A^T M A + b for the tile rows r0 .. r0 + rows - 1; each output written once."""
+    cdef long count = <long> rows * tiles_w, kstride = <long> f * count
+    cdef long plane = <long> out_h * out_w, gr
+    cdef int wp = 2 * tiles_w + 2
+    cdef int fi, row, s, th, i, tw, oh
+    cdef floating b
+    cdef floating* sr = buf              # s = A^T m: 2 rows x 4 columns per tile, (8, tiles_w)
+    cdef floating* out = buf + 8 * tiles_w   # 2 output rows of 2 * tiles_w
+    cdef const floating* src
+    cdef floating* dst
+    for fi in range(f):
+        b = bias[fi] if bias != NULL else 0
+        for row in range(rows):
+            gr = r0 + row
+            s = <int> (gr // tiles_h)
+            th = <int> (gr % tiles_h)
+            src = m + <long> fi * count + <long> row * tiles_w
+            for i in range(4):
+                _winograd_output_rows(src + i * kstride, src + (4 + i) * kstride,
+                                      src + (8 + i) * kstride, src + (12 + i) * kstride,
+                                      tiles_w, sr + i * tiles_w, sr + (4 + i) * tiles_w)
+            for i in range(2):
+                _winograd_output_cols(sr + 4 * i * tiles_w, tiles_w, b, out + 2 * i * tiles_w)
+            dst = y + <long> s * f * plane + <long> fi * plane
+            for i in range(2):
+                oh = 2 * th + i
+                if oh < out_h:
+                    memcpy(dst + <long> oh * out_w, out + 2 * i * tiles_w,
+                           out_w * sizeof(floating))
+
+
+cdef inline void _winograd_output_rows(const floating* m0, const floating* m1,
+                                       const floating* m2, const floating* m3, int n,
+                                       floating* s0,
+                                       floating* s1) noexcept nogil:
+    """Column i of A^T m for n tiles: s0 = m0 + m1 + m2, s1 = m1 - m2 - m3."""
+    cdef int p
+    for p in range(n):
+        s0[p] = m0[p] + m1[p] + m2[p]
+        s1[p] = m1[p] - m2[p] - m3[p]
+
+
+cdef inline void _winograd_output_cols(const floating* s, int n, floating b,
+                                       floating* out) noexcept nogil:
+    """One output row pair (s A + b): s holds 4 rows of n (the 4 columns of each tile)."""
+    cdef int p
+    for p in range(n):
+        out[2 * p] = s[p] + s[n + p] + s[2 * n + p] + b
+        out[2 * p + 1] = s[n + p] - s[2 * n + p] - s[3 * n + p] + b
+
+
+cdef void _winograd_conv(const floating* x,       # IN  (N, C, H, W)
+                         int n, int c, int h, int w,
+                         const floating* u,       # IN  (16, F, C) transformed kernel
+                         const floating* bias,    # IN  (F,) or NULL
+                         int f, int pt, int pl, int out_h, int out_w,
+                         floating* y,             # OUT (N, F, out_h, out_w)
+                         floating* workspace,     # OUT per-thread scratch (ws_stride each)
+                         long ws_stride, int block_rows, int n_threads) noexcept nogil:
+    """3x3 / stride 1 / dilation 1 correlation; ``pt``, ``pl`` may be negative.
+
+    The N * tiles_h rows of 2x2 output tiles of the batch are cut into blocks of
+    ``block_rows`` tile rows (a block may span samples); ``prange`` over the blocks: each
+    thread transforms its block's input, runs the 16 single-threaded GEMMs into its own
+    scratch and writes the block's outputs.  Scratch per thread:
+    ``16 (C + F) block_rows tiles_w + 8 (2 tiles_w + 2)``.
+    """
+    cdef int tiles_h = (out_h + 1) // 2, tiles_w = (out_w + 1) // 2
+    cdef long total = <long> n * tiles_h
+    cdef long n_jobs = (total + block_rows - 1) // block_rows
+    cdef long cap = <long> block_rows * tiles_w
+    cdef long job, r0
+    cdef int rows, k, count
+    cdef floating* v
+    cdef floating* m
+    cdef floating* buf
+    for job in prange(n_jobs, schedule="static", num_threads=n_threads):
+        v = workspace + threadid() * ws_stride
+        m = v + 16 * <long> c * cap
+        buf = m + 16 * <long> f * cap
+        r0 = job * block_rows
+        rows = <int> (total - r0 if total - r0 < block_rows else block_rows)
+        count = rows * tiles_w
+        _winograd_input(x, c, h, w, pt, pl, tiles_h, tiles_w, r0, rows, v, buf)
+        for k in range(16):
+            gemm(False, False, f, count, c, <floating> 1, u + <long> k * f * c, c,
+                 v + <long> k * c * count, count, <floating> 0, m + <long> k * f * count, count)
+        _winograd_output(m, bias, f, out_h, out_w, tiles_h, tiles_w, r0, rows, y, buf)
+
+# ----------------------------------------------------------------------------------------
 # Python-visible wrappers: validation, allocation, dtype dispatch
 # ----------------------------------------------------------------------------------------
 
@@ -637,12 +872,70 @@ def _work_threads(n_threads, flops):
 
 
 def _method(method, n_samples, n_threads):
-    if method not in ("auto", "per_sample", "batched"):
-        raise ValueError(f"Invalid value for argument `method`: expected 'auto', 'per_sample' "
-                         f"or 'batched'. Received: method={method!r}")
-    if method == "auto":
+    if method not in ("auto", "per_sample", "batched", "winograd"):
+        raise ValueError(f"Invalid value for argument `method`: expected 'auto', 'per_sample', "
+                         f"'batched' or 'winograd'. Received: method={method!r}")
+    if method in ("auto", "winograd"):
         return "per_sample" if n_samples >= n_threads else "batched"
     return method
+
+
+# Winograd F(2x2, 3x3) for 3x3 / stride 1 / dilation 1 (see _winograd_conv).  With
+# ``_WINOGRAD`` on, ``method="auto"`` uses it for the forward and for the input gradient
+# when the image computed (output for the forward, input for dX) has at least
+# ``_WINOGRAD_MIN_PIXELS`` pixels and both channel counts are at least
+# ``_WINOGRAD_MIN_CHANNELS``; ``method="winograd"`` forces it (dW stays on im2col).
+# Measured at 1 thread (docs/math/convolution.md): with fewer channels the transforms cost
+# more than the 2.25x fewer multiplications save (3 -> 16 channels: 3x slower), and below
+# ~14x14 OpenBLAS's small-matrix GEMMs on im2col are as fast.
+_WINOGRAD = True
+_WINOGRAD_MIN_PIXELS = 196
+_WINOGRAD_MIN_CHANNELS = 32
+# Output tiles per block (about the GEMM column count; whole rows of tiles, at least one);
+# scratch 16 * (C + F) * block per thread.
+_WINOGRAD_BLOCK = 256
+
+
+cdef bint _use_winograd(str method, Geometry g, long pixels) except -1:
+    """Whether this call runs Winograd; ``method="winograd"`` on another geometry raises."""
+    cdef bint fits = (g.kh == 3 and g.kw == 3 and g.sh == 1 and g.sw == 1 and g.dh == 1
+                      and g.dw == 1)
+    if method == "winograd":
+        if not fits:
+            raise ValueError(f"Invalid value for argument `method`: 'winograd' needs a 3x3 "
+                             f"kernel with stride 1 and dilation 1. Received: kernel "
+                             f"{(g.kh, g.kw)}, stride {(g.sh, g.sw)}, dilation {(g.dh, g.dw)}")
+        return True
+    return (method == "auto" and _WINOGRAD and fits and pixels >= _WINOGRAD_MIN_PIXELS
+            and min(g.c, g.f) >= _WINOGRAD_MIN_CHANNELS)
+
+
+cdef _winograd_entry(const floating[:, :, :, ::1] x, const floating[:, :, :, ::1] w,
+                     object bias, floating[:, :, :, ::1] y, int pt, int pl, bint flip,
+                     int n_threads):
+    """y = x (*) w (3x3 correlation) by Winograd; ``flip``: with w rotated and transposed
+    (w is then (C_in, C_out, 3, 3): the input gradient's kernel)."""
+    cdef int cin = x.shape[1], cout = y.shape[1]
+    cdef int tiles_w = (y.shape[3] + 1) // 2
+    cdef long total = <long> y.shape[0] * ((y.shape[2] + 1) // 2)    # tile rows
+    cdef int block = <int> min(max(1, _WINOGRAD_BLOCK // tiles_w), -(-total // n_threads))
+    cdef const floating[::1] b
+    cdef const floating* pb = NULL
+    cdef floating[::1] u
+    cdef floating[:, ::1] ws
+    cdef long ws_stride = 16 * <long> (cin + cout) * block * tiles_w + 8 * (2 * tiles_w + 2)
+    dtype = np.float32 if floating is float else np.float64
+    if bias is not None:
+        b = bias
+        pb = &b[0]
+    n_threads = <int> min(n_threads, -(-total // block))
+    u = np.empty(16 * cin * cout, dtype=dtype)
+    ws = np.empty((n_threads, ws_stride), dtype=dtype)
+    with nogil:
+        _winograd_weight(&w[0, 0, 0, 0], w.shape[0], w.shape[1], flip, &u[0])
+        _winograd_conv(&x[0, 0, 0, 0], x.shape[0], cin, x.shape[2], x.shape[3], &u[0], pb,
+                       cout, pt, pl, y.shape[2], y.shape[3], &y[0, 0, 0, 0], &ws[0, 0],
+                       ws_stride, block, n_threads)
 
 
 # Per-sample GEMMs narrower than this many columns (out_h * out_w) are widened by putting
@@ -781,7 +1074,8 @@ def conv2d_forward(x, weight, bias=None, stride=1, padding=0, dilation=1, out_si
         padding: int or ``(pad_top, pad_left)``; bottom/right padding follows from out_size.
         out_size: ``(out_h, out_w)``; default: symmetric padding.
         n_threads: OpenMP threads.
-        method: ``"per_sample"``, ``"batched"`` or ``"auto"`` (see the module docstring).
+        method: ``"per_sample"``, ``"batched"``, ``"winograd"`` (3x3, stride 1, dilation 1
+            only) or ``"auto"`` (see the module docstring).
 
     Returns:
         ``(N, F, out_h, out_w)`` array.
@@ -794,17 +1088,23 @@ def conv2d_forward(x, weight, bias=None, stride=1, padding=0, dilation=1, out_si
             raise ValueError(f"Invalid argument `bias`: expected shape ({g.f},). "
                              f"Received: shape={bias.shape}")
     n_threads = _work_threads(_threads(n_threads), 2 * g.n * g.f * g.k * g.l)
-    method = _method(method, g.n, n_threads)
+    strategy = _method(method, g.n, n_threads)
     y = np.empty((g.n, g.f, g.out_h, g.out_w), dtype=x.dtype)
     if y.size == 0:
         return y
     if x.size == 0 or g.k == 0:
         y[...] = 0 if bias is None else bias[:, None, None]
         return y
+    if _use_winograd(method, g, g.l):
+        if x.dtype == np.float32:
+            _winograd_entry[float](x, weight, bias, y, g.pt, g.pl, False, n_threads)
+        else:
+            _winograd_entry[double](x, weight, bias, y, g.pt, g.pl, False, n_threads)
+        return y
     if x.dtype == np.float32:
-        _conv_forward_entry[float](x, weight, bias, y, g, n_threads, method == "batched")
+        _conv_forward_entry[float](x, weight, bias, y, g, n_threads, strategy == "batched")
     else:
-        _conv_forward_entry[double](x, weight, bias, y, g, n_threads, method == "batched")
+        _conv_forward_entry[double](x, weight, bias, y, g, n_threads, strategy == "batched")
     return y
 
 
@@ -871,7 +1171,7 @@ def conv2d_backward(x, weight, grad_output, stride=1, padding=0, dilation=1,
         raise ValueError(f"Invalid argument `grad_output`: expected shape "
                          f"{(g.n, g.f, g.out_h, g.out_w)}. Received: shape={grad_output.shape}")
     n_threads = _work_threads(_threads(n_threads), 2 * g.n * g.f * g.k * g.l)
-    method = _method(method, g.n, n_threads)
+    strategy = _method(method, g.n, n_threads)
     dtype = x.dtype
     dx = np.empty(x.shape, dtype=dtype) if need_input_grad else None
     dw = np.empty(weight.shape, dtype=dtype) if need_weight_grad else None
@@ -881,12 +1181,26 @@ def conv2d_backward(x, weight, grad_output, stride=1, padding=0, dilation=1,
             if arr is not None:
                 arr.fill(0)
         return dx, dw, db
-    if dtype == np.float32:
-        _conv_backward_entry[float](x, weight, grad_output, dx, dw, db, g, n_threads,
-                                    method == "batched")
+    if need_input_grad and _use_winograd(method, g, <long> g.h * g.w):
+        # dX = dY correlated with the kernel rotated by 180 degrees, channels swapped,
+        # padding 2 - pad (docs/math/convolution.md); dW and db stay on im2col.
+        if dtype == np.float32:
+            _winograd_entry[float](grad_output, weight, None, dx, 2 - g.pt, 2 - g.pl, True,
+                                   n_threads)
+        else:
+            _winograd_entry[double](grad_output, weight, None, dx, 2 - g.pt, 2 - g.pl, True,
+                                    n_threads)
+        if not (need_weight_grad or need_bias_grad):
+            return dx, dw, db
+        dx_obj = None
     else:
-        _conv_backward_entry[double](x, weight, grad_output, dx, dw, db, g, n_threads,
-                                     method == "batched")
+        dx_obj = dx
+    if dtype == np.float32:
+        _conv_backward_entry[float](x, weight, grad_output, dx_obj, dw, db, g, n_threads,
+                                    strategy == "batched")
+    else:
+        _conv_backward_entry[double](x, weight, grad_output, dx_obj, dw, db, g, n_threads,
+                                     strategy == "batched")
     return dx, dw, db
 
 

@@ -334,3 +334,100 @@ def test_conv2d_widened_gemm_real_shape(rng):
     got = _conv.conv2d_backward(x, weight, dy, *args[:3], n_threads=2)
     for g, want in zip(got, conv_grads_ref(x, weight, dy, *args)):
         np.testing.assert_allclose(g, want, rtol=1e-9, atol=1e-9)
+
+
+# ---- Winograd F(2x2, 3x3): 3x3 kernels, stride 1, dilation 1 -----------------------------
+
+# (N, C, H, W, F, kh, kw, stride, (pad_top, pad_left), dilation, out_size or None)
+WINOGRAD_CASES = [
+    (2, 3, 8, 8, 4, 3, 3, (1, 1), (1, 1), (1, 1), None),     # even sizes, "same"
+    (1, 5, 9, 11, 3, 3, 3, (1, 1), (0, 0), (1, 1), None),    # batch 1, odd sizes, valid
+    (3, 4, 7, 10, 5, 3, 3, (1, 1), (2, 2), (1, 1), None),    # padding 2, odd output, C/F odd
+    (2, 3, 8, 7, 4, 3, 3, (1, 1), (0, 1), (1, 1), (8, 7)),   # asymmetric padding
+    (1, 1, 3, 3, 1, 3, 3, (1, 1), (0, 0), (1, 1), None),     # kernel = input, one output
+    (2, 3, 6, 6, 2, 3, 3, (1, 1), (3, 0), (1, 1), (6, 3)),   # padding > kernel - 1 (dX pad < 0)
+    (5, 7, 13, 5, 9, 3, 3, (1, 1), (1, 0), (1, 1), None),    # tile blocks spanning samples
+]
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", WINOGRAD_CASES)
+def test_winograd_matches_reference(case, dtype, n_threads, rng):
+    x, weight, bias, dy, s, p, d, out = _make(case, dtype, rng)
+    y = _conv.conv2d_forward(x, weight, bias, s, p, d, out, n_threads=n_threads,
+                             method="winograd")
+    assert y.dtype == dtype and y.shape == (x.shape[0], weight.shape[0], *out)
+    np.testing.assert_allclose(y, conv_ref(x, weight, bias, s, p, d, out), **TOL[dtype])
+    got = _conv.conv2d_backward(x, weight, dy, s, p, d, n_threads=n_threads, method="winograd")
+    for g, want in zip(got, conv_grads_ref(x, weight, dy, s, p, d, out)):
+        assert g.dtype == dtype
+        np.testing.assert_allclose(g, want, **TOL[dtype])
+    # dX alone (Winograd only, no im2col pass afterwards).
+    dx, dw, db = _conv.conv2d_backward(x, weight, dy, s, p, d, True, False, False,
+                                       n_threads=n_threads, method="winograd")
+    assert dw is None and db is None
+    np.testing.assert_allclose(dx, got[0], **TOL[dtype])
+
+
+@pytest.mark.parametrize("block", [1, 3, 10**6])
+def test_winograd_block_sizes(block, monkeypatch, rng):
+    # One tile row per block, blocks cutting across samples, and the whole batch in one block.
+    monkeypatch.setattr(_conv, "_WINOGRAD_BLOCK", block)
+    case = (3, 4, 9, 6, 5, 3, 3, (1, 1), (1, 1), (1, 1), None)
+    x, weight, bias, dy, s, p, d, out = _make(case, np.float64, rng)
+    for n_threads in (1, 2):
+        y = _conv.conv2d_forward(x, weight, bias, s, p, d, out, n_threads=n_threads,
+                                 method="winograd")
+        np.testing.assert_allclose(y, conv_ref(x, weight, bias, s, p, d, out), **TOL[np.float64])
+        got = _conv.conv2d_backward(x, weight, dy, s, p, d, n_threads=n_threads,
+                                    method="winograd")
+        for g, want in zip(got, conv_grads_ref(x, weight, dy, s, p, d, out)):
+            np.testing.assert_allclose(g, want, **TOL[np.float64])
+
+
+def test_winograd_auto_rule_and_real_shape(monkeypatch, rng):
+    # 32 -> 32 channels on 14x14 images is large enough for "auto" to pick Winograd; the
+    # result must equal the im2col path within float32 tolerance, forward and backward.
+    x = rng.standard_normal((3, 32, 14, 14)).astype(np.float32)
+    weight = (rng.standard_normal((32, 32, 3, 3)) * 0.1).astype(np.float32)
+    bias = rng.standard_normal(32).astype(np.float32)
+    dy = rng.standard_normal((3, 32, 14, 14)).astype(np.float32)
+    y_auto = _conv.conv2d_forward(x, weight, bias, 1, 1, n_threads=2)
+    g_auto = _conv.conv2d_backward(x, weight, dy, 1, 1, n_threads=2)
+    monkeypatch.setattr(_conv, "_WINOGRAD", False)
+    y_gemm = _conv.conv2d_forward(x, weight, bias, 1, 1, n_threads=2)
+    g_gemm = _conv.conv2d_backward(x, weight, dy, 1, 1, n_threads=2)
+    np.testing.assert_allclose(y_auto, y_gemm, **TOL[np.float32])
+    for a, b in zip(g_auto, g_gemm):
+        np.testing.assert_allclose(a, b, **TOL[np.float32])
+    # Winograd sums in a different order than im2col, so float32 results differ in the last
+    # bits: this proves "auto" took the Winograd path for y and dX (and im2col for dW).
+    assert not np.array_equal(y_auto, y_gemm)
+    assert not np.array_equal(g_auto[0], g_gemm[0])
+    np.testing.assert_array_equal(g_auto[1], g_gemm[1])
+    want = conv_ref(x, weight, bias, (1, 1), (1, 1), (1, 1), (14, 14))
+    np.testing.assert_allclose(y_auto, want, **TOL[np.float32])
+
+
+def test_winograd_matches_torch(torch, rng):
+    x = rng.standard_normal((2, 6, 11, 9)).astype(np.float32)
+    weight = rng.standard_normal((5, 6, 3, 3)).astype(np.float32)
+    bias = rng.standard_normal(5).astype(np.float32)
+    y = _conv.conv2d_forward(x, weight, bias, 1, (2, 1), n_threads=2, method="winograd")
+    tx = torch.tensor(x, requires_grad=True)
+    ty = torch.nn.functional.conv2d(tx, torch.tensor(weight), torch.tensor(bias), padding=(2, 1))
+    np.testing.assert_allclose(y, ty.detach().numpy(), rtol=2e-4, atol=2e-5)
+    dy = rng.standard_normal(y.shape).astype(np.float32)
+    ty.backward(torch.tensor(dy))
+    dx, _, _ = _conv.conv2d_backward(x, weight, dy, 1, (2, 1), n_threads=2, method="winograd")
+    np.testing.assert_allclose(dx, tx.grad.numpy(), rtol=2e-4, atol=2e-5)
+
+
+def test_winograd_rejects_other_geometries(rng):
+    x = rng.standard_normal((1, 2, 8, 8))
+    for w_shape, kwargs in [((3, 2, 3, 3), dict(stride=2)), ((3, 2, 3, 3), dict(dilation=2)),
+                            ((3, 2, 5, 5), {}), ((3, 2, 3, 2), {})]:
+        w = rng.standard_normal(w_shape)
+        with pytest.raises(ValueError, match="`method`.*'winograd'"):
+            _conv.conv2d_forward(x, w, method="winograd", **kwargs)
