@@ -431,3 +431,21 @@ def test_winograd_rejects_other_geometries(rng):
         w = rng.standard_normal(w_shape)
         with pytest.raises(ValueError, match="`method`.*'winograd'"):
             _conv.conv2d_forward(x, w, method="winograd", **kwargs)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("shape", [(64, 784, 256), (33, 600, 130), (2, 1000, 70), (17, 129, 1025)])
+def test_linear_forward_transposed_path_matches_numpy(dtype, n_threads, shape):
+    # out_features * in_features >= _conv._TRANSPOSED_LINEAR_MIN: computed as (W X^T)^T + b
+    n, k, m = shape
+    assert m * k >= _conv._TRANSPOSED_LINEAR_MIN
+    rng = np.random.default_rng(n + k + m)
+    x = rng.standard_normal((n, k)).astype(dtype)
+    w = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal(m).astype(dtype)
+    y = _conv.linear_forward(x, w, b, n_threads=n_threads)
+    ref = x.astype(np.float64) @ w.T.astype(np.float64) + b
+    tol = 1e-4 if dtype == np.float32 else 1e-11
+    assert y.shape == (n, m) and y.dtype == dtype and y.flags.c_contiguous
+    np.testing.assert_allclose(y, ref, rtol=tol, atol=tol * np.sqrt(k))
