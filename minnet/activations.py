@@ -16,18 +16,7 @@ __all__ = ["relu", "sigmoid", "tanh", "softmax", "elu", "selu", "leaky_relu", "l
            "get", "serialize", "deserialize"]
 
 from minnet._utils import did_you_mean
-
-
-_F = []
-
-
-def _functional():
-    # imported late (functional sits below this module) and once: an `import` statement
-    # on every activation call costs a dict lookup and a lock
-    if not _F:
-        import minnet.functional as F
-        _F.append(F)
-    return _F[0]
+from minnet._utils import functional as _functional
 
 
 def relu(x):

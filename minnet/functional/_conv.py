@@ -312,17 +312,6 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1):
         >>> F.conv2d(np.ones((2, 3, 32, 32), np.float32), w, padding="same").shape
         (2, 8, 32, 32)
     """
-    if type(x) is Tensor and isinstance(weight, Tensor) and (bias is None or isinstance(bias, Tensor)):
-        # Fast path (what Dense passes): Tensors whose dtypes and shapes already fit.
-        w = weight.data
-        xd = x.data
-        if (w.ndim == 2 and xd.ndim >= 1 and xd.shape[-1] == w.shape[1]
-                and w.dtype in _FLOATS and xd.dtype.kind in "fiub"):
-            if bias is None:
-                return Mm.apply(x, weight)
-            b = bias.data
-            if b.shape == (w.shape[0],) and b.dtype == w.dtype:
-                return Addmm.apply(x, weight, bias)
     x = _as_input("x", x)
     weight = _as_input("weight", weight)
     dtype = _float_dtype("weight", weight)

@@ -9,20 +9,9 @@ import numpy as np
 
 from minnet import activations, initializers
 from minnet.layers.base import Layer
+from minnet._utils import functional as _functional
 
 __all__ = ["Conv2D"]
-
-
-_F = []
-
-
-def _functional():
-    """``minnet.functional``, imported on first use and kept (an import statement per
-    layer call costs ~0.4 us)."""
-    if not _F:
-        import minnet.functional as F
-        _F.append(F)
-    return _F[0]
 
 
 def _pair(value, arg, minimum=1):

@@ -10,20 +10,9 @@ import numpy as np
 
 from minnet import initializers
 from minnet.layers.base import Layer
+from minnet._utils import functional as _functional
 
 __all__ = ["BatchNormalization"]
-
-
-_F = []
-
-
-def _functional():
-    """``minnet.functional``, imported on first use and kept (an import statement per
-    layer call costs ~0.4 us)."""
-    if not _F:
-        import minnet.functional as F
-        _F.append(F)
-    return _F[0]
 
 
 class BatchNormalization(Layer):

@@ -6,20 +6,9 @@ see docs/layers.md for forward/backward formulas.
 
 from minnet.layers.base import Layer
 from minnet.layers.convolutional import _out_size, _pad_or_none, _pair, _padding, _padding_config
+from minnet._utils import functional as _functional
 
 __all__ = ["MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D"]
-
-
-_F = []
-
-
-def _functional():
-    """``minnet.functional``, imported on first use and kept (an import statement per
-    layer call costs ~0.4 us)."""
-    if not _F:
-        import minnet.functional as F
-        _F.append(F)
-    return _F[0]
 
 
 class _Pooling2D(Layer):

@@ -8,20 +8,9 @@ count); the op keeps its 1-byte mask for backward.
 import numbers
 
 from minnet.layers.base import Layer
+from minnet._utils import functional as _functional
 
 __all__ = ["Dropout", "AlphaDropout", "SpatialDropout2D"]
-
-
-_F = []
-
-
-def _functional():
-    """``minnet.functional``, imported on first use and kept (an import statement per
-    layer call costs ~0.4 us)."""
-    if not _F:
-        import minnet.functional as F
-        _F.append(F)
-    return _F[0]
 
 
 class _BaseDropout(Layer):

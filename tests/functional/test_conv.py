@@ -260,3 +260,9 @@ def test_linear_validation(kwargs, error, match):
     args.update(kwargs)
     with pytest.raises(error, match=match):
         F.linear(**args)
+
+
+def test_conv2d_rejects_a_linear_weight():
+    # a 2-D weight must not be taken for a linear layer's
+    with pytest.raises(ValueError, match="weight"):
+        F.conv2d(mn.tensor(np.ones((2, 3), np.float32)), mn.Parameter(np.ones((4, 3), np.float32)))
