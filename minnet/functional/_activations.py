@@ -13,7 +13,8 @@ import numpy as np
 
 from minnet._config import get_num_threads
 from minnet._ext import _activations as _kernels
-from minnet.autograd import Function, Tensor
+from minnet.functional._common import as_float_input as _as_float_input
+from minnet.autograd import Function
 
 __all__ = ["relu", "leaky_relu", "elu", "selu", "sigmoid", "tanh", "softmax", "log_softmax",
            "Relu", "LeakyRelu", "Elu", "Selu", "Sigmoid", "Tanh", "Softmax", "LogSoftmax",
@@ -27,29 +28,6 @@ SELU_SCALE = _kernels.SELU_SCALE
 # ---------------------------------------------------------------------------------------
 # Argument handling
 # ---------------------------------------------------------------------------------------
-
-def _as_float_input(x, name="x"):
-    """A float Tensor stays as it is (gradients flow); anything else becomes a float ndarray
-    (integers and bools become float32)."""
-    if isinstance(x, Tensor):
-        if x.dtype in (np.float32, np.float64):
-            return x
-        x = x.data
-    if not isinstance(x, np.ndarray):
-        try:
-            x = np.asarray(x)
-        except Exception as exc:
-            raise TypeError(f"Invalid argument `{name}`: expected a Tensor or array-like. "
-                            f"Received: {type(x).__name__}") from exc
-        if x.dtype == np.float64:
-            x = x.astype(np.float32)        # Python floats/lists: minnet's default dtype
-    if x.dtype in (np.float32, np.float64):
-        return x
-    if x.dtype.kind not in "iub" and x.dtype != np.float16:
-        raise TypeError(f"Invalid argument `{name}`: expected a real numeric array. "
-                        f"Received: dtype={x.dtype}")
-    return x.astype(np.float32)
-
 
 def _check_real(value, name, minimum=None):
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):

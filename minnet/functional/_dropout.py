@@ -7,35 +7,14 @@ element, or per channel for spatial dropout) for backward.
 """
 import numbers
 
-import numpy as np
-
 from minnet import _random
 from minnet._config import get_num_threads
 from minnet._ext import _dropout as _kernels
+from minnet.functional._common import as_float_input
 from minnet.autograd import Function, Tensor
 
 __all__ = ["dropout", "alpha_dropout", "spatial_dropout2d", "Dropout", "AlphaDropout",
            "SpatialDropout2D"]
-
-
-def _as_float_input(name, x):
-    """A float Tensor stays (gradients flow); anything else becomes a float ndarray."""
-    if isinstance(x, Tensor):
-        if x.dtype in (np.float32, np.float64):
-            return x
-        x = x.data
-    if not isinstance(x, np.ndarray):
-        try:
-            x = np.asarray(x)
-        except Exception as exc:
-            raise TypeError(f"Invalid argument `{name}`: expected a Tensor or array-like. "
-                            f"Received: {type(x).__name__}") from exc
-    if x.dtype in (np.float32, np.float64):
-        return x
-    if x.dtype.kind not in "fiub":
-        raise TypeError(f"Invalid argument `{name}`: expected a real numeric array. "
-                        f"Received: dtype={x.dtype}")
-    return x.astype(np.float32)
 
 
 def _check_rate(rate):
@@ -134,7 +113,7 @@ def dropout(x, rate, training=True):
         True
     """
     rate = _check_rate(rate)
-    x = _as_float_input("x", x)
+    x = as_float_input(x, "x")
     if not training or rate == 0.0:
         return _passthrough(x)
     return Dropout.apply(x, rate)
@@ -164,7 +143,7 @@ def alpha_dropout(x, rate, training=True):
         >>> y = F.alpha_dropout(x, 0.2)     # mean ~ 0, variance ~ 1
     """
     rate = _check_rate(rate)
-    x = _as_float_input("x", x)
+    x = as_float_input(x, "x")
     if not training or rate == 0.0:
         return _passthrough(x)
     return AlphaDropout.apply(x, rate)
@@ -193,7 +172,7 @@ def spatial_dropout2d(x, rate, training=True):
         >>> sorted(set(np.unique(y.numpy()[0, 0])))   # [0.0] or [2.0]: a whole map
     """
     rate = _check_rate(rate)
-    x = _as_float_input("x", x)
+    x = as_float_input(x, "x")
     if x.ndim != 4:
         raise ValueError(f"Invalid argument `x`: expected a 4-D input (N, C, H, W). "
                          f"Received: shape={tuple(x.shape)}")

@@ -16,7 +16,7 @@ from minnet._config import get_num_threads
 from minnet._ext import _activations as _act_kernels
 from minnet._ext import _losses as _kernels
 from minnet.autograd import Function, Tensor
-from minnet.functional._activations import _as_float_input
+from minnet.functional._common import as_float_input as _as_float_input
 
 __all__ = ["cross_entropy", "nll_loss", "mse_loss", "l1_loss", "huber_loss",
            "binary_cross_entropy", "binary_cross_entropy_with_logits",

@@ -6,32 +6,17 @@ the geometry; global average pooling keeps the input shape.
 """
 import numbers
 
-import numpy as np
-
 from minnet._config import get_num_threads
 from minnet._ext import _pooling as _kernels
-from minnet.autograd import Function, Tensor
+from minnet.functional._common import as_float_input
+from minnet.autograd import Function
 
 __all__ = ["max_pool2d", "avg_pool2d", "global_avg_pool2d", "MaxPool2DWithIndices",
            "AvgPool2D", "GlobalAvgPool2D", "resolve_pool_geometry"]
 
 
 def _as_input(x):
-    if isinstance(x, Tensor):
-        if x.dtype in (np.float32, np.float64):
-            return x
-        x = x.data
-    if not isinstance(x, np.ndarray):
-        try:
-            x = np.asarray(x)
-        except Exception as exc:
-            raise TypeError(f"Invalid argument `x`: expected a Tensor or array-like. "
-                            f"Received: {type(x).__name__}") from exc
-    if x.dtype.kind not in "fiub":
-        raise TypeError(f"Invalid argument `x`: expected a real numeric array. "
-                        f"Received: dtype={x.dtype}")
-    if x.dtype not in (np.float32, np.float64):
-        x = x.astype(np.float32)
+    x = as_float_input(x, "x")
     if x.ndim != 4:
         raise ValueError(f"Invalid argument `x`: expected a 4-D input (N, C, H, W). "
                          f"Received: shape={x.shape}")
