@@ -69,6 +69,28 @@ cdef inline void _plane_mean_m2(int64_t L, const floating* p, double* mean,
     m2[0] = (s0 + s1) + (s2 + s3)
 
 
+cdef inline double _channel_mean_m2(int64_t N, int64_t C, int64_t L,
+                                    const floating* x,          # IN (N, C, L)
+                                    int64_t c,
+                                    double* m2_out) noexcept nogil:
+    """Mean and M2 (sum of squared deviations) of channel ``c`` over its N planes.
+
+    Chan et al.'s merge of (count, mean, M2), one plane at a time.  A function of its own
+    so that every accumulator is local to the calling thread: inside ``prange`` a variable
+    written only through its address would be shared by the whole team.
+    """
+    cdef int64_t n
+    cdef double pm = 0, pq = 0, mu = 0, m2 = 0, count = 0, delta
+    for n in range(N):
+        _plane_mean_m2(L, x + (n * C + c) * L, &pm, &pq)
+        delta = pm - mu
+        mu = mu + delta * L / (count + L)
+        m2 = m2 + pq + delta * delta * count * L / (count + L)
+        count = count + L
+    m2_out[0] = m2
+    return mu
+
+
 cdef inline void _plane_grad_sums(int64_t L, const floating* g, const floating* x, double mu,
                                   double* sum_g, double* dot) noexcept nogil:
     # sum(g) and sum(g * (x - mu)) over one plane, four accumulators each.
@@ -98,27 +120,13 @@ cdef void bn_stats(int64_t N, int64_t C, int64_t L,
                    int n_threads) noexcept nogil:
     """Per-channel mean and biased variance over the N*L values of each channel."""
     cdef int64_t c, n, l, k, t
-    cdef double count, pm, pq, delta, mu, m2, d, s
+    cdef double d, s
     cdef double M = <double> N * L
     cdef const floating* row
     if _by_channel(C, L, n_threads):
         for c in prange(C, schedule="static", num_threads=n_threads):
-            # Chan et al.: merge (count, mean, M2) of the planes one at a time.
-            mu = 0
-            m2 = 0
-            count = 0
-            # pm and pq are assigned here so Cython makes them thread-private: a variable
-            # only written through its address would be shared by the whole team.
-            pm = 0
-            pq = 0
-            for n in range(N):
-                _plane_mean_m2(L, x + (n * C + c) * L, &pm, &pq)
-                delta = pm - mu
-                mu = mu + delta * L / (count + L)
-                m2 = m2 + pq + delta * delta * count * L / (count + L)
-                count = count + L
-            mean[c] = mu
-            var[c] = m2 / M
+            mean[c] = _channel_mean_m2(N, C, L, x, c, &var[c])
+            var[c] = var[c] / M
         return
     # "By sample": per-thread partial sums, reduced in thread order.
     for k in range(n_threads * C):
@@ -270,23 +278,15 @@ cdef void bn_forward_train_by_channel(int64_t N, int64_t C, int64_t L,
                                       int n_threads) noexcept nogil:
     """Statistics of channel c, then out = x * a_c + b_c, per channel in one region."""
     cdef int64_t c, n
-    cdef double count, pm, pq, delta, mu, m2, inv, a
+    cdef double mu, inv, a
     cdef double M = <double> N * L
     for c in prange(C, schedule="static", num_threads=n_threads):
-        mu = 0
-        m2 = 0
-        count = 0
-        pm = 0      # assigned so that it is thread-private (see batch_norm_stats)
-        pq = 0
-        for n in range(N):
-            _plane_mean_m2(L, x + (n * C + c) * L, &pm, &pq)
-            delta = pm - mu
-            mu = mu + delta * L / (count + L)
-            m2 = m2 + pq + delta * delta * count * L / (count + L)
-            count = count + L
+        # var[c] receives M2 through its address (shared memory, one element per
+        # channel, so no two threads touch it); every local is assigned directly
+        mu = _channel_mean_m2(N, C, L, x, c, &var[c])
         mean[c] = mu
-        var[c] = m2 / M
-        inv = 1.0 / sqrt(m2 / M + eps)
+        var[c] = var[c] / M
+        inv = 1.0 / sqrt(var[c] + eps)
         a = gamma[c] * inv
         for n in range(N):
             _affine_plane(L, x + (n * C + c) * L, <floating> a, <floating> (beta[c] - mu * a),
