@@ -23,6 +23,8 @@ from minnet._ext._fastmath cimport (minnet_exp_nonpos_f, minnet_exp_sum_f, minne
 
 import numpy as np
 
+from minnet._ext._activations import _check_array
+
 cdef enum:
     # Below this many elements a thread team costs more than it saves.
     _PARALLEL_MIN = 32768
@@ -270,25 +272,11 @@ def _squared_error_backward(const floating[::1] p, const floating[::1] t, double
 # ---------------------------------------------------------------------------------------
 
 def _check_float(a, name, dtype=None, shape=None, ndim=None):
-    if not isinstance(a, np.ndarray):
-        raise TypeError(f"Invalid argument `{name}`: expected a numpy.ndarray. "
-                        f"Received: {name} of type {type(a).__name__}")
-    if a.dtype != np.float32 and a.dtype != np.float64:
-        raise TypeError(f"Invalid argument `{name}`: expected dtype float32 or float64. "
-                        f"Received: {name}.dtype={a.dtype}")
-    if dtype is not None and a.dtype != dtype:
-        raise TypeError(f"Invalid argument `{name}`: expected dtype {np.dtype(dtype)}. "
-                        f"Received: {name}.dtype={a.dtype}")
-    if ndim is not None and a.ndim != ndim:
+    """``a`` as a C-contiguous float32/float64 ndarray of ``ndim`` dims, or an error naming it."""
+    if ndim is not None and isinstance(a, np.ndarray) and a.ndim != ndim:
         raise ValueError(f"Invalid argument `{name}`: expected a {ndim}-D array. "
                          f"Received: {name}.shape={a.shape}")
-    if shape is not None and a.shape != shape:
-        raise ValueError(f"Invalid argument `{name}`: expected shape {shape}. "
-                         f"Received: {name}.shape={a.shape}")
-    if not a.flags.c_contiguous:
-        raise ValueError(f"Invalid argument `{name}`: expected a C-contiguous array. "
-                         f"Received a non-contiguous array of shape {a.shape}")
-    return a
+    return _check_array(a, name, dtype, shape)
 
 
 def _check_labels(labels, n_rows, n_classes):
