@@ -324,7 +324,8 @@ class Sequential(Layer):
         return model
 
     def extra_repr(self):
-        return f"{len(self._layers)} layers"
+        n = len(self._layers)
+        return f"{n} layer" if n == 1 else f"{n} layers"
 
     # ------------------------------------------------------------------ summary
     def summary(self, batch_size=None, print_fn=print):
