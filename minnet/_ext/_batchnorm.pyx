@@ -365,6 +365,16 @@ def _threads(n_threads, size):
     return max(1, int(n_threads)) if size >= _PARALLEL_MIN else 1
 
 
+def _grad_and_input(grad, x):
+    """``(x, grad)`` as (N, C, L) views, checked to have the same shape and dtype."""
+    x3 = _as_ncl("x", x)
+    g3 = _as_ncl("grad", grad)
+    if g3.shape != x3.shape or g3.dtype != x3.dtype:
+        raise ValueError(f"Invalid argument `grad`: expected shape {np.shape(x)} and dtype "
+                         f"{x3.dtype}. Received: shape={np.shape(grad)}, dtype={g3.dtype}")
+    return x3, g3
+
+
 def batch_norm_stats(x, n_threads=1):
     """Per-channel mean and biased variance (double accumulators).
 
@@ -450,11 +460,7 @@ def batch_norm_grad_sums(grad, x, mean, n_threads=1):
     Shape:
         grad, x: (N, C, *); mean, sum_g, dot: (C,)
     """
-    x3 = _as_ncl("x", x)
-    g3 = _as_ncl("grad", grad)
-    if g3.shape != x3.shape or g3.dtype != x3.dtype:
-        raise ValueError(f"Invalid argument `grad`: expected shape {np.shape(x)} and dtype "
-                         f"{x3.dtype}. Received: shape={np.shape(grad)}, dtype={g3.dtype}")
+    x3, g3 = _grad_and_input(grad, x)
     N, C, L = x3.shape
     nt = _threads(n_threads, x3.size)
     m = _per_channel("mean", mean, C, np.float64)
@@ -493,11 +499,7 @@ def batch_norm_backward_input(grad, x, mean, mean_g, proj, k, n_threads=1):
     Shape:
         grad, x, dx: (N, C, *); the constants: (C,)
     """
-    x3 = _as_ncl("x", x)
-    g3 = _as_ncl("grad", grad)
-    if g3.shape != x3.shape or g3.dtype != x3.dtype:
-        raise ValueError(f"Invalid argument `grad`: expected shape {np.shape(x)} and dtype "
-                         f"{x3.dtype}. Received: shape={np.shape(grad)}, dtype={g3.dtype}")
+    x3, g3 = _grad_and_input(grad, x)
     N, C, L = x3.shape
     dt = x3.dtype
     consts = [_per_channel(name, v, C, dt) for name, v in
@@ -583,11 +585,7 @@ def batch_norm_backward_training(grad, x, mean, inv_std, weight, need_dx=True, n
     Shape:
         grad, x, dx: (N, C, *); the rest: (C,)
     """
-    x3 = _as_ncl("x", x)
-    g3 = _as_ncl("grad", grad)
-    if g3.shape != x3.shape or g3.dtype != x3.dtype:
-        raise ValueError(f"Invalid argument `grad`: expected shape {np.shape(x)} and dtype "
-                         f"{x3.dtype}. Received: shape={np.shape(grad)}, dtype={g3.dtype}")
+    x3, g3 = _grad_and_input(grad, x)
     N, C, L = x3.shape
     nt = _threads(n_threads, x3.size)
     m = _per_channel("mean", mean, C, np.float64)
