@@ -118,6 +118,7 @@ def _extensions():
                 f"minnet._ext.{name}",
                 [str(pyx.relative_to(HERE))],
                 include_dirs=[np.get_include()],
+                depends=[str(h.relative_to(HERE)) for h in sorted(EXT_DIR.glob("*.h"))],
                 define_macros=macros,
                 extra_compile_args=opt + omp_compile,
                 extra_link_args=omp_link,

@@ -15,7 +15,7 @@ its forward and backward math in ``docs/math/``.
 """
 from ._activations import (SELU_ALPHA, SELU_SCALE, elu, leaky_relu, log_softmax, relu, selu,
                            sigmoid, softmax, tanh)
-from ._conv import conv2d, linear
+from ._conv import conv2d, linear, linear_no_graph  # noqa: F401 (Dense's no-graph path)
 from ._dropout import alpha_dropout, dropout, spatial_dropout2d
 from ._losses import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy,
                       huber_loss, l1_loss, mse_loss, nll_loss)

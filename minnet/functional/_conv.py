@@ -11,6 +11,7 @@ import numpy as np
 from minnet._config import get_num_threads
 from minnet._ext import _conv as _kernels
 from minnet.autograd import Function, Tensor
+from minnet.autograd.function import _AnomalyMode, _GradMode
 
 __all__ = ["linear", "conv2d", "Addmm", "Mm", "Convolution"]
 
@@ -235,6 +236,36 @@ def linear(x, weight, bias=None):
     if _data(bias).dtype != dtype:
         bias = bias.astype(dtype) if isinstance(bias, Tensor) else _cast(bias, dtype)
     return Addmm.apply(x, weight, bias)
+
+
+def linear_no_graph(x, weight, bias=None, relu=False):
+    """``linear`` (then ``relu`` when asked) as ONE kernel call, when there is no graph to record.
+
+    ``Dense`` calls this first: under ``no_grad`` (``predict``, ``evaluate``) nothing needs
+    a backward node, so the autograd bookkeeping of two Functions and a separate ReLU pass
+    over the output are skipped, and the ReLU is fused into the kernel's bias pass.  The
+    numbers are bit-identical to ``relu(linear(x, weight, bias))``.
+
+    Returns:
+        A Tensor without ``grad_fn``, or None when this fast path does not apply (grad
+        mode on, anomaly detection on, or inputs that need ``linear``'s conversions and
+        checks): then call ``linear``.
+    """
+    if (_GradMode.enabled or _AnomalyMode.enabled or type(x) is not Tensor
+            or not isinstance(weight, Tensor) or not (bias is None or isinstance(bias, Tensor))):
+        return None
+    w = weight.data
+    xd = x.data
+    if not (w.ndim == 2 and xd.ndim >= 1 and xd.shape[-1] == w.shape[1] and w.dtype in _FLOATS
+            and xd.dtype.kind in "fiub"):
+        return None
+    b = None
+    if bias is not None:
+        b = bias.data
+        if b.shape != (w.shape[0],) or b.dtype != w.dtype:
+            return None
+    y = _kernels.linear_forward(_as_2d(xd, w), w, b, n_threads=get_num_threads(), relu=relu)
+    return Tensor._make(y if xd.ndim == 2 else y.reshape(xd.shape[:-1] + (w.shape[0],)))
 
 
 # --------------------------------------------------------------------------- conv2d

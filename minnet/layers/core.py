@@ -157,7 +157,15 @@ class Dense(Layer):
         shape = x.shape
         if len(shape) < 2 or shape[-1] != self.in_features:
             self._check_input(x, min_ndim=2, axis=-1, size=self.in_features)
-        return self.activation(_functional().linear(x, self.kernel, self.bias))
+        F = _functional()
+        activation = self.activation
+        # No graph to record (predict, evaluate, no_grad): one kernel call, ReLU fused.
+        y = F.linear_no_graph(x, self.kernel, self.bias, relu=activation is activations.relu)
+        if y is not None:
+            if activation is activations.relu or activation is activations.linear:
+                return y
+            return activation(y)
+        return activation(F.linear(x, self.kernel, self.bias))
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape)[:-1] + (self.units,)

@@ -449,3 +449,43 @@ def test_linear_forward_transposed_path_matches_numpy(dtype, n_threads, shape):
     tol = 1e-4 if dtype == np.float32 else 1e-11
     assert y.shape == (n, m) and y.dtype == dtype and y.flags.c_contiguous
     np.testing.assert_allclose(y, ref, rtol=tol, atol=tol * np.sqrt(k))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("shape", [
+    (64, 784, 256),    # transposed path, every 4 x 4 SSE block full
+    (67, 600, 131),    # transposed path, 3 rows and 3 columns left over the 4 x 4 blocks
+    (3, 1000, 70),     # transposed path, fewer rows than one block
+    (300, 520, 129),   # transposed path, more than one 16-row task per thread
+    (64, 256, 128),    # direct path
+    (5, 7, 3),         # direct path, tiny
+    (4, 0, 3),         # no input features: Y is the bias
+])
+def test_linear_forward_fused_relu_is_relu_of_linear(dtype, n_threads, shape):
+    # relu=True must give exactly where(y < 0, 0, y) of the unfused output: the same add,
+    # then the select (NaN and -0.0 pass through, as the relu kernel and torch.relu).
+    n, k, m = shape
+    rng = np.random.default_rng(n * 7 + k + m)
+    x = rng.standard_normal((n, k)).astype(dtype)
+    w = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal(m).astype(dtype)
+    if k:
+        x[n // 2, 0] = np.nan                  # one NaN row in the output
+        w[m // 2] = 0.0                        # one output column of exactly the bias ...
+    b[m // 2] = -0.0                           # ... which is -0.0: stays -0.0
+    for bias in (b, None):
+        y = _conv.linear_forward(x, w, bias, n_threads=n_threads)
+        yr = _conv.linear_forward(x, w, bias, n_threads=n_threads, relu=True)
+        expected = np.where(y < 0, 0, y).astype(dtype)
+        assert yr.dtype == dtype and yr.shape == (n, m) and yr.flags.c_contiguous
+        np.testing.assert_array_equal(yr, expected)
+        assert np.array_equal(np.signbit(yr), np.signbit(expected))
+        if k:
+            assert np.isnan(yr[n // 2]).any()
+    ref = x.astype(np.float64) @ w.T.astype(np.float64) + b
+    ref = np.maximum(ref, 0)
+    tol = 1e-4 if dtype == np.float32 else 1e-11
+    rows = [i for i in range(n) if i != n // 2] if k else list(range(n))
+    np.testing.assert_allclose(_conv.linear_forward(x, w, b, n_threads=n_threads, relu=True)[rows],
+                               ref[rows], rtol=tol, atol=tol * np.sqrt(max(k, 1)))

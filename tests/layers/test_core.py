@@ -266,3 +266,57 @@ def test_lambda_registered_under_another_name_and_builtin_activation():
     assert relu_layer.get_config()["function_serializable"] is True
     again = layers.deserialize(json.loads(json.dumps(layers.serialize(relu_layer))))
     np.testing.assert_array_equal(again(np.array([[-1.0, 2.0]])).numpy(), [[0.0, 2.0]])
+
+
+# ------------------------------------------------------------------ Dense without a graph
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("activation", ["relu", None, "sigmoid", "softmax", lambda t: t * 2.0])
+@pytest.mark.parametrize("shape", [(64, 784), (5, 3, 600), (7, 12)])
+def test_dense_without_graph_is_bit_identical_to_the_recorded_forward(rng, dtype, activation, shape):
+    # Under no_grad Dense takes F.linear_no_graph (one kernel call, ReLU fused); the
+    # numbers must be exactly those of relu(linear(x)) through the autograd Functions.
+    layer = layers.Dense(256 if shape[-1] > 100 else 5, activation=activation, dtype=dtype)
+    x = rng.standard_normal(shape).astype(dtype)
+    x[0, ...] = -np.abs(x[0, ...])                      # some rows all negative: ReLU zeros
+    recorded = layer(x)
+    assert recorded.grad_fn is not None
+    with mn.no_grad():
+        fast = layer(x)
+    assert fast.grad_fn is None and not fast.requires_grad
+    assert fast.dtype == recorded.dtype and fast.shape == recorded.shape
+    np.testing.assert_array_equal(fast.numpy(), recorded.numpy())
+
+
+def test_dense_without_graph_fuses_the_relu(rng, monkeypatch):
+    from minnet.functional import _activations
+    layer = layers.Dense(256, activation="relu")
+    x = rng.standard_normal((64, 784)).astype(np.float32)
+    expected = layer(x).numpy()
+
+    def no_separate_relu(*args, **kwargs):
+        raise AssertionError("the ReLU should be fused into the linear kernel")
+
+    monkeypatch.setattr(_activations._kernels, "leaky_relu_forward", no_separate_relu)
+    with mn.no_grad():
+        np.testing.assert_array_equal(layer(x).numpy(), expected)
+    with pytest.raises(AssertionError, match="fused"):
+        layer(x)                                        # a recorded forward runs the relu Function
+
+
+def test_dense_without_graph_keeps_anomaly_detection(rng):
+    # detect_anomaly checks every Function's output, so Dense keeps the Function path there
+    layer = layers.Dense(3, activation="relu")
+    x = np.full((2, 4), np.inf, np.float32)
+    with mn.no_grad(), mn.autograd.detect_anomaly():
+        with pytest.raises(mn.autograd.AnomalyError):
+            layer(x)
+    with mn.no_grad():
+        assert np.isnan(layer(x).numpy()).any()         # without it: inf - inf = NaN, no error
+
+
+def test_predict_matches_the_recorded_forward_with_fused_relu(rng):
+    mn.manual_seed(0)
+    model = mn.Sequential([layers.Input((20,)), layers.Dense(32, activation="relu"),
+                           layers.Dense(16, activation="relu"), layers.Dense(3)])
+    x = rng.standard_normal((50, 20)).astype(np.float32)
+    np.testing.assert_array_equal(model.predict(x, batch_size=50), model(x).numpy())
