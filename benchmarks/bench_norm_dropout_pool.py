@@ -93,8 +93,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--ops", nargs="+", default=["dropout", "batch_norm", "max_pool",
-                                                      "avg_pool", "global_avg_pool"])
+    ops = ["dropout", "batch_norm", "max_pool", "avg_pool", "global_avg_pool"]
+    parser.add_argument("--ops", nargs="+", default=ops, choices=ops)
     args = parser.parse_args()
     try:
         import torch

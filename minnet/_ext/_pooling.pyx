@@ -16,6 +16,10 @@ from libc.math cimport INFINITY
 
 from minnet._ext._blas cimport floating
 
+cdef extern from "_maxpool.h" nogil:
+    void minnet_max_plane_2x2_f32(const float* x, int32_t H, int32_t W, int32_t OH, int32_t OW,
+                                  float* out, int32_t* idx)
+
 import numpy as np
 
 
@@ -54,37 +58,41 @@ cdef inline void _max_plane_2x2(const floating* x, int H, int W, int OH, int OW,
                                 floating* out, int32_t* idx) noexcept nogil:
     # The common 2x2 / stride 2 / unpadded case (2*OH <= H, 2*OW <= W): the loop of
     # _max_plane with its bounds fixed and unrolled, same order and same selects (first
-    # maximum kept, the last NaN wins), so the results are identical.
+    # maximum kept, the last NaN wins), so the results are identical.  float32 runs four
+    # windows at a time in SSE registers (_maxpool.h), float64 this scalar loop.
     cdef int oh, ow
     cdef int32_t i, best
     cdef floating v, maxval
     cdef bint better
     cdef const floating* r0
     cdef const floating* r1
-    for oh in range(OH):
-        r0 = x + 2 * oh * W
-        r1 = r0 + W
-        for ow in range(OW):
-            i = 2 * oh * W + 2 * ow
-            v = r0[2 * ow]
-            maxval = -INFINITY
-            best = i
-            better = (v > maxval) | (v != v)
-            maxval = v if better else maxval
-            v = r0[2 * ow + 1]
-            better = (v > maxval) | (v != v)
-            maxval = v if better else maxval
-            best = (i + 1) if better else best
-            v = r1[2 * ow]
-            better = (v > maxval) | (v != v)
-            maxval = v if better else maxval
-            best = (i + W) if better else best
-            v = r1[2 * ow + 1]
-            better = (v > maxval) | (v != v)
-            maxval = v if better else maxval
-            best = (i + W + 1) if better else best
-            out[oh * OW + ow] = maxval
-            idx[oh * OW + ow] = best
+    if floating is float:
+        minnet_max_plane_2x2_f32(x, H, W, OH, OW, out, idx)
+    else:
+        for oh in range(OH):
+            r0 = x + 2 * oh * W
+            r1 = r0 + W
+            for ow in range(OW):
+                i = 2 * oh * W + 2 * ow
+                v = r0[2 * ow]
+                maxval = -INFINITY
+                best = i
+                better = (v > maxval) | (v != v)
+                maxval = v if better else maxval
+                v = r0[2 * ow + 1]
+                better = (v > maxval) | (v != v)
+                maxval = v if better else maxval
+                best = (i + 1) if better else best
+                v = r1[2 * ow]
+                better = (v > maxval) | (v != v)
+                maxval = v if better else maxval
+                best = (i + W) if better else best
+                v = r1[2 * ow + 1]
+                better = (v > maxval) | (v != v)
+                maxval = v if better else maxval
+                best = (i + W + 1) if better else best
+                out[oh * OW + ow] = maxval
+                idx[oh * OW + ow] = best
 
 
 cdef void max_pool2d_fwd(int64_t P, int H, int W, int OH, int OW,

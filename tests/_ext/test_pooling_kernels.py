@@ -44,8 +44,10 @@ def ref_max(x, pool, strides, pads):
                 best, arg = -np.inf, rows[0] * W + cols[0]
                 for h in rows:
                     for w in cols:
-                        if x[n, c, h, w] > best:          # strict: the first maximum wins
-                            best, arg = x[n, c, h, w], h * W + w
+                        v = x[n, c, h, w]
+                        # strict: the first maximum wins; a NaN replaces anything before it
+                        if v > best or v != v:
+                            best, arg = v, h * W + w
                 out[n, c, oh, ow], idx[n, c, oh, ow] = best, arg
     return out, idx
 
@@ -88,6 +90,28 @@ def test_max_pool_vs_reference(dtype, shape, pool, strides, pads):
     for p in range(expected.shape[0]):
         np.add.at(expected[p], ref_idx.reshape(expected.shape[0], -1)[p], g.reshape(expected.shape[0], -1)[p])
     np.testing.assert_allclose(dx, expected.reshape(shape), **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(2, 3, 28, 28), (1, 2, 10, 19), (2, 1, 9, 8), (1, 1, 2, 2)])
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_max_pool_2x2_fast_path_ties_nan_inf(dtype, shape, n_threads):
+    # The 2x2 / stride 2 path (SSE, four windows at a time, for float32; a scalar remainder
+    # for the last OW % 4) must keep the generic rule exactly: first maximum on ties
+    # (0.0 and -0.0 tie), the last NaN of a window wins, -inf windows point inside.
+    rng = np.random.default_rng(sum(shape))
+    x = np.round(rng.standard_normal(shape), 0).astype(dtype)         # many ties
+    flat = x.reshape(-1)
+    flat[rng.random(flat.size) < 0.05] = np.nan
+    flat[rng.random(flat.size) < 0.05] = -np.inf
+    flat[rng.random(flat.size) < 0.05] = np.inf
+    flat[rng.random(flat.size) < 0.05] = -0.0
+    x[..., :2, :2] = -np.inf                                          # an all -inf window
+    out, idx = P.max_pool2d_forward(x, (2, 2), (2, 2), n_threads=n_threads)
+    ref_out, ref_idx = ref_max(x, (2, 2), (2, 2), (0, 0, 0, 0))
+    np.testing.assert_array_equal(out, ref_out)
+    np.testing.assert_array_equal(np.signbit(out), np.signbit(ref_out))
+    np.testing.assert_array_equal(idx, ref_idx)
 
 
 def test_max_pool_ties_first_and_nan():

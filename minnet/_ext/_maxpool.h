@@ -1,0 +1,90 @@
+/* 2x2 / stride 2 / unpadded max pooling of one float32 plane, with argmax indices.
+ *
+ * The same comparisons in the same order as _pooling.pyx's _max_plane (first maximum
+ * kept, a NaN replaces anything before it), so values and indices are identical to the
+ * generic loop's; only the scheduling differs.  On x86-64 (SSE2 is in the base
+ * instruction set) four windows are done at once: two 4-float loads per input row,
+ * even/odd columns split with _mm_shuffle_ps, then compare-and-select on values and on
+ * int32 indices.  About 6.7x faster than the scalar unrolled loop on (64, 16, 28, 28)
+ * (0.40 vs 2.68 ms, 1 thread).  Other CPUs, and the last OW % 4 windows of a row, run
+ * the scalar version of the same selects.
+ */
+#ifndef MINNET_MAXPOOL_H
+#define MINNET_MAXPOOL_H
+#include <stdint.h>
+#include <math.h>
+#if defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
+#include <emmintrin.h>
+#define MINNET_MAXPOOL_SSE 1
+#endif
+
+/* one window, the scalar reference order: first maximum kept, a NaN replaces anything */
+static inline void minnet_max2x2_one_f32(const float *r0, const float *r1, int32_t i, int32_t W,
+                                         float *out, int32_t *idx) {
+    float m = -INFINITY, v;
+    int32_t best = i;
+    int better;
+    v = r0[0]; better = (v > m) | (v != v); m = better ? v : m;
+    v = r0[1]; better = (v > m) | (v != v); m = better ? v : m; best = better ? i + 1 : best;
+    v = r1[0]; better = (v > m) | (v != v); m = better ? v : m; best = better ? i + W : best;
+    v = r1[1]; better = (v > m) | (v != v); m = better ? v : m; best = better ? i + W + 1 : best;
+    *out = m;
+    *idx = best;
+}
+
+#ifdef MINNET_MAXPOOL_SSE
+static inline __m128 minnet_sel_ps(__m128 mask, __m128 a, __m128 b) {   /* mask ? a : b */
+    return _mm_or_ps(_mm_and_ps(mask, a), _mm_andnot_ps(mask, b));
+}
+static inline __m128i minnet_sel_epi32(__m128i mask, __m128i a, __m128i b) {
+    return _mm_or_si128(_mm_and_si128(mask, a), _mm_andnot_si128(mask, b));
+}
+#endif
+
+static void minnet_max_plane_2x2_f32(const float *x, int32_t H, int32_t W, int32_t OH, int32_t OW,
+                                     float *out, int32_t *idx) {
+    int32_t oh, ow;
+    (void) H;
+    for (oh = 0; oh < OH; oh++) {
+        const float *r0 = x + (ptrdiff_t) 2 * oh * W;
+        const float *r1 = r0 + W;
+        float *o = out + (ptrdiff_t) oh * OW;
+        int32_t *ix = idx + (ptrdiff_t) oh * OW;
+        int32_t base = 2 * oh * W;
+        ow = 0;
+#ifdef MINNET_MAXPOOL_SSE
+        {
+            const __m128i step = _mm_set_epi32(6, 4, 2, 0);
+            const __m128i one = _mm_set1_epi32(1), wv = _mm_set1_epi32(W), w1 = _mm_set1_epi32(W + 1);
+            for (; ow + 4 <= OW; ow += 4) {
+                __m128 a0 = _mm_loadu_ps(r0 + 2 * ow), b0 = _mm_loadu_ps(r0 + 2 * ow + 4);
+                __m128 a1 = _mm_loadu_ps(r1 + 2 * ow), b1 = _mm_loadu_ps(r1 + 2 * ow + 4);
+                __m128 v00 = _mm_shuffle_ps(a0, b0, _MM_SHUFFLE(2, 0, 2, 0));
+                __m128 v01 = _mm_shuffle_ps(a0, b0, _MM_SHUFFLE(3, 1, 3, 1));
+                __m128 v10 = _mm_shuffle_ps(a1, b1, _MM_SHUFFLE(2, 0, 2, 0));
+                __m128 v11 = _mm_shuffle_ps(a1, b1, _MM_SHUFFLE(3, 1, 3, 1));
+                __m128i i0 = _mm_add_epi32(_mm_set1_epi32(base + 2 * ow), step);
+                __m128 m, better;
+                __m128i best = i0;
+                /* first element: better = (v > -inf) | isnan(v), i.e. m = v unless v == -inf
+                   (then m = -inf = v anyway); best stays i0 */
+                m = v00;
+                better = _mm_or_ps(_mm_cmpgt_ps(v01, m), _mm_cmpunord_ps(v01, v01));
+                m = minnet_sel_ps(better, v01, m);
+                best = minnet_sel_epi32(_mm_castps_si128(better), _mm_add_epi32(i0, one), best);
+                better = _mm_or_ps(_mm_cmpgt_ps(v10, m), _mm_cmpunord_ps(v10, v10));
+                m = minnet_sel_ps(better, v10, m);
+                best = minnet_sel_epi32(_mm_castps_si128(better), _mm_add_epi32(i0, wv), best);
+                better = _mm_or_ps(_mm_cmpgt_ps(v11, m), _mm_cmpunord_ps(v11, v11));
+                m = minnet_sel_ps(better, v11, m);
+                best = minnet_sel_epi32(_mm_castps_si128(better), _mm_add_epi32(i0, w1), best);
+                _mm_storeu_ps(o + ow, m);
+                _mm_storeu_si128((__m128i *) (ix + ow), best);
+            }
+        }
+#endif
+        for (; ow < OW; ow++)
+            minnet_max2x2_one_f32(r0 + 2 * ow, r1 + 2 * ow, base + 2 * ow, W, o + ow, ix + ow);
+    }
+}
+#endif
