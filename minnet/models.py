@@ -13,6 +13,7 @@ so a student can read exactly what one step does::
 and one callback list (``minnet.callbacks.CallbackList``, which adds ``History`` and
 the progress bar).
 """
+import functools
 import numbers
 import warnings
 
@@ -20,6 +21,7 @@ import numpy as np
 
 from minnet import _random
 from minnet import callbacks as _callbacks
+from minnet._ext import _memory
 from minnet.autograd import Tensor, no_grad
 from minnet.data import Batches, _check_batch_size, _check_seed, as_array, train_validation_split
 from minnet.layers.base import Layer, _shape_str
@@ -128,6 +130,17 @@ def _optimizer_slots(optimizer):
     if name == "sgd":
         return 1 if config.get("momentum") else 0
     return 1
+
+
+def _reusing_buffers(method):
+    """Run a loop (fit / evaluate / predict) inside ``_memory.buffer_cache()``: the large
+    NumPy buffers a step frees are kept for the next step instead of being returned to
+    the OS and faulted in again (docs/performance.md, "Page faults")."""
+    @functools.wraps(method)
+    def loop(self, *args, **kwargs):
+        with _memory.buffer_cache():
+            return method(self, *args, **kwargs)
+    return loop
 
 
 class Sequential(Layer):
@@ -602,6 +615,7 @@ class Sequential(Layer):
                             model=self, verbose=verbose, epochs=epochs, steps=steps)
 
     # ------------------------------------------------------------------ fit
+    @_reusing_buffers
     def fit(self, x=None, y=None, batch_size=32, epochs=1, verbose="auto", callbacks=None,
             validation_split=0.0, validation_data=None, shuffle=True, class_weight=None,
             sample_weight=None, initial_epoch=0, seed=None):
@@ -762,6 +776,7 @@ class Sequential(Layer):
         callback_list.on_test_end(logs)
         return logs
 
+    @_reusing_buffers
     def evaluate(self, x=None, y=None, batch_size=32, verbose="auto", sample_weight=None,
                  callbacks=None, return_dict=False):
         """Loss and metrics over ``(x, y)`` in eval mode, without building a graph.
@@ -796,6 +811,7 @@ class Sequential(Layer):
         values = [logs["loss"]] + [logs[m.name] for m in self.compiled_metrics]
         return values[0] if len(values) == 1 else values
 
+    @_reusing_buffers
     def predict(self, x, batch_size=32, verbose=0, callbacks=None):
         """Outputs for ``x`` as one ndarray, in eval mode and without building a graph.
 

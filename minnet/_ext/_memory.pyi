@@ -1,0 +1,13 @@
+"""Type stubs for minnet._ext._memory (the buffer cache of fit / evaluate / predict)."""
+from types import TracebackType
+from typing import Optional
+
+DEFAULT_LIMIT: int
+
+class buffer_cache:
+    def __enter__(self) -> "buffer_cache": ...
+    def __exit__(self, exc_type: Optional[type], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> bool: ...
+
+def set_limit(limit: int) -> None: ...
+def stats() -> dict: ...
