@@ -14,7 +14,7 @@ NAMESPACES = [
     ("minnet", mn, ["Tensor", "Parameter", "tensor", "Function", "no_grad", "enable_grad",
                     "is_grad_enabled", "gradcheck", "print_graph", "graph_to_dot", "detect_anomaly",
                     "manual_seed", "set_num_threads", "get_num_threads", "show_config",
-                    "Sequential", "load_model", "register_layer"]),
+                    "Sequential", "load_model", "register_layer", "buffer_cache"]),
     ("minnet.layers", mn.layers, None),
     ("minnet.functional", mn.functional, None),
     ("minnet.losses", mn.losses, None),

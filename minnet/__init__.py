@@ -39,6 +39,7 @@ _LAZY = {
     "Sequential": ("models", "Sequential"),
     "load_model": ("models", "load_model"),
     "register_layer": ("layers", "register_layer"),
+    "buffer_cache": ("_ext._memory", "buffer_cache"),
 }
 
 
@@ -59,4 +60,4 @@ def __dir__():
 __all__ = ["__version__", "Tensor", "Parameter", "tensor", "Function", "no_grad", "enable_grad",
            "is_grad_enabled", "set_grad_enabled", "gradcheck", "GradcheckError", "print_graph",
            "graph_to_dot", "detect_anomaly", "AnomalyError", "manual_seed", "set_num_threads", "get_num_threads", "show_config",
-           "Sequential", "load_model", "register_layer"] + sorted(_SUBMODULES)
+           "Sequential", "load_model", "register_layer", "buffer_cache"] + sorted(_SUBMODULES)

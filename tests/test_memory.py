@@ -152,3 +152,15 @@ def test_threads_allocating_and_freeing_at_once():
         t.join()
     assert errors == []
     assert _memory.stats()["active"] == 0 and _memory.stats()["cached_bytes"] == 0
+
+
+def test_public_name_and_a_custom_loop():
+    assert mn.buffer_cache is _memory.buffer_cache
+    model, (x, y) = _cnn(), _data(128)
+    hits = _memory.stats()["hits"]
+    with mn.buffer_cache():
+        for xb, yb in mn.data.batches(x, y, batch_size=32):
+            model.train_on_batch(xb, yb)
+        assert get_handler_name() == "minnet_buffer_cache"
+    assert _memory.stats()["hits"] > hits
+    assert get_handler_name() == "default_allocator"

@@ -50,9 +50,12 @@ class buffer_cache:
     outermost one exits.  A no-op when another NumPy allocator is installed or when
     the limit is 0.
 
+    ``fit``, ``evaluate`` and ``predict`` use it already; wrap your own training loop
+    in it (``mn.buffer_cache()``) to get the same reuse.
+
     Example:
-        >>> with buffer_cache():
-        ...     for xb, yb in batches:
+        >>> with mn.buffer_cache():
+        ...     for xb, yb in mn.data.batches(x, y, batch_size=64, shuffle=True):
         ...         model.train_on_batch(xb, yb)
     """
 
