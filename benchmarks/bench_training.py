@@ -174,6 +174,78 @@ def profile_split(name, mn, n, threads):
     return split
 
 
+def _mib(nbytes):
+    return nbytes / 2**20
+
+
+def minnet_buffer_accounting(name, mn):
+    """minnet's own bytes for one training step of batch 64, by what holds them:
+    parameters, their gradients, the optimizer state, the arrays the graph keeps for
+    backward (read from each node's ctx between forward and backward: saved arrays,
+    masks, indices; arrays that are parameters are not counted again), and the largest
+    amount the buffer cache (mn.buffer_cache) held during a 10-step fit."""
+    import numpy as np
+    from minnet._ext import _memory
+    from minnet.autograd.function import BackwardNode
+    x, y = data(name, 640)
+    model = build_minnet(name, mn)
+    model.fit(x[:64], y[:64], batch_size=64, epochs=1, verbose=0)      # builds, fills the optimizer state
+    params = model.parameters()
+    param_ids = {id(p.data) for p in params}
+    model.train()
+    out = model._compute_loss(y[:64], model(x[:64], training=True), None)
+    saved, seen, stack = 0, set(), [out.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, BackwardNode):
+            ctx = node.ctx
+            for a in list(ctx._saved) + list(vars(ctx).values()):
+                if isinstance(a, np.ndarray) and id(a) not in param_ids and id(a) not in seen:
+                    seen.add(id(a))
+                    saved += a.nbytes
+        stack.extend(c for c, _ in node.next_functions)
+    out.backward()
+    grads = sum(p.grad.nbytes for p in params if p.grad is not None)
+    state = sum(v.nbytes for st in model.optimizer._state for v in st.values()
+                if isinstance(v, np.ndarray))
+    model.fit(x, y, batch_size=64, epochs=1, verbose=0)
+    peak_cache = _memory.stats()["peak_cached_bytes"]          # of that fit
+    return {"parameters_mib": _mib(sum(p.data.nbytes for p in params)), "gradients_mib": _mib(grads),
+            "optimizer_state_mib": _mib(state), "saved_for_backward_mib": _mib(saved),
+            "buffer_cache_peak_mib": _mib(peak_cache)}
+
+
+def torch_buffer_accounting(name, torch):
+    """The same for the PyTorch loop: saved tensors through saved_tensors_hooks (unique
+    storages, parameters excluded), parameters, gradients, optimizer state."""
+    x, y = data(name, 128)
+    model, opt = build_torch(name, torch)
+    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+    torch_epoch(torch, model, opt, xt[:64], yt[:64])
+    param_ptrs = {p.data_ptr() for p in model.parameters()}
+    storages = {}
+
+    def pack(t):
+        ptr = t.untyped_storage().data_ptr()
+        if ptr not in param_ptrs:
+            storages[ptr] = t.untyped_storage().nbytes()
+        return t
+
+    model.train()
+    opt.zero_grad()
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        loss = torch.nn.CrossEntropyLoss()(model(xt[:64]), yt[:64])
+    loss.backward()
+    state = sum(v.nbytes for st in opt.state.values() for v in st.values()
+                if torch.is_tensor(v) and v.dim() > 0)
+    return {"parameters_mib": _mib(sum(p.nbytes for p in model.parameters())),
+            "gradients_mib": _mib(sum(p.grad.nbytes for p in model.parameters() if p.grad is not None)),
+            "optimizer_state_mib": _mib(state), "saved_for_backward_mib": _mib(sum(storages.values()))}
+
+
 def peak_rss_child(framework, name, n, threads):
     """(peak RSS growth during 1 training epoch, peak RSS of the whole process) in MiB,
     measured in a fresh process so one framework's memory does not hide the other's."""
@@ -325,6 +397,10 @@ def main():
             if torch is not None:
                 (summary["torch_train_rss_growth_mib"],
                  summary["torch_peak_rss_mib"]) = peak_rss_child("torch", name, args.n, args.threads)
+        if not args.no_memory:
+            summary["minnet_buffers"] = minnet_buffer_accounting(name, mn)
+            if torch is not None:
+                summary["torch_buffers"] = torch_buffer_accounting(name, torch)
         results["models"][name] = summary
         line = f"{name:4s} train {summary['minnet_train']:9,.0f} samples/s"
         if torch is not None:
@@ -339,6 +415,11 @@ def main():
                 line += (f" (torch {summary['torch_train_rss_growth_mib']:.1f} MiB,"
                          f" {summary['torch_peak_rss_mib']:.0f} MiB)")
         print(line, flush=True)
+        if "minnet_buffers" in summary:
+            b, t = summary["minnet_buffers"], summary.get("torch_buffers", {})
+            parts = [f"{k[:-4].replace('_', ' ')} {v:.2f}" + (f" ({t[k]:.2f})" if k in t else "")
+                     for k, v in b.items()]
+            print(f"     buffers, MiB (torch): " + ", ".join(parts), flush=True)
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
     with open(os.path.join(HERE, "results", f"training_t{args.threads}.json"), "w") as f:
         json.dump(results, f, indent=2)

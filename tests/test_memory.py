@@ -164,3 +164,14 @@ def test_public_name_and_a_custom_loop():
         assert get_handler_name() == "minnet_buffer_cache"
     assert _memory.stats()["hits"] > hits
     assert get_handler_name() == "default_allocator"
+
+
+def test_peak_is_per_outermost_loop():
+    with _memory.buffer_cache():
+        a = np.ones(4 * BIG)
+        del a
+    assert _memory.stats()["peak_cached_bytes"] >= 4 * BIG * 8
+    with _memory.buffer_cache():
+        b = np.ones(BIG)
+        del b
+    assert BIG * 8 <= _memory.stats()["peak_cached_bytes"] < 4 * BIG * 8

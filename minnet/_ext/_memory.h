@@ -139,10 +139,11 @@ static void minnet_cache_release(void) {
     minnet_cache_unlock();
 }
 
-/* A loop starts: frees are cached from now on. */
+/* A loop starts: frees are cached from now on (the outermost one restarts the peak). */
 static void minnet_cache_enter(void) {
     minnet_cache_lock();
-    minnet_cache.active++;
+    if (minnet_cache.active++ == 0)
+        minnet_cache.peak_bytes = 0;
     minnet_cache_unlock();
 }
 

@@ -87,8 +87,8 @@ def set_limit(limit):
 
 def stats():
     """The cache's state: ``active`` (loops running), ``cached_blocks``, ``cached_bytes``,
-    ``peak_cached_bytes``, ``limit``, and the ``hits`` / ``misses`` of requests of at
-    least 256 KiB since import."""
+    ``peak_cached_bytes`` (the most it held during the current or last outermost loop),
+    ``limit``, and the ``hits`` / ``misses`` of requests of at least 256 KiB since import."""
     cdef minnet_cache_stats st = minnet_cache_get_stats()
     return {"active": st.active, "cached_blocks": st.blocks, "cached_bytes": st.bytes,
             "peak_cached_bytes": st.peak_bytes, "limit": st.limit, "hits": st.hits,
