@@ -11,7 +11,8 @@ they act as -inf, for average pooling they count in the divisor only when
 padding excludes them).
 """
 from cython.parallel cimport prange
-from libc.stdint cimport int32_t, int64_t
+from libc.stdint cimport int32_t, int64_t, uint32_t
+from libc.string cimport memset
 from libc.math cimport INFINITY
 
 from minnet._ext._blas cimport floating
@@ -112,16 +113,27 @@ cdef void max_pool2d_fwd(int64_t P, int H, int W, int OH, int OW,
                        out + p * OH * OW, idx + p * OH * OW)
 
 
-cdef void max_pool2d_bwd(int64_t P, int HW, int OHW,
-                         const floating* grad,               # IN (P, OH, OW)
-                         const int32_t* idx,                 # IN (P, OH, OW)
-                         floating* dx,                       # INOUT (P, H, W), zeroed by caller
-                         int n_threads) noexcept nogil:
-    cdef int64_t p
+cdef int64_t max_pool2d_bwd(int64_t P, int HW, int OHW,
+                            const floating* grad,            # IN (P, OH, OW)
+                            const int32_t* idx,              # IN (P, OH, OW)
+                            floating* dx,                    # OUT (P, H, W)
+                            int n_threads) noexcept nogil:
+    # Each thread zeroes its own planes (in parallel, and the plane is in cache for the
+    # scatter that follows), then scatters.  An index outside [0, H*W) is skipped and
+    # counted: the count (0 for indices from max_pool2d_forward) is returned, so the
+    # wrapper can raise instead of writing outside dx, without two passes over idx first.
+    cdef int64_t p, bad = 0
     cdef int o
+    cdef int32_t i
     for p in prange(P, schedule="static", num_threads=n_threads):
+        memset(dx + p * HW, 0, HW * sizeof(floating))
         for o in range(OHW):
-            dx[p * HW + idx[p * OHW + o]] += grad[p * OHW + o]
+            i = idx[p * OHW + o]
+            if <uint32_t> i < <uint32_t> HW:
+                dx[p * HW + i] += grad[p * OHW + o]
+            else:
+                bad += 1
+    return bad
 
 
 # ----------------------------------------------------------------------- avg pool
@@ -344,23 +356,27 @@ def max_pool2d_backward(grad, indices, input_shape, n_threads=1):
         raise ValueError(f"Invalid argument `input_shape`: expected (N, C) = {grad.shape[:2]}. "
                          f"Received: input_shape={tuple(input_shape)}")
     indices = np.ascontiguousarray(indices)
-    if indices.size and (indices.min() < 0 or indices.max() >= H * W):
-        raise ValueError(f"Invalid argument `indices`: expected values in [0, {H * W}).")
-    dx = np.zeros((N, C, H, W), dtype=grad.dtype)
-    if grad.size:
-        if grad.dtype == np.float32:
-            _max_bwd[float](grad, indices, dx, max(1, int(n_threads)))
-        else:
-            _max_bwd[double](grad, indices, dx, max(1, int(n_threads)))
+    if not grad.size or not H * W:
+        return np.zeros((N, C, H, W), dtype=grad.dtype)
+    dx = np.empty((N, C, H, W), dtype=grad.dtype)      # every plane is zeroed by the kernel
+    if grad.dtype == np.float32:
+        bad = _max_bwd[float](grad, indices, dx, max(1, int(n_threads)))
+    else:
+        bad = _max_bwd[double](grad, indices, dx, max(1, int(n_threads)))
+    if bad:
+        raise ValueError(f"Invalid argument `indices`: expected values in [0, {H * W}). "
+                         f"Received {bad} value(s) outside it")
     return dx
 
 
-cdef _max_bwd(const floating[:, :, :, ::1] g, const int32_t[:, :, :, ::1] idx,
-              floating[:, :, :, ::1] dx, int nt):
+cdef int64_t _max_bwd(const floating[:, :, :, ::1] g, const int32_t[:, :, :, ::1] idx,
+                      floating[:, :, :, ::1] dx, int nt):
+    cdef int64_t bad
     with nogil:
-        max_pool2d_bwd(<int64_t> g.shape[0] * g.shape[1], dx.shape[2] * dx.shape[3],
-                       g.shape[2] * g.shape[3], &g[0, 0, 0, 0], &idx[0, 0, 0, 0],
-                       &dx[0, 0, 0, 0], nt)
+        bad = max_pool2d_bwd(<int64_t> g.shape[0] * g.shape[1], dx.shape[2] * dx.shape[3],
+                             g.shape[2] * g.shape[3], &g[0, 0, 0, 0], &idx[0, 0, 0, 0],
+                             &dx[0, 0, 0, 0], nt)
+    return bad
 
 
 def avg_pool2d_forward(x, pool_size, strides, padding=(0, 0, 0, 0), count_include_pad=True,

@@ -172,3 +172,28 @@ def test_errors():
         P.max_pool2d_forward(np.ones((1, 1, 4, 4)), (2, 2), (1, 1), (2, 0, 0, 0))
     with pytest.raises(ValueError, match="`indices`"):
         P.max_pool2d_backward(np.ones((1, 1, 2, 2)), np.full((1, 1, 2, 2), 99, np.int32), (1, 1, 4, 4))
+
+
+@pytest.mark.parametrize("bad", [-1, 16, 2**31 - 1, -2**31])
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_max_pool_backward_rejects_any_index_outside_the_plane(bad, n_threads):
+    # checked inside the scatter (no write happens for it), not by a pre-pass
+    g = np.ones((2, 3, 2, 2), np.float32)
+    idx = np.zeros((2, 3, 2, 2), np.int32)
+    idx[1, 2, 1, 1] = bad
+    with pytest.raises(ValueError, match=r"`indices`.*\[0, 16\).*1 value"):
+        P.max_pool2d_backward(g, idx, (2, 3, 4, 4), n_threads=n_threads)
+    idx[1, 2, 1, 1] = 15
+    dx = P.max_pool2d_backward(g, idx, (2, 3, 4, 4), n_threads=n_threads)
+    assert dx.sum() == g.sum() and dx[1, 2, 3, 3] == 1 and dx[0, 0, 0, 0] == 4
+
+
+def test_max_pool_backward_zeroes_every_plane():
+    # dx comes from np.empty: a stale buffer must never leak into the gradient
+    g = np.zeros((64, 8, 7, 7), np.float32)
+    idx = np.zeros(g.shape, np.int32)
+    for _ in range(3):
+        junk = np.full((64, 8, 14, 14), np.nan, np.float32)   # a freed dirty block to reuse
+        del junk
+        dx = P.max_pool2d_backward(g, idx, (64, 8, 14, 14), n_threads=2)
+        assert not dx.any() and not np.isnan(dx).any()
