@@ -26,6 +26,8 @@ from libc.stdint cimport int64_t
 
 from minnet._ext._blas cimport floating
 
+import math
+
 import numpy as np
 
 cdef enum:
@@ -338,7 +340,7 @@ def _as_ncl(name, arr):
                          f"(N, C, H, W). Received: shape={arr.shape}")
     arr = np.ascontiguousarray(arr)
     N, C = arr.shape[0], arr.shape[1]
-    L = int(np.prod(arr.shape[2:], dtype=np.int64))
+    L = math.prod(arr.shape[2:])       # Python ints: np.prod costs ~7 us per call here
     return arr.reshape(N, C, L)
 
 

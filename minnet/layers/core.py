@@ -208,7 +208,7 @@ class Flatten(Layer):
 
     def call(self, x, training=False):
         n = x.shape[0] if x.ndim else 1
-        features = int(np.prod(x.shape[1:])) if x.ndim > 1 else 1
+        features = math.prod(x.shape[1:]) if x.ndim > 1 else 1
         if x.ndim == 2:
             return x
         return x.reshape(n, features)

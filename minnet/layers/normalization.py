@@ -4,6 +4,7 @@ The math is ``minnet.functional.batch_norm`` (PyTorch semantics: normalise with 
 biased batch variance, update ``moving_variance`` with the unbiased one); see
 docs/layers.md and docs/math/ for the backward.
 """
+import math
 import numbers
 
 import numpy as np
@@ -106,7 +107,7 @@ class BatchNormalization(Layer):
                              f"{tuple(x.shape)}")
         self._check_input(x, axis=1, size=self.num_features)
         if training:
-            values_per_channel = int(np.prod(x.shape)) // self.num_features
+            values_per_channel = math.prod(x.shape) // self.num_features
             if values_per_channel <= 1:
                 raise ValueError(f"Layer '{self.name}' got one value per channel in training mode "
                                  f"(input shape {tuple(x.shape)}): batch statistics need more than one "
