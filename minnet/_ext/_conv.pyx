@@ -54,6 +54,9 @@ cdef extern from "_transpose.h" nogil:
     void minnet_transpose_bias_f32(const float* src, const float* bias, float* dst,
                                    Py_ssize_t n, Py_ssize_t m, int relu,
                                    Py_ssize_t i_begin, Py_ssize_t i_end)
+    void minnet_transpose_bias_f64(const double* src, const double* bias, double* dst,
+                                   Py_ssize_t n, Py_ssize_t m, int relu,
+                                   Py_ssize_t i_begin, Py_ssize_t i_end, Py_ssize_t j_begin)
 
 import numpy as np
 
@@ -1371,21 +1374,12 @@ cdef inline void _transpose_bias_rows(const floating* src,   # IN  Y^T (M, N)
                                       const floating* b,     # IN  (M,)
                                       floating* dst,         # OUT Y (N, M), rows [i0, i1)
                                       int n, int m, bint fuse_relu, int i0, int i1) noexcept nogil:
-    # float32 in SSE 4 x 4 register transposes (_transpose.h); float64 in 16 x 16 tiles,
-    # so both sides stay in cache lines.  Same arithmetic either way: one add, one select.
-    cdef int i, j, j0, j1
-    cdef floating v
+    # _transpose.h: SSE 4 x 4 register transposes for float32, 16 x 16 scalar tiles for
+    # float64; the same add and select either way.
     if floating is float:
         minnet_transpose_bias_f32(src, b, dst, n, m, fuse_relu, i0, i1)
     else:
-        for j0 in range(0, m, 16):
-            j1 = j0 + 16 if j0 + 16 < m else m
-            for i in range(i0, i1):
-                for j in range(j0, j1):
-                    v = src[<long> j * n + i] + b[j]
-                    if fuse_relu:
-                        v = 0 if v < 0 else v
-                    dst[<long> i * m + j] = v
+        minnet_transpose_bias_f64(src, b, dst, n, m, fuse_relu, i0, i1, 0)
 
 
 def linear_backward(x, weight, grad_output, need_input_grad=True, need_weight_grad=True,

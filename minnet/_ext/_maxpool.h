@@ -1,4 +1,4 @@
-/* 2x2 / stride 2 / unpadded max pooling of one float32 plane, with argmax indices.
+/* 2x2 / stride 2 / unpadded max pooling of one plane, with argmax indices.
  *
  * The same comparisons in the same order as _pooling.pyx's _max_plane (first maximum
  * kept, a NaN replaces anything before it), so values and indices are identical to the
@@ -6,8 +6,8 @@
  * instruction set) four windows are done at once: two 4-float loads per input row,
  * even/odd columns split with _mm_shuffle_ps, then compare-and-select on values and on
  * int32 indices.  About 6.7x faster than the scalar unrolled loop on (64, 16, 28, 28)
- * (0.40 vs 2.68 ms, 1 thread).  Other CPUs, and the last OW % 4 windows of a row, run
- * the scalar version of the same selects.
+ * (0.40 vs 2.68 ms, 1 thread).  float64, other CPUs, and the last OW % 4 windows of a
+ * row run the scalar version of the same selects.
  */
 #ifndef MINNET_MAXPOOL_H
 #define MINNET_MAXPOOL_H
@@ -18,18 +18,36 @@
 #define MINNET_MAXPOOL_SSE 1
 #endif
 
-/* one window, the scalar reference order: first maximum kept, a NaN replaces anything */
-static inline void minnet_max2x2_one_f32(const float *r0, const float *r1, int32_t i, int32_t W,
-                                         float *out, int32_t *idx) {
-    float m = -INFINITY, v;
-    int32_t best = i;
-    int better;
-    v = r0[0]; better = (v > m) | (v != v); m = better ? v : m;
-    v = r0[1]; better = (v > m) | (v != v); m = better ? v : m; best = better ? i + 1 : best;
-    v = r1[0]; better = (v > m) | (v != v); m = better ? v : m; best = better ? i + W : best;
-    v = r1[1]; better = (v > m) | (v != v); m = better ? v : m; best = better ? i + W + 1 : best;
-    *out = m;
-    *idx = best;
+/* One window in the reference order (first maximum kept, a NaN replaces anything), for
+ * both types from one definition. */
+#define MINNET_DEFINE_MAX2X2_ONE(T, NAME)                                                 \
+    static inline void NAME(const T *r0, const T *r1, int32_t i, int32_t W, T *out,       \
+                            int32_t *idx) {                                               \
+        T m = (T) -INFINITY, v;                                                           \
+        int32_t best = i;                                                                 \
+        int better;                                                                       \
+        v = r0[0]; better = (v > m) | (v != v); m = better ? v : m;                       \
+        v = r0[1]; better = (v > m) | (v != v); m = better ? v : m; best = better ? i + 1 : best; \
+        v = r1[0]; better = (v > m) | (v != v); m = better ? v : m; best = better ? i + W : best; \
+        v = r1[1]; better = (v > m) | (v != v); m = better ? v : m;                       \
+        best = better ? i + W + 1 : best;                                                 \
+        *out = m;                                                                         \
+        *idx = best;                                                                      \
+    }
+
+MINNET_DEFINE_MAX2X2_ONE(float, minnet_max2x2_one_f32)
+MINNET_DEFINE_MAX2X2_ONE(double, minnet_max2x2_one_f64)
+
+/* float64: the scalar windows only. */
+static void minnet_max_plane_2x2_f64(const double *x, int32_t W, int32_t OH, int32_t OW,
+                                     double *out, int32_t *idx) {
+    int32_t oh, ow;
+    for (oh = 0; oh < OH; oh++)
+        for (ow = 0; ow < OW; ow++)
+            minnet_max2x2_one_f64(x + (ptrdiff_t) 2 * oh * W + 2 * ow,
+                                  x + (ptrdiff_t) (2 * oh + 1) * W + 2 * ow,
+                                  2 * oh * W + 2 * ow, W, out + (ptrdiff_t) oh * OW + ow,
+                                  idx + (ptrdiff_t) oh * OW + ow);
 }
 
 #ifdef MINNET_MAXPOOL_SSE
@@ -41,10 +59,9 @@ static inline __m128i minnet_sel_epi32(__m128i mask, __m128i a, __m128i b) {
 }
 #endif
 
-static void minnet_max_plane_2x2_f32(const float *x, int32_t H, int32_t W, int32_t OH, int32_t OW,
+static void minnet_max_plane_2x2_f32(const float *x, int32_t W, int32_t OH, int32_t OW,
                                      float *out, int32_t *idx) {
     int32_t oh, ow;
-    (void) H;
     for (oh = 0; oh < OH; oh++) {
         const float *r0 = x + (ptrdiff_t) 2 * oh * W;
         const float *r1 = r0 + W;

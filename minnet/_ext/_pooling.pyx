@@ -18,8 +18,10 @@ from libc.math cimport INFINITY
 from minnet._ext._blas cimport floating
 
 cdef extern from "_maxpool.h" nogil:
-    void minnet_max_plane_2x2_f32(const float* x, int32_t H, int32_t W, int32_t OH, int32_t OW,
+    void minnet_max_plane_2x2_f32(const float* x, int32_t W, int32_t OH, int32_t OW,
                                   float* out, int32_t* idx)
+    void minnet_max_plane_2x2_f64(const double* x, int32_t W, int32_t OH, int32_t OW,
+                                  double* out, int32_t* idx)
 
 import numpy as np
 
@@ -55,45 +57,15 @@ cdef inline void _max_plane(const floating* x, int H, int W, int OH, int OW,
             idx[oh * OW + ow] = best
 
 
-cdef inline void _max_plane_2x2(const floating* x, int H, int W, int OH, int OW,
+cdef inline void _max_plane_2x2(const floating* x, int W, int OH, int OW,
                                 floating* out, int32_t* idx) noexcept nogil:
-    # The common 2x2 / stride 2 / unpadded case (2*OH <= H, 2*OW <= W): the loop of
-    # _max_plane with its bounds fixed and unrolled, same order and same selects (first
-    # maximum kept, the last NaN wins), so the results are identical.  float32 runs four
-    # windows at a time in SSE registers (_maxpool.h), float64 this scalar loop.
-    cdef int oh, ow
-    cdef int32_t i, best
-    cdef floating v, maxval
-    cdef bint better
-    cdef const floating* r0
-    cdef const floating* r1
+    # The common 2x2 / stride 2 / unpadded case (2*OH <= H, 2*OW <= W): the selects of
+    # _max_plane in the same order with the bounds fixed (_maxpool.h), so the results
+    # are identical; float32 does four windows at a time in SSE registers.
     if floating is float:
-        minnet_max_plane_2x2_f32(x, H, W, OH, OW, out, idx)
+        minnet_max_plane_2x2_f32(x, W, OH, OW, out, idx)
     else:
-        for oh in range(OH):
-            r0 = x + 2 * oh * W
-            r1 = r0 + W
-            for ow in range(OW):
-                i = 2 * oh * W + 2 * ow
-                v = r0[2 * ow]
-                maxval = -INFINITY
-                best = i
-                better = (v > maxval) | (v != v)
-                maxval = v if better else maxval
-                v = r0[2 * ow + 1]
-                better = (v > maxval) | (v != v)
-                maxval = v if better else maxval
-                best = (i + 1) if better else best
-                v = r1[2 * ow]
-                better = (v > maxval) | (v != v)
-                maxval = v if better else maxval
-                best = (i + W) if better else best
-                v = r1[2 * ow + 1]
-                better = (v > maxval) | (v != v)
-                maxval = v if better else maxval
-                best = (i + W + 1) if better else best
-                out[oh * OW + ow] = maxval
-                idx[oh * OW + ow] = best
+        minnet_max_plane_2x2_f64(x, W, OH, OW, out, idx)
 
 
 cdef void max_pool2d_fwd(int64_t P, int H, int W, int OH, int OW,
@@ -107,7 +79,7 @@ cdef void max_pool2d_fwd(int64_t P, int H, int W, int OH, int OW,
                       and 2 * OH <= H and 2 * OW <= W)
     for p in prange(P, schedule="static", num_threads=n_threads):
         if fast:
-            _max_plane_2x2(x + p * H * W, H, W, OH, OW, out + p * OH * OW, idx + p * OH * OW)
+            _max_plane_2x2(x + p * H * W, W, OH, OW, out + p * OH * OW, idx + p * OH * OW)
         else:
             _max_plane(x + p * H * W, H, W, OH, OW, kh, kw, sh, sw, pt, pl,
                        out + p * OH * OW, idx + p * OH * OW)
