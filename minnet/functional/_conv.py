@@ -203,17 +203,9 @@ def linear(x, weight, bias=None):
         >>> F.linear(np.ones((2, 4), np.float32), w).shape
         (2, 3)
     """
-    if type(x) is Tensor and isinstance(weight, Tensor) and (bias is None or isinstance(bias, Tensor)):
+    if _ready(x, weight, bias) is not None:
         # Fast path (what Dense passes): Tensors whose dtypes and shapes already fit.
-        w = weight.data
-        xd = x.data
-        if (w.ndim == 2 and xd.ndim >= 1 and xd.shape[-1] == w.shape[1]
-                and w.dtype in _FLOATS and xd.dtype.kind in "fiub"):
-            if bias is None:
-                return Mm.apply(x, weight)
-            b = bias.data
-            if b.shape == (w.shape[0],) and b.dtype == w.dtype:
-                return Addmm.apply(x, weight, bias)
+        return Mm.apply(x, weight) if bias is None else Addmm.apply(x, weight, bias)
     x = _as_input("x", x)
     weight = _as_input("weight", weight)
     dtype = _float_dtype("weight", weight)
@@ -238,6 +230,26 @@ def linear(x, weight, bias=None):
     return Addmm.apply(x, weight, bias)
 
 
+def _ready(x, weight, bias):
+    """The arrays of ``x``, ``weight``, ``bias`` when they are Tensors whose dtypes and shapes
+    already fit (what Dense passes), else None: then ``linear`` converts and checks."""
+    if type(x) is not Tensor or not isinstance(weight, Tensor):
+        return None
+    w = weight.data
+    xd = x.data
+    if not (w.ndim == 2 and xd.ndim >= 1 and xd.shape[-1] == w.shape[1] and w.dtype in _FLOATS
+            and xd.dtype.kind in "fiub"):
+        return None
+    if bias is None:
+        return xd, w, None
+    if not isinstance(bias, Tensor):
+        return None
+    b = bias.data
+    if b.shape != (w.shape[0],) or b.dtype != w.dtype:
+        return None
+    return xd, w, b
+
+
 def linear_no_graph(x, weight, bias=None, relu=False):
     """``linear`` (then ``relu`` when asked) as ONE kernel call, when there is no graph to record.
 
@@ -251,19 +263,12 @@ def linear_no_graph(x, weight, bias=None, relu=False):
         mode on, anomaly detection on, or inputs that need ``linear``'s conversions and
         checks): then call ``linear``.
     """
-    if (_GradMode.enabled or _AnomalyMode.enabled or type(x) is not Tensor
-            or not isinstance(weight, Tensor) or not (bias is None or isinstance(bias, Tensor))):
+    if _GradMode.enabled or _AnomalyMode.enabled:
         return None
-    w = weight.data
-    xd = x.data
-    if not (w.ndim == 2 and xd.ndim >= 1 and xd.shape[-1] == w.shape[1] and w.dtype in _FLOATS
-            and xd.dtype.kind in "fiub"):
+    ready = _ready(x, weight, bias)
+    if ready is None:
         return None
-    b = None
-    if bias is not None:
-        b = bias.data
-        if b.shape != (w.shape[0],) or b.dtype != w.dtype:
-            return None
+    xd, w, b = ready
     y = _kernels.linear_forward(_as_2d(xd, w), w, b, n_threads=get_num_threads(), relu=relu)
     return Tensor._make(y if xd.ndim == 2 else y.reshape(xd.shape[:-1] + (w.shape[0],)))
 
