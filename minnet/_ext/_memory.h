@@ -8,8 +8,9 @@
  * against 5,043 once they were gone (1 thread).
  *
  * What: blocks of at least MINNET_CACHE_MIN_BYTES (256 KiB; smaller ones are reused by
- * malloc itself) that are freed while a minnet loop (fit / evaluate / predict) runs are kept, keyed by their exact size, and handed out
- * again for the next request of that size.  Everything else, and every block freed
+ * malloc itself) that are freed while a minnet loop (fit / evaluate / predict) runs are
+ * kept, keyed by their exact size, and handed out again for the next request of that
+ * size.  Everything else, and every block freed
  * when no loop runs, goes to the handler that was there before (NumPy's default).  The
  * cache holds at most MINNET_CACHE_SLOTS blocks and `limit` bytes (least recently
  * freed block evicted first) and is emptied when the outermost loop ends.
