@@ -194,17 +194,17 @@ def minnet_buffer_accounting(name, mn):
     param_ids = {id(p.data) for p in params}
     model.train()
     out = model._compute_loss(y[:64], model(x[:64], training=True), None)
-    saved, seen, stack = 0, set(), [out.grad_fn]
+    saved, nodes, arrays, stack = 0, set(), set(param_ids), [out.grad_fn]
     while stack:
         node = stack.pop()
-        if node is None or id(node) in seen:
+        if node is None or id(node) in nodes:
             continue
-        seen.add(id(node))
+        nodes.add(id(node))
         if isinstance(node, BackwardNode):
             ctx = node.ctx
             for a in list(ctx._saved) + list(vars(ctx).values()):
-                if isinstance(a, np.ndarray) and id(a) not in param_ids and id(a) not in seen:
-                    seen.add(id(a))
+                if isinstance(a, np.ndarray) and id(a) not in arrays:
+                    arrays.add(id(a))
                     saved += a.nbytes
         stack.extend(c for c, _ in node.next_functions)
     out.backward()
