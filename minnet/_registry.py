@@ -1,0 +1,145 @@
+"""One registry for every kind of named object minnet builds from a string or a config.
+
+Kinds: ``"layer"``, ``"loss"``, ``"metric"``, ``"optimizer"``, ``"initializer"``,
+``"activation"``, ``"regularizer"``, ``"constraint"``, ``"schedule"``, ``"callback"``.
+Each module registers its built-ins at import (``register("loss", MeanSquaredError,
+aliases=("mse",))``) and exposes Keras's ``get``/``serialize``/``deserialize`` as thin calls
+into this one. Names are looked up exactly, then through one normaliser
+(:func:`normalize_name`: case and underscores ignored, so ``"BinaryCrossentropy"``,
+``"binary_crossentropy"`` and ``"binarycrossentropy"`` meet), with one "did you mean" hint.
+
+This module imports nothing above itself.
+"""
+from minnet._utils import did_you_mean
+
+__all__ = ["register", "lookup", "get", "serialize", "deserialize", "normalize_name",
+           "snake_case", "names"]
+
+_KINDS = ("layer", "loss", "metric", "optimizer", "initializer", "activation", "regularizer",
+          "constraint", "schedule", "callback")
+_tables = {kind: {} for kind in _KINDS}        # kind -> {exact name: object}
+_normalised = {kind: {} for kind in _KINDS}    # kind -> {normalised name: object}
+_canonical = {kind: {} for kind in _KINDS}     # kind -> {id(object): registered name}
+
+
+def snake_case(name):
+    """``"Conv2D"`` -> ``"conv2d"``, ``"BatchNormalization"`` -> ``"batch_normalization"``.
+
+    An upper-case letter starts a new word only after a lower-case letter, so digits and
+    acronyms stay attached (``"Conv2D"`` -> ``"conv2d"``, ``"GRU"`` -> ``"gru"``,
+    ``"MaxPooling2D"`` -> ``"max_pooling2d"``), as Keras names its layers.
+    """
+    out = []
+    for i, ch in enumerate(name):
+        if ch.isupper() and i and name[i - 1].islower():
+            out.append("_")
+        out.append(ch.lower())
+    return "".join(out)
+
+
+def normalize_name(name):
+    """The key two spellings of one name share: lower case, no underscores or hyphens."""
+    return name.replace("_", "").replace("-", "").lower()
+
+
+def _check_kind(kind):
+    if kind not in _tables:
+        raise ValueError(f"Invalid value for argument `kind`: expected one of {_KINDS}. "
+                         f"Received: kind={kind!r}")
+
+
+def register(kind, obj, name=None, aliases=()):
+    """Register ``obj`` (a class or function) under ``name`` (default: its ``__name__``).
+
+    Registering the same object again is a no-op; another object under a taken name
+    raises ``ValueError``. Returns ``obj`` so this can serve as a decorator body.
+    """
+    _check_kind(kind)
+    name = name or obj.__name__
+    for key in (name,) + tuple(aliases):
+        existing = _tables[kind].get(key)
+        if existing is not None and existing is not obj:
+            raise ValueError(f"A different {kind} is already registered under the name {key!r} "
+                             f"({existing!r}). Pick another name.")
+        _tables[kind][key] = obj
+        _normalised[kind].setdefault(normalize_name(key), obj)
+    _canonical[kind].setdefault(id(obj), name)
+    return obj
+
+
+def names(kind):
+    """Every registered name (aliases included) of ``kind``, sorted."""
+    _check_kind(kind)
+    return sorted(_tables[kind])
+
+
+def lookup(kind, name, custom_objects=None):
+    """The object registered as ``name`` (or in ``custom_objects``), else ``ValueError``."""
+    _check_kind(kind)
+    if custom_objects and name in custom_objects:
+        return custom_objects[name]
+    table = _tables[kind]
+    if name in table:
+        return table[name]
+    if isinstance(name, str):
+        found = _normalised[kind].get(normalize_name(name))
+        if found is not None:
+            return found
+    candidates = list(table) + list(custom_objects or ())
+    raise ValueError(f"Unknown {kind}: {name!r}.{did_you_mean(name, candidates)} "
+                     f"Known names: {', '.join(sorted(candidates)) or '(none)'}.")
+
+
+def registered_name(kind, obj):
+    """The name ``obj`` (or its class) was registered under, or ``None``."""
+    _check_kind(kind)
+    for candidate in (obj, type(obj)):
+        name = _canonical[kind].get(id(candidate))
+        if name is not None:
+            return name
+    return None
+
+
+def serialize(kind, obj):
+    """``{"class_name": name, "config": obj.get_config()}`` for an object with a config;
+    the registered name for a registered function."""
+    name = registered_name(kind, obj)
+    if callable(obj) and not hasattr(obj, "get_config"):
+        if name is None:
+            raise ValueError(f"Cannot serialize the {kind} {obj!r}: it is not registered. "
+                             f"Register it first.")
+        return name
+    if name is None:
+        name = type(obj).__name__
+    return {"class_name": name, "config": obj.get_config()}
+
+
+def deserialize(kind, config, custom_objects=None):
+    """Rebuild an object from what :func:`serialize` returned (a name or a dict)."""
+    if isinstance(config, str):
+        return lookup(kind, config, custom_objects)
+    if not isinstance(config, dict) or "class_name" not in config:
+        raise ValueError(f"Invalid {kind} config: expected a name or a dict with 'class_name' "
+                         f"and 'config'. Received: {config!r}")
+    cls = lookup(kind, config["class_name"], custom_objects)
+    inner = config.get("config") or {}
+    if not isinstance(inner, dict):
+        raise ValueError(f"Invalid {kind} config for {config['class_name']!r}: 'config' must be "
+                         f"a dict. Received: {type(inner).__name__}")
+    from_config = getattr(cls, "from_config", None)
+    return from_config(inner) if from_config is not None else cls(**inner)
+
+
+def get(kind, identifier, custom_objects=None):
+    """Keras's ``get``: ``None`` -> ``None``; a string or config -> the built object
+    (classes are instantiated with no arguments); an instance or callable -> itself."""
+    if identifier is None:
+        return None
+    if isinstance(identifier, (str, dict)):
+        found = (lookup(kind, identifier, custom_objects) if isinstance(identifier, str)
+                 else deserialize(kind, identifier, custom_objects))
+        return found() if isinstance(found, type) else found
+    if callable(identifier) or hasattr(identifier, "get_config"):
+        return identifier
+    raise TypeError(f"Could not interpret {kind} identifier: expected a name, a config dict, "
+                    f"an object or a callable. Received: {identifier!r}")
