@@ -6,6 +6,8 @@ import sys
 
 import pytest
 
+import minnet
+
 EXAMPLES = sorted((pathlib.Path(__file__).resolve().parent.parent / "examples").glob("*.py"))
 
 
@@ -13,7 +15,11 @@ EXAMPLES = sorted((pathlib.Path(__file__).resolve().parent.parent / "examples").
 def test_example_runs_quick(script, tmp_path):
     # The examples import the installed minnet (as a user's script would), never the
     # source tree, whose extension modules are not built in place.
-    env = dict(os.environ, MPLBACKEND="Agg")
+    # The child imports the same minnet as this test process: the installed package in CI,
+    # the checkout when the suite runs from a source tree with in-place extensions.
+    package_parent = str(pathlib.Path(minnet.__file__).resolve().parent.parent)
+    path = os.pathsep.join(p for p in (package_parent, os.environ.get("PYTHONPATH")) if p)
+    env = dict(os.environ, MPLBACKEND="Agg", PYTHONPATH=path)
     result = subprocess.run([sys.executable, str(script), "--quick"], cwd=tmp_path, env=env,
                             capture_output=True, text=True, timeout=180)
     assert result.returncode == 0, f"{script.name} failed:\n{result.stdout}\n{result.stderr}"
