@@ -16,6 +16,12 @@ written to a temporary file in the same directory and moved over the target with
 
 A weights file (``model.save_weights("w.npz")``) is a plain ``.npz`` of the
 ``get_weights()`` arrays (``weight_00000``, ...) that ``np.load`` can open too.
+
+Loading is bounded and validated: every failure is a ``ModelFileError`` naming the path
+and the part; ``.npy`` headers, entry sizes and the limits below (``MAX_LOAD_BYTES``,
+``MAX_PARAMETERS``, ...) are checked before anything is allocated, and every config value
+goes through its constructor's checks. Model files are format version 2 (Keras meanings);
+version-1 files load with their meanings translated (see ``docs/reliability.md``).
 """
 import hashlib
 import inspect
@@ -39,7 +45,7 @@ __all__ = ["save_model", "load_model", "save_weights", "load_weights", "ModelFil
 
 FORMAT_NAME = "minnet-model"
 FORMAT_VERSION = 2   # 2: Keras meanings (data_format, BatchNormalization momentum)
-WEIGHTS_FORMAT_VERSION = 2   # 2: Keras meanings (data_format, BatchNormalization momentum)
+WEIGHTS_FORMAT_VERSION = 1
 _CONFIG_NAME = "config.json"
 _WEIGHTS_MARKER = "__minnet_weights_format__"
 _INPUT_SHAPE_KEY = "__input_shape__"
@@ -101,6 +107,9 @@ def _temp_tag(path):
 
 def _process_alive(pid):
     if pid == os.getpid():
+        return True
+    if os.name == "nt":
+        # os.kill(pid, 0) terminates the process on Windows: rely on the age alone there.
         return True
     try:
         os.kill(pid, 0)

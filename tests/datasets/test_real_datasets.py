@@ -181,3 +181,37 @@ def test_cache_dir_follows_minnet_home(tmp_path, monkeypatch):
     assert _download.cache_dir() == os.path.join(str(tmp_path / "x"), "datasets")
     monkeypatch.delenv("MINNET_HOME")
     assert _download.cache_dir() == os.path.join(os.path.expanduser("~"), ".minnet", "datasets")
+
+
+class _Response(io.BytesIO):
+    def __init__(self, data):
+        super().__init__(data)
+        self.headers = {"Content-Length": str(len(data))}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def test_download_verifies_before_caching(tmp_path, monkeypatch, capsys):
+    _mnist_file(tmp_path / "src.npz")
+    payload = (tmp_path / "src.npz").read_bytes()
+    calls = []
+
+    def fake_urlopen(url, timeout=None):
+        calls.append(url)
+        return _Response(payload)
+    monkeypatch.setattr(_download.urllib.request, "urlopen", fake_urlopen)
+    monkeypatch.setattr(mnist, "SHA256", "f" * 64)
+    with pytest.raises(ValueError, match="SHA256"):
+        mnist.load_data()
+    cache = tmp_path / "home" / "datasets" / "mnist"
+    assert os.listdir(cache) == [], "a file failing its hash must not stay in the cache"
+    monkeypatch.setattr(mnist, "SHA256", hashlib.sha256(payload).hexdigest())
+    (x_train, _), _ = mnist.load_data()
+    assert calls == [mnist.ORIGIN] * 2 and x_train.shape == (5, 28, 28)
+    assert "mnist.npz" in capsys.readouterr().err          # the progress bar
+    mnist.load_data()                                       # cached: no third download
+    assert len(calls) == 2 and os.listdir(cache) == ["mnist.npz"]
