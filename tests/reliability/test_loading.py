@@ -418,3 +418,24 @@ def test_version_1_file_loads_with_old_meanings(tmp_path):
 
 def test_format_version_is_2():
     assert saving.FORMAT_VERSION == 2
+
+
+def test_limits_do_not_refuse_ordinary_models(tmp_path):
+    """A CIFAR-sized CNN and a wide MLP load: the estimates refuse only absurd sizes."""
+    previous = mn_config.image_data_format()
+    mn_config.set_image_data_format("channels_first")
+    try:
+        mn.manual_seed(0)
+        cnn = mn.Sequential([layers.Input((3, 32, 32)), layers.Conv2D(32, 3, padding="same"),
+                             layers.BatchNormalization(axis=1), layers.ReLU(),
+                             layers.MaxPooling2D(2), layers.Conv2D(64, 5, padding="same"),
+                             layers.GlobalAveragePooling2D(), layers.Dense(10)])
+        mlp = mn.Sequential([layers.Input((3072,)), layers.Dense(1024), layers.Dense(1024),
+                             layers.Dense(10)])
+        for name, model in (("cnn.minnet", cnn), ("mlp.minnet", mlp)):
+            model.save(tmp_path / name)
+            loaded = mn.load_model(tmp_path / name)
+            for a, b in zip(loaded.get_weights(), model.get_weights()):
+                np.testing.assert_array_equal(a, b)
+    finally:
+        mn_config.set_image_data_format(previous)
