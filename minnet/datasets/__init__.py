@@ -14,8 +14,10 @@ import os
 import numpy as np
 
 from minnet import _random
+from minnet.datasets import cifar10, cifar100, fashion_mnist, mnist
 
-__all__ = ["load_digits", "make_blobs", "make_regression"]
+__all__ = ["load_digits", "make_blobs", "make_regression", "mnist", "fashion_mnist", "cifar10",
+           "cifar100"]
 
 _DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 _DIGITS_PATH = os.path.join(_DATA_DIR, "digits.npz")

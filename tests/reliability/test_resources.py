@@ -220,7 +220,7 @@ def _config_edit(edit):
     return replace
 
 
-@pytest.mark.parametrize("version", [2, 999, 0, "1", None])
+@pytest.mark.parametrize("version", [3, 999, 0, "1", None])
 def test_format_version_is_checked(saved, tmp_path, version):
     data = _rewrite(saved["bytes"], _config_edit(lambda c: c.update(format_version=version)))
     error = _expect_file_error(_write(tmp_path, data))

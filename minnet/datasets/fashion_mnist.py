@@ -1,0 +1,64 @@
+"""Fashion-MNIST, as ``keras.datasets.fashion_mnist`` (downloaded once, no pickle).
+
+Keras 3 downloads the four gzipped IDX files below and publishes no hash for them
+(``keras/src/datasets/fashion_mnist.py`` passes none), so minnet cannot verify them by
+hash either; each file's IDX header (magic number, counts, 28x28) is checked instead.
+"""
+import gzip
+import os
+import zlib
+
+import numpy as np
+
+from minnet.datasets._download import fetch
+
+__all__ = ["load_data"]
+
+BASE = "https://storage.googleapis.com/tensorflow/tf-keras-datasets/"
+FILES = ("train-labels-idx1-ubyte.gz", "train-images-idx3-ubyte.gz",
+         "t10k-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz")
+
+
+def load_data(path=None):
+    """Load Fashion-MNIST: 60,000 training and 10,000 test 28x28 grey-scale clothing images.
+
+    Args:
+        path: a directory holding the four ``*-ubyte.gz`` files, or None to use the cache
+            (``$MINNET_HOME/datasets/fashion-mnist``), downloading from Keras's URLs.
+
+    Returns:
+        ``(x_train, y_train), (x_test, y_test)``: uint8 images and uint8 labels 0..9.
+
+    Shape:
+        - x_train: ``(60000, 28, 28)``, y_train: ``(60000,)``
+        - x_test: ``(10000, 28, 28)``, y_test: ``(10000,)``
+    """
+    paths = []
+    for name in FILES:
+        local = None if path is None else os.path.join(os.fsdecode(os.fspath(path)), name)
+        paths.append(fetch(name, BASE + name, "sha256", None, "fashion-mnist", path=local))
+    y_train, x_train = read_idx(paths[0], 1), read_idx(paths[1], 3)
+    y_test, x_test = read_idx(paths[2], 1), read_idx(paths[3], 3)
+    if len(x_train) != len(y_train) or len(x_test) != len(y_test):
+        raise ValueError(f"The Fashion-MNIST files disagree on the number of samples: images "
+                         f"{len(x_train)}/{len(x_test)}, labels {len(y_train)}/{len(y_test)}.")
+    return (x_train, y_train), (x_test, y_test)
+
+
+def read_idx(path, ndim):
+    """A gzipped IDX file of unsigned bytes (labels: ndim 1; images: ndim 3, 28x28)."""
+    try:
+        with gzip.open(path, "rb") as file:
+            data = file.read()
+    except (OSError, EOFError, zlib.error) as error:
+        raise ValueError(f"{path!r} is not a gzipped IDX file: {error}") from None
+    magic = 0x800 | ndim
+    header = 4 + 4 * ndim
+    if len(data) < header or int.from_bytes(data[:4], "big") != magic:
+        raise ValueError(f"{path!r} is not an IDX file of {ndim}-d unsigned bytes (magic "
+                         f"{magic} expected).")
+    dims = tuple(int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim))
+    if (ndim == 3 and dims[1:] != (28, 28)) or len(data) - header != int(np.prod(dims)):
+        raise ValueError(f"{path!r}: the IDX header declares {dims} but holds "
+                         f"{len(data) - header} bytes.")
+    return np.frombuffer(data, np.uint8, offset=header).reshape(dims).copy()
