@@ -68,7 +68,10 @@ _TEMP_SUFFIX = ".tmp"
 # A temporary file whose process is gone, or older than this, is a leftover.
 _TEMP_STALE_SECONDS = 3600
 # Names minnet refuses to write under: they promise a format minnet does not write.
-_FOREIGN_SUFFIXES = {".h5": "HDF5", ".hdf5": "HDF5", ".keras": "Keras 3 (.keras)"}
+# ``.keras`` is accepted for whole models: Keras 3 tutorials must save under that suffix, and
+# minnet's file is a zip as Keras's is (its contents are minnet's: JSON + .npy, no HDF5);
+# loading a real Keras ``.keras`` file is recognised and named (``_foreign_format``).
+_FOREIGN_SUFFIXES = {".h5": "HDF5", ".hdf5": "HDF5"}
 
 
 def _fspath(path, name="filepath"):

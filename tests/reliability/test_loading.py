@@ -332,7 +332,16 @@ def test_temp_file_of_a_live_save_is_kept(tmp_path):
     assert live.exists()
 
 
-@pytest.mark.parametrize("name", ["m.h5", "m.keras", "M.HDF5", "w.weights.h5"])
+def test_keras_suffix_saves_minnets_format(tmp_path):
+    # Keras 3 scripts save to "name.keras": minnet writes its own zip under that name and reads it back.
+    model = _model()
+    model.save(tmp_path / "m.keras")
+    restored = mn.load_model(tmp_path / "m.keras")
+    for a, b in zip(model.get_weights(), restored.get_weights()):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("name", ["m.h5", "M.HDF5", "w.weights.h5"])
 def test_foreign_suffix_refused(tmp_path, name):
     model = _model()
     with pytest.raises(ValueError, match="minnet does not write.*\\.minnet|minnet does not write"):
