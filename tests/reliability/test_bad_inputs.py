@@ -382,7 +382,7 @@ CASES = [
      ["`x`", "<U1"]),
     ("fit: object x", lambda: _model().fit(np.array([[object()] * 5] * 10), Y, verbose=0), TE,
      ["`x`", "object"]),
-    ("fit: labels out of range", lambda: _model().fit(X, Y + 5, verbose=0), VE, ["y_true", "5"]),
+    ("fit: labels out of range", lambda: _model().fit(X, Y + 5, verbose=0), VE, ["y_true", "[0, 3)"]),
     ("fit: negative labels", lambda: _model().fit(X, Y - 3, verbose=0), VE, ["-"]),
     ("fit: float labels", lambda: _model().fit(X, Y + 0.5, verbose=0), VE, ["`y`", "float"]),
     ("fit: one-hot for sparse loss", lambda: _model().fit(X, np.eye(3)[Y], verbose=0), VE,
