@@ -22,7 +22,8 @@ Example:
 """
 import numpy as np
 
-from minnet._utils import did_you_mean
+from minnet import _registry
+from minnet._checks import check_float, check_int, check_labels, invalid
 
 __all__ = [
     "Metric", "Mean", "MeanMetricWrapper", "Accuracy", "BinaryAccuracy", "CategoricalAccuracy",
@@ -90,7 +91,7 @@ def _check_batch(y_true, y_pred, what):
         )
 
 
-def _sparse_labels(y_true, y_pred, what):
+def _sparse_labels(y_true, y_pred, what, ignore_class=None):
     """Integer labels ``(N,)`` from ``(N,)`` or ``(N, 1)`` for scores ``(N, C)``."""
     if y_pred.ndim != 2:
         raise ValueError(
@@ -104,19 +105,9 @@ def _sparse_labels(y_true, y_pred, what):
             f"Received: y_true.shape={y_true.shape}"
         )
     _check_batch(y_true, y_pred, what)
-    if not (np.issubdtype(y_true.dtype, np.integer) or y_true.dtype == bool):
-        if y_true.size and not np.all(np.isfinite(y_true) & (y_true == np.round(y_true))):
-            raise ValueError(f"{what}: `y_true` must hold integer class labels. Received: y_true={y_true!r}")
-    labels = y_true.astype(np.int64)
-    n_classes = y_pred.shape[1]
-    bad = (labels < 0) | (labels >= n_classes)
-    if np.any(bad):
-        # Scoring them as misses would hide a label/model mismatch; the loss rejects them too.
-        first = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"{what}: `y_true` must hold class labels in [0, {n_classes}) for "
-                         f"`y_pred` with {n_classes} classes. Received: y_true[{first}]="
-                         f"{y_true[first].item()!r} (labels range {labels.min()}..{labels.max()})")
-    return labels
+    # Scoring out-of-range labels as misses would hide a label/model mismatch: one scan,
+    # the same check (and wording) as the loss.
+    return check_labels("y_true", y_true, y_pred.shape[1], ignore_index=ignore_class)
 
 
 # ---------------------------------------------------------------------------------------
@@ -181,12 +172,14 @@ def categorical_accuracy(y_true, y_pred):
     return (np.argmax(y_true, axis=-1) == np.argmax(y_pred, axis=-1)).astype(np.float64)
 
 
-def sparse_categorical_accuracy(y_true, y_pred):
+def sparse_categorical_accuracy(y_true, y_pred, ignore_class=None):
     """1.0 where ``argmax(y_pred) == y_true`` for integer labels.
 
     Args:
         y_true: integer labels.
         y_pred: class scores (probabilities or logits).
+        ignore_class: optional label whose samples score NaN (``SparseCategoricalAccuracy``
+            gives them zero weight, so they do not count).
 
     Returns:
         ndarray of float64 of shape ``(N,)``.
@@ -195,8 +188,12 @@ def sparse_categorical_accuracy(y_true, y_pred):
         y_true: ``(N,)`` or ``(N, 1)``; y_pred: ``(N, C)``.
     """
     y_pred = _to_numpy(y_pred, "y_pred")
-    y_true = _sparse_labels(_to_numpy(y_true, "y_true"), y_pred, "sparse_categorical_accuracy")
-    return (np.argmax(y_pred, axis=-1) == y_true).astype(np.float64)
+    y_true = _sparse_labels(_to_numpy(y_true, "y_true"), y_pred, "sparse_categorical_accuracy",
+                            ignore_class)
+    values = (np.argmax(y_pred, axis=-1) == y_true).astype(np.float64)
+    if ignore_class is not None:
+        values[y_true == ignore_class] = np.nan
+    return values
 
 
 def _in_top_k(scores, labels, k):
@@ -310,7 +307,7 @@ class Metric:
     def __init__(self, name=None, dtype=None):
         if name is not None and not isinstance(name, str):
             raise TypeError(f"Invalid value for argument `name`: expected a str. Received: name={name!r}")
-        self.name = name if name is not None else _snake_case(type(self).__name__)
+        self.name = name if name is not None else _registry.snake_case(type(self).__name__)
         self.dtype = dtype
         self.reset_state()
 
@@ -332,21 +329,28 @@ class Metric:
 
     def _accumulate(self, values, sample_weight):
         values = np.atleast_1d(values)
-        if sample_weight is None:
+        skipped = np.isnan(values)        # samples a metric skips (ignore_class): weight 0
+        if sample_weight is None and not skipped.any():
             self.total += float(values.sum())
             self.count += float(values.size)
             return
-        weight = _to_numpy(sample_weight, "sample_weight").astype(np.float64)
-        if weight.ndim > values.ndim and weight.shape[-1] == 1:
-            weight = weight.reshape(weight.shape[:-1])
-        try:
-            weight = np.broadcast_to(weight.reshape(weight.shape + (1,) * (values.ndim - weight.ndim)),
-                                     values.shape)
-        except ValueError:
-            raise ValueError(
-                f"Invalid value for argument `sample_weight`: expected a scalar or one weight per "
-                f"sample (shape {values.shape[:1]}). Received: sample_weight.shape={weight.shape}"
-            ) from None
+        if sample_weight is None:
+            weight = np.ones(values.shape)
+        else:
+            weight = _to_numpy(sample_weight, "sample_weight").astype(np.float64)
+            if weight.ndim > values.ndim and weight.shape[-1] == 1:
+                weight = weight.reshape(weight.shape[:-1])
+            try:
+                weight = np.broadcast_to(
+                    weight.reshape(weight.shape + (1,) * (values.ndim - weight.ndim)), values.shape)
+            except ValueError:
+                raise ValueError(
+                    f"Invalid value for argument `sample_weight`: expected a scalar or one weight "
+                    f"per sample (shape {values.shape[:1]}). Received: "
+                    f"sample_weight.shape={weight.shape}") from None
+        if skipped.any():
+            weight = np.where(skipped, 0.0, weight)
+            values = np.where(skipped, 0.0, values)
         self.total += float(np.sum(values * weight))
         self.count += float(np.sum(weight))
 
@@ -380,15 +384,6 @@ class Metric:
     def __repr__(self):
         args = ", ".join(f"{key}={value!r}" for key, value in self.get_config().items())
         return f"{type(self).__name__}({args})"
-
-
-def _snake_case(name):
-    out = []
-    for i, char in enumerate(name):
-        if char.isupper() and i and (not name[i - 1].isupper() or (i + 1 < len(name) and name[i + 1].islower())):
-            out.append("_")
-        out.append(char.lower())
-    return "".join(out)
 
 
 class Mean(Metric):
@@ -471,10 +466,20 @@ class CategoricalAccuracy(MeanMetricWrapper):
 
 
 class SparseCategoricalAccuracy(MeanMetricWrapper):
-    """Fraction of samples whose highest score is the integer label."""
+    """Fraction of samples whose highest score is the integer label.
 
-    def __init__(self, name="sparse_categorical_accuracy", dtype=None):
-        super().__init__(sparse_categorical_accuracy, name=name, dtype=dtype)
+    Args:
+        name: metric name.
+        ignore_class: optional label whose samples are skipped (as the loss's
+            ``ignore_class``); ``compile`` sets it from the loss for ``"accuracy"``.
+    """
+
+    def __init__(self, name="sparse_categorical_accuracy", dtype=None, ignore_class=None):
+        if ignore_class is not None:
+            ignore_class = check_int("ignore_class", ignore_class)
+        kwargs = {} if ignore_class is None else {"ignore_class": ignore_class}
+        super().__init__(sparse_categorical_accuracy, name=name, dtype=dtype, **kwargs)
+        self.ignore_class = ignore_class
 
 
 class TopKCategoricalAccuracy(MeanMetricWrapper):
@@ -559,19 +564,24 @@ def _accuracy_from_shapes(true_shape, pred_shape):
 # ---------------------------------------------------------------------------------------
 
 _ALIASES = {
-    "mse": MeanSquaredError, "mean_squared_error": MeanSquaredError,
-    "mae": MeanAbsoluteError, "mean_absolute_error": MeanAbsoluteError,
-    "binary_accuracy": BinaryAccuracy,
-    "categorical_accuracy": CategoricalAccuracy,
-    "sparse_categorical_accuracy": SparseCategoricalAccuracy,
-    "top_k_categorical_accuracy": TopKCategoricalAccuracy,
-    "sparse_top_k_categorical_accuracy": SparseTopKCategoricalAccuracy,
+    MeanSquaredError: ("mse", "mean_squared_error"),
+    MeanAbsoluteError: ("mae", "mean_absolute_error"),
+    BinaryAccuracy: ("binary_accuracy",),
+    CategoricalAccuracy: ("categorical_accuracy",),
+    SparseCategoricalAccuracy: ("sparse_categorical_accuracy",),
+    TopKCategoricalAccuracy: ("top_k_categorical_accuracy",),
+    SparseTopKCategoricalAccuracy: ("sparse_top_k_categorical_accuracy",),
+    Mean: (), Accuracy: (),
 }
+_ALIAS_NAMES = {alias for names in _ALIASES.values() for alias in names}
 
-_CLASSES = {cls.__name__: cls for cls in (
-    Mean, Accuracy, BinaryAccuracy, CategoricalAccuracy, SparseCategoricalAccuracy,
-    TopKCategoricalAccuracy, SparseTopKCategoricalAccuracy, MeanSquaredError, MeanAbsoluteError,
-)}
+
+def _register(table):
+    for cls, names in table.items():
+        _registry.register("metric", cls, aliases=names)
+
+
+_register(_ALIASES)
 
 
 def _loss_kind(loss):
@@ -584,28 +594,46 @@ def _loss_kind(loss):
         name = loss.__name__
     else:
         name = getattr(loss, "__name__", None) or type(loss).__name__
-    key = name.lower().replace("_", "")
+    key = _registry.normalize_name(name)
     if key in ("binarycrossentropy", "bce", "binaryfocalcrossentropy"):
         return "binary"
-    if key in ("categoricalcrossentropy", "cce"):
+    if key in ("categoricalcrossentropy", "cce", "categoricalfocalcrossentropy"):
         return "categorical"
     if key in ("sparsecategoricalcrossentropy", "scce"):
         return "sparse"
     return None
 
 
-def get(identifier, loss=None):
+def _accuracy_for_loss(name, loss):
+    """``"accuracy"`` as the loss means it (#13.6): a logits loss thresholds at 0, a loss
+    with ``ignore_class`` skips those labels; None when the loss does not tell."""
+    kind = _loss_kind(loss)
+    from_logits = bool(getattr(loss, "from_logits", False)) and not isinstance(loss, (str, type))
+    if kind == "binary":
+        return BinaryAccuracy(name=name, threshold=0.0 if from_logits else 0.5)
+    if kind == "categorical":
+        return CategoricalAccuracy(name=name)
+    if kind == "sparse":
+        ignore_class = None if isinstance(loss, (str, type)) else getattr(loss, "ignore_class", None)
+        return SparseCategoricalAccuracy(name=name, ignore_class=ignore_class)
+    return None
+
+
+def get(identifier, loss=None, custom_objects=None):
     """Resolve a metric identifier to a ``Metric`` instance.
 
     Args:
         identifier: a ``Metric`` instance (returned as is), a ``Metric`` subclass, a name
-            (``"accuracy"``/``"acc"``, ``"mse"``, ``"mae"``, ``"binary_accuracy"``,
-            ``"top_k_categorical_accuracy"``, ..., or a class name), or a callable
-            ``fn(y_true, y_pred) -> per-sample values`` (wrapped, named ``fn.__name__``).
+            (``"accuracy"``/``"acc"``, ``"mse"``, ``"mae"``, ``"mape"``, ``"binary_accuracy"``,
+            ``"top_k_categorical_accuracy"``, ``"precision"``, ``"auc"``, ..., or a class name),
+            a ``serialize`` dict, or a callable ``fn(y_true, y_pred) -> per-sample values``
+            (wrapped, named ``fn.__name__``).
         loss: the compiled loss (object, class or name), used to pick the accuracy kind
-            for ``"accuracy"``: binary cross-entropy -> ``BinaryAccuracy``, categorical ->
-            ``CategoricalAccuracy``, sparse categorical -> ``SparseCategoricalAccuracy``.
-            With any other loss the kind is decided from the shapes at the first update.
+            for ``"accuracy"``: binary cross-entropy -> ``BinaryAccuracy`` (threshold 0 with
+            ``from_logits=True``), categorical -> ``CategoricalAccuracy``, sparse categorical
+            -> ``SparseCategoricalAccuracy`` (skipping the loss's ``ignore_class``). With any
+            other loss the kind is decided from the shapes at the first update.
+        custom_objects: optional ``{name: class}`` for custom metrics.
 
     Returns:
         A ``Metric``. ``"accuracy"``/``"acc"`` keep the identifier as their name, so the
@@ -621,20 +649,14 @@ def get(identifier, loss=None):
         return identifier()
     if isinstance(identifier, str):
         if identifier in ("accuracy", "acc"):
-            kind = _loss_kind(loss)
-            cls = {"binary": BinaryAccuracy, "categorical": CategoricalAccuracy,
-                   "sparse": SparseCategoricalAccuracy}.get(kind)
-            return cls(name=identifier) if cls is not None else _AutoAccuracy(name=identifier)
-        if identifier in _ALIASES:
-            return _ALIASES[identifier](name=identifier)
-        if identifier in _CLASSES:
-            return _CLASSES[identifier]()
-        known = sorted(set(_ALIASES) | set(_CLASSES) | {"accuracy", "acc"})
-        raise ValueError(f"Invalid value for argument `identifier`: expected one of {known}, a Metric "
-                         f"or a callable. Received: identifier={identifier!r}."
-                         + did_you_mean(identifier, known))
+            metric = _accuracy_for_loss(identifier, loss)
+            return metric if metric is not None else _AutoAccuracy(name=identifier)
+        cls = _registry.lookup("metric", identifier, custom_objects)
+        if isinstance(cls, type) and identifier in _ALIAS_NAMES:
+            return cls(name=identifier)      # logs say "mae", as the user wrote it
+        return cls() if isinstance(cls, type) else MeanMetricWrapper(cls, name=identifier)
     if isinstance(identifier, dict):
-        return deserialize(identifier)
+        return deserialize(identifier, custom_objects)
     if callable(identifier):
         return MeanMetricWrapper(identifier)
     raise TypeError(f"Invalid value for argument `identifier`: expected a str, a Metric or a callable. "
@@ -645,19 +667,14 @@ def serialize(metric):
     """``{"class_name": ..., "config": ...}`` for a built-in metric."""
     if isinstance(metric, _AutoAccuracy):
         return {"class_name": "accuracy", "config": {"name": metric.name}}
-    return {"class_name": type(metric).__name__, "config": metric.get_config()}
+    return _registry.serialize("metric", metric)
 
 
 def deserialize(config, custom_objects=None):
     """Inverse of ``serialize``."""
-    if not isinstance(config, dict) or "class_name" not in config:
+    if isinstance(config, dict) and config.get("class_name") == "accuracy":
+        return _AutoAccuracy(**dict(config.get("config") or {}))
+    if not isinstance(config, dict):
         raise ValueError(f"Invalid value for argument `config`: expected a dict with 'class_name'. "
                          f"Received: config={config!r}")
-    name, kwargs = config["class_name"], dict(config.get("config", {}))
-    classes = dict(_CLASSES, **(custom_objects or {}))
-    if name == "accuracy":
-        return _AutoAccuracy(**kwargs)
-    if name not in classes:
-        raise ValueError(f"Unknown metric class {name!r}: expected one of {sorted(classes)}; pass "
-                         f"custom ones in `custom_objects`." + did_you_mean(name, classes))
-    return classes[name].from_config(kwargs)
+    return _registry.deserialize("metric", config, custom_objects)

@@ -233,7 +233,7 @@ def test_get_names_instances_and_callables():
     assert m.name == "my_error"
     m.update_state([1.0, 2.0], [1.5, 2.0])
     assert m.result() == pytest.approx(0.5)
-    with pytest.raises(ValueError, match="identifier"):
+    with pytest.raises(ValueError, match=r"Unknown metric: 'accuracyy'.*Did you mean"):
         metrics.get("accuracyy")
     with pytest.raises(TypeError, match="identifier"):
         metrics.get(3)
@@ -245,3 +245,35 @@ def test_config_round_trip():
         clone = metrics.deserialize(metrics.serialize(m))
         assert type(clone) is type(m) and clone.get_config() == m.get_config()
     assert "threshold=0.3" in repr(metrics.BinaryAccuracy(threshold=0.3))
+
+
+# ---- "accuracy" knows the loss (issue 13.6, issue 17) ---------------------------------------
+
+def test_accuracy_with_logits_loss_thresholds_at_zero(rng):
+    from minnet import losses
+    logits = rng.standard_normal((200, 1)) * 2
+    labels = (rng.random((200, 1)) < 1 / (1 + np.exp(-3 * logits))).astype(np.float64)
+    m = metrics.get("accuracy", loss=losses.BinaryCrossentropy(from_logits=True))
+    assert type(m) is metrics.BinaryAccuracy and m.threshold == 0.0
+    m.update_state(labels, logits)
+    assert m.result() == pytest.approx(((logits > 0) == labels).mean())
+    assert metrics.get("accuracy", loss=losses.BinaryCrossentropy()).threshold == 0.5
+    assert metrics.get("accuracy", loss="binary_crossentropy").threshold == 0.5
+
+
+def test_accuracy_with_ignore_class_skips_ignored_labels(rng):
+    from minnet import losses
+    scores = rng.standard_normal((10, 4))
+    labels = rng.integers(0, 4, 10)
+    labels[[1, 4, 7]] = -1
+    m = metrics.get("accuracy", loss=losses.SparseCategoricalCrossentropy(ignore_class=-1))
+    assert m.ignore_class == -1
+    m.update_state(labels, scores)
+    keep = labels != -1
+    assert m.result() == pytest.approx((scores.argmax(1)[keep] == labels[keep]).mean())
+    w = rng.random(10)
+    m.reset_state()
+    m.update_state(labels, scores, sample_weight=w)
+    assert m.result() == pytest.approx(((scores.argmax(1) == labels) * w)[keep].sum() / w[keep].sum())
+    with pytest.raises(ValueError, match=r"y_true.*\[0, 4\)"):
+        metrics.SparseCategoricalAccuracy().update_state(labels, scores)
