@@ -1,4 +1,5 @@
-"""Optimizers: SGD, Adam, AdamW, RMSprop, Adagrad, and learning-rate ``schedules``.
+"""Optimizers: SGD, Adam, AdamW, Nadam, Adamax, RMSprop, Adagrad, Adadelta, Lion, and
+learning-rate ``schedules``.
 
 Keras argument names and defaults (Keras 3's decoupled ``weight_decay`` for every
 optimizer), PyTorch update formulas; every update is done in place on ``p.data``.
@@ -13,16 +14,20 @@ Example:
 """
 from minnet import _registry
 from minnet.optimizers import schedules
+from minnet.optimizers.adadelta import Adadelta
 from minnet.optimizers.adagrad import Adagrad
 from minnet.optimizers.adam import Adam, AdamW
+from minnet.optimizers.adamax import Adamax
+from minnet.optimizers.lion import Lion
+from minnet.optimizers.nadam import Nadam
 from minnet.optimizers.optimizer import Optimizer
 from minnet.optimizers.rmsprop import RMSprop
 from minnet.optimizers.sgd import SGD
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "schedules",
-           "get", "serialize", "deserialize"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Nadam", "Adamax", "RMSprop", "Adagrad",
+           "Adadelta", "Lion", "schedules", "get", "serialize", "deserialize"]
 
-for _cls in (SGD, Adam, AdamW, RMSprop, Adagrad):
+for _cls in (SGD, Adam, AdamW, Nadam, Adamax, RMSprop, Adagrad, Adadelta, Lion):
     _registry.register("optimizer", _cls, aliases=(_cls.__name__.lower(),))
 del _cls
 
@@ -44,7 +49,8 @@ def deserialize(config, custom_objects=None):
 
 
 def get(identifier, custom_objects=None):
-    """An optimizer from a name ("sgd", "adam", "adamw", "rmsprop", "adagrad", any case),
+    """An optimizer from a name ("sgd", "adam", "adamw", "nadam", "adamax", "rmsprop",
+    "adagrad", "adadelta", "lion", any case),
     an Optimizer instance (returned as is), an Optimizer subclass, or a ``serialize`` dict."""
     if isinstance(identifier, Optimizer):
         return identifier

@@ -123,6 +123,8 @@ class Optimizer:
     """
 
     _hyper_names = ()
+    # Per-parameter state entries that are floats rather than arrays (Nadam's mu_product).
+    _scalar_state = ()
     # Slots of scratch memory the update rule needs (one flat buffer per dtype and slot,
     # sized for the largest parameter and shared by all parameters).
     _n_work = 1
@@ -422,6 +424,9 @@ class Optimizer:
                 value = np.asarray(value)
                 if value.ndim == 0 and name == "step":
                     new_state[index][name] = int(value)
+                    continue
+                if value.ndim == 0 and name in self._scalar_state:
+                    new_state[index][name] = float(value)
                     continue
                 shape = self._params[index].data.shape
                 if value.shape != shape:

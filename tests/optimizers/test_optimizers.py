@@ -448,3 +448,86 @@ def test_constraint_projects_after_each_step():
     assert p.data is data
     np.testing.assert_array_equal(p.data, [0.0, 0.0, 4.0])
     np.testing.assert_array_equal(q.data, [-1.0, -2.0])
+
+
+# ---- Nadam, Adamax, Adadelta, Lion (issue 18) ------------------------------------------------
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("wd", [0.0, 0.05])
+def test_nadam_matches_torch_nadam_with_keras_momentum_schedule(torch, dtype, wd):
+    init, grads = make_problem(11, dtype)
+    ours = run_minnet(lambda p: optimizers.Nadam(p, learning_rate=0.01, beta_1=0.8, beta_2=0.95,
+                                                 epsilon=1e-8, weight_decay=wd), init, grads)
+    theirs = run_torch(torch, lambda p: torch.optim.NAdam(p, lr=0.01, betas=(0.8, 0.95), eps=1e-8,
+                                                          momentum_decay=1.0), init, grads,
+                       decay=(0.01, wd))
+    # torch keeps mu_product as a float32 scalar tensor (minnet: a float64), hence rtol 1e-7
+    for x, y in zip(ours, theirs):
+        np.testing.assert_allclose(x, y, rtol=1e-7 if dtype == np.float64 else 2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_adamax_matches_torch(torch, dtype):
+    init, grads = make_problem(12, dtype)
+    ours = run_minnet(lambda p: optimizers.Adamax(p, learning_rate=0.02, beta_1=0.85, epsilon=1e-8,
+                                                  weight_decay=0.03), init, grads)
+    theirs = run_torch(torch, lambda p: torch.optim.Adamax(p, lr=0.02, betas=(0.85, 0.999), eps=1e-8),
+                       init, grads, decay=(0.02, 0.03))
+    assert_trajectories_close(ours, theirs, dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_adadelta_matches_torch(torch, dtype):
+    init, grads = make_problem(13, dtype)
+    ours = run_minnet(lambda p: optimizers.Adadelta(p, learning_rate=1.0, rho=0.9, epsilon=1e-6),
+                      init, grads)
+    theirs = run_torch(torch, lambda p: torch.optim.Adadelta(p, lr=1.0, rho=0.9, eps=1e-6), init, grads)
+    assert_trajectories_close(ours, theirs, dtype)
+
+
+def ref_lion(init, grads, lr, b1, b2, wd):
+    """Keras 3's Lion, written out with temporaries."""
+    params = [a.copy() for a in init]
+    m = [np.zeros_like(a) for a in init]
+    for step in grads:
+        for i, g in enumerate(step):
+            p = params[i] - lr * wd * params[i]
+            params[i] = p - lr * np.sign(m[i] * b1 + g * (1 - b1))
+            m[i] = m[i] * b2 + g * (1 - b2)
+    return params
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_lion_matches_keras_formula(dtype):
+    init, grads = make_problem(14, dtype)
+    ours = run_minnet(lambda p: optimizers.Lion(p, learning_rate=0.01, weight_decay=0.1), init, grads)
+    ref = ref_lion(init, grads, 0.01, 0.9, 0.99, 0.1)
+    assert_trajectories_close(ours, ref, dtype)
+
+
+def test_new_optimizers_keras_defaults_names_and_state_round_trip():
+    assert optimizers.Nadam().learning_rate == 0.001 and optimizers.Nadam().epsilon == 1e-7
+    assert optimizers.Adamax().beta_2 == 0.999
+    assert optimizers.Adadelta().rho == 0.95 and optimizers.Adadelta().learning_rate == 0.001
+    assert optimizers.Lion().beta_2 == 0.99
+    for name, cls in [("nadam", optimizers.Nadam), ("adamax", optimizers.Adamax),
+                      ("adadelta", optimizers.Adadelta), ("lion", optimizers.Lion)]:
+        assert type(optimizers.get(name)) is cls
+        init, grads = make_problem(15)
+        params = [mn.Parameter(a.copy()) for a in init]
+        opt = cls(params, learning_rate=0.01)
+        for p, g in zip(params, grads[0]):
+            p.grad = g
+        opt.step()
+        params2 = [mn.Parameter(p.data.copy()) for p in params]
+        opt2 = cls(params2, learning_rate=0.01)
+        opt2.load_state_dict(opt.state_dict())
+        for p, q, g in zip(params, params2, grads[1]):
+            p.grad, q.grad = g, g.copy()
+        opt.step()
+        opt2.step()
+        for p, q in zip(params, params2):
+            np.testing.assert_array_equal(p.data, q.data)
+        clone = optimizers.deserialize(optimizers.serialize(opt))
+        assert type(clone) is cls and clone.get_config() == opt.get_config()
+    with pytest.raises(ValueError, match="beta_1"):
+        optimizers.Lion(beta_1=0.0)
