@@ -323,7 +323,7 @@ CASES = [
     ("SGD(clipnorm and global_clipnorm)", lambda: optimizers.SGD([_param()], clipnorm=1,
                                                                  global_clipnorm=1), VE,
      ["global_clipnorm"]),
-    ("SGD(params=3)", lambda: optimizers.SGD(3), TE, ["params", "int"]),
+    ("SGD(params=[3])", lambda: optimizers.SGD([3]), TE, ["params", "int"]),  # SGD(3): learning rate 3 (Keras)
     ("Adam(beta_1=1)", lambda: optimizers.Adam([_param()], beta_1=1.0), VE, ["beta_1", "1.0"]),
     ("Adam(beta_2=-0.1)", lambda: optimizers.Adam([_param()], beta_2=-0.1), VE,
      ["beta_2", "-0.1"]),
