@@ -5,10 +5,10 @@ import numpy as np
 
 from minnet.optimizers.optimizer import Optimizer, check_bool, check_number
 
-__all__ = ["Adam", "AdamW"]
+__all__ = ["Adam", "AdamW", "lerp_"]
 
 
-def _lerp_(start, end, weight, work):
+def lerp_(start, end, weight, work):
     """``start += weight * (end - start)`` in place, as ``torch.lerp_`` rounds it."""
     np.subtract(end, start, out=work)
     if weight < 0.5:
@@ -77,7 +77,7 @@ class Adam(Optimizer):
         state["step"] = step = state["step"] + 1
         m, v = state["exp_avg"], state["exp_avg_sq"]
 
-        _lerp_(m, grad, 1.0 - self.beta_1, work)
+        lerp_(m, grad, 1.0 - self.beta_1, work)
         np.multiply(v, self.beta_2, out=v)
         np.multiply(grad, grad, out=work)
         np.multiply(work, 1.0 - self.beta_2, out=work)

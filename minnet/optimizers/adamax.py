@@ -1,7 +1,7 @@
 """Adamax (PyTorch's update formula, Keras argument names and defaults)."""
 import numpy as np
 
-from minnet.optimizers.adam import _lerp_
+from minnet.optimizers.adam import lerp_
 from minnet.optimizers.optimizer import Optimizer, check_number
 
 __all__ = ["Adamax"]
@@ -55,7 +55,7 @@ class Adamax(Optimizer):
             state["exp_inf"] = np.zeros_like(data)
         state["step"] = step = state["step"] + 1
         m, u = state["exp_avg"], state["exp_inf"]
-        _lerp_(m, grad, 1.0 - self.beta_1, work)
+        lerp_(m, grad, 1.0 - self.beta_1, work)
         np.multiply(u, self.beta_2, out=u)
         np.abs(grad, out=work)
         np.add(work, self.epsilon, out=work)

@@ -1,9 +1,7 @@
 """Nadam (Keras 3's formula, which is PyTorch's ``NAdam`` with ``momentum_decay=1``)."""
-import math
-
 import numpy as np
 
-from minnet.optimizers.adam import _lerp_
+from minnet.optimizers.adam import lerp_
 from minnet.optimizers.optimizer import Optimizer, check_number
 
 __all__ = ["Nadam"]
@@ -70,7 +68,7 @@ class Nadam(Optimizer):
         mu_next = self.beta_1 * (1.0 - 0.5 * 0.96 ** (step + 1))
         state["mu_product"] = mu_product = state["mu_product"] * mu
         m, v = state["exp_avg"], state["exp_avg_sq"]
-        _lerp_(m, grad, 1.0 - self.beta_1, work)
+        lerp_(m, grad, 1.0 - self.beta_1, work)
         np.multiply(v, self.beta_2, out=v)
         np.multiply(grad, grad, out=work)
         np.multiply(work, 1.0 - self.beta_2, out=work)

@@ -1,7 +1,7 @@
 """RMSprop (PyTorch's update formula, Keras argument names and defaults)."""
 import numpy as np
 
-from minnet.optimizers.adam import _lerp_
+from minnet.optimizers.adam import lerp_
 from minnet.optimizers.optimizer import Optimizer, check_bool, check_number
 
 __all__ = ["RMSprop"]
@@ -75,7 +75,7 @@ class RMSprop(Optimizer):
         np.add(v, work, out=v)
         if self.centered:
             a = state["grad_avg"]
-            _lerp_(a, grad, 1.0 - self.rho, work)
+            lerp_(a, grad, 1.0 - self.rho, work)
             np.multiply(a, a, out=work)
             np.subtract(v, work, out=work)
             np.sqrt(work, out=work)
