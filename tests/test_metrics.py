@@ -484,3 +484,31 @@ def test_new_metric_names_and_config_round_trip(name, cls):
     assert type(clone) is cls and clone.get_config() == m.get_config()
     iou = metrics.MeanIoU(num_classes=4, ignore_class=0)
     assert metrics.deserialize(metrics.serialize(iou)).get_config() == iou.get_config()
+
+
+def test_compiled_accuracy_follows_the_loss_in_fit(rng):
+    """Issue 13.6 and issue 17 through compile/fit: logits BCE thresholds at 0; a fully
+    ignored batch neither fails the metric nor turns the weights to NaN."""
+    import minnet as mn
+    from minnet import layers, losses
+    x = rng.standard_normal((64, 4)).astype(np.float32)
+    y = (x[:, :1] > 0).astype(np.float32)
+    model = mn.Sequential([layers.Dense(1)])
+    model.compile(optimizer="sgd", loss=losses.BinaryCrossentropy(from_logits=True),
+                  metrics=["accuracy"])
+    model.fit(x, y, epochs=1, batch_size=16, verbose=0)
+    logits = model.predict(x)
+    result = model.evaluate(x, y, return_dict=True, verbose=0)
+    assert result["accuracy"] == pytest.approx(((logits > 0) == (y > 0.5)).mean())
+
+    labels = rng.integers(0, 3, 64)
+    labels[:16] = -1                        # the first batch is entirely padding
+    model = mn.Sequential([layers.Dense(3)])
+    model.compile(optimizer="sgd", loss=losses.SparseCategoricalCrossentropy(from_logits=True,
+                                                                            ignore_class=-1),
+                  metrics=["accuracy"])
+    model.fit(x, labels, epochs=1, batch_size=16, shuffle=False, verbose=0)
+    assert all(np.all(np.isfinite(w)) for w in model.get_weights())
+    result = model.evaluate(x, labels, return_dict=True, verbose=0)
+    keep = labels != -1
+    assert result["accuracy"] == pytest.approx((model.predict(x).argmax(1)[keep] == labels[keep]).mean())
