@@ -50,7 +50,7 @@ def main(argv=None):
         for xb, yb in mn.data.batches(x_train, y_train, batch_size=32, shuffle=True, seed=epoch):
             opt.zero_grad()
             out = model(xb, training=True)       # mn.Tensor of logits, (B, 10)
-            loss = loss_fn(out, yb)              # PyTorch argument order is recognised
+            loss = loss_fn(yb, out)              # Keras order (y_true, y_pred), always
             loss.backward()
             opt.step()
             total += loss.item() * len(xb)

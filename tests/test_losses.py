@@ -1,5 +1,6 @@
-"""Loss objects: NumPy references (float32/float64), float64 gradcheck, PyTorch parity in
-both argument orders, reductions, sample_weight, label/shape errors, warnings, lookup."""
+"""Loss objects: NumPy references (float32/float64), float64 gradcheck, PyTorch parity,
+Keras's argument order (with the swapped-call warning), Keras's reductions, sample_weight,
+label/shape errors, warnings, lookup through the registry."""
 import warnings
 
 import numpy as np
@@ -52,10 +53,20 @@ def ref_scce(labels, p, from_logits):
     return -np.take_along_axis(logq, labels[..., None], axis=-1)[..., 0]
 
 
+ELEMENTWISE = ("mse", "mae", "huber", "bce", "bce_logits")
+
+
+def _per_sample(kind, values):
+    """Keras: element-wise losses are averaged over the last axis, one value per sample."""
+    return values.mean(axis=-1) if kind in ELEMENTWISE and values.ndim >= 2 else values
+
+
 def _reduce(values, reduction, weight=None):
+    """Keras 3's reductions of per-sample values."""
     if weight is not None:
         values = values * weight
-    return {"none": values, "sum": values.sum(), "mean": values.mean()}[reduction]
+    return {"none": values, "sum": values.sum(), "mean": values.mean(),
+            "sum_over_batch_size": values.mean()}[reduction]
 
 
 def _softmax(x):
@@ -110,8 +121,8 @@ def test_matches_numpy_reference(kind, shape, dtype, reduction, rng):
         y_true = y_true.astype(dtype)
     out = make(reduction=reduction)(y_true, mn.tensor(y_pred, requires_grad=True))
     assert isinstance(out, mn.Tensor) and out.dtype == dtype
-    expected = _reduce(ref(y_true.astype(np.float64) if y_true.dtype.kind == "f" else y_true,
-                           y_pred.astype(np.float64)), reduction)
+    expected = _reduce(_per_sample(kind, ref(y_true.astype(np.float64) if y_true.dtype.kind == "f"
+                                             else y_true, y_pred.astype(np.float64))), reduction)
     np.testing.assert_allclose(out.numpy(), expected, **TOL[dtype])
 
 
@@ -178,23 +189,28 @@ def _reduce_torch(values, reduction):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("reduction", ["sum_over_batch_size", "sum", "none"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("torch_order", [False, True])
-def test_pytorch_parity(torch, kind, reduction, dtype, torch_order, rng):
+def test_pytorch_parity(torch, kind, reduction, dtype, rng):
     make, y_true, y_pred, _ = _case(kind, rng, (6, 5), dtype)
     y_pred = y_pred.astype(dtype)
     if y_true.dtype.kind == "f":
         y_true = y_true.astype(dtype)
     x = mn.tensor(y_pred, requires_grad=True)
     loss = make(reduction=reduction)
-    out = loss(x, y_true) if torch_order else loss(y_true, x)
+    out = loss(y_true, x)
     upstream = rng.standard_normal(out.shape).astype(dtype)
     (out * upstream).sum().backward()
 
     tx = torch.tensor(y_pred, requires_grad=True)
     tt = torch.tensor(y_true)
-    expected = _torch_loss(torch, kind, reduction)(tx, tt)
+    if reduction == "sum_over_batch_size":      # Keras's default is PyTorch's "mean"
+        expected = _torch_loss(torch, kind, "mean")(tx, tt)
+    else:                                       # Keras: per-sample values first
+        per_sample = _torch_loss(torch, kind, "none")(tx, tt)
+        if kind in ELEMENTWISE:
+            per_sample = per_sample.mean(dim=-1)
+        expected = _reduce_torch(per_sample, reduction)
     (expected * torch.tensor(upstream)).sum().backward()
     np.testing.assert_allclose(out.numpy(), expected.detach().numpy(), **TOL[dtype])
     np.testing.assert_allclose(x.grad, tx.grad.numpy(), **TOL[dtype])
@@ -251,38 +267,76 @@ def test_target_gradient_matches_pytorch(torch, rng):
     np.testing.assert_allclose(b.grad, tb.grad.numpy(), rtol=1e-12)
 
 
-# ---- argument order ---------------------------------------------------------------------
+# ---- argument order: Keras's, always; a call that looks swapped warns -------------------
 
-def test_argument_order_rules(rng):
+def test_keras_order_is_never_guessed(rng):
     logits = rng.standard_normal((5, 3))
     labels = rng.integers(0, 3, 5)
     scce = losses.SparseCategoricalCrossentropy(from_logits=True)
-    expected = ref_scce(labels, logits, True).mean()
-    # labels recognised by dtype/shape, whichever side, graph or not
-    for args in [(labels, logits), (logits, labels), (labels[:, None], logits), (logits, labels[:, None]),
-                 (labels.astype(np.float64), logits), (logits, labels.astype(np.float64))]:
-        assert scce(*args).item() == pytest.approx(expected)
-    # BCE: the graph-carrying argument is the prediction
+    assert scce(labels, logits).item() == pytest.approx(ref_scce(labels, logits, True).mean())
+    assert scce(labels[:, None], logits).item() == pytest.approx(ref_scce(labels, logits, True).mean())
+    with pytest.raises(ValueError, match=r"Keras's order loss\(y_true, y_pred\)"):
+        scce(logits, labels)
+    # Both plain arrays: taken as (y_true, y_pred), computed as asked.
     p = 1 / (1 + np.exp(-logits[:, :1]))
     t = (rng.random((5, 1)) > 0.5).astype(np.float64)
-    bce = losses.BinaryCrossentropy()
-    expected = ref_bce(t, p).mean()
-    assert bce(t, mn.tensor(p, requires_grad=True)).item() == pytest.approx(expected)
-    assert bce(mn.tensor(p, requires_grad=True), t).item() == pytest.approx(expected)
-    # ... or the one Tensor against an ndarray (e.g. under no_grad), or the integer target
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert losses.BinaryCrossentropy()(t, p).item() == pytest.approx(ref_bce(t, p).mean())
+        assert losses.BinaryCrossentropy()(t, mn.tensor(p, requires_grad=True)).item() == \
+            pytest.approx(ref_bce(t, p).mean())
+
+
+def test_pytorch_order_bce_under_no_grad_warns_at_the_callers_line(rng):
+    """Issue 17: BinaryCrossentropy()(pred, target) with float Tensors under no_grad."""
+    pred = mn.tensor(np.array([0.2, 0.7, 0.9, 0.4], np.float32))
+    target = mn.tensor(np.array([0.0, 1.0, 1.0, 0.0], np.float32))
     with mn.no_grad():
-        assert bce(mn.tensor(p), t).item() == pytest.approx(expected)
-    assert bce(p, t.astype(np.int64)).item() == pytest.approx(expected)
-    # both plain arrays: Keras order
-    assert bce(t, p).item() == pytest.approx(expected)
+        with pytest.warns(UserWarning, match=r"look swapped.*y_true, y_pred.*\(input, target\)") as record:
+            losses.BinaryCrossentropy()(pred, target)
+    assert record[0].filename == __file__
+    with mn.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        value = losses.BinaryCrossentropy()(target, pred).item()
+    assert value == pytest.approx(ref_bce(target.numpy().astype(np.float64),
+                                          pred.numpy().astype(np.float64)).mean(), rel=1e-6)
+
+
+def test_pytorch_order_categorical_one_hot_warns(rng):
+    probs = _softmax(rng.standard_normal((4, 3)))
+    one_hot = np.eye(3)[[0, 2, 1, 0]]
+    with pytest.warns(UserWarning, match="one-hot rows"):
+        losses.CategoricalCrossentropy()(probs, one_hot)
+    with pytest.warns(UserWarning, match="one-hot rows"):
+        losses.CategoricalFocalCrossentropy()(probs, one_hot)
+
+
+def test_graph_carrying_y_true_against_plain_y_pred_warns(rng):
+    x = mn.tensor(rng.standard_normal((4, 2)), requires_grad=True)
+    out = x * 2.0                                      # a model output: carries a grad_fn
+    with pytest.warns(UserWarning, match="carries a graph from an operation"):
+        losses.MeanSquaredError()(out, rng.standard_normal((4, 2)))
+
+
+def test_target_that_requires_grad_does_not_warn_and_gets_its_gradient(rng):
+    p = mn.tensor(rng.standard_normal((3, 2)))                     # no graph
+    t = mn.tensor(rng.standard_normal((3, 2)), requires_grad=True)  # a leaf that requires grad
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        losses.MeanSquaredError()(t, p).backward()
+    np.testing.assert_allclose(t.grad, 2 * (t.numpy() - p.numpy()) / 6)
+    # and through the functional entry point (PyTorch order)
+    t.grad = None
+    mn.functional.mse_loss(p, t).backward()
+    np.testing.assert_allclose(t.grad, 2 * (t.numpy() - p.numpy()) / 6)
 
 
 def test_column_predictions_against_flat_targets(rng):
     t = rng.standard_normal(6)
     p = rng.standard_normal((6, 1))
     out = losses.MeanSquaredError(reduction="none")(t, mn.tensor(p))
-    assert out.shape == (6, 1)
-    np.testing.assert_allclose(out.numpy(), (p - t[:, None]) ** 2)
+    assert out.shape == (6,)                   # Keras: one value per sample
+    np.testing.assert_allclose(out.numpy(), ((p - t[:, None]) ** 2)[:, 0])
     np.testing.assert_allclose(losses.MeanSquaredError()(t[:, None], mn.tensor(p[:, 0])).item(),
                                ((p - t[:, None]) ** 2).mean())
 
@@ -299,16 +353,29 @@ def test_sequence_shaped_class_axis(rng):
 
 # ---- reductions and sample_weight ---------------------------------------------------------
 
-@pytest.mark.parametrize("reduction", ["mean", "sum", "none", "sum_over_batch_size"])
-@pytest.mark.parametrize("weight_shape", ["scalar", "per_sample", "per_sample_column", "per_element"])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none", "sum_over_batch_size", None])
+@pytest.mark.parametrize("weight_shape", ["scalar", "per_sample", "per_sample_column"])
 def test_sample_weight_elementwise(reduction, weight_shape, rng):
     t, p = rng.standard_normal((5, 3)), rng.standard_normal((5, 3))
-    w = {"scalar": 0.7, "per_sample": rng.random(5), "per_sample_column": rng.random((5, 1)),
-         "per_element": rng.random((5, 3))}[weight_shape]
+    w = {"scalar": 0.7, "per_sample": rng.random(5), "per_sample_column": rng.random((5, 1))}[weight_shape]
     out = losses.MeanSquaredError(reduction=reduction)(t, mn.tensor(p), sample_weight=w)
-    wb = np.asarray(w).reshape(5, -1) if np.ndim(w) else w
-    expected = _reduce(ref_mse(t, p), "mean" if reduction == "sum_over_batch_size" else reduction, wb)
+    wb = np.asarray(w).reshape(5) if np.ndim(w) else w
+    expected = _reduce(ref_mse(t, p).mean(axis=-1), reduction or "none", wb)
     np.testing.assert_allclose(out.numpy(), expected, rtol=1e-12)
+
+
+def test_sample_weight_per_element_is_refused_for_per_sample_losses(rng):
+    t, p = rng.standard_normal((5, 3)), rng.standard_normal((5, 3))
+    with pytest.raises(ValueError, match="sample_weight"):
+        losses.MeanSquaredError()(t, mn.tensor(p), sample_weight=rng.random((5, 3)))
+
+
+def test_mean_with_sample_weight_divides_by_the_weights(rng):
+    labels, logits, w = rng.integers(0, 4, 6), rng.standard_normal((6, 4)), rng.random(6)
+    out = losses.SparseCategoricalCrossentropy(from_logits=True, reduction="mean_with_sample_weight")(
+        labels, logits, sample_weight=w)
+    np.testing.assert_allclose(out.item(), (ref_scce(labels, logits, True) * w).sum() / w.sum(),
+                               rtol=1e-12)
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
@@ -321,9 +388,14 @@ def test_sample_weight_per_sample_losses(reduction, rng):
         losses.SparseCategoricalCrossentropy()(labels, _softmax(logits), sample_weight=np.ones(4))
 
 
-def test_all_ignored_mean_is_nan_like_pytorch():
-    out = losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=1)([1, 1], np.zeros((2, 3)))
-    assert np.isnan(out.item())
+@pytest.mark.parametrize("from_logits", [True, False])
+def test_all_ignored_batch_gives_zero_loss_and_zero_gradient(from_logits):
+    """Issue 17: a fully padded batch must not turn the weights into NaN."""
+    x = mn.tensor(np.full((2, 3), 0.0 if from_logits else 1 / 3), requires_grad=True)
+    out = losses.SparseCategoricalCrossentropy(from_logits=from_logits, ignore_class=-1)([-1, -1], x)
+    out.backward()
+    assert out.item() == 0.0
+    np.testing.assert_array_equal(x.grad, np.zeros((2, 3)))
 
 
 # ---- errors and warnings -----------------------------------------------------------------
@@ -331,8 +403,11 @@ def test_all_ignored_mean_is_nan_like_pytorch():
 def test_label_range_errors(rng):
     logits = rng.standard_normal((3, 4))
     scce = losses.SparseCategoricalCrossentropy(from_logits=True)
-    with pytest.raises(ValueError, match=r"`y_true`.*\[0, 4\).*e\.g\. 4"):
+    with pytest.raises(ValueError, match=r"`y_true`.*\[0, 4\).*Received: .*4.* at flat index 1"):
         scce([0, 4, 1], logits)
+    big = np.array([0, 2**64 - 1, 1], dtype=np.uint64)
+    with pytest.raises(ValueError, match="18446744073709551615"):
+        scce(big, logits)
     with pytest.raises(ValueError, match="`y_true`"):
         scce(np.array([0, -2, 1]), logits)
     with pytest.raises(ValueError, match="`y_true`.*integer"):
@@ -419,7 +494,7 @@ def test_get_instances_classes_callables_and_errors(rng):
     x = mn.tensor(p, requires_grad=True)
     np.testing.assert_allclose(loss(x, t).item(), ((p - t) ** 4).mean())
     assert mn.gradcheck(lambda a: loss(t, a, sample_weight=np.arange(4.0)), (x,))
-    with pytest.raises(ValueError, match="identifier"):
+    with pytest.raises(ValueError, match=r"Unknown loss: 'msee'.*mse"):
         losses.get("msee")
     with pytest.raises(TypeError, match="identifier"):
         losses.get(3)
@@ -445,3 +520,158 @@ def test_config_round_trip(loss):
     clone = losses.deserialize(losses.serialize(loss))
     assert type(clone) is type(loss) and clone.get_config() == loss.get_config()
     assert type(loss).__name__ in repr(loss)
+
+
+# ---- the Keras losses added with issue 18: NumPy, gradcheck, PyTorch where it has them ----
+
+def _np_softmax(x):
+    return _softmax(x)
+
+
+def _new_loss_cases(rng):
+    """name -> (loss, y_true, y_pred, per-sample NumPy reference (float64))."""
+    n, c = 5, 4
+    probs = _softmax(rng.standard_normal((n, c)))
+    one_hot = np.eye(c)[rng.integers(0, c, n)]
+    soft = _softmax(rng.standard_normal((n, c)))
+    signs = rng.integers(0, 2, (n, c)).astype(np.float64)
+    scores = rng.standard_normal((n, c))
+    positive = rng.random((n, c)) + 0.1
+    counts = rng.integers(0, 4, (n, c)).astype(np.float64)
+
+    def kld(t, p):
+        t, p = np.clip(t, EPS, 1), np.clip(p, EPS, 1)
+        return (t * np.log(t / p)).sum(-1)
+
+    def hinge(t, p):
+        return np.maximum(1 - (2 * t - 1) * p, 0).mean(-1)
+
+    def squared_hinge(t, p):
+        return (np.maximum(1 - (2 * t - 1) * p, 0) ** 2).mean(-1)
+
+    def categorical_hinge(t, p):
+        return np.maximum(((1 - t) * p).max(-1) - (t * p).sum(-1) + 1, 0)
+
+    def cosine(t, p):
+        tn = t / np.sqrt(np.maximum((t * t).sum(-1, keepdims=True), 1e-12))
+        pn = p / np.sqrt(np.maximum((p * p).sum(-1, keepdims=True), 1e-12))
+        return -(tn * pn).sum(-1)
+
+    def msle(t, p):
+        return ((np.log(np.maximum(p, EPS) + 1) - np.log(np.maximum(t, EPS) + 1)) ** 2).mean(-1)
+
+    def mape(t, p):
+        return 100 * np.abs((t - p) / np.maximum(np.abs(t), EPS)).mean(-1)
+
+    def poisson(t, p):
+        return (p - t * np.log(p + EPS)).mean(-1)
+
+    def log_cosh(t, p):
+        return np.log(np.cosh(p - t)).mean(-1)
+
+    def cat_focal(t, p, alpha=0.25, gamma=2.0):
+        q = np.clip(p / p.sum(-1, keepdims=True), EPS, 1 - EPS)
+        return (alpha * (1 - q) ** gamma * -t * np.log(q)).sum(-1)
+
+    def bin_focal(t, p, gamma=2.0, alpha=None):
+        q = np.clip(p, EPS, 1 - EPS)
+        bce = -(t * np.log(q) + (1 - t) * np.log(1 - q))
+        p_t = t * p + (1 - t) * (1 - p)
+        out = (1 - p_t) ** gamma * bce
+        if alpha is not None:
+            out = (t * alpha + (1 - t) * (1 - alpha)) * out
+        return out.mean(-1)
+
+    sig = 1 / (1 + np.exp(-scores))
+    return {
+        "kld": (losses.KLDivergence(), soft, probs, kld),
+        "hinge": (losses.Hinge(), signs, scores, hinge),
+        "squared_hinge": (losses.SquaredHinge(), signs, scores, squared_hinge),
+        "categorical_hinge": (losses.CategoricalHinge(), one_hot, scores, categorical_hinge),
+        "cosine_similarity": (losses.CosineSimilarity(), scores[::-1].copy(), scores, cosine),
+        "msle": (losses.MeanSquaredLogarithmicError(), positive, positive[::-1].copy(), msle),
+        "mape": (losses.MeanAbsolutePercentageError(), positive, scores, mape),
+        "poisson": (losses.Poisson(), counts, positive, poisson),
+        "log_cosh": (losses.LogCosh(), scores[::-1].copy(), scores, log_cosh),
+        "categorical_focal": (losses.CategoricalFocalCrossentropy(), one_hot, probs, cat_focal),
+        "categorical_focal_logits": (losses.CategoricalFocalCrossentropy(from_logits=True, gamma=1.5),
+                                     one_hot, scores,
+                                     lambda t, p: cat_focal(t, _softmax(p), gamma=1.5)),
+        "binary_focal": (losses.BinaryFocalCrossentropy(), signs, sig, bin_focal),
+        "binary_focal_logits_balanced": (
+            losses.BinaryFocalCrossentropy(from_logits=True, apply_class_balancing=True, alpha=0.3),
+            signs, scores, lambda t, p: bin_focal(t, 1 / (1 + np.exp(-p)), alpha=0.3)),
+    }
+
+
+NEW_LOSSES = ["kld", "hinge", "squared_hinge", "categorical_hinge", "cosine_similarity", "msle",
+              "mape", "poisson", "log_cosh", "categorical_focal", "categorical_focal_logits",
+              "binary_focal", "binary_focal_logits_balanced"]
+
+
+@pytest.mark.parametrize("name", NEW_LOSSES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("reduction", ["sum_over_batch_size", "sum", "none"])
+def test_new_losses_match_numpy(name, dtype, reduction, rng):
+    loss, y_true, y_pred, ref = _new_loss_cases(rng)[name]
+    loss = type(loss).from_config({**loss.get_config(), "reduction": reduction})
+    out = loss(y_true.astype(dtype), mn.tensor(y_pred.astype(dtype), requires_grad=True))
+    assert out.dtype == dtype
+    expected = _reduce(ref(y_true.astype(dtype).astype(np.float64),
+                           y_pred.astype(dtype).astype(np.float64)), reduction)
+    np.testing.assert_allclose(out.numpy(), expected, rtol=2e-5 if dtype == np.float32 else 1e-10,
+                               atol=1e-6 if dtype == np.float32 else 1e-12)
+
+
+@pytest.mark.parametrize("name", NEW_LOSSES)
+def test_new_losses_gradcheck(name, rng):
+    loss, y_true, y_pred, _ = _new_loss_cases(rng)[name]
+    x = mn.tensor(y_pred, requires_grad=True)
+    assert mn.gradcheck(lambda p: loss(y_true, p, sample_weight=np.linspace(0.5, 1.5, 5)), (x,))
+
+
+def test_new_losses_match_pytorch(torch, rng):
+    cases = _new_loss_cases(rng)
+    F_t = torch.nn.functional
+
+    def check(name, torch_fn):
+        loss, y_true, y_pred, _ = cases[name]
+        x = mn.tensor(y_pred, requires_grad=True)
+        out = loss(y_true, x)
+        out.backward()
+        tx = torch.tensor(y_pred, requires_grad=True)
+        expected = torch_fn(tx, torch.tensor(y_true))
+        expected.backward()
+        np.testing.assert_allclose(out.item(), expected.item(), rtol=1e-10)
+        np.testing.assert_allclose(x.grad, tx.grad.numpy(), rtol=1e-8, atol=1e-12)
+
+    check("kld", lambda p, t: F_t.kl_div(torch.log(p), t, reduction="none").sum(-1).mean())
+    check("poisson", lambda p, t: F_t.poisson_nll_loss(p, t, log_input=False, eps=1e-7))
+    check("cosine_similarity", lambda p, t: -F_t.cosine_similarity(p, t, dim=-1, eps=1e-12).mean())
+    check("log_cosh", lambda p, t: torch.log(torch.cosh(p - t)).mean())
+
+
+@pytest.mark.parametrize("name,cls", [
+    ("kld", losses.KLDivergence), ("kl_divergence", losses.KLDivergence),
+    ("hinge", losses.Hinge), ("squared_hinge", losses.SquaredHinge),
+    ("categorical_hinge", losses.CategoricalHinge), ("cosine_similarity", losses.CosineSimilarity),
+    ("msle", losses.MeanSquaredLogarithmicError), ("mape", losses.MeanAbsolutePercentageError),
+    ("poisson", losses.Poisson), ("log_cosh", losses.LogCosh), ("logcosh", losses.LogCosh),
+    ("categorical_focal_crossentropy", losses.CategoricalFocalCrossentropy),
+    ("binary_focal_crossentropy", losses.BinaryFocalCrossentropy), ("bce", losses.BinaryCrossentropy),
+    ("BinaryFocalCrossentropy", losses.BinaryFocalCrossentropy),
+])
+def test_new_loss_aliases(name, cls):
+    assert type(losses.get(name)) is cls
+
+
+def test_keras_reduction_names_and_config_round_trip():
+    for reduction in ("sum_over_batch_size", "sum", "none", None, "mean_with_sample_weight"):
+        loss = losses.CategoricalFocalCrossentropy(alpha=0.5, gamma=1.0, reduction=reduction)
+        clone = losses.deserialize(losses.serialize(loss))
+        assert clone.get_config() == loss.get_config()
+    assert losses.MeanSquaredError().reduction == "sum_over_batch_size"
+    with pytest.raises(ValueError, match="reduction"):
+        losses.Hinge(reduction="avg")
+    with pytest.raises(ValueError, match="`gamma`"):
+        losses.BinaryFocalCrossentropy(gamma=-1)

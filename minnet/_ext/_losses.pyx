@@ -10,8 +10,11 @@ row near 1e4 would be off by 1e-3, and so would every probability).  Sums use do
 accumulators.
 The math is written out in ``docs/math/losses.md``.
 
-As in ``_activations``, the Python-visible wrappers validate everything (dtypes, shapes,
-label range) so the ``nogil`` loops run without bounds checks.
+The Python-visible wrappers keep only O(1) checks (dtypes, shapes, contiguity); the label
+range, a scan over the data, is checked once at the public boundary
+(``minnet._checks.check_labels``) and, so that a kernel called directly still cannot read
+out of bounds, again inside the row loop at no extra pass: a row whose label is out of
+range is skipped and counted, and the wrapper raises.
 """
 from cython.parallel cimport prange
 from libc.math cimport exp, log
@@ -85,15 +88,20 @@ cdef inline void _ce_row(const floating* x, int64_t label, Py_ssize_t cols, doub
     lse[0] = row_lse
 
 
-cdef void cross_entropy_kernel(const floating[:, ::1] logits,   # IN  (N, C)
-                               const int64_t[::1] labels,       # IN  (N,), in [0, C)
-                               double eps,                      # label smoothing
-                               floating[::1] loss,              # OUT (N,) per-row loss
-                               double[::1] lse,                 # OUT (N,) log-sum-exp
-                               int n_threads) noexcept nogil:
-    cdef Py_ssize_t i, rows = logits.shape[0], cols = logits.shape[1]
+cdef Py_ssize_t cross_entropy_kernel(const floating[:, ::1] logits,   # IN  (N, C)
+                                     const int64_t[::1] labels,       # IN  (N,), in [0, C)
+                                     double eps,                      # label smoothing
+                                     floating[::1] loss,              # OUT (N,) per-row loss
+                                     double[::1] lse,                 # OUT (N,) log-sum-exp
+                                     int n_threads) noexcept nogil:
+    """Returns the number of rows whose label is out of range (those rows are skipped)."""
+    cdef Py_ssize_t i, bad = 0, rows = logits.shape[0], cols = logits.shape[1]
     for i in prange(rows, num_threads=_team(rows * cols, n_threads), schedule="static"):
-        _ce_row(&logits[i, 0], labels[i], cols, eps, &loss[i], &lse[i])
+        if labels[i] < 0 or labels[i] >= cols:
+            bad += 1
+        else:
+            _ce_row(&logits[i, 0], labels[i], cols, eps, &loss[i], &lse[i])
+    return bad
 
 
 cdef inline void _ce_backward_row(const floating* x, int64_t label, double lse,
@@ -109,16 +117,21 @@ cdef inline void _ce_backward_row(const floating* x, int64_t label, double lse,
     dx[label] = dx[label] - <floating> (1 - eps) * g
 
 
-cdef void cross_entropy_backward_kernel(const floating[:, ::1] logits,   # IN  (N, C)
-                                        const int64_t[::1] labels,       # IN  (N,)
-                                        const double[::1] lse,           # IN  (N,) saved
-                                        const floating[::1] grad,        # IN  (N,) dL/dloss_i
-                                        double eps,
-                                        floating[:, ::1] dx,             # OUT (N, C)
-                                        int n_threads) noexcept nogil:
-    cdef Py_ssize_t i, rows = logits.shape[0], cols = logits.shape[1]
+cdef Py_ssize_t cross_entropy_backward_kernel(const floating[:, ::1] logits,   # IN  (N, C)
+                                              const int64_t[::1] labels,       # IN  (N,)
+                                              const double[::1] lse,           # IN  (N,) saved
+                                              const floating[::1] grad,        # IN  (N,) dL/dloss_i
+                                              double eps,
+                                              floating[:, ::1] dx,             # OUT (N, C)
+                                              int n_threads) noexcept nogil:
+    """Returns the number of rows whose label is out of range (those rows are skipped)."""
+    cdef Py_ssize_t i, bad = 0, rows = logits.shape[0], cols = logits.shape[1]
     for i in prange(rows, num_threads=_team(rows * cols, n_threads), schedule="static"):
-        _ce_backward_row(&logits[i, 0], labels[i], lse[i], grad[i], cols, eps, &dx[i, 0])
+        if labels[i] < 0 or labels[i] >= cols:
+            bad += 1
+        else:
+            _ce_backward_row(&logits[i, 0], labels[i], lse[i], grad[i], cols, eps, &dx[i, 0])
+    return bad
 
 
 # ---------------------------------------------------------------------------------------
@@ -228,15 +241,19 @@ cdef void squared_error_backward_kernel(const floating[::1] p,    # IN  (n,)
 
 def _cross_entropy(const floating[:, ::1] logits, const int64_t[::1] labels, double eps,
                    floating[::1] loss, double[::1] lse, int n_threads):
+    cdef Py_ssize_t bad
     with nogil:
-        cross_entropy_kernel(logits, labels, eps, loss, lse, n_threads)
+        bad = cross_entropy_kernel(logits, labels, eps, loss, lse, n_threads)
+    return bad
 
 
 def _cross_entropy_backward(const floating[:, ::1] logits, const int64_t[::1] labels,
                             const double[::1] lse, const floating[::1] grad, double eps,
                             floating[:, ::1] dx, int n_threads):
+    cdef Py_ssize_t bad
     with nogil:
-        cross_entropy_backward_kernel(logits, labels, lse, grad, eps, dx, n_threads)
+        bad = cross_entropy_backward_kernel(logits, labels, lse, grad, eps, dx, n_threads)
+    return bad
 
 
 def _soft_cross_entropy(const floating[:, ::1] logits, const floating[:, ::1] target,
@@ -287,11 +304,15 @@ def _check_labels(labels, n_rows, n_classes):
     if labels.shape != (n_rows,):
         raise ValueError(f"Invalid argument `target`: expected shape ({n_rows},) (one label "
                          f"per row of `logits`). Received: target.shape={labels.shape}")
-    if n_rows and (labels.min() < 0 or labels.max() >= n_classes):
-        bad = labels[(labels < 0) | (labels >= n_classes)][0]
-        raise ValueError(f"Invalid value for argument `target`: expected class labels in "
-                         f"[0, {n_classes}). Received: a label {bad}")
-    return np.ascontiguousarray(labels)
+    return np.ascontiguousarray(labels)   # the range is checked in the row loop (module doc)
+
+
+def _raise_bad_labels(labels, n_classes):
+    """After a kernel skipped rows: name the first label out of range (an O(N) pass, taken
+    only on the error path)."""
+    bad = labels[(labels < 0) | (labels >= n_classes)][0]
+    raise ValueError(f"Invalid value for argument `target`: expected class labels in "
+                     f"[0, {n_classes}). Received: a label {int(bad)}")
 
 
 def _check_eps(label_smoothing):
@@ -332,7 +353,8 @@ def cross_entropy_forward(logits, labels, label_smoothing=0.0, n_threads=1):
     eps = _check_eps(label_smoothing)
     loss = np.empty(logits.shape[0], logits.dtype)
     lse = np.empty(logits.shape[0], np.float64)
-    _cross_entropy(logits, labels, eps, loss, lse, int(n_threads))
+    if _cross_entropy(logits, labels, eps, loss, lse, int(n_threads)):
+        _raise_bad_labels(labels, logits.shape[1])
     return loss, lse
 
 
@@ -347,8 +369,9 @@ def cross_entropy_backward(logits, labels, lse, grad, label_smoothing=0.0, n_thr
     _check_float(lse, "lse", np.float64, (logits.shape[0],))
     _check_float(grad, "grad", logits.dtype, (logits.shape[0],))
     dx = np.empty_like(logits)
-    _cross_entropy_backward(logits, labels, lse, grad, _check_eps(label_smoothing), dx,
-                            int(n_threads))
+    if _cross_entropy_backward(logits, labels, lse, grad, _check_eps(label_smoothing), dx,
+                               int(n_threads)):
+        _raise_bad_labels(labels, logits.shape[1])
     return dx
 
 

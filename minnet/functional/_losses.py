@@ -12,6 +12,7 @@ import numbers
 
 import numpy as np
 
+from minnet._checks import check_labels
 from minnet._config import get_num_threads
 from minnet._ext import _activations as _act_kernels
 from minnet._ext import _losses as _kernels
@@ -67,25 +68,23 @@ def _input_and_target(input, target):
     return input, target
 
 
-def _labels(target, n_rows, n_classes):
-    """Class labels as an int64 ndarray ``(n_rows,)``; whole-number floats are accepted."""
+def _labels(target, n_rows, n_classes, scan=True):
+    """Class labels as a C-contiguous int64 ndarray ``(n_rows,)``; whole-number floats are
+    accepted, unsigned labels too large for int64 are reported as they are.
+
+    ``scan=False`` (cross_entropy) leaves the range of int64 labels to the kernel, which
+    checks each row's label inside its loop (no extra pass over the data); other dtypes
+    go through the one shared check, ``_checks.check_labels``.
+    """
     labels = _data(target)
-    if labels.dtype.kind == "f":
-        if labels.size and not np.all(labels == np.round(labels)):
-            bad = labels[labels != np.round(labels)][0]
-            raise ValueError(f"Invalid value for argument `target`: expected integer class "
-                             f"labels. Received: a label {bad!r}")
-        labels = labels.astype(np.int64)
-    elif labels.dtype.kind not in "iu":
+    if labels.dtype.kind == "b" or labels.dtype.kind not in "iuf":
         raise TypeError(f"Invalid argument `target`: expected integer class labels. "
                         f"Received: target.dtype={labels.dtype}")
     if labels.shape != (n_rows,):
         raise ValueError(f"Invalid argument `target`: expected shape ({n_rows},), one label "
                          f"per row. Received: target.shape={labels.shape}")
-    if n_rows and (labels.min() < 0 or labels.max() >= n_classes):
-        bad = labels[(labels < 0) | (labels >= n_classes)][0]
-        raise ValueError(f"Invalid value for argument `target`: expected class labels in "
-                         f"[0, {n_classes}). Received: a label {int(bad)}")
+    if labels.dtype != np.int64 or scan:
+        labels = check_labels("target", labels, n_classes)
     return np.ascontiguousarray(labels, dtype=np.int64)
 
 
@@ -250,7 +249,7 @@ def cross_entropy(logits, target, label_smoothing=0.0, reduction="mean"):
     if target_data.dtype.kind not in "iuf":
         raise TypeError(f"Invalid argument `target`: expected integer class labels (N,) or "
                         f"probabilities (N, C). Received: target.dtype={target_data.dtype}")
-    labels = _labels(target_data, n_rows, n_classes)
+    labels = _labels(target_data, n_rows, n_classes, scan=False)
     return CrossEntropyLoss.apply(logits, labels, eps, reduction)
 
 

@@ -1,25 +1,35 @@
-"""Optimizers: SGD, Adam, AdamW, RMSprop, Adagrad, and learning-rate ``schedules``.
+"""Optimizers: SGD, Adam, AdamW, Nadam, Adamax, RMSprop, Adagrad, Adadelta, Lion, and
+learning-rate ``schedules``.
 
-Keras argument names and defaults, PyTorch update formulas; every update is done in
-place on ``p.data``.  ``get(identifier)`` resolves the strings ``model.compile`` accepts.
+Keras argument names and defaults (Keras 3's decoupled ``weight_decay`` for every
+optimizer), PyTorch update formulas; every update is done in place on ``p.data``.
+``get(identifier)`` resolves the strings ``model.compile`` accepts, through the one
+registry (``minnet._registry``).
 
 Example:
     >>> from minnet import optimizers
     >>> opt = optimizers.get("adam")            # Adam(learning_rate=0.001)
+    >>> opt = optimizers.Adam(1e-3)             # Keras: the learning rate first
     >>> opt = optimizers.SGD(model.parameters(), learning_rate=0.1, momentum=0.9)
 """
-from minnet._utils import did_you_mean
+from minnet import _registry
 from minnet.optimizers import schedules
+from minnet.optimizers.adadelta import Adadelta
 from minnet.optimizers.adagrad import Adagrad
 from minnet.optimizers.adam import Adam, AdamW
+from minnet.optimizers.adamax import Adamax
+from minnet.optimizers.lion import Lion
+from minnet.optimizers.nadam import Nadam
 from minnet.optimizers.optimizer import Optimizer
 from minnet.optimizers.rmsprop import RMSprop
 from minnet.optimizers.sgd import SGD
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "schedules",
-           "get", "serialize", "deserialize"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Nadam", "Adamax", "RMSprop", "Adagrad",
+           "Adadelta", "Lion", "schedules", "get", "serialize", "deserialize"]
 
-_OPTIMIZERS = {cls.__name__.lower(): cls for cls in (SGD, Adam, AdamW, RMSprop, Adagrad)}
+for _cls in (SGD, Adam, AdamW, Nadam, Adamax, RMSprop, Adagrad, Adadelta, Lion):
+    _registry.register("optimizer", _cls, aliases=(_cls.__name__.lower(),))
+del _cls
 
 
 def serialize(optimizer):
@@ -27,40 +37,26 @@ def serialize(optimizer):
     if not isinstance(optimizer, Optimizer):
         raise TypeError("Invalid value for argument `optimizer`: expected a minnet Optimizer. "
                         f"Received: {type(optimizer).__name__}")
-    return {"class_name": type(optimizer).__name__, "config": optimizer.get_config()}
+    return _registry.serialize("optimizer", optimizer)
 
 
 def deserialize(config, custom_objects=None):
     """Rebuild an optimizer (without parameters) from ``serialize``'s output."""
-    if not isinstance(config, dict) or "class_name" not in config:
+    if not isinstance(config, dict):
         raise ValueError("Invalid value for argument `config`: expected a dict with keys "
                          f"'class_name' and 'config'. Received: {config!r}")
-    table = dict(_OPTIMIZERS)
-    for name, cls in (custom_objects or {}).items():
-        table[name.lower()] = cls
-    name = str(config["class_name"]).lower()
-    if name not in table:
-        raise ValueError(f"Unknown optimizer: {config['class_name']!r}. Known optimizers: "
-                         f"{sorted(_OPTIMIZERS)} (pass custom ones in `custom_objects`)."
-                         + did_you_mean(str(config["class_name"]), table))
-    return table[name].from_config(dict(config.get("config", {})))
+    return _registry.deserialize("optimizer", config, custom_objects)
 
 
-def get(identifier):
-    """An optimizer from a name ("sgd", "adam", "adamw", "rmsprop", "adagrad", any case),
+def get(identifier, custom_objects=None):
+    """An optimizer from a name ("sgd", "adam", "adamw", "nadam", "adamax", "rmsprop",
+    "adagrad", "adadelta", "lion", any case),
     an Optimizer instance (returned as is), an Optimizer subclass, or a ``serialize`` dict."""
     if isinstance(identifier, Optimizer):
         return identifier
     if isinstance(identifier, type) and issubclass(identifier, Optimizer):
         return identifier()
-    if isinstance(identifier, str):
-        cls = _OPTIMIZERS.get(identifier.lower())
-        if cls is None:
-            raise ValueError(f"Could not interpret optimizer identifier: {identifier!r}. "
-                             f"Expected one of {sorted(_OPTIMIZERS)} or an Optimizer instance."
-                             + did_you_mean(identifier, _OPTIMIZERS))
-        return cls()
-    if isinstance(identifier, dict):
-        return deserialize(identifier)
-    raise ValueError(f"Could not interpret optimizer identifier: {identifier!r}. "
-                     f"Expected one of {sorted(_OPTIMIZERS)} or an Optimizer instance.")
+    if isinstance(identifier, (str, dict)):
+        return _registry.get("optimizer", identifier, custom_objects)
+    raise TypeError(f"Could not interpret optimizer identifier: {identifier!r}. Expected a name, "
+                    f"a config dict or an Optimizer instance.")

@@ -5,10 +5,10 @@ import numpy as np
 
 from minnet.optimizers.optimizer import Optimizer, check_bool, check_number
 
-__all__ = ["Adam", "AdamW"]
+__all__ = ["Adam", "AdamW", "lerp_"]
 
 
-def _lerp_(start, end, weight, work):
+def lerp_(start, end, weight, work):
     """``start += weight * (end - start)`` in place, as ``torch.lerp_`` rounds it."""
     np.subtract(end, start, out=work)
     if weight < 0.5:
@@ -24,7 +24,7 @@ class Adam(Optimizer):
 
     The rule for one parameter ``p`` with gradient ``g`` at step ``t = 1, 2, ...``::
 
-        g = g + weight_decay * p                          # L2 (Adam); AdamW decays p instead
+        p = p - learning_rate * weight_decay * p          # Keras 3's decoupled decay (= AdamW)
         m = m + (1 - beta_1) * (g - m)
         v = beta_2 * v + (1 - beta_2) * g * g
         v_hat = max(v_hat, v) if amsgrad else v
@@ -40,7 +40,9 @@ class Adam(Optimizer):
         beta_2: decay of the second moment, in [0, 1).
         epsilon: added to the denominator, >= 0.
         amsgrad: use the running maximum of the second moment.
-        weight_decay: L2 coefficient added to the gradient.
+        weight_decay: decoupled decay (Keras 3): ``p -= learning_rate * weight_decay * p``
+            before the update, as ``torch.optim.AdamW`` (PyTorch's ``Adam(weight_decay=)``
+            is an L2 term instead).
         clipnorm, clipvalue, global_clipnorm: gradient clipping (see ``Optimizer``).
         name: optional name.
 
@@ -54,20 +56,16 @@ class Adam(Optimizer):
     """
 
     _hyper_names = ("beta_1", "beta_2", "epsilon", "amsgrad", "weight_decay")
-    _decoupled = False
 
     def __init__(self, params=None, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
                  amsgrad=False, weight_decay=0.0, clipnorm=None, clipvalue=None, global_clipnorm=None,
-                 name=None):
+                 name=None, **kwargs):
         self.beta_1 = check_number("beta_1", beta_1, low=0, high=1, high_open=True)
         self.beta_2 = check_number("beta_2", beta_2, low=0, high=1, high_open=True)
         self.epsilon = check_number("epsilon", epsilon, low=0)
         self.amsgrad = check_bool("amsgrad", amsgrad)
         self.weight_decay = check_number("weight_decay", weight_decay, low=0)
-        super().__init__(params, learning_rate, clipnorm, clipvalue, global_clipnorm, name)
-
-    def _needs_grad_copy(self):
-        return self.weight_decay != 0 and not self._decoupled
+        super().__init__(params, learning_rate, clipnorm, clipvalue, global_clipnorm, name, **kwargs)
 
     def _update(self, data, grad, state, lr, work):
         if not state:
@@ -79,14 +77,7 @@ class Adam(Optimizer):
         state["step"] = step = state["step"] + 1
         m, v = state["exp_avg"], state["exp_avg_sq"]
 
-        if self.weight_decay != 0:
-            if self._decoupled:
-                np.multiply(data, 1.0 - lr * self.weight_decay, out=data)
-            else:
-                np.multiply(data, self.weight_decay, out=work)
-                np.add(grad, work, out=grad)
-
-        _lerp_(m, grad, 1.0 - self.beta_1, work)
+        lerp_(m, grad, 1.0 - self.beta_1, work)
         np.multiply(v, self.beta_2, out=v)
         np.multiply(grad, grad, out=work)
         np.multiply(work, 1.0 - self.beta_2, out=work)
@@ -120,7 +111,7 @@ class AdamW(Adam):
         params: Parameters to optimize, or None (``model.compile`` sets them).
         learning_rate: float >= 0 or a ``schedules.LearningRateSchedule``.
         beta_1, beta_2, epsilon, amsgrad: as ``Adam`` (``epsilon`` default 1e-7, PyTorch 1e-8).
-        weight_decay: decoupled decay coefficient (default 0.01, as both Keras and PyTorch).
+        weight_decay: decoupled decay coefficient (default 0.004, Keras 3's; PyTorch's is 0.01).
         clipnorm, clipvalue, global_clipnorm: gradient clipping (see ``Optimizer``).
         name: optional name.
 
@@ -132,10 +123,8 @@ class AdamW(Adam):
         >>> opt.zero_grad(); loss.backward(); opt.step()
     """
 
-    _decoupled = True
-
     def __init__(self, params=None, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
-                 amsgrad=False, weight_decay=0.01, clipnorm=None, clipvalue=None, global_clipnorm=None,
-                 name=None):
+                 amsgrad=False, weight_decay=0.004, clipnorm=None, clipvalue=None, global_clipnorm=None,
+                 name=None, **kwargs):
         super().__init__(params, learning_rate, beta_1, beta_2, epsilon, amsgrad, weight_decay,
-                         clipnorm, clipvalue, global_clipnorm, name)
+                         clipnorm, clipvalue, global_clipnorm, name, **kwargs)

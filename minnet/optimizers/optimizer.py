@@ -9,19 +9,30 @@ with NumPy ``out=`` operations into a scratch buffer (no new arrays per step).
 
 ``step()`` does, in order (as ``torch.nn.utils.clip_grad_norm_`` + ``opt.step()``):
 
-1. evaluate the learning rate (a float, or a schedule at ``iterations``);
+1. evaluate the learning rate (a float, or a schedule at ``iterations``; a parameter group
+   may set its own ``learning_rate`` and ``weight_decay``);
 2. clip gradients: ``clipnorm`` per parameter or ``global_clipnorm`` over all of them
    (PyTorch's formula ``g *= min(1, max_norm / (norm + 1e-6))``), then ``clipvalue``
    (``g = clip(g, -v, v)``).  Clipping works on a copy: ``p.grad`` is left as the
    backward pass wrote it;
-3. apply the update rule to every parameter whose ``grad`` is not None;
+3. for every parameter whose ``grad`` is not None: Keras 3's decoupled weight decay
+   ``p -= learning_rate * weight_decay * p``, then the update rule, then the projection
+   by the parameter's ``constraint`` when it has one (``p.data[...] = constraint(p.data)``);
 4. ``iterations += 1``.
+
+The constructor takes the learning rate as the first positional argument when that is a
+number or a schedule (``Adam(1e-3)``, as Keras); parameters for a hand-written loop come as
+the first positional iterable or ``params=`` (``Adam(model.parameters(), learning_rate=1e-3)``),
+optionally as PyTorch-style groups: ``[{"params": [...], "learning_rate": 0.1,
+"weight_decay": 0.0}, {"params": [...]}]`` (keys left out take the optimizer's values).
 """
+import inspect
 import math
 import numbers
 
 import numpy as np
 
+from minnet import _registry
 from minnet.optimizers import schedules as _schedules
 
 __all__ = ["Optimizer"]
@@ -49,6 +60,52 @@ def _optional_positive(name, value):
     return check_number(name, value, low=0, low_open=True)
 
 
+def _is_learning_rate(value):
+    return (isinstance(value, (numbers.Real, _schedules.LearningRateSchedule))
+            and not isinstance(value, bool)) or (isinstance(value, np.ndarray) and value.ndim == 0)
+
+
+def _check_kwargs(cls_name, kwargs):
+    if "lr" in kwargs:
+        raise TypeError(f"{cls_name}() got the argument `lr`: minnet's optimizers take Keras's "
+                        f"name `learning_rate` (e.g. {cls_name}(learning_rate={kwargs['lr']!r})).")
+    if "decay" in kwargs:
+        raise TypeError(f"{cls_name}() got the argument `decay` (Keras 2's learning-rate decay): "
+                        f"use a schedule from minnet.optimizers.schedules as `learning_rate`, "
+                        f"or `weight_decay` for weight decay.")
+    if kwargs:
+        raise TypeError(f"{cls_name}() got unexpected keyword argument(s) {sorted(kwargs)}.")
+
+
+def _flatten_groups(params):
+    """PyTorch-style parameter groups -> (flat list of params, per-param (lr, wd) overrides)."""
+    if isinstance(params, dict):
+        params = [params]
+    elif not (isinstance(params, (list, tuple)) and params
+              and all(isinstance(g, dict) for g in params)):
+        return params, None
+    flat, overrides = [], []
+    for k, group in enumerate(params):
+        unknown = set(group) - {"params", "learning_rate", "weight_decay"}
+        if "lr" in unknown:
+            raise TypeError(f"Invalid value for argument `params`: parameter group {k} has the key "
+                            f"'lr'; minnet's groups take Keras's name 'learning_rate'.")
+        if unknown or "params" not in group:
+            raise ValueError(f"Invalid value for argument `params`: expected parameter groups as "
+                             f"dicts with 'params' and optional 'learning_rate', 'weight_decay'. "
+                             f"Received: group {k} with keys {sorted(group)}")
+        lr = group.get("learning_rate")
+        lr = None if lr is None else check_number("learning_rate", lr, low=0)
+        wd = group.get("weight_decay")
+        wd = None if wd is None else check_number("weight_decay", wd, low=0)
+        members = group["params"]
+        members = [members] if hasattr(members, "data") and not isinstance(members, (list, tuple)) \
+            else list(members)
+        flat.extend(members)
+        overrides.extend([(lr, wd)] * len(members))
+    return flat, overrides
+
+
 class Optimizer:
     """Base class of minnet's optimizers.
 
@@ -66,12 +123,25 @@ class Optimizer:
     """
 
     _hyper_names = ()
+    # Per-parameter state entries that are floats rather than arrays (Nadam's mu_product).
+    _scalar_state = ()
     # Slots of scratch memory the update rule needs (one flat buffer per dtype and slot,
     # sized for the largest parameter and shared by all parameters).
     _n_work = 1
 
     def __init__(self, params=None, learning_rate=0.01, clipnorm=None, clipvalue=None,
-                 global_clipnorm=None, name=None):
+                 global_clipnorm=None, name=None, **kwargs):
+        _check_kwargs(type(self).__name__, kwargs)
+        if _is_learning_rate(params):          # Keras: Adam(1e-3)
+            default = inspect.signature(type(self).__init__).parameters.get("learning_rate")
+            if default is not None and learning_rate != default.default:
+                raise TypeError(f"{type(self).__name__}() got the learning rate twice: as the first "
+                                f"positional argument ({params!r}) and as `learning_rate` "
+                                f"({learning_rate!r}). Pass other hyperparameters by name "
+                                f"(e.g. beta_1=0.9).")
+            params, learning_rate = None, params
+        if not hasattr(self, "weight_decay"):
+            self.weight_decay = 0.0
         self._learning_rate = None
         self.learning_rate = learning_rate if not isinstance(learning_rate, dict) \
             else _schedules.deserialize(learning_rate)
@@ -87,6 +157,7 @@ class Optimizer:
         self._state = []          # one dict per parameter: name -> ndarray or int
         self._pending_state = None
         self._work = {}           # (dtype, slot) -> flat scratch buffer
+        self._groups = []         # per parameter: (learning_rate or None, weight_decay or None)
         if params is not None:
             self.set_parameters(params)
 
@@ -100,6 +171,7 @@ class Optimizer:
         """
         if hasattr(params, "parameters") and callable(params.parameters):
             params = params.parameters()
+        params, groups = _flatten_groups(params)
         if isinstance(params, np.ndarray) or hasattr(params, "data") and not isinstance(params, (list, tuple)):
             raise TypeError(f"Invalid value for argument `params`: {_PARAMS_MESSAGE}. "
                             f"Received: a single {type(params).__name__}; wrap it in a list")
@@ -108,7 +180,9 @@ class Optimizer:
         except TypeError:
             raise TypeError(f"Invalid value for argument `params`: {_PARAMS_MESSAGE}. "
                             f"Received: {type(params).__name__}") from None
-        unique, seen = [], set()
+        if groups is None:
+            groups = [(None, None)] * len(params)
+        unique, seen, kept_groups = [], set(), []
         for i, p in enumerate(params):
             # An ndarray has a `.data` too (a memoryview): name the element's own type.
             data = None if isinstance(p, np.ndarray) else getattr(p, "data", None)
@@ -125,7 +199,9 @@ class Optimizer:
             if id(p) not in seen:
                 seen.add(id(p))
                 unique.append(p)
+                kept_groups.append(groups[i])
         self._params = unique
+        self._groups = kept_groups
         self._state = [{} for _ in unique]
         self._work = {}
         if self._pending_state is not None:
@@ -269,10 +345,19 @@ class Optimizer:
                                "(`optimizer(model.parameters())`) or call `set_parameters(params)` "
                                "(`model.compile(optimizer=...)` does this).")
         lr = self.learning_rate
+        groups = self._groups
         for i, p, grad in self._gradients():
             data = p.data
             work = self._scratch(1, data.shape, data.dtype) if self._n_work else None
-            self._update(data, grad, self._state[i], lr, work)
+            p_lr, p_wd = groups[i] if i < len(groups) else (None, None)
+            p_lr = lr if p_lr is None else p_lr
+            p_wd = self.weight_decay if p_wd is None else p_wd
+            if p_wd:
+                np.multiply(data, 1.0 - p_lr * p_wd, out=data)
+            self._update(data, grad, self._state[i], p_lr, work)
+            constraint = getattr(p, "constraint", None)
+            if constraint is not None:
+                data[...] = constraint(data)
             bump = getattr(p, "_bump_version", None)
             if bump is not None:
                 bump()
@@ -339,6 +424,9 @@ class Optimizer:
                 value = np.asarray(value)
                 if value.ndim == 0 and name == "step":
                     new_state[index][name] = int(value)
+                    continue
+                if value.ndim == 0 and name in self._scalar_state:
+                    new_state[index][name] = float(value)
                     continue
                 shape = self._params[index].data.shape
                 if value.shape != shape:
@@ -415,9 +503,9 @@ class Optimizer:
         if missing:
             problems.append(f"missing keys {missing}")
         hint = ""
-        from minnet import optimizers as _optimizers  # late: the package imports this module
         top = {str(k) for k in d if not str(k).startswith("state.")}
-        for other in (_optimizers.SGD, _optimizers.Adam, _optimizers.RMSprop, _optimizers.Adagrad):
+        others = [_registry.lookup("optimizer", name) for name in _registry.names("optimizer")]
+        for other in dict.fromkeys(others):
             if other is not type(self) and top - {"iterations", "learning_rate"} \
                     and top <= {"iterations", "learning_rate", *other._hyper_names}:
                 hint = f" It looks like the state of the {other.__name__} optimizer, not {cls}."

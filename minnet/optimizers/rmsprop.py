@@ -1,7 +1,7 @@
 """RMSprop (PyTorch's update formula, Keras argument names and defaults)."""
 import numpy as np
 
-from minnet.optimizers.adam import _lerp_
+from minnet.optimizers.adam import lerp_
 from minnet.optimizers.optimizer import Optimizer, check_bool, check_number
 
 __all__ = ["RMSprop"]
@@ -12,7 +12,7 @@ class RMSprop(Optimizer):
 
     The rule for one parameter ``p`` with gradient ``g``::
 
-        g = g + weight_decay * p
+        p = p - learning_rate * weight_decay * p  # Keras 3's decoupled decay, before the update
         v = rho * v + (1 - rho) * g * g
         if centered:
             a = a + (1 - rho) * (g - a)           # running mean of g
@@ -34,7 +34,7 @@ class RMSprop(Optimizer):
         momentum: float >= 0.
         epsilon: added to the denominator, >= 0.
         centered: normalise by the estimated variance instead of the second moment.
-        weight_decay: L2 coefficient added to the gradient.
+        weight_decay: decoupled decay (Keras 3): ``p -= learning_rate * weight_decay * p``.
         clipnorm, clipvalue, global_clipnorm: gradient clipping (see ``Optimizer``).
         name: optional name.
 
@@ -50,16 +50,13 @@ class RMSprop(Optimizer):
 
     def __init__(self, params=None, learning_rate=0.001, rho=0.9, momentum=0.0, epsilon=1e-7,
                  centered=False, weight_decay=0.0, clipnorm=None, clipvalue=None, global_clipnorm=None,
-                 name=None):
+                 name=None, **kwargs):
         self.rho = check_number("rho", rho, low=0, high=1, high_open=True)
         self.momentum = check_number("momentum", momentum, low=0)
         self.epsilon = check_number("epsilon", epsilon, low=0)
         self.centered = check_bool("centered", centered)
         self.weight_decay = check_number("weight_decay", weight_decay, low=0)
-        super().__init__(params, learning_rate, clipnorm, clipvalue, global_clipnorm, name)
-
-    def _needs_grad_copy(self):
-        return self.weight_decay != 0
+        super().__init__(params, learning_rate, clipnorm, clipvalue, global_clipnorm, name, **kwargs)
 
     def _update(self, data, grad, state, lr, work):
         if not state:
@@ -71,9 +68,6 @@ class RMSprop(Optimizer):
         if self.centered and "grad_avg" not in state:
             state["grad_avg"] = np.zeros_like(data)
 
-        if self.weight_decay != 0:
-            np.multiply(data, self.weight_decay, out=work)
-            np.add(grad, work, out=grad)
         v = state["square_avg"]
         np.multiply(v, self.rho, out=v)
         np.multiply(grad, grad, out=work)
@@ -81,7 +75,7 @@ class RMSprop(Optimizer):
         np.add(v, work, out=v)
         if self.centered:
             a = state["grad_avg"]
-            _lerp_(a, grad, 1.0 - self.rho, work)
+            lerp_(a, grad, 1.0 - self.rho, work)
             np.multiply(a, a, out=work)
             np.subtract(v, work, out=work)
             np.sqrt(work, out=work)

@@ -15,6 +15,8 @@ Example:
 import math
 import numbers
 
+from minnet import _registry
+
 __all__ = [
     "LearningRateSchedule",
     "ExponentialDecay",
@@ -320,9 +322,10 @@ class LinearWarmup(LearningRateSchedule):
                 "start_learning_rate": self.start_learning_rate}
 
 
-_SCHEDULES = {cls.__name__: cls for cls in (
-    ExponentialDecay, InverseTimeDecay, PiecewiseConstantDecay, StepDecay, PolynomialDecay,
-    CosineDecay, LinearWarmup)}
+for _cls in (ExponentialDecay, InverseTimeDecay, PiecewiseConstantDecay, StepDecay,
+             PolynomialDecay, CosineDecay, LinearWarmup):
+    _registry.register("schedule", _cls)
+del _cls
 
 
 def serialize(schedule):
@@ -330,27 +333,21 @@ def serialize(schedule):
     if not isinstance(schedule, LearningRateSchedule):
         raise TypeError("Invalid value for argument `schedule`: expected a LearningRateSchedule. "
                         f"Received: {type(schedule).__name__}")
-    return {"class_name": type(schedule).__name__, "config": schedule.get_config()}
+    return _registry.serialize("schedule", schedule)
 
 
 def deserialize(config, custom_objects=None):
     """Rebuild a schedule from ``serialize``'s output."""
-    if not isinstance(config, dict) or "class_name" not in config:
+    if not isinstance(config, dict):
         raise ValueError("Invalid value for argument `config`: expected a dict with keys "
                          f"'class_name' and 'config'. Received: {config!r}")
-    table = dict(_SCHEDULES)
-    table.update(custom_objects or {})
-    name = config["class_name"]
-    if name not in table:
-        raise ValueError(f"Unknown learning-rate schedule: {name!r}. Known schedules: "
-                         f"{sorted(table)} (pass custom ones in `custom_objects`).")
-    return table[name].from_config(dict(config.get("config", {})))
+    return _registry.deserialize("schedule", config, custom_objects)
 
 
-def get(identifier):
+def get(identifier, custom_objects=None):
     """A schedule from an instance or a ``serialize`` dict."""
     if isinstance(identifier, LearningRateSchedule):
         return identifier
     if isinstance(identifier, dict):
-        return deserialize(identifier)
+        return deserialize(identifier, custom_objects)
     raise ValueError(f"Could not interpret learning-rate schedule identifier: {identifier!r}")

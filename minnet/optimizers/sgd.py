@@ -11,7 +11,7 @@ class SGD(Optimizer):
 
     The rule for one parameter ``p`` with gradient ``g`` (``b`` is the momentum buffer)::
 
-        g = g + weight_decay * p                  # L2 penalty added to the gradient
+        p = p - learning_rate * weight_decay * p  # Keras 3's decoupled decay, before the update
         if momentum != 0:
             b = g if first step else momentum * b + (1 - dampening) * g
             g = g + momentum * b if nesterov else b
@@ -22,7 +22,8 @@ class SGD(Optimizer):
         learning_rate: float >= 0 or a ``schedules.LearningRateSchedule``.
         momentum: float >= 0.
         nesterov: use Nesterov momentum (needs ``momentum > 0`` and ``dampening == 0``).
-        weight_decay: L2 coefficient added to the gradient (PyTorch's, not Keras's decoupled one).
+        weight_decay: decoupled decay (Keras 3): ``p -= learning_rate * weight_decay * p``
+            before each update (PyTorch's ``SGD(weight_decay=)`` is an L2 term instead).
         dampening: dampening of the momentum buffer update.
         clipnorm, clipvalue, global_clipnorm: gradient clipping (see ``Optimizer``).
         name: optional name.
@@ -38,7 +39,8 @@ class SGD(Optimizer):
     _hyper_names = ("momentum", "nesterov", "weight_decay", "dampening")
 
     def __init__(self, params=None, learning_rate=0.01, momentum=0.0, nesterov=False, weight_decay=0.0,
-                 dampening=0.0, clipnorm=None, clipvalue=None, global_clipnorm=None, name=None):
+                 dampening=0.0, clipnorm=None, clipvalue=None, global_clipnorm=None, name=None,
+                 **kwargs):
         self.momentum = check_number("momentum", momentum, low=0)
         self.nesterov = check_bool("nesterov", nesterov)
         self.weight_decay = check_number("weight_decay", weight_decay, low=0)
@@ -46,15 +48,12 @@ class SGD(Optimizer):
         if self.nesterov and (self.momentum <= 0 or self.dampening != 0):
             raise ValueError("Nesterov momentum requires `momentum` > 0 and `dampening` == 0. "
                              f"Received: momentum={momentum}, dampening={dampening}")
-        super().__init__(params, learning_rate, clipnorm, clipvalue, global_clipnorm, name)
+        super().__init__(params, learning_rate, clipnorm, clipvalue, global_clipnorm, name, **kwargs)
 
     def _needs_grad_copy(self):
-        return self.weight_decay != 0 or self.nesterov
+        return self.nesterov
 
     def _update(self, data, grad, state, lr, work):
-        if self.weight_decay != 0:
-            np.multiply(data, self.weight_decay, out=work)
-            np.add(grad, work, out=grad)
         if self.momentum != 0:
             buf = state.get("momentum_buffer")
             if buf is None:

@@ -232,8 +232,12 @@ def test_bad_arguments():
     x = np.zeros((3, 4), np.float32)
     with pytest.raises(ValueError, match=r"`target`.*\[0, 4\).*Received: a label -1"):
         F.cross_entropy(x, np.array([0, -1, 2]))
-    with pytest.raises(ValueError, match=r"`target`.*\[0, 4\).*Received: a label 4"):
+    with pytest.raises(ValueError, match=r"`target`.*\[0, 4\).*Received: .*4.* at flat index 1"):
         F.nll_loss(x, np.array([0, 4, 2]))
+    with pytest.raises(ValueError, match=r"`target`.*\[0, 4\).*Received: a label 7"):
+        F.cross_entropy(x, np.array([0, 7, 2]))           # caught inside the kernel's row loop
+    with pytest.raises(ValueError, match="18446744073709551615"):
+        F.cross_entropy(x, np.array([0, 2**64 - 1, 2], dtype=np.uint64))   # never wrapped to -1
     with pytest.raises(ValueError, match=r"`target`.*\(3,\)"):
         F.cross_entropy(x, np.array([0, 1]))
     with pytest.raises(ValueError, match="`target`.*integer"):
@@ -253,3 +257,22 @@ def test_bad_arguments():
         F.binary_cross_entropy(np.array([0.5, 1.5]), np.array([1.0, 0.0]))
     with pytest.raises(ValueError, match="`input`.*probabilities"):
         F.binary_cross_entropy(np.array([np.nan]), np.array([1.0]))
+
+
+def test_sparse_labels_are_scanned_once_per_loss_call(monkeypatch):
+    """Validate once, at the top: the loss object scans the labels; functional and the
+    kernel do not scan them again (the kernel checks each row inside its loop)."""
+    import minnet.functional._losses as functional_losses
+    from minnet import _checks, losses
+    calls = []
+
+    def counting(*args, **kwargs):
+        calls.append(args[0])
+        return _checks.check_labels(*args, **kwargs)
+
+    monkeypatch.setattr(losses, "check_labels", counting)
+    monkeypatch.setattr(functional_losses, "check_labels", counting)
+    logits = mn.tensor(np.zeros((5, 3)), requires_grad=True)
+    losses.SparseCategoricalCrossentropy(from_logits=True)(np.array([0, 1, 2, 1, 0]), logits).backward()
+    losses.SparseCategoricalCrossentropy()(np.array([0, 1, 2, 1, 0]), np.full((5, 3), 1 / 3))
+    assert calls == ["y_true", "y_true"]

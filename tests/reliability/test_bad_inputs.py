@@ -323,7 +323,7 @@ CASES = [
     ("SGD(clipnorm and global_clipnorm)", lambda: optimizers.SGD([_param()], clipnorm=1,
                                                                  global_clipnorm=1), VE,
      ["global_clipnorm"]),
-    ("SGD(params=3)", lambda: optimizers.SGD(3), TE, ["params", "int"]),
+    ("SGD(params=[3])", lambda: optimizers.SGD([3]), TE, ["params", "int"]),  # SGD(3): learning rate 3 (Keras)
     ("Adam(beta_1=1)", lambda: optimizers.Adam([_param()], beta_1=1.0), VE, ["beta_1", "1.0"]),
     ("Adam(beta_2=-0.1)", lambda: optimizers.Adam([_param()], beta_2=-0.1), VE,
      ["beta_2", "-0.1"]),
@@ -382,7 +382,7 @@ CASES = [
      ["`x`", "<U1"]),
     ("fit: object x", lambda: _model().fit(np.array([[object()] * 5] * 10), Y, verbose=0), TE,
      ["`x`", "object"]),
-    ("fit: labels out of range", lambda: _model().fit(X, Y + 5, verbose=0), VE, ["y_true", "5"]),
+    ("fit: labels out of range", lambda: _model().fit(X, Y + 5, verbose=0), VE, ["y_true", "[0, 3)"]),
     ("fit: negative labels", lambda: _model().fit(X, Y - 3, verbose=0), VE, ["-"]),
     ("fit: float labels", lambda: _model().fit(X, Y + 0.5, verbose=0), VE, ["`y`", "float"]),
     ("fit: one-hot for sparse loss", lambda: _model().fit(X, np.eye(3)[Y], verbose=0), VE,
