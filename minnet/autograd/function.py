@@ -98,6 +98,48 @@ class Context:
             return self._graph_saved
         return self._saved
 
+    @property
+    def saved_arrays(self):
+        """The saved arrays as ndarrays, also under ``create_graph`` (checked like ``saved_tensors``)."""
+        if self._graph_saved is None:
+            return self.saved_tensors
+        self.saved_tensors      # the version check
+        return self._saved
+
+    def graph_input(self, index, data):
+        """In ``backward_graph``: a Tensor holding ``data`` (the values of forward input
+        ``index``, e.g. a saved contiguous copy of it) wired to that input's place in the
+        graph, so what is computed from it is differentiated with respect to the input."""
+        Tensor = _TENSOR[0]
+        t = Tensor._make(data)
+        node = self._graph_node
+        fn, nr = node.next_functions[index] if node is not None else (None, 0)
+        if fn is None:
+            return t
+        shape = node._input_meta[index][0]
+        if data.shape != shape:
+            raise RuntimeError(f"graph_input({index}): data of shape {data.shape} given for an input of "
+                               f"shape {shape}")
+        t.requires_grad = True
+        if type(fn) is AccumulateGrad:
+            if fn.variable.data is data:
+                return fn.variable
+            t._accumulator = weakref.ref(fn)
+        else:
+            t.grad_fn, t._output_nr = fn, nr
+        return t
+
+    def graph_output(self, index, data):
+        """In ``backward_graph``: a Tensor holding output ``index``'s values, wired to this node."""
+        Tensor = _TENSOR[0]
+        t = Tensor._make(data)
+        if self._graph_node is not None:
+            t.requires_grad = True
+            t.grad_fn, t._output_nr = self._graph_node, index
+        return t
+
+    _graph_node = None
+
     def _release(self):
         keep = ("needs_input_grad", "non_differentiable", "_fn_cls")
         d = self.__dict__
@@ -286,6 +328,7 @@ class BackwardNode(Node):
             fn = cls.backward
             user_backward = True
         ctx._graph_saved = self._saved_as_tensors() if ctx._saved else ()
+        ctx._graph_node = self
         try:
             result = fn(ctx, *grads)
         except TypeError as err:
@@ -298,6 +341,7 @@ class BackwardNode(Node):
             ) from err
         finally:
             ctx._graph_saved = None
+            ctx._graph_node = None       # no lasting node -> ctx -> node cycle
         if not isinstance(result, tuple):
             result = (result,)
         if anomaly_state.enabled:

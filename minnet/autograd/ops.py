@@ -177,7 +177,7 @@ def _scatter_add_along(out, dim, index, src):
     """``out[..., index[i], ...] += src[i]`` along ``dim`` (repeated indices accumulate)."""
     index = np.asarray(index)
     src = src[tuple(slice(0, n) for n in index.shape)] if src.shape != index.shape else src
-    grids = np.ogrid[tuple(slice(0, n) for n in index.shape)]
+    grids = list(np.ix_(*[np.arange(n) for n in index.shape]))
     grids[dim] = index
     np.add.at(out, tuple(grids), src)
 
