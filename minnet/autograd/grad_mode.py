@@ -52,21 +52,24 @@ class _Mode:
             @functools.wraps(func)
             def generator_wrapper(*args, **kwargs):
                 gen = func(*args, **kwargs)
-                with self._clone():
-                    response = gen.send(None)      # StopIteration ends us as well
-                while True:
-                    try:
-                        request = yield response
-                    except GeneratorExit:
-                        with self._clone():
-                            gen.close()
-                        raise
-                    except BaseException as err:  # thrown into us: pass it on
-                        with self._clone():
-                            response = gen.throw(err)
-                    else:
-                        with self._clone():
-                            response = gen.send(request)
+                try:
+                    with self._clone():
+                        response = gen.send(None)
+                    while True:
+                        try:
+                            request = yield response
+                        except GeneratorExit:
+                            with self._clone():
+                                gen.close()
+                            raise
+                        except BaseException as err:  # thrown into us: pass it on
+                            with self._clone():
+                                response = gen.throw(err)
+                        else:
+                            with self._clone():
+                                response = gen.send(request)
+                except StopIteration as stop:
+                    return stop.value
             return generator_wrapper
 
         @functools.wraps(func)
