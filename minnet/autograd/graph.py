@@ -24,6 +24,7 @@ def _root(t):
 
 
 MAX_DEPTH = 100
+_MAX_INDENT = 4 * 40
 
 
 def graph_lines(t, max_depth=MAX_DEPTH):
@@ -32,7 +33,7 @@ def graph_lines(t, max_depth=MAX_DEPTH):
     The walk is iterative and each node is expanded once (a node reached again is shown
     as "(shown above)"); below ``max_depth`` levels the tree is cut with a note, so the
     text stays small however deep the graph (a 100,000-op chain prints ``max_depth`` lines).
-    Indentation is capped too, so memory is linear in the number of lines.
+    Indentation stops growing after 40 levels, so memory is linear in the number of lines.
     """
     root = _root(t)
     if root is None:
@@ -56,7 +57,9 @@ def graph_lines(t, max_depth=MAX_DEPTH):
             continue
         seen.add(id(node))
         children = [c for c, _ in node.next_functions if c is not None]
-        child_prefix = prefix + ("" if branch == "" else ("    " if branch.startswith("└") else "│   "))
+        child_prefix = prefix
+        if len(prefix) < _MAX_INDENT:     # deeper levels keep the same indentation
+            child_prefix += "" if branch == "" else ("    " if branch.startswith("└") else "│   ")
         for i in reversed(range(len(children))):
             last = i == len(children) - 1
             stack.append((children[i], depth + 1, child_prefix, "└── " if last else "├── "))
