@@ -376,7 +376,13 @@ class BackwardNode(Node):
         return out
 
     def release(self):
-        self.ctx._release()
+        # Drop the ctx (and with it every saved array) in one store; the shared released
+        # ctx makes a second backward through this node raise the retain_graph error.
+        self.ctx = _RELEASED
+
+
+_RELEASED = Context()
+_RELEASED._released = True
 
 
 def once_differentiable(cls):
@@ -440,9 +446,17 @@ class Function(metaclass=_FunctionMeta):
     def _node_name(cls):
         return cls.node_name or f"{cls.__name__}Backward"
 
+    # True for Functions defined outside minnet (set per class below): their backward
+    # results are never trusted to be fresh arrays the engine may own.
+    _user = True
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._user = not cls.__module__.startswith("minnet.")
+
     @classmethod
     def _user_defined(cls):
-        return not cls.__module__.startswith("minnet.")
+        return cls._user
 
     @classmethod
     def apply(cls, *args, **kwargs):
@@ -451,20 +465,21 @@ class Function(metaclass=_FunctionMeta):
 
         record = grad_state.enabled
         arrays = []
+        needs = []
         any_needs = False
         for a in args:
             if isinstance(a, Tensor):
                 arrays.append(a.data)
                 if record and a.requires_grad:
                     any_needs = True
+                    needs.append(True)
+                else:
+                    needs.append(False)
             else:
                 arrays.append(a)
+                needs.append(False)
         ctx = Context()
-        if any_needs:
-            needs = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
-            ctx.needs_input_grad = needs
-        else:
-            ctx.needs_input_grad = (False,) * len(args)
+        ctx.needs_input_grad = needs = tuple(needs)
         raw = cls.forward(ctx, *arrays, **kwargs)
         make = Tensor._make
         if type(raw) is np.ndarray:  # the common case: one ndarray output
@@ -529,7 +544,7 @@ def _version_refs(saved, args, outputs):
     Tensor = _TENSOR[0]
     refs = []
     for position, s in enumerate(saved):
-        if s is None:
+        if type(s) is not np.ndarray:      # None, Python scalars: nothing to track
             continue
         found = None
         for i, t in enumerate(args):
@@ -702,7 +717,7 @@ def run_backward(tensors, grad_tensors, retain_graph=False, create_graph=False, 
                 continue
             if targets is not None and not needed.get(node):
                 continue
-            if grads is None or _all_none(grads):
+            if grads is None or (grads[0] is None and _all_none(grads)):
                 input_grads = [None] * len(node.next_functions)
                 raw = incoming = ()
             elif graph:
@@ -710,7 +725,7 @@ def run_backward(tensors, grad_tensors, retain_graph=False, create_graph=False, 
                 raw = incoming = ()
             else:
                 input_grads, raw, incoming = node.apply(grads)
-                if node.fn_cls._user_defined():
+                if node.fn_cls._user:
                     raw = None        # a user's backward may return arrays it keeps: never own them
             for i, (child, index) in enumerate(node.next_functions):
                 if child is None:

@@ -30,6 +30,10 @@ def _raw(x):
 
 
 def _shape(x):
+    if type(x) is np.ndarray:
+        return x.shape
+    if type(x) is float or type(x) is int:
+        return ()
     return np.shape(_raw(x))
 
 
