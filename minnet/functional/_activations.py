@@ -71,7 +71,9 @@ class Sigmoid(Function):
     @staticmethod
     def backward(ctx, grad):
         (y,) = ctx.saved_tensors
-        return _kernels.sigmoid_backward(y, _contiguous(grad, y.dtype),
+        g = _contiguous(grad, y.dtype)
+        # a fresh contiguous copy of grad (e.g. from sum's broadcast view) takes dx in place
+        return _kernels.sigmoid_backward(y, g, out=None if g is grad else g,
                                          n_threads=get_num_threads())
 
     @staticmethod
@@ -93,7 +95,8 @@ class Tanh(Function):
     @staticmethod
     def backward(ctx, grad):
         (y,) = ctx.saved_tensors
-        return _kernels.tanh_backward(y, _contiguous(grad, y.dtype),
+        g = _contiguous(grad, y.dtype)
+        return _kernels.tanh_backward(y, g, out=None if g is grad else g,
                                       n_threads=get_num_threads())
 
     @staticmethod
