@@ -2,7 +2,7 @@
 import numpy as np
 
 from .function import run_backward
-from .tensor import Tensor, _root_gradient
+from .tensor import Tensor, root_gradient
 
 __all__ = ["grad", "backward"]
 
@@ -26,7 +26,7 @@ def _root_gradients(outputs, grad_outputs, create_graph, name):
     if len(grad_outputs) != len(outputs):
         raise ValueError(f"Invalid argument `{name}`: expected {len(outputs)} gradients (one per "
                          f"output). Received: {len(grad_outputs)}")
-    return [_root_gradient(t, g, create_graph, name) for t, g in zip(outputs, grad_outputs)]
+    return [root_gradient(t, g, create_graph, name) for t, g in zip(outputs, grad_outputs)]
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,

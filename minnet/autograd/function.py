@@ -32,16 +32,19 @@ import weakref
 
 import numpy as np
 
-from .grad_mode import (AnomalyError, _AnomalyMode, _GradMode, anomaly_state, check_finite, detect_anomaly,
-                        enable_grad, grad_state, is_grad_enabled, no_grad, set_grad_enabled)
+from .grad_mode import (AnomalyError, anomaly_state, check_finite, detect_anomaly, enable_grad, grad_state,
+                        is_grad_enabled, no_grad, set_grad_enabled)
 
-__all__ = ["Function", "Context", "Node", "BackwardNode", "AccumulateGrad", "once_differentiable",
+__all__ = ["Function", "Context", "Node", "BackwardNode", "AccumulateGrad", "once_differentiable", "HookDict",
+           "register_tensor_class",
            "no_grad", "enable_grad", "is_grad_enabled", "set_grad_enabled", "detect_anomaly",
            "AnomalyError", "RemovableHandle"]
 
-# kept importable from here (code outside the autograd package imported them from this module)
+# Old names, kept importable from here for code outside the autograd package (being
+# moved to minnet.autograd.grad_mode's public grad_state / anomaly_state).
+_GradMode = grad_state
+_AnomalyMode = anomaly_state
 _check_finite = check_finite
-_ = (_AnomalyMode, _GradMode)
 
 
 # --------------------------------------------------------------------------- ctx
@@ -84,14 +87,14 @@ class Context:
         if self._released:
             raise RuntimeError(_FREED)
         if self._versions:
-            for ref, version, position, _, _ in self._versions:
-                tensor = ref()
-                if tensor is not None and tensor._version.value != version:
+            for counter, version, position, _, _ in self._versions:
+                if counter.value != version:
+                    array = self._saved[position]
                     raise RuntimeError(
                         f"One of the arrays needed for gradient computation has been modified by an "
                         f"in-place operation: saved array {position} of {self._fn_cls._node_name()} (shape "
-                        f"{tuple(tensor.shape)}, dtype {tensor.dtype}) is at version "
-                        f"{tensor._version.value}; expected version {version}. Use an out-of-place "
+                        f"{tuple(array.shape)}, dtype {array.dtype}) is at version "
+                        f"{counter.value}; expected version {version}. Use an out-of-place "
                         f"operation (y = y + 1 instead of y += 1 / y.add_(1)) or .clone() first "
                         f"(views share their base's version counter).")
         if self._graph_saved is not None:
@@ -173,15 +176,23 @@ class RemovableHandle:
         return False
 
 
-class _Hooks(dict):
-    """id -> hook, in registration order (a dict subclass so a handle can hold a weakref)."""
+class HookDict(dict):
+    """id -> hook, in registration order (a dict subclass so a handle can hold a weakref);
+    ``add`` returns a handle whose ``remove()`` unregisters."""
+
+    def add(self, hook):
+        if not callable(hook):
+            raise TypeError(f"Invalid argument `hook`: expected a callable. Received: {type(hook).__name__}")
+        handle = RemovableHandle(self)
+        self[handle.id] = hook
+        return handle
 
 
 class Node:
     """A node of the backward graph. ``next_functions`` lists ``(node, output_index)`` per input."""
 
     next_functions = ()
-    # tensor hooks of this node's outputs: {output_nr: _Hooks}; retained grads: {output_nr: weakref}
+    # tensor hooks of this node's outputs: {output_nr: HookDict}; retained grads: {output_nr: weakref}
     _tensor_hooks = None
     _retained = None
 
@@ -196,10 +207,8 @@ class Node:
             self._tensor_hooks = {}
         hooks = self._tensor_hooks.get(output_nr)
         if hooks is None:
-            hooks = self._tensor_hooks[output_nr] = _Hooks()
-        handle = RemovableHandle(hooks)
-        hooks[handle.id] = fn
-        return handle
+            hooks = self._tensor_hooks[output_nr] = HookDict()
+        return hooks.add(fn)
 
 
 class AccumulateGrad(Node):
@@ -534,13 +543,19 @@ class Function(metaclass=_FunctionMeta):
         return tuple(outputs) if multiple else outputs[0]
 
 
-_TENSOR = []     # filled by tensor.py: [Tensor] (this module sits below tensor.py)
+_TENSOR = []     # [Tensor], filled by tensor.py through register_tensor_class (this module sits below it)
+
+
+def register_tensor_class(cls):
+    """Called once by tensor.py: the engine creates and recognises Tensors of this class."""
+    _TENSOR[:] = [cls]
 
 
 def _version_refs(saved, args, outputs):
-    """``(weakref to tensor, its version now, position, kind, index)`` for each saved array
+    """``(version counter, its value now, position, kind, index)`` for each saved array
     that is the data of an input (kind 0) or output (kind 1) Tensor, so ``saved_tensors``
-    can detect in-place changes and double backward can reconnect it to the graph."""
+    can detect in-place changes (through the tensor or any view sharing its counter) and
+    double backward can reconnect it to the graph."""
     Tensor = _TENSOR[0]
     refs = []
     for position, s in enumerate(saved):
@@ -557,7 +572,8 @@ def _version_refs(saved, args, outputs):
                     found, kind, index = t, 1, i
                     break
         if found is not None:
-            refs.append((weakref.ref(found), found._version.value, position, kind, index))
+            counter = found._version
+            refs.append((counter, counter.value, position, kind, index))
     return refs
 
 

@@ -8,21 +8,10 @@ backward receives ``grad_input`` and may replace it with what the hook returns).
 """
 import numpy as np
 
-from .function import Function, RemovableHandle, _Hooks
+from .function import Function, HookDict
 from .tensor import Tensor
 
 __all__ = ["HookDict", "call_with_hooks"]
-
-
-class HookDict(_Hooks):
-    """Hooks in registration order; ``add`` returns a handle whose ``remove()`` unregisters."""
-
-    def add(self, hook):
-        if not callable(hook):
-            raise TypeError(f"Invalid argument `hook`: expected a callable. Received: {type(hook).__name__}")
-        handle = RemovableHandle(self)
-        self[handle.id] = hook
-        return handle
 
 
 def _as_tensor(g):

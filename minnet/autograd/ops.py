@@ -37,7 +37,7 @@ def _shape(x):
     return np.shape(_raw(x))
 
 
-def _norm_dims(dim, ndim):
+def norm_dims(dim, ndim):
     """``dim`` (None, int or sequence) as a sorted tuple of non-negative axes, or None."""
     if dim is None:
         return None
@@ -55,8 +55,8 @@ def _norm_dims(dim, ndim):
     return tuple(sorted(out))
 
 
-def _norm_dim(dim, ndim):
-    return _norm_dims(int(dim), ndim)[0]
+def norm_dim(dim, ndim):
+    return norm_dims(int(dim), ndim)[0]
 
 
 def unbroadcast(grad, shape):
@@ -709,7 +709,7 @@ class Cast(Function):
 class Sum(Function):
     @staticmethod
     def forward(ctx, a, axis=None, keepdims=False, dtype=None):
-        dims = _norm_dims(axis, a.ndim)
+        dims = norm_dims(axis, a.ndim)
         ctx.meta = (a.shape, dims, keepdims)
         return np.asarray(np.sum(a, axis=dims, keepdims=keepdims, dtype=dtype))
 
@@ -724,7 +724,7 @@ class Sum(Function):
 class Mean(Function):
     @staticmethod
     def forward(ctx, a, axis=None, keepdims=False):
-        dims = _norm_dims(axis, a.ndim)
+        dims = norm_dims(axis, a.ndim)
         ctx.meta = (a.shape, dims, keepdims)
         out = np.asarray(np.mean(a, axis=dims, keepdims=keepdims))
         ctx.count = a.size // max(out.size, 1) if a.size else 1
@@ -741,7 +741,7 @@ class Mean(Function):
 class Var(Function):
     @staticmethod
     def forward(ctx, a, axis=None, correction=1, keepdims=False):
-        dims = _norm_dims(axis, a.ndim)
+        dims = norm_dims(axis, a.ndim)
         ctx.meta = (a.shape, dims, keepdims)
         n = a.size if dims is None else int(np.prod([a.shape[d] for d in dims]))
         ctx.denominator = max(n - correction, 0)
@@ -764,7 +764,7 @@ class Var(Function):
 class Prod(Function):
     @staticmethod
     def forward(ctx, a, axis=None, keepdims=False):
-        dims = _norm_dims(axis, a.ndim)
+        dims = norm_dims(axis, a.ndim)
         ctx.meta = (a.shape, dims, keepdims)
         out = np.asarray(np.prod(a, axis=dims, keepdims=keepdims))
         ctx.save_for_backward(a, out)
@@ -801,7 +801,7 @@ class Prod(Function):
 class Norm(Function):
     @staticmethod
     def forward(ctx, a, p=2, axis=None, keepdims=False):
-        dims = _norm_dims(axis, a.ndim)
+        dims = norm_dims(axis, a.ndim)
         ctx.meta = (a.shape, dims, keepdims)
         ctx.p = p
         absolute = np.abs(a)
@@ -844,7 +844,7 @@ class Norm(Function):
 class LogSumExp(Function):
     @staticmethod
     def forward(ctx, a, axis=None, keepdims=False):
-        dims = _norm_dims(axis, a.ndim)
+        dims = norm_dims(axis, a.ndim)
         ctx.meta = (a.shape, dims, keepdims)
         m = np.max(a, axis=dims, keepdims=True)
         m = np.where(np.isfinite(m), m, 0)
@@ -865,7 +865,7 @@ class LogSumExp(Function):
 class CumSum(Function):
     @staticmethod
     def forward(ctx, a, dim=0):
-        ctx.dim = _norm_dim(dim, a.ndim)
+        ctx.dim = norm_dim(dim, a.ndim)
         return np.cumsum(a, axis=ctx.dim)
 
     @staticmethod
@@ -883,7 +883,7 @@ class Amax(Function):
 
     @staticmethod
     def forward(ctx, a, axis=None, keepdims=False, largest=True):
-        dims = _norm_dims(axis, a.ndim)
+        dims = norm_dims(axis, a.ndim)
         if a.size == 0:
             raise RuntimeError("max(): expected a non-empty tensor")
         out = (np.max if largest else np.min)(a, axis=dims, keepdims=True)
@@ -903,7 +903,7 @@ class Amax(Function):
 class Softmax(Function):
     @staticmethod
     def forward(ctx, a, dim=-1):
-        d = ctx.dim = _norm_dim(dim, a.ndim)
+        d = ctx.dim = norm_dim(dim, a.ndim)
         e = np.exp(a - np.max(a, axis=d, keepdims=True))
         y = e / np.sum(e, axis=d, keepdims=True)
         ctx.save_for_backward(y)
@@ -921,7 +921,7 @@ class Softmax(Function):
 class LogSoftmax(Function):
     @staticmethod
     def forward(ctx, a, dim=-1):
-        d = ctx.dim = _norm_dim(dim, a.ndim)
+        d = ctx.dim = norm_dim(dim, a.ndim)
         shifted = a - np.max(a, axis=d, keepdims=True)
         y = shifted - np.log(np.sum(np.exp(shifted), axis=d, keepdims=True))
         ctx.save_for_backward(y)
@@ -1031,7 +1031,7 @@ class Repeat(Function):
 class Flip(Function):
     @staticmethod
     def forward(ctx, a, dims=()):
-        ctx.dims = _norm_dims(dims, a.ndim)
+        ctx.dims = norm_dims(dims, a.ndim)
         return np.flip(a, ctx.dims).copy()      # torch.flip copies
 
     @staticmethod
@@ -1045,7 +1045,7 @@ class Cat(Function):
     @staticmethod
     def forward(ctx, *tensors, dim=0):
         arrays = [np.asarray(t) for t in tensors]
-        d = ctx.dim = _norm_dim(dim, arrays[0].ndim)
+        d = ctx.dim = norm_dim(dim, arrays[0].ndim)
         ctx.sizes = [a.shape[d] for a in arrays]
         try:
             return np.concatenate(arrays, axis=d)
@@ -1072,7 +1072,7 @@ class Stack(Function):
     @staticmethod
     def forward(ctx, *tensors, dim=0):
         arrays = [np.asarray(t) for t in tensors]
-        d = ctx.dim = _norm_dim(dim, arrays[0].ndim + 1)
+        d = ctx.dim = norm_dim(dim, arrays[0].ndim + 1)
         try:
             return np.stack(arrays, axis=d)
         except ValueError as err:
@@ -1128,7 +1128,7 @@ class Gather(Function):
         index = np.asarray(index)
         if index.dtype.kind not in "iu":
             raise TypeError(f"gather(): Expected dtype int64 for index. Received: dtype={index.dtype}")
-        d = _norm_dim(dim, a.ndim)
+        d = norm_dim(dim, a.ndim)
         if index.ndim != a.ndim:
             raise RuntimeError("gather(): Index tensor must have the same number of dimensions as input tensor")
         if any(index.shape[k] > a.shape[k] for k in range(a.ndim) if k != d):
@@ -1173,7 +1173,7 @@ class ScatterAdd(Function):
         index = np.asarray(index)
         if index.dtype.kind not in "iu":
             raise TypeError(f"scatter_add(): Expected dtype int64 for index. Received: dtype={index.dtype}")
-        d = _norm_dim(dim, a.ndim)
+        d = norm_dim(dim, a.ndim)
         if index.ndim != a.ndim or np.ndim(src) != a.ndim:
             raise RuntimeError("scatter_add(): index, src and self must have the same number of dimensions")
         if index.size and (index.min() < -a.shape[d] or index.max() >= a.shape[d]):
@@ -1212,7 +1212,7 @@ class IndexSelect(Function):
         if index.ndim > 1 or index.dtype.kind not in "iu":
             raise TypeError(f"index_select(): `index` must be a 1-D integer tensor. Received: "
                             f"shape={index.shape}, dtype={index.dtype}")
-        d = _norm_dim(dim, a.ndim)
+        d = norm_dim(dim, a.ndim)
         if index.size and (index.min() < -a.shape[d] or index.max() >= a.shape[d]):
             raise IndexError(f"index_select(): index out of range for dimension {d} with size {a.shape[d]}")
         index = np.where(index < 0, index + a.shape[d], index).reshape(-1)

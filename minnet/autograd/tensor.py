@@ -4,8 +4,7 @@ import weakref
 
 import numpy as np
 
-from . import function as _function
-from .function import AccumulateGrad, RemovableHandle, _Hooks, run_backward
+from .function import AccumulateGrad, HookDict, register_tensor_class, run_backward
 from .grad_mode import grad_state
 
 __all__ = ["Tensor", "Parameter", "tensor"]
@@ -190,7 +189,7 @@ class Tensor:
         """
         if retain_graph is None:
             retain_graph = create_graph
-        root = _root_gradient(self, gradient, create_graph, "gradient")
+        root = root_gradient(self, gradient, create_graph, "gradient")
         run_backward([self], [root], retain_graph=retain_graph, create_graph=create_graph)
 
     def register_hook(self, hook):
@@ -211,10 +210,8 @@ class Tensor:
             return self.grad_fn._add_tensor_hook(self._output_nr, hook)
         hooks = getattr(self, "_hooks", None)
         if hooks is None:
-            hooks = self._hooks = _Hooks()
-        handle = RemovableHandle(hooks)
-        hooks[handle.id] = hook
-        return handle
+            hooks = self._hooks = HookDict()
+        return hooks.add(hook)
 
     def retain_grad(self):
         """Keep ``.grad`` for this non-leaf tensor after backward (leaves always keep it)."""
@@ -474,7 +471,7 @@ class Tensor:
             return ops.Amax.apply(self, axis=axis, keepdims=bool(keepdims), largest=largest)
         if dim is None:
             return ops.Amax.apply(self, axis=None, keepdims=False, largest=largest)
-        d = ops._norm_dim(dim, self.ndim)
+        d = ops.norm_dim(dim, self.ndim)
         index = (np.argmax if largest else np.argmin)(self.data, axis=d, keepdims=True)
         values = ops.Gather.apply(self, d, index)
         if not keepdim:
@@ -490,15 +487,15 @@ class Tensor:
         return _arg_extreme(self, dim, keepdim, np.argmin)
 
     def sort(self, dim=-1, descending=False, stable=False):
-        d = ops._norm_dim(dim, self.ndim)
+        d = ops.norm_dim(dim, self.ndim)
         index = _argsort(self.data, d, descending)
         return _SortResult(ops.Gather.apply(self, d, index), Tensor._make(index))
 
     def argsort(self, dim=-1, descending=False, stable=False):
-        return Tensor._make(_argsort(self.data, ops._norm_dim(dim, self.ndim), descending))
+        return Tensor._make(_argsort(self.data, ops.norm_dim(dim, self.ndim), descending))
 
     def topk(self, k, dim=-1, largest=True, sorted=True):
-        d = ops._norm_dim(dim, self.ndim)
+        d = ops.norm_dim(dim, self.ndim)
         size = self.shape[d] if self.ndim else 1
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 <= k <= size:
             raise RuntimeError(f"topk(): selected index k out of range: k={k!r} for a dimension of size {size}")
@@ -534,11 +531,11 @@ class Tensor:
     def squeeze(self, dim=None):
         if dim is None:
             return self.reshape(tuple(n for n in self.shape if n != 1))
-        dims = ops._norm_dims(dim, self.ndim) if self.ndim else ()
+        dims = ops.norm_dims(dim, self.ndim) if self.ndim else ()
         return self.reshape(tuple(n for i, n in enumerate(self.shape) if not (i in dims and n == 1)))
 
     def unsqueeze(self, dim):
-        d = ops._norm_dim(dim, self.ndim + 1)
+        d = ops.norm_dim(dim, self.ndim + 1)
         return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
 
     def permute(self, *dims):
@@ -551,7 +548,7 @@ class Tensor:
         them all and ``transpose((1, 0, 2))`` permutes (NumPy), as before."""
         if len(dims) == 2 and all(isinstance(d, (int, np.integer)) for d in dims):
             perm = list(range(self.ndim))
-            d0, d1 = ops._norm_dim(dims[0], self.ndim), ops._norm_dim(dims[1], self.ndim)
+            d0, d1 = ops.norm_dim(dims[0], self.ndim), ops.norm_dim(dims[1], self.ndim)
             perm[d0], perm[d1] = perm[d1], perm[d0]
             return ops.Permute.apply(self, dims=tuple(perm))
         if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
@@ -586,7 +583,7 @@ class Tensor:
         return ops.Flip.apply(self, dims=dims)
 
     def split(self, split_size_or_sections, dim=0):
-        d = ops._norm_dim(dim, self.ndim)
+        d = ops.norm_dim(dim, self.ndim)
         n = self.shape[d]
         if isinstance(split_size_or_sections, (int, np.integer)):
             step = int(split_size_or_sections)
@@ -608,11 +605,11 @@ class Tensor:
     def chunk(self, chunks, dim=0):
         if isinstance(chunks, bool) or not isinstance(chunks, (int, np.integer)) or chunks < 1:
             raise RuntimeError(f"chunk(): chunks must be a positive int. Received: chunks={chunks!r}")
-        n = self.shape[ops._norm_dim(dim, self.ndim)]
+        n = self.shape[ops.norm_dim(dim, self.ndim)]
         return self.split(max(-(-n // int(chunks)), 1), dim)
 
     def unbind(self, dim=0):
-        d = ops._norm_dim(dim, self.ndim)
+        d = ops.norm_dim(dim, self.ndim)
         return tuple(self[(slice(None),) * d + (i,)] for i in range(self.shape[d]))
 
     # ------------------------------------------------------------------ indexing
@@ -785,7 +782,7 @@ def _arg_extreme(t, dim, keepdim, fn):
         if keepdim:
             out = out.reshape((1,) * t.ndim)
     else:
-        out = fn(t.data, axis=ops._norm_dim(dim, t.ndim), keepdims=keepdim)
+        out = fn(t.data, axis=ops.norm_dim(dim, t.ndim), keepdims=keepdim)
     return Tensor._make(np.asarray(out, dtype=np.int64))
 
 
@@ -847,7 +844,7 @@ def _index_key(key):
     return _raw(key)
 
 
-def _root_gradient(t, gradient, create_graph, name):
+def root_gradient(t, gradient, create_graph, name):
     """The gradient fed to the root ``t``: an ndarray, or a Tensor under ``create_graph``."""
     if gradient is None:
         if t.data.size != 1:
@@ -883,4 +880,4 @@ def _functional():
 from . import ops  # noqa: E402  (ops needs Tensor; imported once Tensor exists)
 
 ops.Tensor = Tensor
-_function._TENSOR[:] = [Tensor]
+register_tensor_class(Tensor)
