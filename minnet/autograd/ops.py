@@ -11,6 +11,9 @@ the forward, ``unbroadcast`` sums the gradient back to the operand's own shape.
 """
 import numpy as np
 
+from minnet._config import get_num_threads
+from minnet._ext._blas import py_gemm
+
 from .function import Function
 
 __all__ = ["unbroadcast"]
@@ -347,6 +350,48 @@ class Minimum(Maximum):
         return np.minimum(a, b)
 
 
+_GEMM_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _blas_ready(*arrays):
+    """True for ndarrays of one float dtype, 2-D or 3-D with equal batch sizes: the
+    products go to minnet's BLAS layer (transposes as flags, no copies)."""
+    first = arrays[0]
+    if type(first) is not np.ndarray or first.dtype not in _GEMM_DTYPES:
+        return False
+    for x in arrays:
+        if type(x) is not np.ndarray or x.dtype != first.dtype or x.ndim != first.ndim or x.ndim not in (2, 3):
+            return False
+        if x.ndim == 3 and x.shape[0] != first.shape[0]:
+            return False
+    return True
+
+
+def _gemm2(a, b, ta, tb, out=None):
+    # a row-major transpose is a column-major array: pass it with the flag flipped
+    if not a.flags.c_contiguous and a.T.flags.c_contiguous:
+        a, ta = a.T, not ta
+    if not b.flags.c_contiguous and b.T.flags.c_contiguous:
+        b, tb = b.T, not tb
+    if not a.flags.writeable:          # the typed memoryviews need writeable buffers
+        a = np.array(a)
+    if not b.flags.writeable:
+        b = np.array(b)
+    return py_gemm(a, b, trans_a=ta, trans_b=tb, c=out, n_threads=get_num_threads())
+
+
+def _gemm(a, b, ta=False, tb=False):
+    """``op(a) @ op(b)`` for 2-D, or batch by batch for 3-D, arrays that ``_blas_ready`` accepts."""
+    if a.ndim == 2:
+        return _gemm2(a, b, ta, tb)
+    m = a.shape[2] if ta else a.shape[1]
+    n = b.shape[1] if tb else b.shape[2]
+    out = np.empty((a.shape[0], m, n), dtype=a.dtype)
+    for i in range(a.shape[0]):
+        _gemm2(a[i], b[i], ta, tb, out[i])
+    return out
+
+
 class MatMul(Function):
     node_name = "MmBackward"
 
@@ -358,6 +403,8 @@ class MatMul(Function):
         na, nb = ctx.needs_input_grad
         ctx.save_for_backward(a if nb else None, b if na else None)
         ctx.shapes = (_shape(a), _shape(b))
+        if _blas_ready(a, b) and a.shape[-1] == b.shape[-2]:
+            return _gemm(a, b)
         return np.asarray(np.matmul(a, b))
 
     @staticmethod
@@ -365,6 +412,9 @@ class MatMul(Function):
         a, b = ctx.saved_tensors
         sa, sb = ctx.shapes
         na, nb = ctx.needs_input_grad
+        if _blas_ready(*[x for x in (g, a if nb else None, b if na else None) if x is not None]) \
+                and len(sa) == len(sb) == g.ndim:
+            return (_gemm(g, b, tb=True) if na else None), (_gemm(a, g, ta=True) if nb else None)
         # Promote 1-D operands as matmul does, so one rule covers every case.
         ga = gb = None
         a2_shape = (1,) + sa if len(sa) == 1 else sa
