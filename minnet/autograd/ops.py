@@ -163,9 +163,7 @@ def _index_select(x, dim, index):
 def _index_add_into(g, dim, index, shape):
     if _is_tensor(g):
         return IndexAddInto.apply(g, dim=dim, index=index, shape=shape)
-    out = np.zeros(shape, dtype=g.dtype)
-    np.add.at(np.moveaxis(out, dim, 0), index, np.moveaxis(g, dim, 0))
-    return out
+    return _index_add_along(shape, g.dtype, dim, index, g)
 
 
 def _index_into(g, key, shape):
@@ -180,13 +178,47 @@ def _einsum(equation, *operands):
     return np.einsum(equation, *operands, optimize=len(operands) > 2)
 
 
+def _bincount_add(out, linear_index, src):
+    """``out.flat[linear_index] += src`` with repeated indices accumulated, in one
+    ``np.bincount`` pass (a fixed order; sums in float64)."""
+    if src.dtype.kind not in "fiub" or out.dtype.kind not in "fiub":
+        np.add.at(out.reshape(-1), linear_index.reshape(-1), src.reshape(-1))
+        return
+    sums = np.bincount(linear_index.reshape(-1), weights=src.reshape(-1), minlength=out.size)
+    out += sums.reshape(out.shape).astype(out.dtype, copy=False)
+
+
 def _scatter_add_along(out, dim, index, src):
     """``out[..., index[i], ...] += src[i]`` along ``dim`` (repeated indices accumulate)."""
     index = np.asarray(index)
     src = src[tuple(slice(0, n) for n in index.shape)] if src.shape != index.shape else src
     grids = list(np.ix_(*[np.arange(n) for n in index.shape]))
     grids[dim] = index
-    np.add.at(out, tuple(grids), src)
+    linear = np.ravel_multi_index(tuple(np.broadcast_arrays(*grids)), out.shape)
+    _bincount_add(out, linear, np.asarray(src))
+
+
+def _index_add_rows(out, index, src):
+    """``out[index[i]] += src[i]`` along axis 0 (repeated rows accumulate): a stable sort of
+    the indices and one ``np.add.reduceat`` over the sorted rows, instead of ``np.add.at``."""
+    index = np.asarray(index).reshape(-1)
+    if index.size == 0:
+        return out
+    rows = np.asarray(src).reshape((index.size,) + out.shape[1:])
+    order = np.argsort(index, kind="stable")
+    sorted_index = index[order]
+    starts = np.flatnonzero(np.concatenate(([True], sorted_index[1:] != sorted_index[:-1])))
+    out[sorted_index[starts]] += np.add.reduceat(rows[order], starts, axis=0)
+    return out
+
+
+def _index_add_along(shape, dtype, dim, index, src):
+    """zeros(shape) with ``src`` added at ``index`` along ``dim`` (index_select's backward)."""
+    if dim == 0:
+        return _index_add_rows(np.zeros(shape, dtype=dtype), index, src)
+    moved = np.zeros((shape[dim],) + shape[:dim] + shape[dim + 1:], dtype=dtype)
+    _index_add_rows(moved, index, np.moveaxis(src, dim, 0))
+    return np.ascontiguousarray(np.moveaxis(moved, 0, dim))
 
 
 def _is_basic_index(key):
@@ -204,8 +236,12 @@ def _scatter_index(g, key, shape):
     grad = np.zeros(shape, dtype=g.dtype)
     if _is_basic_index(key) or _is_mask_index(key):
         grad[key] = g            # each element of the input appears at most once
-    else:
-        np.add.at(grad, key, g)  # repeated indices accumulate
+    elif isinstance(key, (np.ndarray, list)) and np.asarray(key).dtype.kind in "iu":
+        index = np.asarray(key)  # rows picked by one integer array: repeated rows accumulate
+        _index_add_rows(grad, np.where(index < 0, index + shape[0], index), g)
+    else:                        # general advanced key: linear positions, then one bincount
+        linear = np.arange(grad.size).reshape(shape)[key]
+        _bincount_add(grad, linear, np.broadcast_to(g, linear.shape))
     return grad
 
 
@@ -1283,9 +1319,7 @@ class IndexAddInto(Function):
     @staticmethod
     def forward(ctx, g, dim=0, index=None, shape=()):
         ctx.dim, ctx.index = dim, index
-        out = np.zeros(shape, dtype=g.dtype)
-        np.add.at(np.moveaxis(out, dim, 0), index, np.moveaxis(g, dim, 0))
-        return out
+        return _index_add_along(shape, g.dtype, dim, index, g)
 
     @staticmethod
     def backward(ctx, gg):

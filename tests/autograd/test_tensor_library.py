@@ -231,3 +231,30 @@ def test_bad_arguments_raise_clear_errors(bad):
     x = mn.tensor(np.ones((2, 3)), requires_grad=True)
     with pytest.raises((ValueError, TypeError, IndexError, RuntimeError)):
         bad(x)
+
+
+@pytest.mark.parametrize("key", [
+    np.array([3, 0, 3, -1, 3]),                        # one integer array: rows, repeats, negative
+    np.array([[1, 1], [0, 4]]),                         # 2-D integer array
+    (np.array([0, 0, 2]), np.array([1, 1, 3])),         # two arrays: repeated elements
+    (slice(None), np.array([2, 2, 0])),                 # slice then array
+])
+def test_advanced_index_backward_accumulates_repeats_like_add_at(key):
+    a = RNG.standard_normal((5, 4, 2))
+    g = RNG.standard_normal(a[key].shape)
+    x = mn.tensor(a, requires_grad=True)
+    x[key].backward(g)
+    expected = np.zeros_like(a)
+    np.add.at(expected, key, g)
+    np.testing.assert_allclose(x.grad, expected, rtol=1e-12)
+
+
+def test_gather_and_index_select_backward_accumulate_repeats():
+    a = RNG.standard_normal((3, 4))
+    index = np.array([[0, 0, 0, 3], [1, 1, 2, 2], [3, 3, 3, 3]])
+    x = mn.tensor(a, requires_grad=True)
+    x.gather(1, mn.tensor(index)).sum().backward()
+    np.testing.assert_array_equal(x.grad, [[3, 0, 0, 1], [0, 2, 2, 0], [0, 0, 0, 4]])
+    x.grad = None
+    x.index_select(1, mn.tensor(np.array([1, 1, 0]))).sum().backward()
+    np.testing.assert_array_equal(x.grad, np.tile([1, 2, 0, 0], (3, 1)))
