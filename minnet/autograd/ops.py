@@ -12,6 +12,8 @@ the forward, ``unbroadcast`` sums the gradient back to the operand's own shape.
 import numpy as np
 
 from minnet._config import get_num_threads
+from minnet._ext._activations import softmax_backward as _softmax_backward_kernel
+from minnet._ext._activations import softmax_forward as _softmax_forward_kernel
 from minnet._ext._blas import py_gemm
 
 from .function import Function
@@ -986,39 +988,57 @@ class Amax(Function):
     backward_graph = backward
 
 
+def _rows(a, d):
+    """``a`` with axis ``d`` last, as C-contiguous (rows, n) (a view when ``d`` is already last)."""
+    moved = np.moveaxis(a, d, -1)
+    n = a.shape[d]
+    return np.ascontiguousarray(moved).reshape(-1, n), moved.shape
+
+
 class Softmax(Function):
-    @staticmethod
-    def forward(ctx, a, dim=-1):
+    """Along ``dim``, on the row kernels of ``_ext._activations`` (float32/float64)."""
+
+    log_output = False
+
+    @classmethod
+    def forward(cls, ctx, a, dim=-1):
         d = ctx.dim = norm_dim(dim, a.ndim)
-        e = np.exp(a - np.max(a, axis=d, keepdims=True))
-        y = e / np.sum(e, axis=d, keepdims=True)
+        if a.dtype in _GEMM_DTYPES and a.size:
+            rows, moved_shape = _rows(a, d)
+            y = _softmax_forward_kernel(rows, cls.log_output, n_threads=get_num_threads())
+            y = np.moveaxis(y.reshape(moved_shape), -1, d)
+        else:
+            shifted = a - np.max(a, axis=d, keepdims=True)
+            if cls.log_output:
+                y = shifted - np.log(np.sum(np.exp(shifted), axis=d, keepdims=True))
+            else:
+                e = np.exp(shifted)
+                y = e / np.sum(e, axis=d, keepdims=True)
         ctx.save_for_backward(y)
         return y
 
-    @staticmethod
-    def backward(ctx, g):
+    @classmethod
+    def backward(cls, ctx, g):
         (y,) = ctx.saved_tensors
+        d = ctx.dim
+        if y.dtype in _GEMM_DTYPES and y.size and type(g) is np.ndarray:
+            y_rows, moved_shape = _rows(y, d)
+            g_rows, _ = _rows(g.astype(y.dtype, copy=False), d)
+            dx = _softmax_backward_kernel(y_rows, g_rows, cls.log_output, n_threads=get_num_threads())
+            return np.moveaxis(dx.reshape(moved_shape), -1, d)
+        return cls.backward_graph(ctx, g)
+
+    @classmethod
+    def backward_graph(cls, ctx, g):
+        (y,) = ctx.saved_tensors
+        if cls.log_output:
+            return g - _exp(y) * g.sum(axis=ctx.dim, keepdims=True)
         gy = g * y
         return gy - y * gy.sum(axis=ctx.dim, keepdims=True)
 
-    backward_graph = backward
 
-
-class LogSoftmax(Function):
-    @staticmethod
-    def forward(ctx, a, dim=-1):
-        d = ctx.dim = norm_dim(dim, a.ndim)
-        shifted = a - np.max(a, axis=d, keepdims=True)
-        y = shifted - np.log(np.sum(np.exp(shifted), axis=d, keepdims=True))
-        ctx.save_for_backward(y)
-        return y
-
-    @staticmethod
-    def backward(ctx, g):
-        (y,) = ctx.saved_tensors
-        return g - _exp(y) * g.sum(axis=ctx.dim, keepdims=True)
-
-    backward_graph = backward
+class LogSoftmax(Softmax):
+    log_output = True
 
 
 # --------------------------------------------------------------------------- shape ops
