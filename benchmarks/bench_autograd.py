@@ -1,62 +1,183 @@
-"""Autograd overhead: forward + backward through a 5-op graph of tiny tensors.
+"""The autograd engine's own speed, as same-run ratios against PyTorch at 1 and 2 threads.
 
-    python benchmarks/bench_autograd.py [--repeat 2000]
+    python benchmarks/bench_autograd.py [--repeat 30] [--threads 1 2] [--quick]
 
-Graph: y = ((x * w + b).sigmoid() * x).sum(), x/w/b of shape (4, 3): 5 ops + 3 leaves.
-Prints the median time per forward+backward for minnet and PyTorch (if installed) and
-their ratio; writes JSON to benchmarks/results/autograd.json.
+Workloads (forward + backward, float32, medians; ratio = torch time / minnet time, so
+> 1 means minnet is faster):
+  mlp100      100 x (linear 32->32 + relu) at batch 64, then .sum().backward()
+  chain1000   1,000 small elementwise ops on a (16,) tensor, then backward
+  sigmoid     the Sigmoid layer on 3.2 M floats, layer(x, training=True).sum().backward()
+  ops table   the tensor operations a training step uses, on ~1 M-element inputs
+Writes benchmarks/results/autograd.json.
 """
 import argparse
-import json
-import os
 
 import numpy as np
 
 import minnet as mn
-from _common import median_ms
+import minnet.functional as F
+from _common import median_ms, write_results
+from minnet import layers
 
 
-def median_us(fn, repeat):
-    return median_ms(fn, repeat, warmup=50) * 1e3
+def mlp_case(torch, depth=100, width=32, batch=64):
+    rng = np.random.default_rng(0)
+    ws = [rng.standard_normal((width, width)).astype(np.float32) * 0.2 for _ in range(depth)]
+    bs = [np.zeros(width, np.float32) for _ in range(depth)]
+    x = rng.standard_normal((batch, width)).astype(np.float32)
+    mw = [mn.Parameter(w) for w in ws]
+    mb = [mn.Parameter(b) for b in bs]
+    mx = mn.tensor(x)
+
+    def run_mn():
+        h = mx
+        for w, b in zip(mw, mb):
+            h = F.relu(F.linear(h, w, b))
+        h.sum().backward()
+        for p in mw + mb:
+            p.grad = None
+
+    tw = [torch.tensor(w, requires_grad=True) for w in ws]
+    tb = [torch.tensor(b, requires_grad=True) for b in bs]
+    tx = torch.tensor(x)
+    TF = torch.nn.functional
+
+    def run_torch():
+        h = tx
+        for w, b in zip(tw, tb):
+            h = TF.relu(TF.linear(h, w, b))
+        h.sum().backward()
+        for p in tw + tb:
+            p.grad = None
+
+    return run_mn, run_torch
+
+
+def chain_case(torch, n_ops=1000):
+    x0 = np.linspace(0.5, 1.5, 16).astype(np.float32)
+    mx = mn.tensor(x0, requires_grad=True)
+    tx = torch.tensor(x0, requires_grad=True)
+
+    def body(x):
+        y = x
+        for i in range(n_ops // 4):
+            y = y * 1.0001
+            y = y + 0.001
+            y = y - 0.0005
+            y = y * 0.9999
+        return y.sum()
+
+    def run_mn():
+        body(mx).backward()
+        mx.grad = None
+
+    def run_torch():
+        body(tx).backward()
+        tx.grad = None
+
+    return run_mn, run_torch
+
+
+def sigmoid_case(torch, n=3_200_000):
+    x = np.random.default_rng(0).standard_normal((n // 100, 100)).astype(np.float32)
+    layer = layers.Sigmoid()
+    mx = mn.tensor(x, requires_grad=True)
+    tlayer = torch.nn.Sigmoid()
+    tx = torch.tensor(x, requires_grad=True)
+
+    def run_mn():
+        layer(mx, training=True).sum().backward()
+        mx.grad = None
+
+    def run_torch():
+        tlayer(tx).sum().backward()
+        tx.grad = None
+
+    return run_mn, run_torch
+
+
+def op_cases(torch):
+    rng = np.random.default_rng(1)
+    big = rng.standard_normal((1000, 1000)).astype(np.float32)
+    b3 = rng.standard_normal((100, 100, 100)).astype(np.float32)
+    c3 = rng.standard_normal((100, 100, 100)).astype(np.float32)
+    half = rng.standard_normal((500, 1000)).astype(np.float32)
+    mask = rng.random((1000, 1000)) > 0.5
+    rows = rng.integers(0, 1000, 100_000)
+    index = rng.integers(0, 1000, (1000, 1000))
+    cases = {
+        "matmul 1000x1000": (lambda m, a, b: m.matmul(a, b), (big, big)),
+        "bmm 100x100x100": (lambda m, a, b: m.bmm(a, b), (b3, c3)),
+        "cat (2 x 500x1000)": (lambda m, a, b: m.cat([a, b], 0), (half, half)),
+        "stack (2 x 500x1000)": (lambda m, a, b: m.stack([a, b], 0), (half, half)),
+        "where": (lambda m, a, b: m.where(m.tensor(mask) if m is mn else torch.tensor(mask), a, b), (big, big)),
+        "index rows (100k)": (lambda m, a: a[m.tensor(rows) if m is mn else torch.tensor(rows)], (big,)),
+        "boolean mask": (lambda m, a: a[m.tensor(mask) if m is mn else torch.tensor(mask)], (big,)),
+        "gather dim 1": (lambda m, a: a.gather(1, m.tensor(index) if m is mn else torch.tensor(index)), (big,)),
+        "softmax dim -1": (lambda m, a: a.softmax(-1), (big,)),
+        "logsumexp dim 1": (lambda m, a: a.logsumexp(1), (big,)),
+        "sum dim 0": (lambda m, a: a.sum(0), (big,)),
+        "mean": (lambda m, a: a.mean(), (big,)),
+        "var dim 1": (lambda m, a: a.var(1), (big,)),
+        "max dim 1": (lambda m, a: a.max(1)[0], (big,)),
+        "cumsum dim 1": (lambda m, a: a.cumsum(1), (big,)),
+        "sort dim 1": (lambda m, a: a.sort(1)[0], (big,)),
+        "permute + reshape": (lambda m, a: a.permute(1, 0).reshape(-1), (big,)),
+        "expand + mul": (lambda m, a, b: a * b[0].expand(1000, 1000), (big, big)),
+    }
+    out = {}
+    for name, (fn, arrays) in cases.items():
+        mts = [mn.tensor(a, requires_grad=True) for a in arrays]
+        tts = [torch.tensor(a, requires_grad=True) for a in arrays]
+
+        def run_mn(fn=fn, mts=mts):
+            fn(mn, *mts).sum().backward()
+            for t in mts:
+                t.grad = None
+
+        def run_torch(fn=fn, tts=tts):
+            fn(torch, *tts).sum().backward()
+            for t in tts:
+                t.grad = None
+
+        out[name] = (run_mn, run_torch)
+    return out
+
+
+def measure(run_mn, run_torch, repeat):
+    # interleave the two so both see the same machine load
+    t_mn, t_torch = [], []
+    for _ in range(3):
+        t_mn.append(median_ms(run_mn, max(repeat // 3, 1), warmup=2))
+        t_torch.append(median_ms(run_torch, max(repeat // 3, 1), warmup=2))
+    return float(np.median(t_mn)), float(np.median(t_torch))
 
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--repeat", type=int, default=2000)
+    parser.add_argument("--repeat", type=int, default=30)
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--quick", action="store_true", help="only the three engine workloads")
     args = parser.parse_args()
-    rng = np.random.default_rng(0)
-    arrays = [rng.standard_normal((4, 3)).astype(np.float32) for _ in range(3)]
-    x, w, b = (mn.tensor(a, requires_grad=True) for a in arrays)
-
-    def step_minnet():
-        y = ((x * w + b).sigmoid() * x).sum()
-        y.backward()
-        x.grad = w.grad = b.grad = None
-
-    results = {"minnet_us": median_us(step_minnet, args.repeat)}
-    try:
-        import torch
-        torch.set_num_threads(mn.get_num_threads())
-        xt, wt, bt = (torch.tensor(a, requires_grad=True) for a in arrays)
-
-        def step_torch():
-            y = ((xt * wt + bt).sigmoid() * xt).sum()
-            y.backward()
-            xt.grad = wt.grad = bt.grad = None
-
-        results["torch_us"] = median_us(step_torch, args.repeat)
-        results["torch_version"] = torch.__version__
-        results["ratio_torch_over_minnet"] = results["torch_us"] / results["minnet_us"]
-    except ImportError:
-        pass
-    results["threads"] = mn.get_num_threads()
-    print("5-op graph, forward+backward, median of", args.repeat)
-    print(f"  minnet : {results['minnet_us']:8.1f} us")
-    if "torch_us" in results:
-        print(f"  torch  : {results['torch_us']:8.1f} us   (minnet speed = {results['ratio_torch_over_minnet']:.2f}x torch)")
-    os.makedirs(os.path.join(os.path.dirname(__file__), "results"), exist_ok=True)
-    with open(os.path.join(os.path.dirname(__file__), "results", "autograd.json"), "w") as f:
-        json.dump(results, f, indent=2)
+    import torch
+    rows = []
+    for threads in args.threads:
+        mn.set_num_threads(threads)
+        torch.set_num_threads(threads)
+        workloads = {"mlp100 (fwd+bwd)": mlp_case(torch), "chain1000 (fwd+bwd)": chain_case(torch),
+                     "sigmoid layer 3.2M (fwd+bwd)": sigmoid_case(torch)}
+        if not args.quick:
+            workloads.update(op_cases(torch))
+        print(f"threads={threads}")
+        print(f"  {'workload':32s} {'minnet ms':>10s} {'torch ms':>10s} {'ratio':>7s}")
+        for name, (run_mn, run_torch) in workloads.items():
+            ms_mn, ms_torch = measure(run_mn, run_torch, args.repeat)
+            ratio = ms_torch / ms_mn
+            rows.append({"workload": name, "threads": threads, "minnet_ms": ms_mn, "torch_ms": ms_torch,
+                         "ratio_torch_over_minnet": ratio})
+            print(f"  {name:32s} {ms_mn:10.3f} {ms_torch:10.3f} {ratio:7.2f}")
+    write_results("autograd.json", "autograd engine and tensor ops, forward+backward", rows, torch=torch,
+                  repeat=args.repeat)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,12 @@ from ._random import manual_seed  # noqa: E402
 from .autograd import (AnomalyError, Function, GradcheckError, detect_anomaly, Parameter, Tensor, enable_grad,  # noqa: E402
                        gradcheck, graph_to_dot, is_grad_enabled, no_grad, print_graph,
                        set_grad_enabled, tensor)
+from .autograd.creation import (arange, argmax, argmin, bmm, cat, chunk, clamp, concat, cumsum, einsum,  # noqa: E402
+                                empty, empty_like, eye, flip, from_numpy, full, full_like, gather, index_select,
+                                is_tensor, linspace, log_softmax, logsumexp, masked_fill, matmul, maximum, minimum,
+                                norm, numel, ones, ones_like, permute, prod, rand, rand_like, randint, randint_like,
+                                randn, randn_like, softmax, sort, split, squeeze, stack, std, topk, unsqueeze, var,
+                                where, zeros, zeros_like)
 
 # Resolve the thread count now, so scipy's BLAS is pinned to one thread per caller before
 # any kernel (even one called directly from minnet._ext) runs GEMMs inside OpenMP threads.
@@ -60,4 +66,10 @@ def __dir__():
 __all__ = ["__version__", "Tensor", "Parameter", "tensor", "Function", "no_grad", "enable_grad",
            "is_grad_enabled", "set_grad_enabled", "gradcheck", "GradcheckError", "print_graph",
            "graph_to_dot", "detect_anomaly", "AnomalyError", "manual_seed", "set_num_threads", "get_num_threads", "show_config",
-           "Sequential", "load_model", "register_layer", "buffer_cache"] + sorted(_SUBMODULES)
+           "Sequential", "load_model", "register_layer", "buffer_cache",
+           "zeros", "ones", "full", "empty", "rand", "randn", "randint", "arange", "linspace", "eye",
+           "zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like", "randint_like",
+           "from_numpy", "cat", "concat", "stack", "where", "einsum", "matmul", "bmm", "gather", "index_select",
+           "masked_fill", "split", "chunk", "squeeze", "unsqueeze", "permute", "flip", "var", "std", "prod",
+           "norm", "logsumexp", "cumsum", "softmax", "log_softmax", "maximum", "minimum", "clamp", "argmax",
+           "argmin", "sort", "topk", "is_tensor", "numel"] + sorted(_SUBMODULES)

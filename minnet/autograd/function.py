@@ -15,136 +15,36 @@ A forward op is a ``Function`` subclass with two static methods working on ndarr
 
 ``Sigmoid.apply(t)`` runs forward on ``t.data`` and, when gradients are being recorded,
 attaches one backward node (``SigmoidBackward``) to the output.  ``Tensor.backward()``
-then visits the nodes in reverse topological order (iteratively, so a 10,000-op chain
+then visits the nodes in reverse topological order (iteratively, so a 100,000-op chain
 is fine), calls each node's ``backward`` with the summed gradient of its output(s) and
 hands the results to the nodes of its inputs.  Leaves end in ``AccumulateGrad``, which
 adds into ``tensor.grad``.  Saved arrays are released as soon as a node has run, unless
 ``retain_graph=True``.
+
+Double backward (``create_graph=True``): the engine then runs each node's
+``backward_graph(ctx, *grads)``, the same vector-Jacobian product written with Tensor
+operations (``grads`` and ``ctx.saved_tensors`` are Tensors connected to the forward
+graph), so the backward pass is itself recorded.  A Function without ``backward_graph``
+is once-differentiable, except a user-defined Function, whose ``backward`` is tried on
+Tensors (it works when it uses only Tensor operations).
 """
-import threading
 import weakref
 
 import numpy as np
 
-__all__ = ["Function", "Context", "Node", "BackwardNode", "AccumulateGrad",
+from .grad_mode import (AnomalyError, anomaly_state, check_finite, detect_anomaly, enable_grad, grad_state,
+                        is_grad_enabled, no_grad, set_grad_enabled)
+
+__all__ = ["Function", "Context", "Node", "BackwardNode", "AccumulateGrad", "once_differentiable", "HookDict",
+           "register_tensor_class",
            "no_grad", "enable_grad", "is_grad_enabled", "set_grad_enabled", "detect_anomaly",
-           "AnomalyError"]
+           "AnomalyError", "RemovableHandle"]
 
-
-# --------------------------------------------------------------------------- grad mode
-
-class _GradModeState(threading.local):
-    # Per thread, as in PyTorch: a backward or `no_grad` in one thread must not stop
-    # graph recording in another. Class attribute = the default each new thread sees.
-    enabled = True
-
-
-_GradMode = _GradModeState()
-
-
-def is_grad_enabled():
-    """True when operations are recorded for backward (outside ``no_grad``)."""
-    return _GradMode.enabled
-
-
-class set_grad_enabled:
-    """Context manager (and decorator) that turns graph recording on or off."""
-
-    def __init__(self, mode):
-        self.mode = bool(mode)
-        self.prev = _GradMode.enabled
-        _GradMode.enabled = self.mode
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        _GradMode.enabled = self.prev
-        return False
-
-
-class no_grad:
-    """Context manager and decorator: nothing inside is recorded for backward.
-
-    Example:
-        >>> with mn.no_grad():
-        ...     y = model(x)          # y.grad_fn is None, no buffers are kept
-    """
-
-    def __enter__(self):
-        self.prev = _GradMode.enabled
-        _GradMode.enabled = False
-        return self
-
-    def __exit__(self, *exc):
-        _GradMode.enabled = self.prev
-        return False
-
-    def __call__(self, func):
-        import functools
-
-        @functools.wraps(func)
-        def wrapper(*args, **kwargs):
-            with self.__class__():
-                return func(*args, **kwargs)
-        return wrapper
-
-
-class enable_grad(no_grad):
-    """Context manager and decorator that records operations even inside ``no_grad``."""
-
-    def __enter__(self):
-        self.prev = _GradMode.enabled
-        _GradMode.enabled = True
-        return self
-
-
-# --------------------------------------------------------------------------- anomaly mode
-
-class _AnomalyModeState(threading.local):
-    enabled = False
-
-
-_AnomalyMode = _AnomalyModeState()
-
-
-class AnomalyError(FloatingPointError):
-    """Raised under ``detect_anomaly()`` when an op produces NaN or inf."""
-
-
-class detect_anomaly:
-    """Context manager: name the first op whose forward or backward produces NaN/inf.
-
-    Checking every array costs a pass over it, so use it to hunt a NaN, not to train.
-
-    Example:
-        >>> with mn.detect_anomaly():
-        ...     loss = model(x, training=True).log().sum()
-        ...     loss.backward()   # AnomalyError: Function 'Log' returned nan/inf values ...
-    """
-
-    def __init__(self, enabled=True):
-        self.enabled = bool(enabled)
-
-    def __enter__(self):
-        self.prev = _AnomalyMode.enabled
-        _AnomalyMode.enabled = self.enabled
-        return self
-
-    def __exit__(self, *exc):
-        _AnomalyMode.enabled = self.prev
-        return False
-
-
-def _check_finite(arrays, what):
-    for i, a in enumerate(arrays):
-        if a is None or not isinstance(a, np.ndarray) or a.dtype.kind not in "fc":
-            continue
-        if not np.all(np.isfinite(a)):
-            n_nan = int(np.isnan(a).sum())
-            n_inf = int(np.isinf(a).sum())
-            raise AnomalyError(f"{what} {i} contains nan/inf values ({n_nan} nan, {n_inf} inf, "
-                               f"shape {a.shape}, dtype {a.dtype})")
+# Old names, kept importable from here for code outside the autograd package (being
+# moved to minnet.autograd.grad_mode's public grad_state / anomaly_state).
+_GradMode = grad_state
+_AnomalyMode = anomaly_state
+_check_finite = check_finite
 
 
 # --------------------------------------------------------------------------- ctx
@@ -160,13 +60,16 @@ class Context:
     ``save_for_backward(*arrays)`` keeps arrays for backward (``ctx.saved_tensors``);
     ``needs_input_grad`` is a tuple of bools, one per positional forward argument.
     Any other attribute (``ctx.stride = 2``) may be set in forward and read in backward.
+    Under ``create_graph=True``, ``saved_tensors`` gives Tensors connected to the graph
+    (an input's own Tensor, the output's Tensor) instead of the arrays.
     """
 
-    # Class-level defaults instead of an __init__: one Context per op, so the five
-    # attribute stores an __init__ would do are a measurable share of a small op.
+    # Class-level defaults instead of an __init__: one Context per op, so the attribute
+    # stores an __init__ would do are a measurable share of a small op.
     _saved = ()
     _versions = None
     _released = False
+    _graph_saved = None
     needs_input_grad = ()
     non_differentiable = ()
 
@@ -184,16 +87,61 @@ class Context:
         if self._released:
             raise RuntimeError(_FREED)
         if self._versions:
-            for ref, version, position in self._versions:
-                tensor = ref()
-                if tensor is not None and tensor._version.value != version:
+            for counter, version, position, _, _ in self._versions:
+                if counter.value != version:
+                    array = self._saved[position]
                     raise RuntimeError(
                         f"One of the arrays needed for gradient computation has been modified by an "
                         f"in-place operation: saved array {position} of {self._fn_cls._node_name()} (shape "
-                        f"{tuple(tensor.shape)}, dtype {tensor.dtype}) is at version "
-                        f"{tensor._version.value}; expected version {version}. Use an out-of-place "
-                        f"operation (y = y + 1 instead of y += 1 / y.add_(1)) or .clone() first.")
+                        f"{tuple(array.shape)}, dtype {array.dtype}) is at version "
+                        f"{counter.value}; expected version {version}. Use an out-of-place "
+                        f"operation (y = y + 1 instead of y += 1 / y.add_(1)) or .clone() first "
+                        f"(views share their base's version counter).")
+        if self._graph_saved is not None:
+            return self._graph_saved
         return self._saved
+
+    @property
+    def saved_arrays(self):
+        """The saved arrays as ndarrays, also under ``create_graph`` (checked like ``saved_tensors``)."""
+        if self._graph_saved is None:
+            return self.saved_tensors
+        self.saved_tensors      # the version check
+        return self._saved
+
+    def graph_input(self, index, data):
+        """In ``backward_graph``: a Tensor holding ``data`` (the values of forward input
+        ``index``, e.g. a saved contiguous copy of it) wired to that input's place in the
+        graph, so what is computed from it is differentiated with respect to the input."""
+        Tensor = _TENSOR[0]
+        t = Tensor._make(data)
+        node = self._graph_node
+        fn, nr = node.next_functions[index] if node is not None else (None, 0)
+        if fn is None:
+            return t
+        shape = node._input_meta[index][0]
+        if data.shape != shape:
+            raise RuntimeError(f"graph_input({index}): data of shape {data.shape} given for an input of "
+                               f"shape {shape}")
+        t.requires_grad = True
+        if type(fn) is AccumulateGrad:
+            if fn.variable.data is data:
+                return fn.variable
+            t._accumulator = weakref.ref(fn)
+        else:
+            t.grad_fn, t._output_nr = fn, nr
+        return t
+
+    def graph_output(self, index, data):
+        """In ``backward_graph``: a Tensor holding output ``index``'s values, wired to this node."""
+        Tensor = _TENSOR[0]
+        t = Tensor._make(data)
+        if self._graph_node is not None:
+            t.requires_grad = True
+            t.grad_fn, t._output_nr = self._graph_node, index
+        return t
+
+    _graph_node = None
 
     def _release(self):
         keep = ("needs_input_grad", "non_differentiable", "_fn_cls")
@@ -205,16 +153,62 @@ class Context:
 
 # --------------------------------------------------------------------------- nodes
 
+class RemovableHandle:
+    """Returned by ``register_*hook``: ``handle.remove()`` unregisters the hook."""
+
+    _next_id = [0]
+
+    def __init__(self, hooks_dict):
+        self._ref = weakref.ref(hooks_dict) if hooks_dict is not None else None
+        RemovableHandle._next_id[0] += 1
+        self.id = RemovableHandle._next_id[0]
+
+    def remove(self):
+        hooks = self._ref() if self._ref is not None else None
+        if hooks is not None:
+            hooks.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+        return False
+
+
+class HookDict(dict):
+    """id -> hook, in registration order (a dict subclass so a handle can hold a weakref);
+    ``add`` returns a handle whose ``remove()`` unregisters."""
+
+    def add(self, hook):
+        if not callable(hook):
+            raise TypeError(f"Invalid argument `hook`: expected a callable. Received: {type(hook).__name__}")
+        handle = RemovableHandle(self)
+        self[handle.id] = hook
+        return handle
+
+
 class Node:
     """A node of the backward graph. ``next_functions`` lists ``(node, output_index)`` per input."""
 
     next_functions = ()
+    # tensor hooks of this node's outputs: {output_nr: HookDict}; retained grads: {output_nr: weakref}
+    _tensor_hooks = None
+    _retained = None
 
     def name(self):
         return type(self).__name__
 
     def __repr__(self):
         return f"<{self.name()}>"
+
+    def _add_tensor_hook(self, output_nr, fn):
+        if self._tensor_hooks is None:
+            self._tensor_hooks = {}
+        hooks = self._tensor_hooks.get(output_nr)
+        if hooks is None:
+            hooks = self._tensor_hooks[output_nr] = HookDict()
+        return hooks.add(fn)
 
 
 class AccumulateGrad(Node):
@@ -232,7 +226,8 @@ class AccumulateGrad(Node):
             grad = grad.astype(var.data.dtype)
             owned = True
         if var.grad is None:
-            var.grad = grad if owned else grad.copy()
+            # never alias memory someone else holds: copy unless the engine owns the array
+            var.grad = grad if owned else np.array(grad, order="K")
         else:
             var.grad += grad
 
@@ -261,8 +256,8 @@ class BackwardNode(Node):
         result = self.fn_cls.backward(ctx, *grads)
         if not isinstance(result, tuple):
             result = (result,)
-        if _AnomalyMode.enabled:
-            _check_finite(result, f"Function '{self.name()}' returned nan/inf values in its gradient for input")
+        if anomaly_state.enabled:
+            check_finite(result, f"Function '{self.name()}' returned nan/inf values in its gradient for input")
         n_inputs = len(self._input_meta)
         if len(result) != n_inputs:
             raise RuntimeError(
@@ -276,7 +271,7 @@ class BackwardNode(Node):
                 out.append(None)
                 continue
             if type(g) is not np.ndarray:
-                g = np.asarray(g)
+                g = np.asarray(g.data if isinstance(g, _TENSOR[0]) else g)
             shape, dtype = meta
             if g.shape != shape:
                 if g.size == int(np.prod(shape, dtype=np.int64)) and g.ndim == 0:
@@ -290,8 +285,120 @@ class BackwardNode(Node):
             out.append(g)
         return out, result, grads
 
+    # ------------------------------------------------------------ double backward
+    def _saved_as_tensors(self):
+        """``ctx``'s saved arrays as Tensors wired into the forward graph."""
+        Tensor = _TENSOR[0]
+        make = Tensor._make
+        saved = self.ctx.saved_tensors
+        out = [make(s) if isinstance(s, np.ndarray) else s for s in saved]     # scalars stay scalars
+        for _, _, position, kind, index in self.ctx._versions or ():
+            s = saved[position]
+            if kind == 0:
+                fn, nr = self.next_functions[index]
+                if fn is None:
+                    continue
+                if type(fn) is AccumulateGrad and fn.variable.data is s:
+                    out[position] = fn.variable
+                    continue
+                t = make(s)
+                t.grad_fn, t._output_nr = (None, 0) if type(fn) is AccumulateGrad else (fn, nr)
+                t.requires_grad = True
+                if t.grad_fn is None:
+                    t._accumulator = weakref.ref(fn)
+            else:
+                t = make(s)
+                t.requires_grad = True
+                t.grad_fn = self
+                t._output_nr = index
+            out[position] = t
+        return tuple(out)
+
+    def apply_graph(self, grads):
+        """The backward with Tensor operations, recorded (``create_graph=True``)."""
+        ctx = self.ctx
+        if ctx._released:
+            raise RuntimeError(_FREED)
+        Tensor = _TENSOR[0]
+        cls = self.fn_cls
+        for i, g in enumerate(grads):
+            if g is None:
+                shape, dtype = self._output_meta[i]
+                grads[i] = Tensor._make(np.zeros(shape, dtype=dtype))
+        fn = cls.backward_graph
+        user_backward = False
+        if fn is None:
+            if cls._once_differentiable or not cls._user_defined():
+                raise RuntimeError(
+                    f"{self.name()} is not twice differentiable: its backward works on ndarrays, so it "
+                    f"cannot be recorded under create_graph=True. Use an op with a double backward, or "
+                    f"give {cls.__name__} a backward written with Tensor operations "
+                    f"(backward_graph).")
+            fn = cls.backward
+            user_backward = True
+        ctx._graph_saved = self._saved_as_tensors() if ctx._saved else ()
+        ctx._graph_node = self
+        try:
+            result = fn(ctx, *grads)
+        except TypeError as err:
+            if not user_backward:
+                raise
+            raise RuntimeError(
+                f"{self.name()} is once differentiable: under create_graph=True its backward receives "
+                f"Tensors and failed on them ({err}). Write the backward with Tensor operations "
+                f"(x * y, x.exp(), ...) rather than NumPy functions to make it twice differentiable."
+            ) from err
+        finally:
+            ctx._graph_saved = None
+            ctx._graph_node = None       # no lasting node -> ctx -> node cycle
+        if not isinstance(result, tuple):
+            result = (result,)
+        if anomaly_state.enabled:
+            check_finite(result, f"Function '{self.name()}' returned nan/inf values in its gradient for input")
+        if len(result) != len(self._input_meta):
+            raise RuntimeError(
+                f"{cls.__name__}.backward returned an incorrect number of gradients: expected "
+                f"{len(self._input_meta)}, got {len(result)}")
+        out = []
+        for i, (g, meta) in enumerate(zip(result, self._input_meta)):
+            if g is None or meta is None or self.next_functions[i][0] is None:
+                out.append(None)
+                continue
+            if not isinstance(g, Tensor):
+                if user_backward and isinstance(g, np.ndarray):
+                    raise RuntimeError(
+                        f"{self.name()} is once differentiable: under create_graph=True its backward "
+                        f"returned an ndarray for input {i}, not a Tensor, so the gradient cannot be "
+                        f"differentiated again. Write the backward with Tensor operations.")
+                g = Tensor._make(np.asarray(g))
+            shape, dtype = meta
+            if g.shape != shape:
+                if g.ndim == 0:
+                    g = g.expand(shape)
+                else:
+                    raise RuntimeError(
+                        f"{cls.__name__}.backward returned a gradient of shape {g.shape} for "
+                        f"input {i}, but that input has shape {shape}")
+            if g.dtype != dtype:
+                g = g.astype(dtype)
+            out.append(g)
+        return out
+
     def release(self):
-        self.ctx._release()
+        # Drop the ctx (and with it every saved array) in one store; the shared released
+        # ctx makes a second backward through this node raise the retain_graph error.
+        self.ctx = _RELEASED
+
+
+_RELEASED = Context()
+_RELEASED._released = True
+
+
+def once_differentiable(cls):
+    """Class decorator: mark a custom Function as once differentiable (a clear error under
+    ``create_graph=True`` instead of trying its backward on Tensors)."""
+    cls._once_differentiable = True
+    return cls
 
 
 # --------------------------------------------------------------------------- Function
@@ -310,6 +417,10 @@ class Function(metaclass=_FunctionMeta):
     returns one gradient (or None) per positional argument.  ``node_name`` overrides the
     name of the backward node (default ``<ClassName>Backward``).
 
+    Optional: ``backward_graph(ctx, *grads)``, the backward written with Tensor operations,
+    used under ``create_graph=True`` (double backward).  A Function defined outside minnet
+    without it has its ``backward`` called with Tensors in that case.
+
     Example:
         >>> class InvSqrt(mn.Function):
         ...     @staticmethod
@@ -325,6 +436,12 @@ class Function(metaclass=_FunctionMeta):
     """
 
     node_name = None
+    backward_graph = None
+    # True for ops whose output is a view of input 0 (reshape, slicing, transpose...):
+    # the output then shares the input's version counter, so an in-place edit through
+    # either is seen by every saved copy.
+    is_view = False
+    _once_differentiable = False
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
@@ -338,33 +455,50 @@ class Function(metaclass=_FunctionMeta):
     def _node_name(cls):
         return cls.node_name or f"{cls.__name__}Backward"
 
+    # True for Functions defined outside minnet (set per class below): their backward
+    # results are never trusted to be fresh arrays the engine may own.
+    _user = True
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._user = not cls.__module__.startswith("minnet.")
+
+    @classmethod
+    def _user_defined(cls):
+        return cls._user
+
     @classmethod
     def apply(cls, *args, **kwargs):
         """Run forward on the arguments and record the backward node when needed."""
-        Tensor = _TENSOR[0] if _TENSOR else _tensor_class()
+        Tensor = _TENSOR[0]
 
-        record = _GradMode.enabled
+        record = grad_state.enabled
         arrays = []
+        needs = []
         any_needs = False
         for a in args:
             if isinstance(a, Tensor):
                 arrays.append(a.data)
                 if record and a.requires_grad:
                     any_needs = True
+                    needs.append(True)
+                else:
+                    needs.append(False)
             else:
                 arrays.append(a)
+                needs.append(False)
         ctx = Context()
-        if any_needs:
-            needs = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
-            ctx.needs_input_grad = needs
-        else:
-            ctx.needs_input_grad = (False,) * len(args)
+        ctx.needs_input_grad = needs = tuple(needs)
         raw = cls.forward(ctx, *arrays, **kwargs)
         make = Tensor._make
         if type(raw) is np.ndarray:  # the common case: one ndarray output
             multiple = False
-            outputs = [make(raw)]
+            out = make(raw)
+            outputs = [out]
             raw_outputs = (raw,)
+            if cls.is_view and raw.base is not None and isinstance(args[0], Tensor) \
+                    and np.may_share_memory(raw, arrays[0]):
+                out._version = args[0]._version
         else:
             multiple = isinstance(raw, tuple)
             raw_outputs = raw if multiple else (raw,)
@@ -373,8 +507,8 @@ class Function(metaclass=_FunctionMeta):
                 if isinstance(r, Tensor):
                     raise TypeError(f"{cls.__name__}.forward must return ndarrays, not Tensors")
                 outputs.append(make(r if isinstance(r, np.ndarray) else np.asarray(r)))
-        if _AnomalyMode.enabled:
-            _check_finite(raw_outputs, f"Function '{cls.__name__}' returned nan/inf values in its forward output")
+        if anomaly_state.enabled:
+            check_finite(raw_outputs, f"Function '{cls.__name__}' returned nan/inf values in its forward output")
         if any_needs:
             next_functions = []
             input_meta = []
@@ -397,6 +531,8 @@ class Function(metaclass=_FunctionMeta):
             for i, o in enumerate(outputs):
                 if non_diff and i in non_diff:
                     continue
+                if o.data.dtype.kind not in "fc":
+                    continue        # integer/bool outputs (indices, masks) carry no gradient
                 o.requires_grad = True
                 o.grad_fn = node
                 o._output_nr = i
@@ -407,58 +543,47 @@ class Function(metaclass=_FunctionMeta):
         return tuple(outputs) if multiple else outputs[0]
 
 
-_TENSOR = []
+_TENSOR = []     # [Tensor], filled by tensor.py through register_tensor_class (this module sits below it)
 
 
-def _tensor_class():
-    """``Tensor`` (tensor.py imports this module, so it is looked up on first use and
-    kept: an import statement per op costs ~0.6 us, a tenth of a small op's overhead)."""
-    if not _TENSOR:
-        from .tensor import Tensor
-        _TENSOR.append(Tensor)
-    return _TENSOR[0]
+def register_tensor_class(cls):
+    """Called once by tensor.py: the engine creates and recognises Tensors of this class."""
+    _TENSOR[:] = [cls]
 
 
 def _version_refs(saved, args, outputs):
-    """``(weakref to tensor, its version now, position)`` for each saved array that is the
-    data of an input or output Tensor, so ``saved_tensors`` can detect in-place changes."""
+    """``(version counter, its value now, position, kind, index)`` for each saved array
+    that is the data of an input (kind 0) or output (kind 1) Tensor, so ``saved_tensors``
+    can detect in-place changes (through the tensor or any view sharing its counter) and
+    double backward can reconnect it to the graph."""
     Tensor = _TENSOR[0]
     refs = []
     for position, s in enumerate(saved):
-        if s is None:
+        if type(s) is not np.ndarray:      # None, Python scalars: nothing to track
             continue
         found = None
-        for t in args:
+        for i, t in enumerate(args):
             if isinstance(t, Tensor) and s is t.data:
-                found = t
+                found, kind, index = t, 0, i
                 break
         else:
-            for t in outputs:
+            for i, t in enumerate(outputs):
                 if s is t.data:
-                    found = t
+                    found, kind, index = t, 1, i
                     break
         if found is not None:
-            refs.append((weakref.ref(found), found._version.value, position))
+            counter = found._version
+            refs.append((counter, counter.value, position, kind, index))
     return refs
 
 
 # --------------------------------------------------------------------------- engine
 
-def run_backward(tensor, gradient, retain_graph=False):
-    """Backpropagate ``gradient`` (d loss / d tensor) through the graph that made ``tensor``."""
-    root = tensor.grad_fn
-    if root is None:
-        if not tensor.requires_grad:
-            raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn: "
-                               "nothing to backpropagate to (was it computed under mn.no_grad(), or "
-                               "from tensors without requires_grad=True?)")
-        tensor._gradient_edge()[0].accumulate(gradient, owned=False)
-        return
-
-    # Count, for every node reachable from the root, how many edges lead into it (the
-    # root is no node's child: the graph is acyclic).
+def _graph_order(roots):
+    """In-edge count of every node reachable from ``roots`` (iterative: deep chains are fine)."""
     dependencies = {}
-    stack = [root]
+    stack = list(roots)
+    seen = set(roots)
     while stack:
         node = stack.pop()
         for child, _ in node.next_functions:
@@ -468,32 +593,156 @@ def run_backward(tensor, gradient, retain_graph=False):
                 dependencies[child] += 1
             else:
                 dependencies[child] = 1
-                stack.append(child)
+                if child not in seen:
+                    seen.add(child)
+                    stack.append(child)
+    return dependencies
 
-    # Per node: the summed gradient of each output, and whether that array is ours to add
-    # into in place (a fresh array nothing else refers to).
-    n_root = len(root._output_meta)
-    buffers = {root: [None] * n_root}
-    buffers[root][tensor._output_nr] = gradient
-    owned = {root: [False] * n_root}
-    ready = [root]
-    prev_mode = _GradMode.enabled
-    _GradMode.enabled = False
+
+def _needed(roots, targets):
+    """Nodes that must run for gradients to reach a target node (post-order, iterative)."""
+    needed = {}
+    stack = [(r, False) for r in roots]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            flag = False
+            for child, _ in node.next_functions:
+                if child is not None and (child in targets or needed.get(child)):
+                    flag = True
+                    break
+            needed[node] = flag
+            continue
+        if node in needed:
+            continue
+        needed[node] = False      # placeholder while its children are visited
+        stack.append((node, True))
+        for child, _ in node.next_functions:
+            if child is not None and child not in needed:
+                stack.append((child, False))
+    return needed
+
+
+def _run_hooks(node, index, g, graph, owned):
+    """Apply the tensor hooks registered for output ``index`` of ``node``; retain_grad last."""
+    hooks = node._tensor_hooks.get(index) if node._tensor_hooks else None
+    if hooks:
+        g, owned = _apply_hooks(hooks, g, graph, owned)
+    retained = node._retained.get(index) if node._retained else None
+    if retained is not None:
+        t = retained()
+        if t is not None:
+            data = g.data if graph else g
+            if t.grad is None:
+                t.grad = np.array(data)
+            else:
+                t.grad = t.grad + data
+    return g, owned
+
+
+def _apply_hooks(hooks, g, graph, owned):
+    Tensor = _TENSOR[0]
+    if hooks:
+        for fn in list(hooks.values()):
+            arg = g if graph else Tensor._make(g)
+            r = fn(arg)
+            if r is None:
+                continue
+            if graph:
+                r = r if isinstance(r, Tensor) else Tensor._make(np.asarray(r, dtype=g.dtype))
+            else:
+                r = np.asarray(r.data if isinstance(r, Tensor) else r)
+                if r.dtype != g.dtype:
+                    r = r.astype(g.dtype)
+            if r.shape != g.shape:
+                raise RuntimeError(f"A hook returned a gradient of shape {tuple(r.shape)}, but the tensor "
+                                   f"has shape {tuple(g.shape)}")
+            g = r
+            owned = False
+    return g, owned
+
+
+def run_backward(tensors, grad_tensors, retain_graph=False, create_graph=False, inputs=None,
+                 allow_unused=False):
+    """Backpropagate ``grad_tensors`` (d loss / d tensor, one per tensor) through the graph.
+
+    Without ``inputs``: accumulate into the ``.grad`` of every leaf reached.  With
+    ``inputs`` (a list of Tensors): return their gradients instead and touch no ``.grad``
+    (``autograd.grad``).  ``create_graph``: gradients are Tensors and the backward pass is
+    recorded.
+    """
+    Tensor = _TENSOR[0]
+    buffers = {}
+    owned = {}
+    roots = []
+    for k, (t, g) in enumerate(zip(tensors, grad_tensors)):
+        if not t.requires_grad:
+            raise RuntimeError(f"element {k} of tensors does not require grad and does not have a grad_fn: "
+                               f"nothing to backpropagate to (was it computed under mn.no_grad(), or "
+                               f"from tensors without requires_grad=True?)")
+        node, nr = t._gradient_edge()
+        if node not in buffers:
+            n_out = len(node._output_meta) if type(node) is BackwardNode else 1
+            buffers[node] = [None] * n_out
+            owned[node] = [False] * n_out
+            roots.append(node)
+        slot = buffers[node]
+        slot[nr] = g if slot[nr] is None else slot[nr] + g
+        owned[node][nr] = False
+
+    targets = None
+    if inputs is not None:
+        targets = {}
+        for k, t in enumerate(inputs):
+            if not t.requires_grad:
+                raise RuntimeError(f"One of the differentiated Tensors (input {k}) does not require grad")
+            targets.setdefault(t._gradient_edge(), []).append(k)
+        target_nodes = {node for node, _ in targets}
+        needed = _needed(roots, target_nodes)
+        captured = [None] * len(inputs)
+
+    dependencies = _graph_order(roots)
+    ready = [r for r in roots if dependencies.get(r, 0) == 0]
+    prev_mode = grad_state.enabled
+    grad_state.enabled = bool(create_graph)
+    graph = bool(create_graph)
     try:
         while ready:
             node = ready.pop()
             grads = buffers.pop(node, None)
             grads_owned = owned.pop(node, None)
-            if type(node) is AccumulateGrad or isinstance(node, AccumulateGrad):
-                if grads is not None and grads[0] is not None:
-                    node.accumulate(grads[0], grads_owned[0])
+            if grads is not None and type(node) is AccumulateGrad:
+                hooks = getattr(node.variable, "_hooks", None)
+                if hooks and grads[0] is not None:
+                    grads[0], grads_owned[0] = _apply_hooks(hooks, grads[0], graph, grads_owned[0])
+            elif grads is not None and (node._tensor_hooks or node._retained):
+                for i, g in enumerate(grads):
+                    if g is not None:
+                        grads[i], grads_owned[i] = _run_hooks(node, i, g, graph, grads_owned[i])
+            if targets is not None and node in target_nodes and grads is not None:
+                for i, g in enumerate(grads):
+                    for k in targets.get((node, i), ()):
+                        captured[k] = g if (graph or grads_owned[i]) else np.array(g)
+            if type(node) is AccumulateGrad:
+                if targets is None and grads is not None and grads[0] is not None:
+                    g = grads[0]
+                    if graph:
+                        node.accumulate(g.data, False)
+                    else:
+                        node.accumulate(g, grads_owned[0])
                 continue
-            if grads is None or _all_none(grads):
+            if targets is not None and not needed.get(node):
+                continue
+            if grads is None or (grads[0] is None and _all_none(grads)):
                 input_grads = [None] * len(node.next_functions)
-                raw = ()
-                incoming = ()
+                raw = incoming = ()
+            elif graph:
+                input_grads = node.apply_graph(grads)
+                raw = incoming = ()
             else:
                 input_grads, raw, incoming = node.apply(grads)
+                if node.fn_cls._user:
+                    raw = None        # a user's backward may return arrays it keeps: never own them
             for i, (child, index) in enumerate(node.next_functions):
                 if child is None:
                     continue
@@ -501,13 +750,16 @@ def run_backward(tensor, gradient, retain_graph=False):
                 if g is not None:
                     slot = buffers.get(child)
                     if slot is None:
-                        n_out = len(child._output_meta) if isinstance(child, BackwardNode) else 1
+                        n_out = len(child._output_meta) if type(child) is BackwardNode else 1
                         slot = buffers[child] = [None] * n_out
                         owned[child] = [False] * n_out
                     current = slot[index]
                     if current is None:
                         slot[index] = g
-                        owned[child][index] = _is_fresh(g, i, raw, incoming)
+                        owned[child][index] = (not graph) and raw is not None and \
+                            _is_fresh(g, i, raw, incoming, node.ctx._saved)
+                    elif graph:
+                        slot[index] = current + g
                     elif owned[child][index] and current.shape == g.shape and current.flags.writeable:
                         current += g
                     else:
@@ -520,7 +772,22 @@ def run_backward(tensor, gradient, retain_graph=False):
             if not retain_graph:
                 node.release()
     finally:
-        _GradMode.enabled = prev_mode
+        grad_state.enabled = prev_mode
+
+    if targets is None:
+        return None
+    result = []
+    for k, g in enumerate(captured):
+        if g is None:
+            if not allow_unused:
+                raise RuntimeError(f"One of the differentiated Tensors (input {k}) appears to not have been "
+                                   f"used in the graph. Set allow_unused=True if this is the desired behavior.")
+            result.append(None)
+        elif isinstance(g, Tensor):
+            result.append(g)
+        else:
+            result.append(Tensor._make(g))
+    return tuple(result)
 
 
 def _all_none(grads):
@@ -530,7 +797,7 @@ def _all_none(grads):
     return True
 
 
-def _is_fresh(g, position, raw, incoming):
+def _is_fresh(g, position, raw, incoming, saved):
     """True when ``g`` is a new array that nothing else refers to (safe to add into in place)."""
     if g.base is not None or not g.flags.writeable:
         return False
@@ -539,5 +806,8 @@ def _is_fresh(g, position, raw, incoming):
             return False
     for j, other in enumerate(raw):
         if j != position and other is g:
+            return False
+    for other in saved:
+        if other is g:
             return False
     return True

@@ -1,10 +1,11 @@
 """Finite-difference gradient checking (``mn.gradcheck``)."""
 import numpy as np
 
-from .function import no_grad
+from .differentiate import grad
+from .grad_mode import enable_grad, no_grad
 from .tensor import Tensor
 
-__all__ = ["gradcheck", "GradcheckError"]
+__all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
 
 
 class GradcheckError(RuntimeError):
@@ -119,3 +120,45 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, 
             raise GradcheckError(msg)
         return False
     return True
+
+
+def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, seed=0):
+    """Check second derivatives: ``gradcheck`` of the function that maps the inputs (and the
+    output gradients ``v``) to ``autograd.grad(fn(inputs), inputs, v, create_graph=True)``.
+
+    Args:
+        fn, inputs, eps, atol, rtol, raise_exception: as ``gradcheck``.
+        grad_outputs: the ``v`` per output (float64 Tensors); random when None. Those that
+            require grad are checked too.
+
+    Example:
+        >>> x = mn.tensor(np.random.rand(3) + 0.5, requires_grad=True)
+        >>> mn.autograd.gradgradcheck(lambda t: t.log().sin(), (x,))
+        True
+    """
+    if isinstance(inputs, (Tensor, np.ndarray)):
+        inputs = (inputs,)
+    inputs = tuple(inputs)
+    diff = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
+    if not diff:
+        raise ValueError("gradgradcheck: no input requires grad; create inputs with requires_grad=True")
+    with enable_grad():
+        outs = _outputs(fn(*inputs))
+    outs = [o for o in outs if o.requires_grad]
+    if grad_outputs is None:
+        rng = np.random.default_rng(seed + 1)
+        grad_outputs = tuple(Tensor(rng.standard_normal(o.shape), requires_grad=True) for o in outs)
+    elif isinstance(grad_outputs, Tensor):
+        grad_outputs = (grad_outputs,)
+    grad_outputs = tuple(grad_outputs)
+    n_in = len(inputs)
+
+    def first_derivatives(*args):
+        xs, vs = args[:n_in], args[n_in:]
+        with enable_grad():
+            ys = [o for o in _outputs(fn(*xs)) if o.requires_grad]
+            return grad(ys, [xs[i] for i in diff], grad_outputs=list(vs), create_graph=True,
+                        allow_unused=True, materialize_grads=True)
+
+    return gradcheck(first_derivatives, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,
+                     raise_exception=raise_exception, seed=seed)

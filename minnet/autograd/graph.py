@@ -23,31 +23,56 @@ def _root(t):
     return None
 
 
-def graph_lines(t):
+MAX_DEPTH = 100
+_MAX_INDENT = 4 * 40
+
+
+def graph_lines(t, max_depth=MAX_DEPTH):
+    """The lines ``print_graph`` prints.
+
+    The walk is iterative and each node is expanded once (a node reached again is shown
+    as "(shown above)"); below ``max_depth`` levels the tree is cut with a note, so the
+    text stays small however deep the graph (a 100,000-op chain prints ``max_depth`` lines).
+    Indentation stops growing after 40 levels, so memory is linear in the number of lines.
+    """
     root = _root(t)
     if root is None:
         return ["(no graph: the tensor does not require grad)"]
+    if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 1:
+        raise ValueError(f"Invalid argument `max_depth`: expected a positive int. Received: max_depth={max_depth!r}")
     lines = []
     seen = set()
-    # iterative depth-first walk (deep chains must not hit the recursion limit)
-    stack = [(root, "", "", True)]
+    # stack of (node, depth, prefix, branch); prefixes are built from the parent's, one
+    # level at a time, and are at most max_depth * 4 characters long
+    stack = [(root, 0, "", "")]
     while stack:
-        node, prefix, branch, _ = stack.pop()
+        node, depth, prefix, branch = stack.pop()
+        if depth >= max_depth:
+            lines.append(prefix + branch + f"... (graph continues; cut at max_depth={max_depth}: "
+                                           f"pass a larger max_depth to see more)")
+            continue
         again = id(node) in seen and not isinstance(node, AccumulateGrad)
         lines.append(prefix + branch + _label(node) + ("  (shown above)" if again else ""))
         if again:
             continue
         seen.add(id(node))
         children = [c for c, _ in node.next_functions if c is not None]
-        child_prefix = prefix + ("" if branch == "" else ("    " if branch.startswith("└") else "│   "))
+        child_prefix = prefix
+        if len(prefix) < _MAX_INDENT:     # deeper levels keep the same indentation
+            child_prefix += "" if branch == "" else ("    " if branch.startswith("└") else "│   ")
         for i in reversed(range(len(children))):
             last = i == len(children) - 1
-            stack.append((children[i], child_prefix, "└── " if last else "├── ", last))
+            stack.append((children[i], depth + 1, child_prefix, "└── " if last else "├── "))
     return lines
 
 
-def print_graph(t, file=None):
+def print_graph(t, file=None, max_depth=MAX_DEPTH):
     """Print the tree of backward nodes that produced ``t``, down to its leaves.
+
+    Args:
+        t: a Tensor.
+        file: where to print (default stdout).
+        max_depth: levels shown; deeper parts are replaced by one note line.
 
     Example:
         >>> x = mn.tensor(np.ones((4, 3)), requires_grad=True)
@@ -57,7 +82,7 @@ def print_graph(t, file=None):
             └── MulBackward
                 └── AccumulateGrad (shape (4, 3), float64)
     """
-    print("\n".join(graph_lines(t)), file=file)
+    print("\n".join(graph_lines(t, max_depth)), file=file)
 
 
 def graph_to_dot(t):

@@ -1,9 +1,11 @@
 """``mn.Tensor``: an ndarray plus what autograd needs (requires_grad, grad, grad_fn)."""
+import collections
 import weakref
 
 import numpy as np
 
-from .function import AccumulateGrad, _GradMode, run_backward
+from .function import AccumulateGrad, HookDict, register_tensor_class, run_backward
+from .grad_mode import grad_state
 
 __all__ = ["Tensor", "Parameter", "tensor"]
 
@@ -61,8 +63,9 @@ class Tensor:
         (4, 3)
     """
 
+    # `_hooks` (leaf tensor hooks) is set only when a hook is registered
     __slots__ = ("data", "grad", "requires_grad", "grad_fn", "_output_nr", "_version",
-                 "_accumulator", "name", "__weakref__")
+                 "_accumulator", "name", "_hooks", "__weakref__")
     # Make ndarray (op) Tensor defer to Tensor's reflected operators.
     __array_ufunc__ = None
 
@@ -172,25 +175,61 @@ class Tensor:
             self._accumulator = weakref.ref(acc)
         return (acc, 0)
 
-    def backward(self, gradient=None, retain_graph=False):
+    def backward(self, gradient=None, retain_graph=None, create_graph=False):
         """Compute d(self)/d(leaf) for every leaf that requires grad, into ``leaf.grad``.
 
         Args:
             gradient: d(loss)/d(self), same shape as self; may be omitted for a scalar.
-            retain_graph: keep the saved arrays so backward can run through the graph again.
+            retain_graph: keep the saved arrays so backward can run through the graph again
+                (default: ``create_graph``).
+            create_graph: record the backward pass itself, so the gradients can be
+                differentiated again. ``leaf.grad`` stays an ndarray; use
+                ``mn.autograd.grad(..., create_graph=True)`` to get gradients as Tensors
+                that carry a graph.
         """
-        if gradient is None:
-            if self.data.size != 1:
-                raise RuntimeError(f"grad can be implicitly created only for scalar outputs; "
-                                   f"pass `gradient` for a tensor of shape {self.shape}")
-            gradient = np.ones_like(self.data)
-        else:
-            gradient = np.asarray(gradient.data if isinstance(gradient, Tensor) else gradient,
-                                  dtype=self.data.dtype)
-            if gradient.shape != self.data.shape:
-                raise ValueError(f"Invalid argument `gradient`: expected shape {self.shape}. "
-                                 f"Received: shape={gradient.shape}")
-        run_backward(self, gradient, retain_graph=retain_graph)
+        if retain_graph is None:
+            retain_graph = create_graph
+        root = root_gradient(self, gradient, create_graph, "gradient")
+        run_backward([self], [root], retain_graph=retain_graph, create_graph=create_graph)
+
+    def register_hook(self, hook):
+        """Call ``hook(grad)`` whenever the gradient of this tensor is computed.
+
+        The hook receives the gradient as a Tensor and may return a replacement (a Tensor
+        or array of the same shape) or None. Returns a handle: ``handle.remove()``.
+
+        Example:
+            >>> h = x.register_hook(lambda g: g.clamp(-1, 1))   # clip this tensor's gradient
+            >>> h.remove()
+        """
+        if not callable(hook):
+            raise TypeError(f"Invalid argument `hook`: expected a callable. Received: {type(hook).__name__}")
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            return self.grad_fn._add_tensor_hook(self._output_nr, hook)
+        hooks = getattr(self, "_hooks", None)
+        if hooks is None:
+            hooks = self._hooks = HookDict()
+        return hooks.add(hook)
+
+    def retain_grad(self):
+        """Keep ``.grad`` for this non-leaf tensor after backward (leaves always keep it)."""
+        if not self.requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.grad_fn is None:
+            return
+        node = self.grad_fn
+        if node._retained is None:
+            node._retained = {}
+        node._retained[self._output_nr] = weakref.ref(self)
+
+    @property
+    def retains_grad(self):
+        node = self.grad_fn
+        if node is None or not node._retained or self._output_nr not in node._retained:
+            return False
+        return node._retained[self._output_nr]() is self
 
     def detach(self):
         """A tensor sharing this one's memory, cut from the graph (no grad)."""
@@ -213,7 +252,7 @@ class Tensor:
 
     def clone(self):
         """A copy of the data that stays in the graph (gradients flow back to self)."""
-        return _ops().Clone.apply(self)
+        return ops.Clone.apply(self)
 
     def zero_grad(self):
         self.grad = None
@@ -223,7 +262,7 @@ class Tensor:
         self._version.value += 1
 
     def _check_inplace(self):
-        if _GradMode.enabled and self.requires_grad:
+        if grad_state.enabled and self.requires_grad:
             if self.grad_fn is None:
                 raise RuntimeError("a leaf tensor that requires grad is being used in an in-place operation; "
                                    "wrap the update in `with mn.no_grad():`")
@@ -272,7 +311,7 @@ class Tensor:
         self._bump_version()
 
     def _iop(self, ufunc, other, outofplace):
-        if _GradMode.enabled and (self.requires_grad or (isinstance(other, Tensor) and other.requires_grad)):
+        if grad_state.enabled and (self.requires_grad or (isinstance(other, Tensor) and other.requires_grad)):
             return outofplace(self, other)      # rebinds the name, keeps the graph correct
         return self._inplace(ufunc, other)
 
@@ -290,114 +329,398 @@ class Tensor:
 
     # ------------------------------------------------------------------ operators
     def __add__(self, other):
-        return _ops().Add.apply(self, other)
+        return ops.Add.apply(self, other)
 
     def __radd__(self, other):
-        return _ops().Add.apply(other, self)
+        return ops.Add.apply(other, self)
 
     def __sub__(self, other):
-        return _ops().Sub.apply(self, other)
+        return ops.Sub.apply(self, other)
 
     def __rsub__(self, other):
-        return _ops().Sub.apply(other, self)
+        return ops.Sub.apply(other, self)
 
     def __mul__(self, other):
-        return _ops().Mul.apply(self, other)
+        return ops.Mul.apply(self, other)
 
     def __rmul__(self, other):
-        return _ops().Mul.apply(other, self)
+        return ops.Mul.apply(other, self)
 
     def __truediv__(self, other):
-        return _ops().Div.apply(self, other)
+        return ops.Div.apply(self, other)
 
     def __rtruediv__(self, other):
-        return _ops().Div.apply(other, self)
+        return ops.Div.apply(other, self)
 
     def __matmul__(self, other):
-        return _ops().MatMul.apply(self, other)
+        return ops.MatMul.apply(self, other)
 
     def __rmatmul__(self, other):
-        return _ops().MatMul.apply(other, self)
+        return ops.MatMul.apply(other, self)
 
     def __pow__(self, other):
-        return _ops().Pow.apply(self, other)
+        return ops.Pow.apply(self, other)
 
     def __rpow__(self, other):
-        return _ops().Pow.apply(other, self)
+        return ops.Pow.apply(other, self)
 
     def __neg__(self):
-        return _ops().Neg.apply(self)
+        return ops.Neg.apply(self)
 
     def __pos__(self):
         return self
 
     def __getitem__(self, key):
-        return _ops().Index.apply(self, _index_key(key))
+        return ops.Index.apply(self, _index_key(key))
 
     # comparisons give boolean tensors without gradient (== / != stay identity, so
-    # tensors can be kept in lists, sets and dicts)
+    # tensors can be kept in lists, sets and dicts; use eq() / ne() for elementwise)
     def __lt__(self, other):
-        return Tensor._make(self.data < _raw(other))
+        return Tensor._make(np.less(self.data, _raw(other)))
 
     def __le__(self, other):
-        return Tensor._make(self.data <= _raw(other))
+        return Tensor._make(np.less_equal(self.data, _raw(other)))
 
     def __gt__(self, other):
-        return Tensor._make(self.data > _raw(other))
+        return Tensor._make(np.greater(self.data, _raw(other)))
 
     def __ge__(self, other):
-        return Tensor._make(self.data >= _raw(other))
+        return Tensor._make(np.greater_equal(self.data, _raw(other)))
+
+    lt, le, gt, ge = __lt__, __le__, __gt__, __ge__
+
+    def eq(self, other):
+        return Tensor._make(np.equal(self.data, _raw(other)))
+
+    def ne(self, other):
+        return Tensor._make(np.not_equal(self.data, _raw(other)))
+
+    def logical_not(self):
+        return Tensor._make(np.logical_not(self.data))
+
+    def __invert__(self):
+        return Tensor._make(np.invert(self.data))
+
+    def __and__(self, other):
+        return Tensor._make(np.bitwise_and(self.data, _raw(other)))
+
+    def __or__(self, other):
+        return Tensor._make(np.bitwise_or(self.data, _raw(other)))
+
+    def __xor__(self, other):
+        return Tensor._make(np.bitwise_xor(self.data, _raw(other)))
 
     __hash__ = object.__hash__
 
-    # ------------------------------------------------------------------ methods
-    def sum(self, axis=None, keepdims=False):
-        return _ops().Sum.apply(self, axis=axis, keepdims=keepdims)
+    # ------------------------------------------------------------------ reductions
+    # PyTorch's names (dim, keepdim) and NumPy's (axis, keepdims) are both accepted, so
+    # one backward formula serves ndarrays and Tensors.
+    def sum(self, dim=None, keepdim=False, dtype=None, *, axis=None, keepdims=None):
+        dim, keepdim = _dims_args(dim, keepdim, axis, keepdims)
+        return ops.Sum.apply(self, axis=dim, keepdims=keepdim, dtype=dtype)
 
-    def mean(self, axis=None, keepdims=False):
-        return _ops().Mean.apply(self, axis=axis, keepdims=keepdims)
+    def mean(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        dim, keepdim = _dims_args(dim, keepdim, axis, keepdims)
+        if self.data.dtype.kind not in "fc":
+            raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a "
+                               f"floating point or complex dtype. Got: {self.dtype}")
+        return ops.Mean.apply(self, axis=dim, keepdims=keepdim)
 
+    def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None):
+        dim, keepdim = _dims_args(dim, keepdim, axis, keepdims)
+        return ops.Var.apply(self, axis=dim, correction=_correction(unbiased, correction), keepdims=keepdim)
+
+    def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None):
+        return self.var(dim, unbiased, keepdim, correction=correction, axis=axis, keepdims=keepdims).sqrt()
+
+    def prod(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        dim, keepdim = _dims_args(dim, keepdim, axis, keepdims)
+        return ops.Prod.apply(self, axis=dim, keepdims=keepdim)
+
+    def norm(self, p="fro", dim=None, keepdim=False):
+        if p in ("fro", None):
+            p = 2
+        if not isinstance(p, (int, float)) or isinstance(p, bool) or p <= 0:
+            raise ValueError(f"Invalid argument `p`: expected 'fro', inf or a positive number. Received: p={p!r}")
+        return ops.Norm.apply(self, p=p, axis=dim, keepdims=keepdim)
+
+    def logsumexp(self, dim, keepdim=False):
+        return ops.LogSumExp.apply(self, axis=dim, keepdims=keepdim)
+
+    def cumsum(self, dim):
+        return ops.CumSum.apply(self, dim=dim)
+
+    def amax(self, dim=(), keepdim=False):
+        return ops.Amax.apply(self, axis=None if dim == () else dim, keepdims=keepdim)
+
+    def amin(self, dim=(), keepdim=False):
+        return ops.Amax.apply(self, axis=None if dim == () else dim, keepdims=keepdim, largest=False)
+
+    def max(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """``max()`` (all elements), ``max(dim)`` -> (values, indices), ``max(other)``."""
+        return self._extreme(dim, keepdim, axis, keepdims, True)
+
+    def min(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """``min()`` (all elements), ``min(dim)`` -> (values, indices), ``min(other)``."""
+        return self._extreme(dim, keepdim, axis, keepdims, False)
+
+    def _extreme(self, dim, keepdim, axis, keepdims, largest):
+        if isinstance(dim, Tensor):
+            return ops.Maximum.apply(self, dim) if largest else ops.Minimum.apply(self, dim)
+        if axis is not None or keepdims is not None:      # NumPy spelling: reduced values only
+            return ops.Amax.apply(self, axis=axis, keepdims=bool(keepdims), largest=largest)
+        if dim is None:
+            return ops.Amax.apply(self, axis=None, keepdims=False, largest=largest)
+        d = ops.norm_dim(dim, self.ndim)
+        index = (np.argmax if largest else np.argmin)(self.data, axis=d, keepdims=True)
+        values = ops.Gather.apply(self, d, index)
+        if not keepdim:
+            values = values.squeeze(d)
+            index = np.squeeze(index, axis=d)
+        cls = _MaxResult if largest else _MinResult
+        return cls(values, Tensor._make(index.astype(np.int64)))
+
+    def argmax(self, dim=None, keepdim=False):
+        return _arg_extreme(self, dim, keepdim, np.argmax)
+
+    def argmin(self, dim=None, keepdim=False):
+        return _arg_extreme(self, dim, keepdim, np.argmin)
+
+    def sort(self, dim=-1, descending=False, stable=False):
+        d = ops.norm_dim(dim, self.ndim)
+        index = _argsort(self.data, d, descending)
+        return _SortResult(ops.Gather.apply(self, d, index), Tensor._make(index))
+
+    def argsort(self, dim=-1, descending=False, stable=False):
+        return Tensor._make(_argsort(self.data, ops.norm_dim(dim, self.ndim), descending))
+
+    def topk(self, k, dim=-1, largest=True, sorted=True):
+        d = ops.norm_dim(dim, self.ndim)
+        size = self.shape[d] if self.ndim else 1
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 <= k <= size:
+            raise RuntimeError(f"topk(): selected index k out of range: k={k!r} for a dimension of size {size}")
+        index = np.take(_argsort(self.data, d, largest), np.arange(int(k)), axis=d)
+        return _TopkResult(ops.Gather.apply(self, d, index), Tensor._make(index))
+
+    # ------------------------------------------------------------------ shape
     def reshape(self, *shape):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
-        return _ops().Reshape.apply(self, shape=shape)
+        return ops.Reshape.apply(self, shape=tuple(int(s) for s in shape))
 
     def view(self, *shape):
         return self.reshape(*shape)
 
-    def flatten(self, start_axis=0):
-        return self.reshape(self.shape[:start_axis] + (-1,))
+    def view_as(self, other):
+        return self.reshape(other.shape)
 
-    def transpose(self, *axes):
-        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
-            axes = tuple(axes[0])
-        return _ops().Transpose.apply(self, axes=axes or None)
+    def reshape_as(self, other):
+        return self.reshape(other.shape)
 
+    def flatten(self, start_dim=0, end_dim=-1, *, start_axis=None):
+        if start_axis is not None:
+            start_dim = start_axis
+        if self.ndim == 0:
+            return self.reshape(1)
+        s = start_dim % self.ndim
+        e = end_dim % self.ndim
+        if s > e:
+            raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+        return self.reshape(self.shape[:s] + (-1,) + self.shape[e + 1:])
+
+    def squeeze(self, dim=None):
+        if dim is None:
+            return self.reshape(tuple(n for n in self.shape if n != 1))
+        dims = ops.norm_dims(dim, self.ndim) if self.ndim else ()
+        return self.reshape(tuple(n for i, n in enumerate(self.shape) if not (i in dims and n == 1)))
+
+    def unsqueeze(self, dim):
+        d = ops.norm_dim(dim, self.ndim + 1)
+        return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
+
+    def permute(self, *dims):
+        if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+            dims = tuple(dims[0])
+        return ops.Permute.apply(self, dims=dims)
+
+    def transpose(self, *dims):
+        """``transpose(dim0, dim1)`` swaps two dims (PyTorch). ``transpose()`` reverses
+        them all and ``transpose((1, 0, 2))`` permutes (NumPy), as before."""
+        if len(dims) == 2 and all(isinstance(d, (int, np.integer)) for d in dims):
+            perm = list(range(self.ndim))
+            d0, d1 = ops.norm_dim(dims[0], self.ndim), ops.norm_dim(dims[1], self.ndim)
+            perm[d0], perm[d1] = perm[d1], perm[d0]
+            return ops.Permute.apply(self, dims=tuple(perm))
+        if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+            dims = tuple(dims[0])
+        return ops.Permute.apply(self, dims=dims or None)
+
+    def t(self):
+        if self.ndim > 2:
+            raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
+        return self.transpose()
+
+    @property
+    def mT(self):
+        return self.transpose(-2, -1)
+
+    def expand(self, *sizes):
+        if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+            sizes = tuple(sizes[0])
+        return ops.Expand.apply(self, shape=tuple(int(s) for s in sizes))
+
+    def expand_as(self, other):
+        return self.expand(other.shape)
+
+    def repeat(self, *repeats):
+        if len(repeats) == 1 and isinstance(repeats[0], (tuple, list)):
+            repeats = tuple(repeats[0])
+        return ops.Repeat.apply(self, repeats=repeats)
+
+    def flip(self, *dims):
+        if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+            dims = tuple(dims[0])
+        return ops.Flip.apply(self, dims=dims)
+
+    def split(self, split_size_or_sections, dim=0):
+        d = ops.norm_dim(dim, self.ndim)
+        n = self.shape[d]
+        if isinstance(split_size_or_sections, (int, np.integer)):
+            step = int(split_size_or_sections)
+            if step <= 0 and n:
+                raise RuntimeError(f"split(): split_size must be positive. Received: {step}")
+            sizes = [min(step, n - i) for i in range(0, n, step)] if n else [0]
+        else:
+            sizes = [int(s) for s in split_size_or_sections]
+            if sum(sizes) != n:
+                raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} "
+                                   f"(input tensor's size at dimension {d}), but got split_sizes={sizes}")
+        out = []
+        start = 0
+        for size in sizes:
+            out.append(self[(slice(None),) * d + (slice(start, start + size),)])
+            start += size
+        return tuple(out)
+
+    def chunk(self, chunks, dim=0):
+        if isinstance(chunks, bool) or not isinstance(chunks, (int, np.integer)) or chunks < 1:
+            raise RuntimeError(f"chunk(): chunks must be a positive int. Received: chunks={chunks!r}")
+        n = self.shape[ops.norm_dim(dim, self.ndim)]
+        return self.split(max(-(-n // int(chunks)), 1), dim)
+
+    def unbind(self, dim=0):
+        d = ops.norm_dim(dim, self.ndim)
+        return tuple(self[(slice(None),) * d + (i,)] for i in range(self.shape[d]))
+
+    # ------------------------------------------------------------------ indexing
+    def gather(self, dim, index):
+        return ops.Gather.apply(self, dim, _raw(index))
+
+    def scatter_add(self, dim, index, src):
+        return ops.ScatterAdd.apply(self, dim, _raw(index), src)
+
+    def index_select(self, dim, index):
+        return ops.IndexSelect.apply(self, dim, _raw(index))
+
+    def masked_fill(self, mask, value):
+        return ops.MaskedFill.apply(self, _raw(mask), value=_raw(value))
+
+    def where(self, condition, other):
+        return ops.Where.apply(_raw(condition), self, other)
+
+    # ------------------------------------------------------------------ math
     def exp(self):
-        return _ops().Exp.apply(self)
+        return ops.Exp.apply(self)
+
+    def expm1(self):
+        return ops.Expm1.apply(self)
 
     def log(self):
-        return _ops().Log.apply(self)
+        return ops.Log.apply(self)
+
+    def log1p(self):
+        return ops.Log1p.apply(self)
 
     def sqrt(self):
-        return _ops().Sqrt.apply(self)
+        return ops.Sqrt.apply(self)
+
+    def rsqrt(self):
+        return self.sqrt().reciprocal()
+
+    def reciprocal(self):
+        return ops.Div.apply(1.0, self)
+
+    def square(self):
+        return ops.Mul.apply(self, self)
+
+    def sin(self):
+        return ops.Sin.apply(self)
+
+    def cos(self):
+        return ops.Cos.apply(self)
 
     def abs(self):
-        return _ops().Abs.apply(self)
+        return ops.Abs.apply(self)
+
+    def sign(self):
+        return ops.Sign.apply(self)
+
+    def floor(self):
+        return ops.Floor.apply(self)
+
+    def ceil(self):
+        return ops.Ceil.apply(self)
+
+    def round(self):
+        return ops.Round.apply(self)
+
+    def neg(self):
+        return ops.Neg.apply(self)
+
+    def pow(self, exponent):
+        return ops.Pow.apply(self, exponent)
+
+    def add(self, other, alpha=1):
+        return ops.Add.apply(self, other if alpha == 1 else other * alpha)
+
+    def sub(self, other, alpha=1):
+        return ops.Sub.apply(self, other if alpha == 1 else other * alpha)
+
+    def mul(self, other):
+        return ops.Mul.apply(self, other)
+
+    def div(self, other):
+        return ops.Div.apply(self, other)
 
     def clip(self, min=None, max=None):
-        return _ops().Clamp.apply(self, min=min, max=max)
+        return ops.Clamp.apply(self, min=_raw(min), max=_raw(max))
 
     clamp = clip
 
     def maximum(self, other):
-        return _ops().Maximum.apply(self, other)
+        return ops.Maximum.apply(self, other)
 
     def minimum(self, other):
-        return _ops().Minimum.apply(self, other)
+        return ops.Minimum.apply(self, other)
 
-    def max(self, axis=None, keepdims=False):
-        return _ops().Max.apply(self, axis=axis, keepdims=keepdims)
+    def matmul(self, other):
+        return ops.MatMul.apply(self, other)
+
+    def mm(self, other):
+        if self.ndim != 2 or np.ndim(_raw(other)) != 2:
+            raise RuntimeError("mm(): both arguments must be 2-D")
+        return ops.MatMul.apply(self, other)
+
+    def bmm(self, other):
+        if self.ndim != 3 or np.ndim(_raw(other)) != 3:
+            raise RuntimeError(f"bmm(): both arguments must be 3-D. Received: {self.ndim}-D and "
+                               f"{np.ndim(_raw(other))}-D")
+        if self.shape[0] != np.shape(_raw(other))[0]:
+            raise RuntimeError(f"bmm(): batch sizes differ: {self.shape[0]} vs {np.shape(_raw(other))[0]}")
+        return ops.MatMul.apply(self, other)
+
+    def dot(self, other):
+        return ops.MatMul.apply(self, other)
 
     def sigmoid(self):
         return _functional().sigmoid(self)
@@ -408,21 +731,69 @@ class Tensor:
     def relu(self):
         return _functional().relu(self)
 
-    def softmax(self, axis=-1):
-        return _functional().softmax(self, axis=axis)
+    def softmax(self, dim=-1, *, axis=None):
+        return ops.Softmax.apply(self, dim=dim if axis is None else axis)
 
-    def log_softmax(self, axis=-1):
-        return _functional().log_softmax(self, axis=axis)
+    def log_softmax(self, dim=-1, *, axis=None):
+        return ops.LogSoftmax.apply(self, dim=dim if axis is None else axis)
 
     def astype(self, dtype):
         """A copy converted to ``dtype`` (gradients flow back, converted to the source dtype)."""
-        return _ops().Cast.apply(self, dtype=np.dtype(dtype))
+        return ops.Cast.apply(self, dtype=np.dtype(dtype))
 
     def float(self):
         return self.astype(np.float32)
 
     def double(self):
         return self.astype(np.float64)
+
+    def numel(self):
+        return int(self.data.size)
+
+    def dim(self):
+        return self.data.ndim
+
+
+_MaxResult = collections.namedtuple("max", ["values", "indices"])
+_MinResult = collections.namedtuple("min", ["values", "indices"])
+_SortResult = collections.namedtuple("sort", ["values", "indices"])
+_TopkResult = collections.namedtuple("topk", ["values", "indices"])
+
+
+def _dims_args(dim, keepdim, axis, keepdims):
+    if axis is not None:
+        dim = axis
+    if keepdims is not None:
+        keepdim = keepdims
+    return dim, bool(keepdim)
+
+
+def _correction(unbiased, correction):
+    if correction is not None and unbiased is not None:
+        raise ValueError("var/std: pass either `unbiased` or `correction`, not both")
+    if correction is not None:
+        return correction
+    return 1 if unbiased is None or unbiased else 0
+
+
+def _arg_extreme(t, dim, keepdim, fn):
+    if dim is None:
+        out = np.asarray(fn(t.data))
+        if keepdim:
+            out = out.reshape((1,) * t.ndim)
+    else:
+        out = fn(t.data, axis=ops.norm_dim(dim, t.ndim), keepdims=keepdim)
+    return Tensor._make(np.asarray(out, dtype=np.int64))
+
+
+def _argsort(a, d, descending):
+    if not descending:
+        return np.argsort(a, axis=d, kind="stable").astype(np.int64)
+    # stable and descending: equal elements keep their order
+    n = a.shape[d] if a.ndim else 1
+    flipped = np.flip(a, d) if a.ndim else a
+    order = np.argsort(flipped, axis=d, kind="stable")
+    return (n - 1 - np.flip(order, d)).astype(np.int64) if a.ndim else order.astype(np.int64)
 
 
 class Parameter(Tensor):
@@ -447,13 +818,19 @@ class Parameter(Tensor):
 
 
 def tensor(data, dtype=None, requires_grad=False):
-    """Create a Tensor (``mn.tensor(np.ones(3), requires_grad=True)``).
+    """Create a Tensor from a copy of ``data`` (``mn.tensor(np.ones(3), requires_grad=True)``).
 
+    The data is always copied, as ``torch.tensor``; ``mn.from_numpy(a)`` shares ``a``'s memory.
     ndarrays keep their dtype unless ``dtype`` is given; Python floats and lists become
     float32 (minnet's default), Python ints int64.
     """
     if isinstance(data, Tensor):
-        data = data.data.copy()
+        data = data.data
+    if isinstance(data, np.ndarray):
+        # a copy, as torch.tensor: training must never write into the caller's array
+        # (mn.from_numpy is the spelling that shares memory)
+        data = np.array(data, dtype=dtype, copy=True)
+        dtype = None
     return Tensor(data, requires_grad=requires_grad, dtype=dtype)
 
 
@@ -467,15 +844,29 @@ def _index_key(key):
     return _raw(key)
 
 
+def root_gradient(t, gradient, create_graph, name):
+    """The gradient fed to the root ``t``: an ndarray, or a Tensor under ``create_graph``."""
+    if gradient is None:
+        if t.data.size != 1:
+            raise RuntimeError(f"grad can be implicitly created only for scalar outputs; pass "
+                               f"`{name}` for a tensor of shape {t.shape}")
+        g = np.ones_like(t.data)
+        return Tensor._make(g) if create_graph else g
+    if isinstance(gradient, Tensor):
+        if tuple(gradient.shape) != tuple(t.shape):
+            raise ValueError(f"Invalid argument `{name}`: expected shape {tuple(t.shape)}. "
+                             f"Received: shape={tuple(gradient.shape)}")
+        if create_graph:
+            return gradient if gradient.dtype == t.dtype else gradient.astype(t.dtype)
+        gradient = gradient.data
+    g = np.asarray(gradient, dtype=t.data.dtype)
+    if g.shape != t.data.shape:
+        raise ValueError(f"Invalid argument `{name}`: expected shape {tuple(t.shape)}. "
+                         f"Received: shape={g.shape}")
+    return Tensor._make(g) if create_graph else g
+
+
 _modules = {}
-
-
-def _ops():
-    mod = _modules.get("ops")
-    if mod is None:
-        from . import ops as mod
-        _modules["ops"] = mod
-    return mod
 
 
 def _functional():
@@ -484,3 +875,9 @@ def _functional():
         import minnet.functional as mod
         _modules["functional"] = mod
     return mod
+
+
+from . import ops  # noqa: E402  (ops needs Tensor; imported once Tensor exists)
+
+ops.Tensor = Tensor
+register_tensor_class(Tensor)

@@ -71,8 +71,16 @@ class Sigmoid(Function):
     @staticmethod
     def backward(ctx, grad):
         (y,) = ctx.saved_tensors
-        return _kernels.sigmoid_backward(y, _contiguous(grad, y.dtype),
+        g = _contiguous(grad, y.dtype)
+        # a fresh contiguous copy of grad (e.g. from sum's broadcast view) takes dx in place
+        return _kernels.sigmoid_backward(y, g, out=None if g is grad else g,
                                          n_threads=get_num_threads())
+
+    @staticmethod
+    def backward_graph(ctx, grad):
+        # double backward: the same formula in Tensor operations (recorded)
+        y = ctx.graph_output(0, ctx.saved_arrays[0])
+        return grad * y * (1 - y)
 
 
 class Tanh(Function):
@@ -87,8 +95,14 @@ class Tanh(Function):
     @staticmethod
     def backward(ctx, grad):
         (y,) = ctx.saved_tensors
-        return _kernels.tanh_backward(y, _contiguous(grad, y.dtype),
+        g = _contiguous(grad, y.dtype)
+        return _kernels.tanh_backward(y, g, out=None if g is grad else g,
                                       n_threads=get_num_threads())
+
+    @staticmethod
+    def backward_graph(ctx, grad):
+        y = ctx.graph_output(0, ctx.saved_arrays[0])
+        return grad * (1 - y * y)
 
 
 class Relu(Function):
@@ -106,6 +120,11 @@ class Relu(Function):
         (y,) = ctx.saved_tensors
         return _kernels.leaky_relu_backward(y, _contiguous(grad, y.dtype), 0.0,
                                             n_threads=get_num_threads())
+
+    @staticmethod
+    def backward_graph(ctx, grad):
+        (y,) = ctx.saved_arrays
+        return grad * (y > 0).astype(y.dtype)
 
 
 class LeakyRelu(Function):
@@ -128,6 +147,11 @@ class LeakyRelu(Function):
         dx = _kernels.leaky_relu_backward(saved, _contiguous(grad, saved.dtype),
                                           ctx.negative_slope, n_threads=get_num_threads())
         return dx, None
+
+    @staticmethod
+    def backward_graph(ctx, grad):
+        (saved,) = ctx.saved_arrays
+        return grad * np.where(saved > 0, 1.0, ctx.negative_slope).astype(saved.dtype), None
 
 
 class Elu(Function):
@@ -152,6 +176,17 @@ class Elu(Function):
         dx = _kernels.elu_backward(saved, _contiguous(grad, saved.dtype), ctx.alpha,
                                    ctx.scale, ctx.from_output, n_threads=get_num_threads())
         return dx, None, None
+
+    @staticmethod
+    def backward_graph(ctx, grad):
+        (saved,) = ctx.saved_arrays
+        positive = saved > 0
+        scale = np.asarray(ctx.scale * positive, dtype=saved.dtype)
+        if ctx.from_output:      # negative side: dy/dx = y + scale * alpha
+            y = ctx.graph_output(0, saved)
+            return grad * scale + grad * (y + ctx.scale * ctx.alpha) * ~positive, None, None
+        x = ctx.graph_input(0, saved)
+        return grad * scale + grad * (x.exp() * (ctx.scale * ctx.alpha)) * ~positive, None, None
 
 
 class Selu(Elu):
@@ -315,6 +350,14 @@ class Softmax(Function):
         dx = _kernels.softmax_backward(y_rows, g_rows, cls.log_output,
                                        n_threads=get_num_threads())
         return _from_rows(dx, moved_shape, ctx.axis), None
+
+    @classmethod
+    def backward_graph(cls, ctx, grad):
+        y = ctx.graph_output(0, ctx.saved_arrays[0])
+        if cls.log_output:
+            return grad - y.exp() * grad.sum(axis=ctx.axis, keepdims=True), None
+        gy = grad * y
+        return gy - y * gy.sum(axis=ctx.axis, keepdims=True), None
 
 
 class LogSoftmax(Softmax):

@@ -11,7 +11,7 @@ import numpy as np
 from minnet._config import get_num_threads
 from minnet._ext import _conv as _kernels
 from minnet.autograd import Function, Tensor
-from minnet.autograd.function import _AnomalyMode, _GradMode
+from minnet.autograd.grad_mode import anomaly_state, grad_state
 
 __all__ = ["linear", "conv2d", "Addmm", "Mm", "Convolution"]
 
@@ -135,6 +135,11 @@ class Addmm(Function):
         x2, weight = ctx.saved_tensors
         return _linear_backward(ctx, x2, weight, grad_y)
 
+    @staticmethod
+    def backward_graph(ctx, grad_y):
+        x2, weight = ctx.saved_arrays
+        return _linear_backward_graph(ctx, x2, weight, grad_y)
+
 
 class Mm(Function):
     """``y = x @ weight.T`` (linear without bias; backward node ``MmBackward``)."""
@@ -152,6 +157,26 @@ class Mm(Function):
     def backward(ctx, grad_y):
         x2, weight = ctx.saved_tensors
         return _linear_backward(ctx, x2, weight, grad_y)[:2]
+
+    @staticmethod
+    def backward_graph(ctx, grad_y):
+        x2, weight = ctx.saved_arrays
+        return _linear_backward_graph(ctx, x2, weight, grad_y)[:2]
+
+
+def _linear_backward_graph(ctx, x2, weight, grad_y):
+    """Double backward of linear: ``dx = dy @ W``, ``dW = dy2.T @ x2``, ``db = dy2.sum(0)``
+    in Tensor operations (recorded, so they are differentiated again)."""
+    needs = ctx.needs_input_grad
+    dy2 = grad_y.reshape(-1, grad_y.shape[-1])
+    dx = dw = db = None
+    if needs[0]:
+        dx = (grad_y @ ctx.graph_input(1, weight)).reshape(ctx.x_shape)
+    if needs[1]:
+        dw = dy2.transpose(0, 1) @ ctx.graph_input(0, x2.reshape(ctx.x_shape)).reshape(x2.shape)
+    if len(needs) > 2 and needs[2]:
+        db = dy2.sum(axis=0)
+    return dx, dw, db
 
 
 def _linear_backward(ctx, x2, weight, grad_y):
@@ -263,7 +288,7 @@ def linear_no_graph(x, weight, bias=None, relu=False):
         mode on, anomaly detection on, or inputs that need ``linear``'s conversions and
         checks): then call ``linear``.
     """
-    if _GradMode.enabled or _AnomalyMode.enabled:
+    if grad_state.enabled or anomaly_state.enabled:
         return None
     ready = _ready(x, weight, bias)
     if ready is None:
@@ -315,6 +340,79 @@ class Convolution(Function):
             x, weight, dy, stride, padding, dilation, need_input_grad=needs[0],
             need_weight_grad=needs[1], need_bias_grad=need_bias, n_threads=get_num_threads())
         return dx, dw, db
+
+    @staticmethod
+    def backward_graph(ctx, grad_y):
+        # double backward: dx and dW are themselves convolutions (ConvInputGrad /
+        # ConvWeightGrad below), each differentiable again
+        x, weight = ctx.saved_arrays
+        x_shape, w_shape, stride, padding, dilation = ctx.geometry
+        geometry = dict(x_shape=x_shape, w_shape=w_shape, stride=stride, padding=padding, dilation=dilation)
+        needs = ctx.needs_input_grad
+        dx = ConvInputGrad.apply(grad_y, ctx.graph_input(1, weight), **geometry) if needs[0] else None
+        dw = ConvWeightGrad.apply(ctx.graph_input(0, x), grad_y, **geometry) if needs[1] else None
+        db = grad_y.sum(axis=(0, 2, 3)) if len(needs) > 2 and needs[2] else None
+        return dx, dw, db
+
+
+class ConvInputGrad(Function):
+    """``dx`` of a convolution from ``(dy, weight)`` (a transposed convolution, by col2im)."""
+
+    node_name = "ConvolutionBackwardBackward"
+
+    @staticmethod
+    def forward(ctx, dy, weight, x_shape=None, w_shape=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1)):
+        ctx.save_for_backward(dy, weight)
+        ctx.geometry = dict(x_shape=x_shape, w_shape=w_shape, stride=stride, padding=padding, dilation=dilation)
+        dy = _cast(dy, weight.dtype)
+        dx, _, _ = _kernels.conv2d_backward(np.zeros(x_shape, weight.dtype), weight, dy, stride, padding,
+                                            dilation, need_input_grad=True, need_weight_grad=False,
+                                            need_bias_grad=False, n_threads=get_num_threads())
+        return dx
+
+    @staticmethod
+    def backward_graph(ctx, gg):
+        dy, weight = ctx.saved_arrays
+        geo = ctx.geometry
+        g_dy = g_w = None
+        if ctx.needs_input_grad[0]:      # <conv_T(dy, W), gg> = <dy, conv(gg, W)>
+            g_dy = Convolution.apply(gg, ctx.graph_input(1, weight), None, stride=geo["stride"],
+                                     padding=geo["padding"], dilation=geo["dilation"], out_size=dy.shape[2:])
+        if ctx.needs_input_grad[1]:
+            g_w = ConvWeightGrad.apply(gg, ctx.graph_input(0, dy), **geo)
+        return g_dy, g_w
+
+    backward = backward_graph        # on arrays (no graph recorded) it is the same computation
+
+
+class ConvWeightGrad(Function):
+    """``dW`` of a convolution from ``(x, dy)`` (a correlation of the input with dy)."""
+
+    node_name = "ConvolutionBackwardBackward"
+
+    @staticmethod
+    def forward(ctx, x, dy, x_shape=None, w_shape=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1)):
+        ctx.save_for_backward(x, dy)
+        ctx.geometry = dict(x_shape=x_shape, w_shape=w_shape, stride=stride, padding=padding, dilation=dilation)
+        dy = _cast(dy, x.dtype)
+        _, dw, _ = _kernels.conv2d_backward(x, np.zeros(w_shape, x.dtype), dy, stride, padding, dilation,
+                                            need_input_grad=False, need_weight_grad=True,
+                                            need_bias_grad=False, n_threads=get_num_threads())
+        return dw
+
+    @staticmethod
+    def backward_graph(ctx, gg):
+        x, dy = ctx.saved_arrays
+        geo = ctx.geometry
+        g_x = g_dy = None
+        if ctx.needs_input_grad[0]:      # <dW(x, dy), gg> = <x, conv_T(dy, gg)>
+            g_x = ConvInputGrad.apply(ctx.graph_input(1, dy), gg, **geo)
+        if ctx.needs_input_grad[1]:      # ... = <dy, conv(x, gg)>
+            g_dy = Convolution.apply(ctx.graph_input(0, x), gg, None, stride=geo["stride"],
+                                     padding=geo["padding"], dilation=geo["dilation"], out_size=dy.shape[2:])
+        return g_x, g_dy
+
+    backward = backward_graph        # on arrays (no graph recorded) it is the same computation
 
 
 def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1):

@@ -128,6 +128,15 @@ def _contiguous(a, dtype):
     return np.ascontiguousarray(a, dtype=dtype)
 
 
+def _graph_row_grad(grad, reduction, n_rows):
+    """dL/d(row loss) as an (n_rows, 1) Tensor for a double backward (``grad`` is a Tensor)."""
+    if reduction == "none":
+        return grad.reshape(n_rows, 1)
+    if reduction == "mean":
+        grad = grad / max(n_rows, 1)
+    return grad.reshape(1, 1)
+
+
 # ---------------------------------------------------------------------------------------
 # Cross-entropy and NLL
 # ---------------------------------------------------------------------------------------
@@ -155,6 +164,17 @@ class CrossEntropyLoss(Function):
         dx = _kernels.cross_entropy_backward(x, ctx.labels, lse, g, ctx.eps,
                                              n_threads=get_num_threads())
         return dx, None, None, None
+
+    @staticmethod
+    def backward_graph(ctx, grad):
+        # double backward: dx = g * (softmax(x) - t) in Tensor operations (recorded)
+        x_arr, _ = ctx.saved_arrays
+        x = ctx.graph_input(0, x_arr)
+        n, n_classes = x_arr.shape
+        t = np.full((n, n_classes), ctx.eps / n_classes, dtype=x_arr.dtype)
+        t[np.arange(n), ctx.labels] += 1.0 - ctx.eps
+        g = _graph_row_grad(grad, ctx.reduction, n)
+        return (x.softmax(1) - t) * g, None, None, None
 
 
 class SoftCrossEntropyLoss(Function):
@@ -186,6 +206,21 @@ class SoftCrossEntropyLoss(Function):
                                                       n_threads=get_num_threads())
         if ctx.needs_input_grad[1]:
             dt = (x - lse[:, None]) * (g * x.dtype.type(-(1.0 - ctx.eps)))[:, None]
+        return dx, dt, None, None
+
+    @staticmethod
+    def backward_graph(ctx, grad):
+        x_arr, t_arr, _ = ctx.saved_arrays
+        x = ctx.graph_input(0, x_arr)
+        t = ctx.graph_input(1, t_arr)
+        n, n_classes = x_arr.shape
+        g = _graph_row_grad(grad, ctx.reduction, n)
+        smoothed = t * (1.0 - ctx.eps) + ctx.eps / n_classes
+        dx = dt = None
+        if ctx.needs_input_grad[0]:
+            dx = (x.softmax(1) * smoothed.sum(axis=1, keepdims=True) - smoothed) * g
+        if ctx.needs_input_grad[1]:
+            dt = x.log_softmax(1) * g * (-(1.0 - ctx.eps))
         return dx, dt, None, None
 
 
@@ -311,6 +346,14 @@ class MseLoss(Function):
             dp, dt = _kernels.squared_error_backward(p, t, scale, want_target,
                                                      n_threads=get_num_threads())
         return (dp if ctx.needs_input_grad[0] else None), dt, None
+
+    @staticmethod
+    def backward_graph(ctx, grad):
+        p_arr, t_arr = ctx.saved_arrays
+        diff = ctx.graph_input(0, p_arr) - ctx.graph_input(1, t_arr)
+        scale = 2.0 / max(p_arr.size, 1) if ctx.reduction == "mean" else 2.0
+        dp = diff * grad * scale
+        return (dp if ctx.needs_input_grad[0] else None), (-dp if ctx.needs_input_grad[1] else None), None
 
 
 class L1Loss(Function):

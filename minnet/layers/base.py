@@ -26,6 +26,7 @@ import numpy as np
 
 from minnet import initializers
 from minnet.autograd import Parameter, Tensor, no_grad
+from minnet.autograd.hooks import HookDict, call_with_hooks
 
 __all__ = ["Layer"]
 
@@ -317,6 +318,8 @@ class Layer:
         Returns:
             ``mn.Tensor``.
         """
+        if self._has_hooks and not self.__dict__.get("_in_hooks"):
+            return self._call_with_hooks(x, training)
         if type(x) is not Tensor or x.data.dtype != self.dtype:
             x = self._to_tensor(x)
         if not self.built:
@@ -331,6 +334,43 @@ class Layer:
         if not isinstance(out, Tensor):
             out = Tensor(np.asarray(out))
         return out
+
+    # ------------------------------------------------------------------ hooks (as torch.nn.Module's)
+    _has_hooks = False
+
+    def register_forward_pre_hook(self, hook):
+        """Call ``hook(layer, (x,))`` before each forward; it may return a replacement input.
+        Returns a handle: ``handle.remove()``."""
+        return self._add_hook("_forward_pre_hooks", hook)
+
+    def register_forward_hook(self, hook):
+        """Call ``hook(layer, (x,), output)`` after each forward; it may return a replacement
+        output. Returns a handle: ``handle.remove()``."""
+        return self._add_hook("_forward_hooks", hook)
+
+    def register_full_backward_hook(self, hook):
+        """Call ``hook(layer, grad_input, grad_output)`` (tuples of Tensors, ``None`` for an input
+        that needs no gradient) when the gradient reaches this layer's input; it may return a
+        replacement ``grad_input``. Returns a handle: ``handle.remove()``."""
+        return self._add_hook("_backward_hooks", hook)
+
+    def _add_hook(self, kind, hook):
+        hooks = self.__dict__.get(kind)
+        if hooks is None:
+            hooks = self.__dict__[kind] = HookDict()
+        self.__dict__["_has_hooks"] = True
+        return hooks.add(hook)
+
+    def _call_with_hooks(self, x, training):
+        def call(inner_x, inner_training):
+            self.__dict__["_in_hooks"] = True
+            try:
+                return self(inner_x, training=inner_training)
+            finally:
+                self.__dict__["_in_hooks"] = False
+        d = self.__dict__
+        return call_with_hooks(self, call, x, training, d.get("_forward_pre_hooks"),
+                               d.get("_forward_hooks"), d.get("_backward_hooks"))
 
     def compute_output_shape(self, input_shape):
         """Output shape for ``input_shape`` (batch dim included, may be None).
