@@ -1,0 +1,72 @@
+"""Monitors: ``TerminateOnNaN``, ``GradientMonitor``."""
+import math
+
+import numpy as np
+
+from minnet.callbacks._common import print_line, scalar_value
+from minnet.callbacks.callback import Callback
+
+__all__ = ["TerminateOnNaN", "GradientMonitor"]
+
+
+class TerminateOnNaN(Callback):
+    """Stop training at the first batch whose loss is NaN or infinite.
+
+    Example:
+        >>> model.fit(x, y, callbacks=[TerminateOnNaN()])
+    """
+
+    def on_train_batch_end(self, batch, logs=None):
+        loss = scalar_value((logs or {}).get("loss"))
+        if loss is not None and not math.isfinite(loss):
+            print_line(f"Batch {batch}: Invalid loss, terminating training")
+            self.model.stop_training = True
+
+
+class GradientMonitor(Callback):
+    """Log each layer's gradient L2 norm, averaged over the epoch's batches.
+
+    After every training batch it reads ``p.grad`` of each layer's ``parameters()``
+    (the model leaves the gradients in place after ``optimizer.step()``) and computes
+    ``sqrt(sum of squares over the layer's parameter gradients)``.  At the end of the
+    epoch the batch average goes into the logs (and so into ``History``) as
+    ``"grad_norm/<layer name>"``.  Vanishing gradients show as norms near 0 in the
+    first layers, exploding ones as large norms.
+
+    Example:
+        >>> history = model.fit(x, y, epochs=5, callbacks=[GradientMonitor()])
+        >>> history.history["grad_norm/dense"]
+    """
+
+    def __init__(self):
+        super().__init__()
+        self._sums = {}
+        self._counts = {}
+
+    def _layers(self):
+        layers = getattr(self.model, "layers", None)
+        return list(layers) if layers is not None else []
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._sums = {}
+        self._counts = {}
+
+    def on_train_batch_end(self, batch, logs=None):
+        for index, layer in enumerate(self._layers()):
+            params = layer.parameters() if hasattr(layer, "parameters") else []
+            grads = [np.asarray(getattr(p.grad, "data", p.grad)) for p in params if p.grad is not None]
+            if not grads:
+                continue
+            total = 0.0
+            for g in grads:
+                flat = g.reshape(-1)
+                total += float(np.dot(flat, flat))
+            name = getattr(layer, "name", None) or f"layer_{index}"
+            self._sums[name] = self._sums.get(name, 0.0) + math.sqrt(total)
+            self._counts[name] = self._counts.get(name, 0) + 1
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is None:
+            return
+        for name, total in self._sums.items():
+            logs[f"grad_norm/{name}"] = total / self._counts[name]
