@@ -34,9 +34,11 @@ get_num_threads()
 
 _SUBMODULES = {"layers", "losses", "optimizers", "callbacks", "metrics", "datasets", "data",
                "functional", "initializers", "activations", "models", "saving", "autograd",
-               "interop"}
+               "interop", "utils", "config", "trainers"}
 _LAZY = {
     "Sequential": ("models", "Sequential"),
+    "Model": ("models", "Model"),
+    "Input": ("layers", "Input"),
     "load_model": ("models", "load_model"),
     "register_layer": ("layers", "register_layer"),
     "buffer_cache": ("_ext._memory", "buffer_cache"),
@@ -60,4 +62,4 @@ def __dir__():
 __all__ = ["__version__", "Tensor", "Parameter", "tensor", "Function", "no_grad", "enable_grad",
            "is_grad_enabled", "set_grad_enabled", "gradcheck", "GradcheckError", "print_graph",
            "graph_to_dot", "detect_anomaly", "AnomalyError", "manual_seed", "set_num_threads", "get_num_threads", "show_config",
-           "Sequential", "load_model", "register_layer", "buffer_cache"] + sorted(_SUBMODULES)
+           "Sequential", "Model", "Input", "load_model", "register_layer", "buffer_cache"] + sorted(_SUBMODULES)

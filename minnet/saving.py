@@ -162,7 +162,8 @@ def save_model(model, path):
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
         "minnet_version": __version__,
-        "model": {"class_name": type(model).__name__, "config": model.get_config()},
+        "model": {"class_name": type(model).__name__, "config": model.get_config(),
+                  "build_config": model.get_build_config()},
         "compile": _compile_config(model),
         "weights": weight_info,
         "optimizer_state": sorted(optimizer_state),
@@ -265,7 +266,7 @@ def load_model(path, custom_objects=None, compile=True, restore_random_state=Tru
     """
     from minnet import layers as layers_module
     from minnet import losses, metrics, optimizers
-    from minnet.models import Sequential
+    from minnet.models import Model, Sequential
 
     path = os.fspath(path)
     with _open_archive(path, "model") as archive:
@@ -278,7 +279,7 @@ def load_model(path, custom_objects=None, compile=True, restore_random_state=Tru
 
     model_entry = config["model"]
     class_name = model_entry.get("class_name")
-    classes = {"Sequential": Sequential}
+    classes = {"Sequential": Sequential, "Model": Model, "Functional": Model}
     classes.update(custom_objects or {})
     cls = classes.get(class_name)
     if cls is None:
@@ -286,7 +287,13 @@ def load_model(path, custom_objects=None, compile=True, restore_random_state=Tru
     if cls is None:
         raise ModelFileError(f"{path!r}: unknown model class {class_name!r}; pass it in "
                              f"`custom_objects`.")
-    model = cls.from_config(dict(model_entry.get("config", {})), custom_objects=custom_objects)
+    if cls in (Sequential, Model):
+        model = cls.from_config(dict(model_entry.get("config", {})), custom_objects=custom_objects)
+    else:   # a registered subclass: its from_config may or may not take custom_objects
+        model = layers_module.deserialize({"class_name": class_name, "config": dict(
+            model_entry.get("config", {}))}, custom_objects={**(custom_objects or {}), class_name: cls})
+    if not model.weights and model_entry.get("build_config"):
+        model.build_from_config(model_entry["build_config"])     # a subclassed model
     if len(model.weights) != len(arrays):
         raise ModelFileError(f"{path!r}: the rebuilt model has {len(model.weights)} weights but the "
                              f"file holds {len(arrays)} (was the model built when it was saved?).")

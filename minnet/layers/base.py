@@ -318,6 +318,8 @@ class Layer:
             ``mn.Tensor``.
         """
         if type(x) is not Tensor or x.data.dtype != self.dtype:
+            if hasattr(x, "symbolic_call"):   # functional API: record a node (layers/symbolic.py)
+                return x.symbolic_call(self, x)
             x = self._to_tensor(x)
         if not self.built:
             self.build(tuple(x.shape))
