@@ -102,12 +102,36 @@ def _serialize_identifier(identifier, obj, module):
         return None
 
 
+def _per_output(value):
+    """True for a per-output list/dict of losses or metrics (a multi-output compile)."""
+    if isinstance(value, dict):
+        return "class_name" not in value
+    return isinstance(value, (list, tuple)) and any(isinstance(v, (list, tuple)) for v in value)
+
+
+def _map_per_output(value, fn):
+    if isinstance(value, dict) and "class_name" not in value:
+        return {key: _map_per_output(item, fn) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_map_per_output(item, fn) for item in value]
+    return fn(value)
+
+
 def _compile_config(model):
     if model.optimizer is None:
         return None
     from minnet import losses, metrics, optimizers
 
     ids = model._compile_identifiers or {}
+    loss_ids, metric_ids = ids.get("loss"), ids.get("metrics")
+    if isinstance(loss_ids, (list, tuple, dict)) or _per_output(metric_ids):
+        # Several outputs: each entry a name or its serialize() dict.
+        def entry(module):
+            return lambda item: item if item is None or isinstance(item, str) else module.serialize(item)
+        return {"optimizer": optimizers.serialize(model.optimizer), "per_output": True,
+                "loss": _map_per_output(loss_ids, entry(losses)),
+                "metrics": _map_per_output(metric_ids, entry(metrics)),
+                "loss_weights": ids.get("loss_weights"), "loss_saved": True}
     warnings_list = []
     loss = None
     if model.loss is not None:
@@ -302,12 +326,18 @@ def load_model(path, custom_objects=None, compile=True, restore_random_state=Tru
     compile_config = config.get("compile")
     if compile and compile_config:
         optimizer = optimizers.deserialize(compile_config["optimizer"], custom_objects=custom_objects)
-        loss = _deserialize_identifier(compile_config.get("loss"), losses, custom_objects)
-        metric_list = [_deserialize_identifier(m, metrics, custom_objects)
-                       for m in compile_config.get("metrics", [])]
+        loss = compile_config.get("loss")
+        metric_list = compile_config.get("metrics") or []
+        if compile_config.get("per_output"):
+            loss = _map_per_output(loss, lambda m: _deserialize_identifier(m, losses, custom_objects))
+            metric_list = _map_per_output(
+                metric_list, lambda m: _deserialize_identifier(m, metrics, custom_objects))
+        else:
+            loss = _deserialize_identifier(loss, losses, custom_objects)
+            metric_list = [_deserialize_identifier(m, metrics, custom_objects) for m in metric_list]
         model.compile(optimizer=optimizer, loss=loss, metrics=metric_list,
                       loss_weights=compile_config.get("loss_weights"))
-        if model._compile_identifiers is not None:
+        if model._compile_identifiers is not None and not compile_config.get("per_output"):
             # Keep the saved identifiers so a re-save writes the same strings.
             model._compile_identifiers["loss"] = compile_config.get("loss") \
                 if isinstance(compile_config.get("loss"), str) else loss

@@ -19,6 +19,8 @@ import numbers
 
 import numpy as np
 
+from minnet.autograd import no_grad
+
 __all__ = ["KerasTensor", "Node", "is_symbolic", "flatten", "pack_like", "shape_str",
            "record_call", "describe"]
 
@@ -139,12 +141,12 @@ class KerasTensor:
     def _op(self, op, other, reverse=False):
         from_layers = _OPERATION_LAYER[0]
         if isinstance(other, KerasTensor):
-            layer = from_layers(op=op)
+            layer = from_layers(op=op, dtype=np.result_type(self.dtype, other.dtype).name)
             arguments = [other, self] if reverse else [self, other]
             return layer(arguments)
         if isinstance(other, bool) or not isinstance(other, numbers.Real):
             return NotImplemented
-        layer = from_layers(op=op, constant=float(other), reverse=reverse)
+        layer = from_layers(op=op, constant=float(other), reverse=reverse, dtype=self.dtype.name)
         return layer(self)
 
     def __add__(self, other): return self._op("add", other)
@@ -196,6 +198,11 @@ def record_call(layer, arguments):
             layer.build(shapes)
             layer._build_input_shape = shapes if isinstance(shapes, tuple) else None
             layer.built = True
+        elif isinstance(shapes, tuple) and all(s is not None for s in shapes[1:]):
+            # A layer built before (a shared layer): run it once on zeros, so weights that do
+            # not fit this input fail here, naming the tensor, and not at the first batch.
+            with no_grad():
+                layer(np.zeros((1,) + shapes[1:], dtype=layer.dtype), training=False)
         output_shape = layer.compute_output_shape(shapes)
     except (ValueError, TypeError, IndexError) as error:
         kind = TypeError if isinstance(error, TypeError) else ValueError

@@ -298,6 +298,26 @@ class Model(Trainer, Layer):
             return iter(())
         return self._graph.layer_outputs(x, True)
 
+    def get_build_config(self):
+        """The input shape(s) a subclassed model was built with (None for a functional one)."""
+        if self._graph is not None or self._build_input_shape is None:
+            return None
+        shapes = self._build_input_shape
+        as_list = lambda shape: [None if s is None else int(s) for s in shape]  # noqa: E731
+        if isinstance(shapes, list):
+            return {"input_shape": [as_list(s) for s in shapes]}
+        return {"input_shape": as_list(shapes)}
+
+    def build_from_config(self, config):
+        """Build a subclassed model from ``get_build_config()`` (runs it once on zeros)."""
+        shape = (config or {}).get("input_shape")
+        if shape is None or self.weights:
+            return
+        if shape and isinstance(shape[0], list):
+            self.build([tuple(s) for s in shape])
+        else:
+            self.build(tuple(shape))
+
     def count_params(self):
         """Number of scalars in all weights (the model must be built)."""
         if not self.built:
