@@ -28,6 +28,7 @@ import zlib
 import numpy as np
 
 from minnet import _random
+from minnet.layers import serialize as serialize_layer
 
 __all__ = ["save_model", "load_model", "save_weights", "load_weights", "ModelFileError"]
 
@@ -186,8 +187,7 @@ def save_model(model, path):
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
         "minnet_version": __version__,
-        "model": {"class_name": type(model).__name__, "config": model.get_config(),
-                  "build_config": model.get_build_config()},
+        "model": {**serialize_layer(model), "build_config": model.get_build_config()},
         "compile": _compile_config(model),
         "weights": weight_info,
         "optimizer_state": sorted(optimizer_state),

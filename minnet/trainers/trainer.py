@@ -596,7 +596,8 @@ class Trainer:
                                  f"{type(x).__name__}, steps_per_epoch=None")
             prepare = self._batch_preparer(class_weight)
         else:
-            x, y, n = self._check_arrays(x, y, check_finite=check_finite)
+            default_step = type(self).train_step is Trainer.train_step
+            x, y, n = self._check_arrays(x, y, need_y=default_step, check_finite=check_finite)
             weights = self._sample_weights(y, n, sample_weight, class_weight)
             if validation_data is None and validation_split:
                 (x_train, y_train), (x_val, y_val) = self._split(x, y, validation_split)
@@ -636,6 +637,8 @@ class Trainer:
                     for step, data in iterator.epoch(epoch):
                         callback_list.on_train_batch_begin(step)
                         with guard.step():
+                            if not self.built:       # a model first seen with a generator's batch
+                                self._build_from(unpack_x_y_sample_weight(data)[0])
                             self._ensure_optimizer_params()
                             logs = train_step(data)
                         callback_list.on_train_batch_end(step, logs)
@@ -762,7 +765,7 @@ class Trainer:
                                  f"Received: y of type {type(y).__name__}")
             return self._dataset_adapter(x, False, None), self._batch_preparer()
         x, y, n = self._check_arrays(x, y, need_y=need_y)
-        weights = self._sample_weights(y, n, sample_weight, None) if need_y else None
+        weights = self._sample_weights(y, n, sample_weight, None)
         self._build_from(x)
         if need_y:
             self._check_label_range(y, "y")
@@ -790,7 +793,8 @@ class Trainer:
         batch_size = _check_batch_size(batch_size)
         verbose = _check_verbose(verbose, 1)
         steps = _check_optional_int(steps, "steps", 1)
-        adapter, prepare = self._adapter_for(x, y, sample_weight, batch_size, True, steps)
+        adapter, prepare = self._adapter_for(x, y, sample_weight, batch_size,
+                                             type(self).test_step is Trainer.test_step, steps)
         iterator = EpochIterator(adapter, steps_per_epoch=steps, prepare=prepare, prefetch=False)
         callback_list = self._callback_list(callbacks, verbose, 1, iterator.num_steps)
         modes = self._save_modes()
