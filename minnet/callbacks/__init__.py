@@ -27,8 +27,8 @@ Example:
 from minnet.callbacks._common import resolve_verbose
 from minnet.callbacks.callback import Callback
 from minnet.callbacks.callback_list import CallbackList
-from minnet.callbacks.checkpoints import EarlyStopping, ModelCheckpoint
-from minnet.callbacks.monitors import GradientMonitor, TerminateOnNaN
+from minnet.callbacks.checkpoints import BackupAndRestore, EarlyStopping, ModelCheckpoint
+from minnet.callbacks.monitors import GradientMonitor, LambdaCallback, TerminateOnNaN
 from minnet.callbacks.progress import CSVLogger, History, ProgbarLogger
 from minnet.callbacks.schedules import LearningRateScheduler, ReduceLROnPlateau
 
@@ -44,5 +44,7 @@ __all__ = [
     "CSVLogger",
     "TerminateOnNaN",
     "GradientMonitor",
+    "LambdaCallback",
+    "BackupAndRestore",
     "resolve_verbose",
 ]

@@ -1,14 +1,19 @@
-"""Early stopping and checkpoints: ``EarlyStopping``, ``ModelCheckpoint``."""
+"""Early stopping and checkpoints: ``EarlyStopping``, ``ModelCheckpoint``, ``BackupAndRestore``."""
+import json
 import math
 import numbers
 import os
 import warnings
 
+import numpy as np
+
+from minnet import _random
+
 from minnet.callbacks._common import (check_mode, check_non_negative_int, check_real, monitor_is_max,
                                       print_line, scalar_value)
 from minnet.callbacks.callback import Callback
 
-__all__ = ["EarlyStopping", "ModelCheckpoint"]
+__all__ = ["EarlyStopping", "ModelCheckpoint", "BackupAndRestore"]
 
 
 class EarlyStopping(Callback):
@@ -223,3 +228,95 @@ class ModelCheckpoint(Callback):
     def __repr__(self):
         return (f"ModelCheckpoint(filepath={self.filepath!r}, monitor={self.monitor!r}, "
                 f"save_best_only={self.save_best_only})")
+
+
+def _atomic_savez(path, arrays):
+    temporary = path + ".tmp.npz"
+    np.savez(temporary, **arrays)
+    os.replace(temporary, path)
+
+
+class BackupAndRestore(Callback):
+    """Resume a killed ``fit`` exactly where its last completed epoch left it (Keras 3).
+
+    At the end of every epoch (or every ``save_freq`` batches) it writes, atomically, into
+    ``backup_dir``: the weights, the optimizer state (step counter, moments), the next
+    epoch and minnet's random state (dropout masks, shuffling with ``seed=None``). When
+    ``fit`` starts with a backup present it restores all four, and training continues from
+    that epoch as if it had never stopped: the same seed gives the same final weights.
+    The backup is deleted when training ends normally (``delete_checkpoint=True``).
+
+    Args:
+        backup_dir: a directory for the backup files (created if missing).
+        save_freq: ``"epoch"`` or an int number of batches between backups.
+        delete_checkpoint: remove the backup after a completed ``fit``.
+
+    Example:
+        >>> model.fit(x, y, epochs=50, callbacks=[BackupAndRestore("backup")])   # rerun after a crash
+    """
+
+    def __init__(self, backup_dir, save_freq="epoch", delete_checkpoint=True):
+        super().__init__()
+        if not isinstance(backup_dir, (str, os.PathLike)) or not os.fspath(backup_dir):
+            raise TypeError(f"Invalid value for argument `backup_dir`: expected a directory path. "
+                            f"Received: backup_dir={backup_dir!r}")
+        if save_freq != "epoch" and (isinstance(save_freq, bool) or not isinstance(save_freq, numbers.Integral)
+                                     or save_freq < 1):
+            raise ValueError(f"Invalid value for argument `save_freq`: expected 'epoch' or an int >= 1. "
+                             f"Received: save_freq={save_freq!r}")
+        self.backup_dir = os.fspath(backup_dir)
+        self.save_freq = save_freq
+        self.delete_checkpoint = bool(delete_checkpoint)
+        self._epoch = 0
+        self._batches = 0
+        self._weights_path = os.path.join(self.backup_dir, "weights.npz")
+        self._optimizer_path = os.path.join(self.backup_dir, "optimizer.npz")
+        self._meta_path = os.path.join(self.backup_dir, "training_metadata.json")
+
+    def on_train_begin(self, logs=None):
+        if not os.path.exists(self._meta_path):
+            return
+        with open(self._meta_path, encoding="utf-8") as file:
+            meta = json.load(file)
+        with np.load(self._weights_path, allow_pickle=False) as archive:
+            self.model.set_weights([archive[f"w{i:05d}"] for i in range(len(archive.files))])
+        optimizer = getattr(self.model, "optimizer", None)
+        if optimizer is not None and os.path.exists(self._optimizer_path):
+            if not getattr(optimizer, "params", None):
+                optimizer.set_parameters(self.model.parameters())
+            with np.load(self._optimizer_path, allow_pickle=False) as archive:
+                optimizer.load_state_dict({key: archive[key] for key in archive.files})
+        _random.set_state(meta["random_state"])
+        self._epoch = int(meta["epoch"])
+        self.model.resume_epoch = self._epoch
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch = epoch
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.save_freq != "epoch":
+            self._batches += 1
+            if self._batches % self.save_freq == 0:
+                self._backup(self._epoch)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.save_freq == "epoch":
+            self._backup(epoch + 1)
+
+    def _backup(self, next_epoch):
+        os.makedirs(self.backup_dir, exist_ok=True)
+        _atomic_savez(self._weights_path, {f"w{i:05d}": w for i, w in enumerate(self.model.get_weights())})
+        optimizer = getattr(self.model, "optimizer", None)
+        if optimizer is not None and getattr(optimizer, "params", None):
+            _atomic_savez(self._optimizer_path, optimizer.state_dict())
+        temporary = self._meta_path + ".tmp"
+        with open(temporary, "w", encoding="utf-8") as file:
+            json.dump({"epoch": next_epoch, "random_state": _random.get_state()}, file)
+        os.replace(temporary, self._meta_path)
+
+    def on_train_end(self, logs=None):
+        if self.delete_checkpoint:
+            for path in (self._meta_path, self._weights_path, self._optimizer_path):
+                if os.path.exists(path):
+                    os.remove(path)
+

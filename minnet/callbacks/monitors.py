@@ -1,4 +1,4 @@
-"""Monitors: ``TerminateOnNaN``, ``GradientMonitor``."""
+"""Monitors: ``TerminateOnNaN``, ``GradientMonitor``, ``LambdaCallback``."""
 import math
 
 import numpy as np
@@ -6,11 +6,15 @@ import numpy as np
 from minnet.callbacks._common import print_line, scalar_value
 from minnet.callbacks.callback import Callback
 
-__all__ = ["TerminateOnNaN", "GradientMonitor"]
+__all__ = ["TerminateOnNaN", "GradientMonitor", "LambdaCallback"]
 
 
 class TerminateOnNaN(Callback):
     """Stop training at the first batch whose loss is NaN or infinite.
+
+    ``fit`` sees this callback and, on that batch, runs the forward pass again layer by
+    layer (with the weights from before the step) to name the first layer whose output
+    turned non-finite; the message and ``model.nonfinite_layer`` carry it.
 
     Example:
         >>> model.fit(x, y, callbacks=[TerminateOnNaN()])
@@ -19,8 +23,42 @@ class TerminateOnNaN(Callback):
     def on_train_batch_end(self, batch, logs=None):
         loss = scalar_value((logs or {}).get("loss"))
         if loss is not None and not math.isfinite(loss):
-            print_line(f"Batch {batch}: Invalid loss, terminating training")
+            layer = getattr(self.model, "nonfinite_layer", None)
+            where = f" (first non-finite output: layer '{layer}')" if layer else ""
+            print_line(f"Batch {batch}: Invalid loss, terminating training{where}")
             self.model.stop_training = True
+
+
+class LambdaCallback(Callback):
+    """A callback made of functions, as ``keras.callbacks.LambdaCallback``.
+
+    Args:
+        on_epoch_begin, on_epoch_end: ``f(epoch, logs)``.
+        on_train_begin, on_train_end: ``f(logs)``.
+        on_train_batch_begin, on_train_batch_end: ``f(batch, logs)``.
+        **kwargs: any other hook by name (``on_test_end=f``, ...).
+
+    Example:
+        >>> LambdaCallback(on_epoch_end=lambda epoch, logs: print(epoch, logs["loss"]))
+    """
+
+    def __init__(self, on_epoch_begin=None, on_epoch_end=None, on_train_begin=None, on_train_end=None,
+                 on_train_batch_begin=None, on_train_batch_end=None, **kwargs):
+        super().__init__()
+        hooks = dict(on_epoch_begin=on_epoch_begin, on_epoch_end=on_epoch_end,
+                     on_train_begin=on_train_begin, on_train_end=on_train_end,
+                     on_train_batch_begin=on_train_batch_begin, on_train_batch_end=on_train_batch_end,
+                     **kwargs)
+        for name, fn in hooks.items():
+            if fn is None:
+                continue
+            if not name.startswith("on_") or not callable(getattr(Callback, name, None)):
+                raise ValueError(f"Invalid keyword argument `{name}` for LambdaCallback: expected a "
+                                 f"callback hook name such as on_epoch_end.")
+            if not callable(fn):
+                raise TypeError(f"Invalid value for argument `{name}`: expected a callable. Received: "
+                                f"{name}={fn!r}")
+            setattr(self, name, fn)
 
 
 class GradientMonitor(Callback):

@@ -158,6 +158,7 @@ class Trainer:
         self.loss_tracker = LossTracker(name="loss")
         self._locate_nonfinite = False
         self._compile_output_names = None
+        self.resume_epoch = None
 
     # ------------------------------------------------------------------ compile
     def compile(self, optimizer="rmsprop", loss=None, metrics=None, loss_weights=None):
@@ -628,7 +629,10 @@ class Trainer:
         try:
             with guard:
                 self.train()
+                self.resume_epoch = None
                 callback_list.on_train_begin()
+                if self.resume_epoch is not None:     # set by BackupAndRestore
+                    initial_epoch = max(initial_epoch, self.resume_epoch)
                 epoch_logs = {}
                 for epoch in range(initial_epoch, epochs):
                     self.reset_metrics()
