@@ -210,7 +210,7 @@ class FunctionalGraph:
         self.input_shapes = [t.shape for t in self.flat_inputs]
 
     # ---- running ----------------------------------------------------------------------
-    def _input_values(self, x):
+    def input_values(self, x):
         """The model's input values as a flat list in ``flat_inputs`` order."""
         n = len(self.flat_inputs)
         if isinstance(x, dict):
@@ -246,7 +246,7 @@ class FunctionalGraph:
 
     def run(self, x, training):
         """Run the plan on ``x`` (array/Tensor, or a list/dict for several inputs)."""
-        inputs = self._input_values(x)
+        inputs = self.input_values(x)
         self.check_inputs(inputs)
         values = [None] * self.n_slots
         for slot, value in zip(self.input_slots, inputs):
@@ -273,7 +273,7 @@ class FunctionalGraph:
 
     def layer_outputs(self, x, training):
         """Yield ``(layer, output)`` node by node (to find the first non-finite output)."""
-        inputs = self._input_values(x)
+        inputs = self.input_values(x)
         values = [None] * self.n_slots
         for slot, value in zip(self.input_slots, inputs):
             values[slot] = value

@@ -205,6 +205,11 @@ class Model(Trainer, Layer):
             return len(self._graph.flat_outputs) > 1
         return False
 
+    def check_input_shapes(self, x):
+        """Raise a ValueError when the arrays ``x`` cannot be inputs of this built model."""
+        if self._graph is not None:
+            self._graph.check_inputs(self._graph.input_values(x))
+
     @property
     def input_shape(self):
         """The input shape, batch first (a list of shapes for several inputs)."""

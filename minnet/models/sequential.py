@@ -131,6 +131,17 @@ class Sequential(Model):
                                  f"`mn.Input(shape)`, call it on data or `build(input_shape)` first.")
         return tuple(self._output_shapes[-1]) if self._output_shapes else tuple(self._build_input_shape)
 
+    def check_input_shapes(self, x):
+        """Raise a ValueError when the array ``x`` cannot be the input of this built model."""
+        expected = self._build_input_shape
+        if not self.built or expected is None:
+            return
+        shape = np.shape(x)
+        if len(shape) != len(expected) or any(e is not None and e != s
+                                              for e, s in zip(expected[1:], shape[1:])):
+            raise ValueError(f"Input 0 of model '{self.name}' is incompatible with the model: "
+                             f"expected shape {symbolic.shape_str(expected)}, found shape {tuple(shape)}")
+
     def build_from_data(self, x):
         """Build for the arrays ``x`` (batch first)."""
         if not self.built:

@@ -724,6 +724,8 @@ class Trainer:
         x_val, y_val = validation_data[0], validation_data[1]
         try:
             x_val, y_val, n = self._check_arrays(x_val, y_val, name="x")
+            if self.built:
+                self.check_input_shapes(x_val)
             self._check_label_range(y_val, "y")
         except (ValueError, TypeError) as error:
             raise type(error)(f"Invalid `validation_data`: {error}") from None
