@@ -1,0 +1,103 @@
+"""Per-step overhead of the functional graph (and a subclassed model) over Sequential.
+
+    python benchmarks/bench_functional.py [--threads 2] [--n 4096] [--pairs 12]
+
+The mlp workload of bench_training.py (784-256-128-10 ReLU, SGD momentum 0.9,
+cross-entropy from logits, batch 64), built three ways with the same seed: ``Sequential``,
+``mn.Model(inputs, outputs)`` and a ``mn.Model`` subclass. Each pair runs one ``fit`` epoch
+of each kind back to back, in alternating order (A/B then B/A), so drift in machine load
+hits both alike; the result is the median over the pairs of the per-pair time ratio
+(kind / Sequential), with the min and max of the ratios as the spread.
+JSON -> benchmarks/results/functional_t<threads>.json
+"""
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import minnet as mn  # noqa: E402
+from minnet import layers, losses, optimizers  # noqa: E402
+
+from _common import write_results  # noqa: E402
+
+
+class SubclassedMLP(mn.Model):
+    def __init__(self):
+        super().__init__()
+        self.hidden = [layers.Dense(256, activation="relu"), layers.Dense(128, activation="relu")]
+        self.head = layers.Dense(10)
+
+    def call(self, x, training=False):
+        for layer in self.hidden:
+            x = layer(x, training=training)
+        return self.head(x, training=training)
+
+
+def build(kind):
+    mn.manual_seed(0)
+    if kind == "sequential":
+        model = mn.Sequential([mn.Input((784,)), layers.Dense(256, activation="relu"),
+                               layers.Dense(128, activation="relu"), layers.Dense(10)])
+    elif kind == "functional":
+        inp = mn.Input((784,))
+        h = layers.Dense(256, activation="relu")(inp)
+        h = layers.Dense(128, activation="relu")(h)
+        model = mn.Model(inp, layers.Dense(10)(h))
+    else:
+        model = SubclassedMLP()
+        model.build((None, 784))
+    model.compile(optimizer=optimizers.SGD(learning_rate=0.01, momentum=0.9),
+                  loss=losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model
+
+
+def epoch_seconds(model, x, y):
+    start = time.perf_counter()
+    model.fit(x, y, batch_size=64, epochs=1, verbose=0, shuffle=True, seed=0)
+    return time.perf_counter() - start
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--n", type=int, default=4096)
+    parser.add_argument("--pairs", type=int, default=12)
+    args = parser.parse_args()
+    mn.set_num_threads(args.threads)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((args.n, 784)).astype(np.float32)
+    y = rng.integers(0, 10, args.n)
+    models = {kind: build(kind) for kind in ("sequential", "functional", "subclassed")}
+    for model in models.values():                      # warm-up: buffers, caches
+        epoch_seconds(model, x[:512], y[:512])
+    ratios = {"functional": [], "subclassed": []}
+    seconds = {kind: [] for kind in models}
+    for pair in range(args.pairs):
+        for kind in ("functional", "subclassed"):
+            order = ("sequential", kind) if pair % 2 == 0 else (kind, "sequential")
+            times = {k: epoch_seconds(models[k], x, y) for k in order}
+            ratios[kind].append(times[kind] / times["sequential"])
+            seconds["sequential"].append(times["sequential"])
+            seconds[kind].append(times[kind])
+    steps = -(-args.n // 64)
+    rows = []
+    for kind in ("functional", "subclassed"):
+        r = np.array(ratios[kind])
+        row = {"kind": kind, "pairs": args.pairs, "median_ratio": float(np.median(r)),
+               "min_ratio": float(r.min()), "max_ratio": float(r.max()),
+               "median_step_ms": float(np.median(seconds[kind]) / steps * 1e3),
+               "sequential_median_step_ms": float(np.median(seconds["sequential"]) / steps * 1e3)}
+        rows.append(row)
+        print(f"{kind:10s} / sequential: median {row['median_ratio']:.4f} "
+              f"(min {row['min_ratio']:.4f}, max {row['max_ratio']:.4f}) over {args.pairs} pairs; "
+              f"step {row['median_step_ms']:.3f} ms vs {row['sequential_median_step_ms']:.3f} ms")
+    write_results(f"functional_t{args.threads}.json", "functional and subclassed vs Sequential (mlp)",
+                  rows, threads=args.threads, n=args.n)
+
+
+if __name__ == "__main__":
+    main()
