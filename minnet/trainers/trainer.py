@@ -49,6 +49,7 @@ from minnet.trainers.data_adapters import (ArrayDataAdapter, GeneratorDataAdapte
                                            flat_leaves, unpack_x_y_sample_weight)
 from minnet.trainers.epoch_iterator import EpochIterator
 from minnet.trainers.interrupts import StepGuard
+from minnet.trainers.targets import class_ids, first_nonfinite_row, prepare_target, sample_weights
 from minnet._ext import _memory
 
 __all__ = ["Trainer", "NotCompiledError"]
@@ -127,12 +128,6 @@ def _is_dataset(value):
     if isinstance(value, Tensor) or hasattr(value, "__array__") or hasattr(value, "shape"):
         return False
     return hasattr(value, "__getitem__") and hasattr(value, "__len__") or hasattr(value, "__iter__")
-
-
-def _first_nonfinite_row(array):
-    rows = array.reshape(len(array), -1)
-    bad = np.flatnonzero(~np.isfinite(rows).all(axis=1))
-    return int(bad[0]) if bad.size else None
 
 
 class Trainer:
@@ -311,24 +306,11 @@ class Trainer:
         return None if all(np.isfinite(v).all() for v in values) else self.name
 
     # ------------------------------------------------------------------ data
-    def _prepare_target(self, y, loss, name="y"):
-        """Targets for ``loss``: integer-valued float labels of sparse losses -> int64."""
-        if is_sparse_loss(loss):
-            if y.dtype.kind in "iu":
-                return y.astype(np.int64, copy=False)
-            if y.dtype.kind == "b" or y.dtype.kind not in "f":
-                raise TypeError(f"Invalid value for argument `{name}`: expected integer class labels "
-                                f"for loss {type(loss).__name__}. Received: {name} with dtype "
-                                f"{y.dtype}")
-            if not np.all(np.isfinite(y)) or np.any(y != np.round(y)):
-                raise ValueError(f"Invalid value for argument `{name}`: expected integer class labels "
-                                 f"for loss {type(loss).__name__}; received float labels that are "
-                                 f"not whole numbers (one-hot targets need CategoricalCrossentropy)")
-            return y.astype(np.int64)
-        if y.dtype.kind not in "fiub":
-            raise TypeError(f"Invalid value for argument `{name}`: expected a numeric array. "
-                            f"Received: {name} with dtype {y.dtype}")
-        return y
+    _prepare_target = staticmethod(prepare_target)
+    _class_ids = staticmethod(class_ids)
+
+    def _sample_weights(self, y, n, sample_weight, class_weight):
+        return sample_weights(y, n, sample_weight, class_weight)
 
     def _losses_per_output(self):
         if self.compiled_loss is None:
@@ -347,50 +329,6 @@ class Trainer:
             return [self._prepare_target(value, losses[i] if i < len(losses) else None, f"{name}[{i}]")
                     for i, value in enumerate(y)]
         return self._prepare_target(y, losses[0] if losses else None, name)
-
-    @staticmethod
-    def _class_ids(y, one_hot_only=False):
-        """Class index per sample for integer labels or one-hot rows; None for other targets."""
-        if not isinstance(y, np.ndarray):
-            return None
-        if y.ndim == 1 and y.dtype.kind in "iu":
-            return y.astype(np.int64)
-        if y.ndim == 2 and y.shape[1] > 1:
-            if one_hot_only and not (np.all((y == 0) | (y == 1)) and np.all(y.sum(axis=1) == 1)):
-                return None
-            return np.argmax(y, axis=1)
-        if y.ndim == 2 and y.shape[1] == 1 and y.dtype.kind in "iub":
-            return y[:, 0].astype(np.int64)
-        return None
-
-    def _sample_weights(self, y, n, sample_weight, class_weight):
-        weights = None
-        if sample_weight is not None:
-            weights = as_array(sample_weight, "sample_weight").astype(np.float64)
-            if weights.shape != (n,):
-                raise ValueError(f"Invalid value for argument `sample_weight`: expected shape "
-                                 f"({n},) (one weight per sample). Received: sample_weight "
-                                 f"with shape {weights.shape}")
-        if class_weight is not None:
-            if not isinstance(class_weight, dict):
-                raise TypeError(f"Invalid value for argument `class_weight`: expected a dict "
-                                f"{{class index: weight}}. Received: class_weight={class_weight!r}")
-            ids = self._class_ids(y)
-            if ids is None:
-                raise ValueError(f"Argument `class_weight` needs class labels (integers or one-hot "
-                                 f"rows) for a single output. Received targets "
-                                 + (f"with shape {y.shape} and dtype {y.dtype}" if isinstance(y, np.ndarray)
-                                    else f"of type {type(y).__name__}"))
-            missing = sorted(set(np.unique(ids).tolist()) - set(int(k) for k in class_weight))
-            if missing:
-                raise ValueError(f"Invalid value for argument `class_weight`: no weight for "
-                                 f"class(es) {missing}. Received: class_weight={class_weight!r}")
-            table = np.ones(int(max(max(class_weight), ids.max())) + 1)
-            for key, value in class_weight.items():
-                table[int(key)] = float(value)
-            per_class = table[ids]
-            weights = per_class if weights is None else weights * per_class
-        return weights
 
     def _structure(self, value, name, structured):
         """Arrays as the model expects them: one array, or a list/dict for several inputs/outputs."""
@@ -425,7 +363,7 @@ class Trainer:
                 raise ValueError(f"All inputs must have the same number of samples. Received: "
                                  f"{[len(v) for v in leaves]} samples")
             if check_finite and leaf.dtype.kind == "f":
-                row = _first_nonfinite_row(leaf)
+                row = first_nonfinite_row(leaf)
                 if row is not None:
                     raise ValueError(f"Invalid value for argument `{label}`: expected finite values "
                                      f"(no NaN or inf). Received: {label}[{row}] (the first bad sample) "
