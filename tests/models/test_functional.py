@@ -233,3 +233,11 @@ def test_sequential_accepts_the_symbolic_input_and_first_layer_input_shape():
     assert isinstance(model, mn.Model)
     with pytest.raises(TypeError, match="only from `mn.Input"):
         mn.Sequential([layers.Dense(2)(mn.Input((3,)))])
+
+
+def test_first_layer_declared_input_shape_builds_the_sequential():
+    first = layers.Dense(3)
+    first._batch_input_shape = (None, 4)      # what Layer(input_shape=(4,)) records
+    model = mn.Sequential([first, layers.Dense(2)])
+    assert model.built and model.input_shape == (None, 4) and model.output_shape == (None, 2)
+    assert model.count_params() == 4 * 3 + 3 + 3 * 2 + 2
