@@ -1,13 +1,15 @@
 """Per-step overhead of the functional graph (and a subclassed model) over Sequential.
 
-    python benchmarks/bench_functional.py [--threads 2] [--n 4096] [--pairs 12]
+    python benchmarks/bench_functional.py [--threads 1] [--n 4096] [--pairs 12] [--clock cpu|wall]
 
 The mlp workload of bench_training.py (784-256-128-10 ReLU, SGD momentum 0.9,
 cross-entropy from logits, batch 64), built three ways with the same seed: ``Sequential``,
 ``mn.Model(inputs, outputs)`` and a ``mn.Model`` subclass. Each pair runs one ``fit`` epoch
 of each kind back to back, in alternating order (A/B then B/A), so drift in machine load
 hits both alike; the result is the median over the pairs of the per-pair time ratio
-(kind / Sequential), with the min and max of the ratios as the spread.
+(kind / Sequential), with the min and max of the ratios as the spread. ``--clock cpu``
+(the default) times with the process's CPU time, which a loaded shared machine disturbs
+far less than wall time; it counts every thread's CPU, so use it with ``--threads 1``.
 JSON -> benchmarks/results/functional_t<threads>.json
 """
 import argparse
@@ -55,15 +57,19 @@ def build(kind):
     return model
 
 
-def epoch_seconds(model, x, y):
-    start = time.perf_counter()
+CLOCK = {"cpu": time.process_time, "wall": time.perf_counter}
+
+
+def epoch_seconds(model, x, y, clock=time.process_time):
+    start = clock()
     model.fit(x, y, batch_size=64, epochs=1, verbose=0, shuffle=True, seed=0)
-    return time.perf_counter() - start
+    return clock() - start
 
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--clock", choices=sorted(CLOCK), default="cpu")
     parser.add_argument("--n", type=int, default=4096)
     parser.add_argument("--pairs", type=int, default=12)
     args = parser.parse_args()
@@ -72,14 +78,15 @@ def main():
     x = rng.standard_normal((args.n, 784)).astype(np.float32)
     y = rng.integers(0, 10, args.n)
     models = {kind: build(kind) for kind in ("sequential", "functional", "subclassed")}
+    clock = CLOCK[args.clock]
     for model in models.values():                      # warm-up: buffers, caches
-        epoch_seconds(model, x[:512], y[:512])
+        epoch_seconds(model, x[:512], y[:512], clock)
     ratios = {"functional": [], "subclassed": []}
     seconds = {kind: [] for kind in models}
     for pair in range(args.pairs):
         for kind in ("functional", "subclassed"):
             order = ("sequential", kind) if pair % 2 == 0 else (kind, "sequential")
-            times = {k: epoch_seconds(models[k], x, y) for k in order}
+            times = {k: epoch_seconds(models[k], x, y, clock) for k in order}
             ratios[kind].append(times[kind] / times["sequential"])
             seconds["sequential"].append(times["sequential"])
             seconds[kind].append(times[kind])
@@ -96,7 +103,7 @@ def main():
               f"(min {row['min_ratio']:.4f}, max {row['max_ratio']:.4f}) over {args.pairs} pairs; "
               f"step {row['median_step_ms']:.3f} ms vs {row['sequential_median_step_ms']:.3f} ms")
     write_results(f"functional_t{args.threads}.json", "functional and subclassed vs Sequential (mlp)",
-                  rows, threads=args.threads, n=args.n)
+                  rows, threads=args.threads, n=args.n, clock=args.clock)
 
 
 if __name__ == "__main__":
