@@ -72,8 +72,11 @@ def sample_weights(y, n, sample_weight, class_weight):
     return weights
 
 
-def first_nonfinite_row(array):
-    """Index of the first sample holding NaN/inf, or None."""
+def first_nonfinite_row(array, chunk_rows=4096):
+    """Index of the first sample holding NaN/inf, or None (scanned in chunks: bounded memory)."""
     rows = array.reshape(len(array), -1)
-    bad = np.flatnonzero(~np.isfinite(rows).all(axis=1))
-    return int(bad[0]) if bad.size else None
+    for start in range(0, len(rows), chunk_rows):
+        bad = np.flatnonzero(~np.isfinite(rows[start:start + chunk_rows]).all(axis=1))
+        if bad.size:
+            return start + int(bad[0])
+    return None

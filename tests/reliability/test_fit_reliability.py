@@ -132,3 +132,12 @@ def test_stop_training_and_callback_errors_stop_between_steps(data):
         model.fit(x, y, batch_size=4, epochs=1, verbose=0, callbacks=[Boom()])
     assert model.optimizer.iterations == 2
     model.fit(x, y, batch_size=4, epochs=1, verbose=0)     # still usable afterwards
+
+
+def test_finite_scan_is_chunked_and_exact():
+    from minnet.trainers.targets import first_nonfinite_row
+    x = np.zeros((10, 2, 2))
+    assert first_nonfinite_row(x, chunk_rows=3) is None
+    x[7, 1, 0] = -np.inf
+    x[9, 0, 0] = np.nan
+    assert first_nonfinite_row(x, chunk_rows=3) == 7
