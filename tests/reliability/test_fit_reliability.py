@@ -9,6 +9,7 @@ import pytest
 
 import minnet as mn
 from minnet import layers, losses
+from minnet.trainers.targets import first_nonfinite_row
 
 
 def _model(n_out=3):
@@ -135,7 +136,6 @@ def test_stop_training_and_callback_errors_stop_between_steps(data):
 
 
 def test_finite_scan_is_chunked_and_exact():
-    from minnet.trainers.targets import first_nonfinite_row
     x = np.zeros((10, 2, 2))
     assert first_nonfinite_row(x, chunk_rows=3) is None
     x[7, 1, 0] = -np.inf
