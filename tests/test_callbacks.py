@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import minnet as mn
-from minnet import callbacks, optimizers
+from minnet import callbacks, layers, optimizers
 
 
 class FakeLayer:
@@ -362,7 +362,6 @@ def test_resolve_verbose(monkeypatch):
 
 # ---- LambdaCallback, BackupAndRestore, TerminateOnNaN's layer ------------------------
 def _dropout_model():
-    from minnet import layers
     model = mn.Sequential([mn.Input((4,)), layers.Dense(8, activation="relu"), layers.Dropout(0.3),
                            layers.Dense(2)])
     model.compile(optimizer=optimizers.Adam(learning_rate=1e-2), loss="mse")
@@ -414,7 +413,6 @@ def test_backup_and_restore_resumes_a_killed_fit_exactly(tmp_path):
 
 
 def test_terminate_on_nan_names_the_first_bad_layer(capsys):
-    from minnet import layers
     model = mn.Sequential([mn.Input((3,)), layers.Dense(4, name="ok"), layers.Lambda(lambda t: t.log(), name="log"),
                            layers.Dense(1, name="after")])
     model.compile(optimizer="sgd", loss="mse")
