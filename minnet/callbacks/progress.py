@@ -80,7 +80,7 @@ class History(Callback):
             The matplotlib Figure.
 
         Raises:
-            ImportError: matplotlib is not installed (``pip install minnet[plot]``).
+            ImportError: matplotlib is not installed (``pip install matplotlib``).
         """
         try:
             if path is not None:   # no pyplot: works without a display, leaves the backend alone
@@ -90,7 +90,7 @@ class History(Callback):
                 import matplotlib.pyplot as plt
         except ImportError:
             raise ImportError("History.plot needs matplotlib, which is not installed. Install it "
-                              "with `pip install minnet[plot]` (or `pip install matplotlib`).") from None
+                              "with `pip install matplotlib`.") from None
         if not self.history:
             raise ValueError("Nothing to plot: the history is empty (train for at least one epoch).")
         if metrics is None:
