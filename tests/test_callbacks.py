@@ -122,7 +122,7 @@ def test_history_plot(tmp_path):
 def test_history_plot_without_matplotlib(monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
-    with pytest.raises(ImportError, match=re.escape("pip install minnet[plot]")):
+    with pytest.raises(ImportError, match=re.escape("pip install matplotlib")):
         callbacks.History().plot()
 
 
