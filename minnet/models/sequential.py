@@ -237,7 +237,7 @@ class Sequential(Model):
         Each layer casts the input to its own dtype, so a float64 model keeps float64 inputs.
         """
         if not isinstance(x, Tensor):
-            if symbolic.is_symbolic(x):
+            if type(x) is not np.ndarray and symbolic.is_symbolic(x):
                 return symbolic.record_call(self, x)
             array = as_array(x, "x")
             if array.dtype.kind not in "fiub":

@@ -1,6 +1,6 @@
 """Stops between optimizer steps, never inside one.
 
-``fit`` runs each ``train_step`` inside ``StepGuard.step()``. A Ctrl-C (SIGINT) that arrives
+``fit`` runs each ``train_step`` between ``StepGuard.begin_step()`` and ``end_step()``. A Ctrl-C (SIGINT) that arrives
 during a step is held until the step has finished (every parameter updated, the optimizer's
 step counter advanced), then raised as ``KeyboardInterrupt``; one that arrives between
 steps (while data loads or callbacks run) is raised at once. ``stop_training`` and an
@@ -9,7 +9,6 @@ exception in a callback are seen between steps by construction: callbacks run th
 Only the main thread can receive signals, so elsewhere the guard does nothing; a handler
 installed by the user (not Python's default) is left alone.
 """
-import contextlib
 import signal
 import threading
 
@@ -17,8 +16,8 @@ __all__ = ["StepGuard"]
 
 
 class StepGuard:
-    """Defers SIGINT while a step runs (use ``with guard:`` around the loop, ``guard.step()``
-    around each step)."""
+    """Defers SIGINT while a step runs (``with guard:`` around the loop, ``begin_step()`` /
+    ``end_step()`` around each step)."""
 
     def __init__(self):
         self._in_step = False
@@ -45,19 +44,23 @@ class StepGuard:
         return self
 
     def __exit__(self, *exc_info):
+        self._in_step = False
+        self._pending = False
         if self._installed:
             signal.signal(signal.SIGINT, self._previous)
             self._installed = False
         return False
 
-    @contextlib.contextmanager
-    def step(self):
-        """Run one step with SIGINT held; raise KeyboardInterrupt after it if one came."""
+    def begin_step(self):
+        """A step starts: hold SIGINT until ``end_step``."""
         self._in_step = True
-        try:
-            yield
-        finally:
-            self._in_step = False
+
+    def end_step(self):
+        """The step is complete: raise KeyboardInterrupt now if a SIGINT came during it.
+
+        An exception inside the step skips this call; ``__exit__`` then clears the flag.
+        """
+        self._in_step = False
         if self._pending:
             self._pending = False
             raise KeyboardInterrupt

@@ -253,6 +253,8 @@ class Trainer:
 
     def _flat_outputs(self, value):
         """Targets or predictions as a list in output order (dicts by output name)."""
+        if type(value) is Tensor or type(value) is np.ndarray:
+            return [value]
         if isinstance(value, dict):
             return [value.get(name) for name in self._compile_output_names or self.output_names]
         if isinstance(value, (list, tuple)):
@@ -270,7 +272,7 @@ class Trainer:
             self.nonfinite_layer = self.locate_nonfinite(x)
         loss.backward()
         self.optimizer.step()
-        self.loss_tracker.update_state(loss_value, len(flat_leaves(x)[0]))
+        self.loss_tracker.update_state(loss_value, len(x) if type(x) is np.ndarray else len(flat_leaves(x)[0]))
         return self.compute_metrics(x, y, y_pred, sample_weight)
 
     def test_step(self, data):
@@ -564,6 +566,7 @@ class Trainer:
         self.stop_training = False
         guard = StepGuard()
         train_step = self.train_step
+        self._ensure_optimizer_params()
         try:
             with guard:
                 self.train()
@@ -578,11 +581,12 @@ class Trainer:
                     logs = None
                     for step, data in iterator.epoch(epoch):
                         callback_list.on_train_batch_begin(step)
-                        with guard.step():
-                            if not self.built:       # a model first seen with a generator's batch
-                                self._build_from(unpack_x_y_sample_weight(data)[0])
+                        guard.begin_step()
+                        if not self.built:       # a model first seen with a generator's batch
+                            self._build_from(unpack_x_y_sample_weight(data)[0])
                             self._ensure_optimizer_params()
-                            logs = train_step(data)
+                        logs = train_step(data)
+                        guard.end_step()
                         callback_list.on_train_batch_end(step, logs)
                         if self.stop_training:
                             break
