@@ -7,7 +7,13 @@ cross-entropy from logits, batch 64), built three ways with the same seed: ``Seq
 ``mn.Model(inputs, outputs)`` and a ``mn.Model`` subclass. Each pair runs one ``fit`` epoch
 of each kind back to back, in alternating order (A/B then B/A), so drift in machine load
 hits both alike; the result is the median over the pairs of the per-pair time ratio
-(kind / Sequential), with the min and max of the ratios as the spread. ``--clock cpu``
+(kind / Sequential), with the min and max of the ratios as the spread.
+
+On a loaded machine the epoch ratios spread widely, so the script also measures the graph's
+own cost directly: the forward pass of a tiny 3-layer model (8-4-4-4, batch 64, no_grad),
+where the per-call overhead dominates, functional minus Sequential in microseconds (median
+of 15 rounds of 3000 calls each), and divides it by the Sequential mlp step time.
+``--clock cpu``
 (the default) times with the process's CPU time, which a loaded shared machine disturbs
 far less than wall time; it counts every thread's CPU, so use it with ``--threads 1``.
 JSON -> benchmarks/results/functional_t<threads>.json
@@ -66,6 +72,32 @@ def epoch_seconds(model, x, y, clock=time.process_time):
     return clock() - start
 
 
+def call_overhead_us(clock, rounds=15, calls=3000):
+    """Median (functional - Sequential) forward time per call of a tiny 3-layer model, in us."""
+    x = np.ones((64, 8), np.float32)
+    mn.manual_seed(0)
+    seq = mn.Sequential([mn.Input((8,)), layers.Dense(4, activation="relu"),
+                         layers.Dense(4, activation="relu"), layers.Dense(4)])
+    inp = mn.Input((8,))
+    h = layers.Dense(4, activation="relu")(inp)
+    h = layers.Dense(4, activation="relu")(h)
+    fun = mn.Model(inp, layers.Dense(4)(h))
+
+    def per_call(model):
+        with mn.no_grad():
+            start = clock()
+            for _ in range(calls):
+                model(x, training=True)
+            return (clock() - start) / calls * 1e6
+
+    seq_us, diffs = [], []
+    for _ in range(rounds):
+        s, f = per_call(seq), per_call(fun)
+        seq_us.append(s)
+        diffs.append(f - s)
+    return float(np.median(diffs)), float(np.median(seq_us))
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--threads", type=int, default=1)
@@ -102,6 +134,13 @@ def main():
         print(f"{kind:10s} / sequential: median {row['median_ratio']:.4f} "
               f"(min {row['min_ratio']:.4f}, max {row['max_ratio']:.4f}) over {args.pairs} pairs; "
               f"step {row['median_step_ms']:.3f} ms vs {row['sequential_median_step_ms']:.3f} ms")
+    overhead, tiny_us = call_overhead_us(clock)
+    mlp_step_us = float(np.median(seconds["sequential"]) / steps * 1e6)
+    print(f"graph overhead per forward call (tiny 3-layer model): {overhead:.2f} us "
+          f"(Sequential call {tiny_us:.2f} us) = {100 * overhead / mlp_step_us:.3f} % of a "
+          f"Sequential mlp step ({mlp_step_us / 1e3:.3f} ms)")
+    rows.append({"kind": "graph_call_overhead", "overhead_us": overhead, "sequential_tiny_call_us": tiny_us,
+                 "fraction_of_mlp_step": overhead / mlp_step_us})
     write_results(f"functional_t{args.threads}.json", "functional and subclassed vs Sequential (mlp)",
                   rows, threads=args.threads, n=args.n, clock=args.clock)
 
