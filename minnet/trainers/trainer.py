@@ -593,6 +593,11 @@ class Trainer:
                     if logs is None:
                         if iterator.exhausted:
                             break
+                        if epoch > initial_epoch:     # a one-shot iterator used up by earlier epochs
+                            warnings.warn(f"Your input ran out of data: epoch {epoch + 1} got no batch; "
+                                          f"ending training here. Pass a re-iterable source or "
+                                          f"`steps_per_epoch=`.", UserWarning, stacklevel=stacklevel)
+                            break
                         raise ValueError(f"Epoch {epoch + 1} had no batch: the data source `x` is empty.")
                     epoch_logs = self._pythonify(logs)
                     if validation is not None and self._validate_now(epoch, validation_freq):

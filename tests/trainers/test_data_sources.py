@@ -187,3 +187,27 @@ def test_prefetcher_keeps_order_and_stops():
     assert [next(prefetcher) for _ in range(10)] == list(range(10))
     prefetcher.close()
     assert list(Prefetcher(iter(range(5)))) == [0, 1, 2, 3, 4]
+
+
+def test_one_shot_iterator_with_a_length_runs_out_with_a_warning(data):
+    x, y = data
+
+    class Once:
+        def __init__(self):
+            self.batches = iter([(x[i:i + 8], y[i:i + 8]) for i in range(0, 48, 8)])
+
+        def __iter__(self):
+            return self
+
+        def __next__(self):
+            return next(self.batches)
+
+        def __len__(self):
+            return 6
+
+    model = _model()
+    with pytest.warns(UserWarning, match="ran out of data"):
+        history = model.fit(Once(), epochs=3, verbose=0)
+    assert len(history.history["loss"]) == 1
+    with pytest.raises(ValueError, match="no batch"):
+        model.fit(listed_iterable([]), epochs=1, verbose=0)
