@@ -40,9 +40,11 @@ get_num_threads()
 
 _SUBMODULES = {"layers", "losses", "optimizers", "callbacks", "metrics", "datasets", "data",
                "functional", "initializers", "activations", "models", "saving", "autograd",
-               "interop"}
+               "interop", "utils", "config", "trainers"}
 _LAZY = {
     "Sequential": ("models", "Sequential"),
+    "Model": ("models", "Model"),
+    "Input": ("layers", "Input"),
     "load_model": ("models", "load_model"),
     "register_layer": ("layers", "register_layer"),
     "buffer_cache": ("_ext._memory", "buffer_cache"),
@@ -66,7 +68,7 @@ def __dir__():
 __all__ = ["__version__", "Tensor", "Parameter", "tensor", "Function", "no_grad", "enable_grad",
            "is_grad_enabled", "set_grad_enabled", "gradcheck", "GradcheckError", "print_graph",
            "graph_to_dot", "detect_anomaly", "AnomalyError", "manual_seed", "set_num_threads", "get_num_threads", "show_config",
-           "Sequential", "load_model", "register_layer", "buffer_cache",
+           "Sequential", "Model", "Input", "load_model", "register_layer", "buffer_cache",
            "zeros", "ones", "full", "empty", "rand", "randn", "randint", "arange", "linspace", "eye",
            "zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like", "randint_like",
            "from_numpy", "cat", "concat", "stack", "where", "einsum", "matmul", "bmm", "gather", "index_select",

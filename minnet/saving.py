@@ -40,6 +40,7 @@ import numpy as np
 from minnet import _random
 from minnet import layers as layers_module
 from minnet import losses, metrics, optimizers
+from minnet.layers import serialize as serialize_layer
 
 __all__ = ["save_model", "load_model", "save_weights", "load_weights", "ModelFileError"]
 
@@ -204,10 +205,34 @@ def _serialize_identifier(identifier, obj, module):
         return None
 
 
+def _per_output(value):
+    """True for a per-output list/dict of losses or metrics (a multi-output compile)."""
+    if isinstance(value, dict):
+        return "class_name" not in value
+    return isinstance(value, (list, tuple)) and any(isinstance(v, (list, tuple)) for v in value)
+
+
+def _map_per_output(value, fn):
+    if isinstance(value, dict) and "class_name" not in value:
+        return {key: _map_per_output(item, fn) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_map_per_output(item, fn) for item in value]
+    return fn(value)
+
+
 def _compile_config(model):
     if model.optimizer is None:
         return None
     ids = model._compile_identifiers or {}
+    loss_ids, metric_ids = ids.get("loss"), ids.get("metrics")
+    if isinstance(loss_ids, (list, tuple, dict)) or _per_output(metric_ids):
+        # Several outputs: each entry a name or its serialize() dict.
+        def entry(module):
+            return lambda item: item if item is None or isinstance(item, str) else module.serialize(item)
+        return {"optimizer": optimizers.serialize(model.optimizer), "per_output": True,
+                "loss": _map_per_output(loss_ids, entry(losses)),
+                "metrics": _map_per_output(metric_ids, entry(metrics)),
+                "loss_weights": ids.get("loss_weights"), "loss_saved": True}
     warnings_list = []
     loss = None
     if model.loss is not None:
@@ -264,7 +289,7 @@ def save_model(model, path):
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
         "minnet_version": __version__,
-        "model": {"class_name": type(model).__name__, "config": model.get_config()},
+        "model": {**serialize_layer(model), "build_config": model.get_build_config()},
         "compile": _compile_config(model),
         "weights": weight_info,
         "optimizer_state": sorted(optimizer_state),
@@ -693,7 +718,7 @@ def _check_sequential(model_config, path, custom_objects):
 
 
 def _build_model(config, path, custom_objects):
-    from minnet.models import Sequential
+    from minnet.models import Model, Sequential
 
     model_entry = config["model"]
     class_name = model_entry.get("class_name")
@@ -701,7 +726,7 @@ def _build_model(config, path, custom_objects):
     if not isinstance(model_config, dict):
         raise _file_error(path, "the model's config", f"expected a dict, found "
                                                       f"{_short(model_config)}")
-    classes = {"Sequential": Sequential}
+    classes = {"Sequential": Sequential, "Model": Model, "Functional": Model}
     classes.update(custom_objects or {})
     cls = classes.get(class_name) if isinstance(class_name, str) else None
     if cls is None and isinstance(class_name, str):
@@ -712,7 +737,14 @@ def _build_model(config, path, custom_objects):
     if isinstance(cls, type) and issubclass(cls, Sequential):
         _check_sequential(model_config, path, custom_objects)
     try:
-        model = cls.from_config(dict(model_config), custom_objects=custom_objects)
+        if cls in (Sequential, Model):
+            model = cls.from_config(dict(model_config), custom_objects=custom_objects)
+        else:   # a registered subclass: its from_config may or may not take custom_objects
+            model = layers_module.deserialize(
+                {"class_name": class_name, "config": dict(model_config)},
+                custom_objects={**(custom_objects or {}), class_name: cls})
+        if not model.weights and model_entry.get("build_config"):
+            model.build_from_config(model_entry["build_config"])     # a subclassed model
     except _CONFIG_ERRORS as error:
         raise _file_error(path, f"the model ({class_name})",
                           f"{type(error).__name__}: {_clip(str(error), 400)}") from None
@@ -730,17 +762,24 @@ def _build_compile(model, compile_config, optimizer_state, path, custom_objects)
     optimizer_entry = compile_config.get("optimizer")
     optimizer = convert("compile.optimizer", lambda: optimizers.deserialize(
         optimizer_entry, custom_objects=custom_objects))
-    loss = convert("compile.loss", lambda: _deserialize_identifier(
-        compile_config.get("loss"), losses, custom_objects))
-    metric_entries = compile_config.get("metrics", [])
-    if not isinstance(metric_entries, list):
-        raise _file_error(path, "compile.metrics", f"expected a list, found "
-                                                   f"{_short(metric_entries)}")
-    metric_list = [convert(f"compile.metrics[{i}]", lambda m=m: _deserialize_identifier(
-        m, metrics, custom_objects)) for i, m in enumerate(metric_entries)]
+    metric_entries = compile_config.get("metrics") or []
+    per_output = bool(compile_config.get("per_output"))
+    if per_output:   # a multi-output model: losses and metrics keyed by output
+        loss = convert("compile.loss", lambda: _map_per_output(
+            compile_config.get("loss"), lambda m: _deserialize_identifier(m, losses, custom_objects)))
+        metric_list = convert("compile.metrics", lambda: _map_per_output(
+            metric_entries, lambda m: _deserialize_identifier(m, metrics, custom_objects)))
+    else:
+        loss = convert("compile.loss", lambda: _deserialize_identifier(
+            compile_config.get("loss"), losses, custom_objects))
+        if not isinstance(metric_entries, list):
+            raise _file_error(path, "compile.metrics", f"expected a list, found "
+                                                       f"{_short(metric_entries)}")
+        metric_list = [convert(f"compile.metrics[{i}]", lambda m=m: _deserialize_identifier(
+            m, metrics, custom_objects)) for i, m in enumerate(metric_entries)]
     convert("compile", lambda: model.compile(optimizer=optimizer, loss=loss, metrics=metric_list,
                                              loss_weights=compile_config.get("loss_weights")))
-    if model._compile_identifiers is not None:
+    if model._compile_identifiers is not None and not per_output:
         # Keep the saved identifiers so a re-save writes the same strings.
         model._compile_identifiers["loss"] = compile_config.get("loss") \
             if isinstance(compile_config.get("loss"), str) else loss

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import minnet as mn
-from minnet import callbacks, optimizers
+from minnet import callbacks, layers, optimizers
 
 
 class FakeLayer:
@@ -122,7 +122,7 @@ def test_history_plot(tmp_path):
 def test_history_plot_without_matplotlib(monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
-    with pytest.raises(ImportError, match=re.escape("pip install minnet[plot]")):
+    with pytest.raises(ImportError, match=re.escape("pip install matplotlib")):
         callbacks.History().plot()
 
 
@@ -358,3 +358,68 @@ def test_resolve_verbose(monkeypatch):
     assert callbacks.resolve_verbose("auto") == 1
     monkeypatch.setattr(sys, "stdout", Stream(False))
     assert callbacks.resolve_verbose("auto") == 2
+
+
+# ---- LambdaCallback, BackupAndRestore, TerminateOnNaN's layer ------------------------
+def _dropout_model():
+    model = mn.Sequential([mn.Input((4,)), layers.Dense(8, activation="relu"), layers.Dropout(0.3),
+                           layers.Dense(2)])
+    model.compile(optimizer=optimizers.Adam(learning_rate=1e-2), loss="mse")
+    return model
+
+
+def test_lambda_callback_calls_the_functions():
+    events = []
+    model = _dropout_model()
+    x = np.random.default_rng(0).standard_normal((16, 4)).astype(np.float32)
+    cb = callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: events.append(("epoch", epoch)),
+                                  on_train_end=lambda logs: events.append("end"),
+                                  on_test_end=lambda logs: events.append("test"))
+    model.fit(x, x[:, :2], epochs=2, verbose=0, validation_data=(x, x[:, :2]), callbacks=[cb])
+    assert events == ["test", ("epoch", 0), "test", ("epoch", 1), "end"]
+    with pytest.raises(ValueError, match="on_epoch_ended"):
+        callbacks.LambdaCallback(on_epoch_ended=print)
+    with pytest.raises(TypeError, match="on_epoch_end"):
+        callbacks.LambdaCallback(on_epoch_end=3)
+
+
+def test_backup_and_restore_resumes_a_killed_fit_exactly(tmp_path):
+    x = np.random.default_rng(0).standard_normal((40, 4)).astype(np.float32)
+    y = x[:, :2] * 2.0
+
+    mn.manual_seed(7)
+    reference = _dropout_model()
+    reference.fit(x, y, epochs=4, batch_size=8, verbose=0)
+
+    class Kill(callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            if epoch == 1:
+                raise KeyboardInterrupt
+
+    backup = callbacks.BackupAndRestore(tmp_path / "backup")
+    mn.manual_seed(7)
+    model = _dropout_model()
+    with pytest.raises(KeyboardInterrupt):
+        model.fit(x, y, epochs=4, batch_size=8, verbose=0, callbacks=[backup, Kill()])
+    mn.manual_seed(123)                                   # another process: other random state
+    resumed = _dropout_model()
+    history = resumed.fit(x, y, epochs=4, batch_size=8, verbose=0,
+                          callbacks=[callbacks.BackupAndRestore(tmp_path / "backup")])
+    assert len(history.history["loss"]) == 2              # epochs 3 and 4 only
+    for a, b in zip(reference.get_weights(), resumed.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    assert resumed.optimizer.iterations == reference.optimizer.iterations
+    assert not (tmp_path / "backup" / "training_metadata.json").exists()
+
+
+def test_terminate_on_nan_names_the_first_bad_layer(capsys):
+    model = mn.Sequential([mn.Input((3,)), layers.Dense(4, name="ok"), layers.Lambda(lambda t: t.log(), name="log"),
+                           layers.Dense(1, name="after")])
+    model.compile(optimizer="sgd", loss="mse")
+    x = -np.ones((4, 3), np.float32) * 10
+    with np.errstate(all="ignore"):
+        model.fit(x, np.zeros((4, 1), np.float32), epochs=3, verbose=0,
+                  callbacks=[callbacks.TerminateOnNaN()])
+    out = capsys.readouterr().out
+    assert "Invalid loss, terminating training" in out
+    assert model.nonfinite_layer == "log" and "layer 'log'" in out

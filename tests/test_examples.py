@@ -33,3 +33,22 @@ def test_every_example_has_a_quick_flag():
     assert len(EXAMPLES) >= 4
     for script in EXAMPLES:
         assert "--quick" in script.read_text(), script.name
+
+
+SHORT = ["resnet_cifar_shaped.py", "two_input_model.py", "custom_train_step.py", "fit_from_generator.py"]
+
+
+@pytest.mark.parametrize("name", SHORT)
+def test_model_kind_examples_run_short(name, tmp_path):
+    # The functional / subclassed / custom-step / generator examples, with their --short flag,
+    # importing the same minnet as this test process.
+    import minnet
+    script = pathlib.Path(__file__).resolve().parent.parent / "examples" / name
+    root = os.path.dirname(os.path.dirname(os.path.abspath(minnet.__file__)))
+    env = dict(os.environ, MPLBACKEND="Agg",
+               PYTHONPATH=os.pathsep.join([root] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    result = subprocess.run([sys.executable, str(script), "--short"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, f"{name} failed:\n{result.stdout}\n{result.stderr}"
+    if name == "fit_from_generator.py":
+        assert "identical weights: True" in result.stdout

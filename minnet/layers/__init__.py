@@ -18,7 +18,9 @@ import inspect
 from minnet._utils import did_you_mean
 
 from minnet.layers.base import Layer
-from minnet.layers.core import Activation, Dense, Flatten, Input, Lambda, Reshape
+from minnet.layers.core import Activation, Dense, Flatten, Input, InputLayer, Lambda, Reshape
+from minnet.layers.merging import (Add, Average, Concatenate, Maximum, Minimum, Multiply, Subtract,
+                                  TensorOperation)
 from minnet.layers.convolutional import Conv2D
 from minnet.layers.pooling import AveragePooling2D, GlobalAveragePooling2D, MaxPooling2D
 from minnet.layers.normalization import BatchNormalization
@@ -29,19 +31,22 @@ __all__ = [
     "Layer", "Input", "Dense", "Flatten", "Reshape", "Lambda", "Activation", "Conv2D",
     "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D", "BatchNormalization",
     "Dropout", "AlphaDropout", "SpatialDropout2D", "ReLU", "LeakyReLU", "ELU", "SELU",
-    "Sigmoid", "Tanh", "Softmax", "serialize", "deserialize", "register_layer", "get",
+    "Sigmoid", "Tanh", "Softmax", "InputLayer", "Add", "Subtract", "Multiply", "Average", "Maximum",
+    "Minimum", "Concatenate", "TensorOperation", "serialize", "deserialize", "register_layer", "get",
 ]
 
-_BUILTINS = (Input, Dense, Flatten, Reshape, Lambda, Activation, Conv2D, MaxPooling2D,
+_BUILTINS = (Dense, Flatten, Reshape, Lambda, Activation, Conv2D, MaxPooling2D,
              AveragePooling2D, GlobalAveragePooling2D, BatchNormalization, Dropout,
-             AlphaDropout, SpatialDropout2D, ReLU, LeakyReLU, ELU, SELU, Sigmoid, Tanh, Softmax)
+             AlphaDropout, SpatialDropout2D, ReLU, LeakyReLU, ELU, SELU, Sigmoid, Tanh, Softmax,
+             Add, Subtract, Multiply, Average, Maximum, Minimum, Concatenate, TensorOperation)
 
 # name -> class or function. Built-ins first; register_layer adds to it.
 _REGISTRY = {cls.__name__: cls for cls in _BUILTINS}
+_REGISTRY["Input"] = InputLayer     # files name it "Input"; Keras's "InputLayer" is an alias
 # Keras spells a few of them differently.
 _ALIASES = {"MaxPool2D": MaxPooling2D, "AvgPool2D": AveragePooling2D,
             "AveragePool2D": AveragePooling2D, "GlobalAvgPool2D": GlobalAveragePooling2D,
-            "Convolution2D": Conv2D, "BatchNorm": BatchNormalization}
+            "Convolution2D": Conv2D, "BatchNorm": BatchNormalization, "InputLayer": InputLayer}
 
 
 def register_layer(cls_or_name=None):

@@ -321,6 +321,8 @@ class Layer:
         if self._has_hooks and not self.__dict__.get("_in_hooks"):
             return self._call_with_hooks(x, training)
         if type(x) is not Tensor or x.data.dtype != self.dtype:
+            if hasattr(x, "symbolic_call"):   # functional API: record a node (layers/symbolic.py)
+                return x.symbolic_call(self, x)
             x = self._to_tensor(x)
         if not self.built:
             self.build(tuple(x.shape))

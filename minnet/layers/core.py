@@ -7,11 +7,12 @@ import math
 
 import numpy as np
 
-from minnet import activations, initializers
+from minnet import activations, config, initializers
+from minnet.layers import symbolic
 from minnet.layers.base import Layer, _shape_str
 from minnet._utils import functional as _functional
 
-__all__ = ["Input", "Dense", "Flatten", "Reshape", "Lambda", "Activation"]
+__all__ = ["Input", "InputLayer", "Dense", "Flatten", "Reshape", "Lambda", "Activation"]
 
 
 def _positive_int(value, arg):
@@ -30,27 +31,35 @@ def _serialize_init(init):
     return initializers.serialize(init)
 
 
-class Input(Layer):
-    """Declares the shape of one sample, so a ``Sequential`` can build itself eagerly.
+class InputLayer(Layer):
+    """The layer behind ``Input``: declares the shape of one sample.
 
-    It does nothing to the data (``call`` returns its input) except check its shape.
+    As the first element of a ``Sequential`` it lets the model build itself eagerly; in a
+    functional model it is the source of a symbolic input (``mn.Input`` creates one and
+    returns its output). It does nothing to the data except check its shape.
 
     Args:
-        shape: the shape of one sample, *without* the batch dimension: ``(1, 28, 28)``
-            for MNIST images, ``(20,)`` for 20 features.  ``None`` entries match any size.
+        shape: the shape of one sample, *without* the batch dimension: ``(28, 28, 1)``
+            for MNIST images (channels_last), ``(20,)`` for 20 features. ``None`` entries
+            match any size.
+        batch_size: optional fixed batch size (None: any).
         name, dtype: as for every layer.
 
     Shape:
         - Input: ``(N, *shape)``.  Output: the same.
-
-    Example:
-        >>> model = mn.Sequential([layers.Input((20,)), layers.Dense(8)])
-        >>> model.layers[-1].built
-        True
     """
 
-    def __init__(self, shape, name=None, dtype="float32", **kwargs):
+    def __init__(self, shape=None, batch_size=None, name=None, dtype="float32", batch_shape=None,
+                 **kwargs):
         super().__init__(name=name, dtype=dtype, **kwargs)
+        if batch_shape is not None:
+            if shape is not None:
+                raise ValueError("Pass either `shape` or `batch_shape` to Input, not both. Received: "
+                                 f"shape={shape!r}, batch_shape={batch_shape!r}")
+            if not isinstance(batch_shape, (tuple, list)) or not batch_shape:
+                raise ValueError(f"Invalid value for argument `batch_shape`: expected a tuple with the "
+                                 f"batch size first. Received: batch_shape={batch_shape!r}")
+            batch_size, shape = batch_shape[0], tuple(batch_shape[1:])
         if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
             shape = (int(shape),)
         if not isinstance(shape, (tuple, list)) or not all(
@@ -58,12 +67,15 @@ class Input(Layer):
                 for s in shape):
             raise ValueError(f"Invalid value for argument `shape`: expected a tuple of positive "
                              f"ints (or None), without the batch dimension. Received: shape={shape!r}")
+        if batch_size is not None:
+            batch_size = _positive_int(batch_size, "batch_size")
         self.shape = tuple(None if s is None else int(s) for s in shape)
+        self.batch_size = batch_size
 
     @property
     def batch_shape(self):
-        """``(None, *shape)``: the input shape including the batch dimension."""
-        return (None,) + self.shape
+        """``(batch_size, *shape)``: the input shape including the batch dimension."""
+        return (self.batch_size,) + self.shape
 
     def build(self, input_shape):
         self._check_shape(input_shape)
@@ -75,7 +87,7 @@ class Input(Layer):
                 want is not None and got is not None and want != got
                 for want, got in zip(self.shape, sample)):
             raise ValueError(f"Input 0 of layer '{self.name}' is incompatible with the layer: "
-                             f"expected shape {_shape_str(self.batch_shape)}, but received input "
+                             f"expected shape {_shape_str((None,) + self.shape)}, but received input "
                              f"with shape {_shape_str(tuple(input_shape))}")
 
     def call(self, x, training=False):
@@ -86,7 +98,10 @@ class Input(Layer):
         return tuple(input_shape)
 
     def get_config(self):
-        return {**super().get_config(), "shape": list(self.shape)}
+        config = {**super().get_config(), "shape": list(self.shape)}
+        if self.batch_size is not None:
+            config["batch_size"] = self.batch_size
+        return config
 
     @classmethod
     def from_config(cls, config):
@@ -96,6 +111,39 @@ class Input(Layer):
 
     def extra_repr(self):
         return f"shape={_shape_str(self.shape)}"
+
+
+def Input(shape=None, batch_size=None, dtype=None, name=None, batch_shape=None, **kwargs):
+    """A symbolic input tensor (Keras's ``keras.Input``): the start of a functional model.
+
+    Calling a layer on the returned tensor records the graph; ``mn.Model(inputs, outputs)``
+    turns it into a model. As the first element of a ``Sequential`` it declares the input
+    shape, so the model builds at once.
+
+    Args:
+        shape: the shape of one sample, without the batch dimension (``None`` entries allowed).
+        batch_size: optional fixed batch size.
+        dtype: ``"float32"`` by default (``mn.config.floatx()``) or ``"float64"``.
+        name: a name for the input (its ``InputLayer``); unique by default.
+        batch_shape: the full shape, batch first, instead of ``shape`` and ``batch_size``.
+
+    Returns:
+        A ``KerasTensor`` of shape ``(batch_size, *shape)``.
+
+    Example:
+        >>> x = mn.Input(shape=(16,))
+        >>> x.shape
+        (None, 16)
+    """
+    layer = InputLayer(shape=shape, batch_size=batch_size, name=name,
+                       dtype=config.floatx() if dtype is None else dtype, batch_shape=batch_shape,
+                       **kwargs)
+    tensor = symbolic.KerasTensor(layer.batch_shape, dtype=layer.dtype, name=layer.name)
+    tensor.node = symbolic.Node(layer, [], [tensor])
+    layer._inbound_nodes = [tensor.node]
+    layer.built = True
+    layer._build_input_shape = layer.batch_shape
+    return tensor
 
 
 class Dense(Layer):

@@ -1,7 +1,11 @@
-"""Keras's utilities (``keras.utils``): data-set splitting, ``normalize``,
+"""Keras's utilities (``keras.utils``): ``to_categorical``, ``set_random_seed``, ``PyDataset``,
+``unpack_x_y_sample_weight`` / ``pack_x_y_sample_weight``, data-set splitting, ``normalize``,
 ``image_dataset_from_directory``."""
 from minnet.utils._dataset_utils import (ImageDataset, image_dataset_from_directory, normalize,
                                          split_dataset, train_test_split)
+from minnet.utils._general import (PyDataset, pack_x_y_sample_weight, set_random_seed, to_categorical,
+                                   unpack_x_y_sample_weight)
 
-__all__ = ["split_dataset", "train_test_split", "normalize", "image_dataset_from_directory",
-           "ImageDataset"]
+__all__ = ["to_categorical", "set_random_seed", "PyDataset", "unpack_x_y_sample_weight",
+           "pack_x_y_sample_weight", "split_dataset", "train_test_split", "normalize",
+           "image_dataset_from_directory", "ImageDataset"]

@@ -192,15 +192,17 @@ def test_reshape_rejects_bad_target_and_mismatched_input():
 
 # ------------------------------------------------------------------------ Input
 def test_input_fixes_and_checks_the_shape():
-    inp = layers.Input((3, 4))
+    # layers.Input returns a symbolic tensor (Keras); InputLayer is the layer behind it.
+    assert layers.Input((3, 4)).shape == (None, 3, 4)
+    inp = layers.InputLayer((3, 4))
     assert inp.shape == (3, 4) and inp.batch_shape == (None, 3, 4)
     x = mn.tensor(np.ones((2, 3, 4), np.float32))
     assert inp(x) is x
     assert inp.compute_output_shape((None, 3, 4)) == (None, 3, 4)
     with pytest.raises(ValueError, match=f"'{inp.name}'.*expected shape \\(None, 3, 4\\)"):
         inp(np.ones((2, 4, 3)))
-    assert layers.Input(5).shape == (5,)
-    assert layers.Input((None, 4))(np.ones((1, 7, 4))).shape == (1, 7, 4)
+    assert layers.Input(5).shape == (None, 5)
+    assert layers.InputLayer((None, 4))(np.ones((1, 7, 4))).shape == (1, 7, 4)
     with pytest.raises(ValueError, match="`shape`"):
         layers.Input((0, 3))
     assert _round_trip(inp).shape == (3, 4)

@@ -1,0 +1,463 @@
+"""``Model``: the structure of a network that the trainer trains (Keras 3's ``keras.Model``).
+
+Three kinds, one trainer (``minnet.trainers.Trainer``, inherited unchanged):
+
+- **functional**: ``mn.Model(inputs, outputs)`` over symbolic tensors from ``mn.Input``;
+  the graph is sorted once at construction (``models/functional.py``);
+- **subclassed**: ``class Net(mn.Model)`` creating layers in ``__init__`` (attributes, also
+  inside lists and dicts, are tracked) and computing in ``call(x, training=False)``;
+- **Sequential** (``models/sequential.py``): a stack of layers.
+
+Example:
+    >>> inp = mn.Input(shape=(8,))
+    >>> h = layers.Dense(16, activation="relu")(inp)
+    >>> model = mn.Model(inp, layers.Dense(1)(h))
+    >>> model.compile(optimizer="adam", loss="mse")
+"""
+import inspect
+import json
+
+import numpy as np
+
+from minnet import saving
+from minnet.autograd import Tensor, no_grad
+from minnet.layers import deserialize as deserialize_layer
+from minnet.layers import serialize as serialize_layer
+from minnet.layers import symbolic
+from minnet.layers.base import Layer
+from minnet.layers.core import InputLayer
+from minnet.models.functional import FunctionalGraph, resolve_spec, structure_spec
+from minnet.trainers import Trainer
+from minnet.trainers.data_adapters import flat_leaves
+
+__all__ = ["Model", "format_table", "format_bytes", "format_count"]
+
+
+def format_bytes(n_bytes):
+    value = float(n_bytes)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+
+
+def format_count(n):
+    value = float(n)
+    for unit in ("", "K", "M", "G", "T"):
+        if abs(value) < 1000 or unit == "T":
+            return f"{int(value)}" if unit == "" else f"{value:.2f} {unit}"
+        value /= 1000
+
+
+def format_table(headers, rows, print_fn, title, left=2, min_widths=(28, 18), left_also=()):
+    """Print a Keras-style table: the first ``left`` columns (and ``left_also``) left-aligned,
+    the rest right-aligned; returns the width."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    for i, w in enumerate(min_widths):
+        if i < len(widths):
+            widths[i] = max(widths[i], w)
+
+    def line(cells):
+        return "  ".join([c.ljust(w) if i < left or i in left_also else c.rjust(w)
+                          for i, (c, w) in enumerate(zip(cells, widths))])
+
+    width = sum(widths) + 2 * (len(widths) - 1)
+    print_fn(title)
+    print_fn("_" * width)
+    print_fn(line(headers))
+    print_fn("=" * width)
+    for row in rows:
+        print_fn(line(row))
+    print_fn("=" * width)
+    return width
+
+
+def _is_functional_call(args, kwargs):
+    return (len(args) >= 2 or ("inputs" in kwargs and "outputs" in kwargs)
+            or (len(args) == 1 and "outputs" in kwargs))
+
+
+class Model(Trainer, Layer):
+    """A network with ``compile``/``fit``/``evaluate``/``predict`` (see the module docstring).
+
+    Args:
+        inputs: (functional) a symbolic tensor from ``mn.Input``, or a list/dict of them.
+        outputs: (functional) the symbolic tensor(s) computed from ``inputs``.
+        name: the model's name; ``trainable``, ``dtype`` as for layers.
+
+    A subclass calls ``super().__init__()`` (optionally with ``name=``) before assigning
+    layers, and defines ``call(self, x, training=False)``.
+    """
+
+    def __init__(self, *args, **kwargs):
+        functional = _is_functional_call(args, kwargs)
+        if functional:
+            inputs = kwargs.pop("inputs", None) if "inputs" in kwargs else args[0]
+            outputs = kwargs.pop("outputs", None) if "outputs" in kwargs else args[1]
+            args = args[2:] if len(args) >= 2 else ()
+            if args:
+                raise TypeError(f"Model(inputs, outputs) takes keyword arguments after the outputs. "
+                                f"Received {len(args)} extra positional argument(s).")
+        elif args:
+            raise TypeError(f"Model() takes `inputs` and `outputs` (a functional model), or nothing "
+                            f"(a subclass). Received {len(args)} positional argument(s).")
+        name = kwargs.pop("name", None)
+        trainable = kwargs.pop("trainable", True)
+        dtype = kwargs.pop("dtype", "float32")
+        if kwargs:
+            raise TypeError(f"Model() got unexpected keyword argument(s) {sorted(kwargs)}.")
+        Layer.__init__(self, name=name, dtype=dtype, trainable=trainable)
+        self._init_trainer()
+        self._graph = None
+        self._call_takes_training = None
+        if functional:
+            self._graph = FunctionalGraph(inputs, outputs, model_name=self.name)
+            self._build_input_shape = (self._graph.input_shapes[0] if len(self._graph.input_shapes) == 1
+                                       else list(self._graph.input_shapes))
+            self.built = True
+
+    # ------------------------------------------------------------------ tracking
+    def _tracked_layers(self):
+        """Sublayers: the graph's layers (functional), or attributes holding layers, also in
+        lists, tuples and dicts (subclassed)."""
+        if self.__dict__.get("_graph") is not None:
+            return list(self._graph.layers)
+        found, seen = [], {id(self)}
+        for value in self.__dict__.values():
+            if isinstance(value, Layer):
+                candidates = (value,)
+            elif isinstance(value, (list, tuple)):
+                candidates = [v for v in value if isinstance(v, Layer)]
+            elif isinstance(value, dict):
+                candidates = [v for v in value.values() if isinstance(v, Layer)]
+            else:
+                continue
+            for layer in candidates:
+                if id(layer) not in seen:
+                    seen.add(id(layer))
+                    found.append(layer)
+        return found
+
+    @property
+    def layers(self):
+        """The model's layers (a functional model lists its InputLayers first, as Keras)."""
+        return self._tracked_layers()
+
+    def get_layer(self, name=None, index=None):
+        """The layer called ``name``, or the one at position ``index`` of ``layers``."""
+        if (name is None) == (index is None):
+            raise ValueError(f"Pass exactly one of `name` or `index` to get_layer. Received: "
+                             f"name={name!r}, index={index!r}")
+        layers = self.layers
+        if index is not None:
+            if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
+                raise TypeError(f"Invalid value for argument `index`: expected an int. Received: "
+                                f"index={index!r}")
+            if not -len(layers) <= index < len(layers):
+                raise ValueError(f"Invalid value for argument `index`: model '{self.name}' has "
+                                 f"{len(layers)} layers. Received: index={index}")
+            return layers[index]
+        for layer in layers:
+            if layer.name == name:
+                return layer
+        raise ValueError(f"No such layer: {name!r} in model '{self.name}'. Existing layers are: "
+                         f"{[layer.name for layer in layers]}.")
+
+    # ------------------------------------------------------------------ structure
+    @property
+    def inputs(self):
+        """The symbolic input tensor(s) of a functional model (None for a subclassed one)."""
+        return None if self._graph is None else self._graph.inputs
+
+    @property
+    def outputs(self):
+        """The symbolic output tensor(s) of a functional model (None for a subclassed one)."""
+        return None if self._graph is None else self._graph.outputs
+
+    @property
+    def input_names(self):
+        if self._graph is None:
+            return ["input"]
+        return self._graph.input_keys or [t.name for t in self._graph.flat_inputs]
+
+    @property
+    def output_names(self):
+        """Names of the outputs: a dict's keys, else the layers that produce them."""
+        if self._graph is None:
+            return ["output"]
+        if self._graph.output_keys is not None:
+            return list(self._graph.output_keys)
+        names = []
+        for tensor in self._graph.flat_outputs:
+            name = tensor.node.layer.name
+            names.append(name if name not in names else f"{name}_{len(names)}")
+        return names
+
+    def structured_inputs(self, value):
+        """Whether a list ``x`` means several inputs (True) rather than one array-like."""
+        if self._graph is not None:
+            return len(self._graph.flat_inputs) > 1
+        return all(isinstance(v, (np.ndarray, Tensor)) for v in value) and len(value) > 1
+
+    def structured_outputs(self, value):
+        """Whether a list ``y`` means several outputs (True) rather than one array-like."""
+        if self._graph is not None:
+            return len(self._graph.flat_outputs) > 1
+        return False
+
+    def check_input_shapes(self, x):
+        """Raise a ValueError when the arrays ``x`` cannot be inputs of this built model."""
+        if self._graph is not None:
+            self._graph.check_inputs(self._graph.input_values(x))
+
+    @property
+    def input_shape(self):
+        """The input shape, batch first (a list of shapes for several inputs)."""
+        if self._graph is not None:
+            shapes = [tuple(s) for s in self._graph.input_shapes]
+            return shapes[0] if len(shapes) == 1 else shapes
+        if self._build_input_shape is None:
+            raise AttributeError(f"Model '{self.name}' has no defined input shape yet: call it on "
+                                 f"data or build it first.")
+        return tuple(self._build_input_shape)
+
+    @property
+    def output_shape(self):
+        """The output shape, batch first (a list of shapes for several outputs)."""
+        if self._graph is not None:
+            shapes = [tuple(t.shape) for t in self._graph.flat_outputs]
+            return shapes[0] if len(shapes) == 1 else shapes
+        if self._build_input_shape is None:
+            raise AttributeError(f"Model '{self.name}' has no defined output shape yet: call it on "
+                                 f"data or build it first.")
+        return self.compute_output_shape(self._build_input_shape)
+
+    def compute_output_shape(self, input_shape):
+        if self._graph is not None:
+            return self.output_shape
+        return Layer.compute_output_shape(self, input_shape)
+
+    # ------------------------------------------------------------------ building and calling
+    def build(self, input_shape=None):
+        """Create the weights: a subclassed model runs once on zeros of ``input_shape``."""
+        if self._graph is not None or self.built:
+            return
+        if input_shape is None:
+            raise ValueError(f"Model '{self.name}': `build()` needs `input_shape` (batch dim first).")
+        shapes = input_shape if isinstance(input_shape, list) else [input_shape]
+        probes = [np.zeros(tuple(1 if s is None else int(s) for s in shape), dtype=self.dtype)
+                  for shape in shapes]
+        self.build_from_data(probes[0] if len(probes) == 1 else probes)
+
+    def build_from_data(self, x):
+        """Build (create every weight) from real inputs: one forward pass on the first sample."""
+        if self.built and self._graph is not None:
+            return
+        leaves = flat_leaves(x)
+        first = [leaf[:1] for leaf in leaves]
+        sample = first[0] if not isinstance(x, (list, tuple, dict)) else \
+            (dict(zip(sorted(x), first)) if isinstance(x, dict) else first)
+        modes = [(layer, layer.training) for layer in self.layers]
+        with no_grad():
+            self(sample, training=False)
+        for layer, mode in modes:
+            layer.train(mode)
+        shapes = [(None,) + tuple(leaf.shape[1:]) for leaf in leaves]
+        self._build_input_shape = shapes[0] if len(shapes) == 1 else shapes
+        self.built = True
+
+    def __call__(self, x, training=None):
+        """Run the model (``x``: array, Tensor, or list/dict for several inputs); or, on
+        symbolic tensors, record the model as one layer of a bigger functional model."""
+        if symbolic.is_symbolic(x):
+            return symbolic.record_call(self, x)
+        if training is None:
+            training = self.training
+        if self._graph is not None:
+            return self._graph.run(x, bool(training))
+        if not self.built:
+            leaves = flat_leaves(x)
+            shapes = [(None,) + tuple(getattr(leaf, "shape", np.shape(leaf))[1:]) for leaf in leaves]
+            self._build_input_shape = shapes[0] if len(shapes) == 1 else shapes
+            self.built = True
+        if self._call_takes_training is None:
+            try:
+                self._call_takes_training = "training" in inspect.signature(self.call).parameters
+            except (TypeError, ValueError):
+                self._call_takes_training = True
+        if self._call_takes_training:
+            return self.call(x, training=bool(training))
+        return self.call(x)
+
+    def call(self, x, training=False):
+        """The forward computation: the graph for a functional model; a subclass overrides it."""
+        if self._graph is not None:
+            return self._graph.run(x, training)
+        raise NotImplementedError(f"Model {type(self).__name__} must define `call(self, x, "
+                                  f"training=False)` (a subclassed model), or be created as "
+                                  f"`Model(inputs, outputs)`.")
+
+    def _layer_outputs(self, x):
+        """``(layer, output)`` pairs in order (functional models), for ``locate_nonfinite``."""
+        if self._graph is None:
+            return iter(())
+        return self._graph.layer_outputs(x, True)
+
+    def get_build_config(self):
+        """The input shape(s) a subclassed model was built with (None for a functional one)."""
+        if self._graph is not None or self._build_input_shape is None:
+            return None
+        shapes = self._build_input_shape
+        as_list = lambda shape: [None if s is None else int(s) for s in shape]  # noqa: E731
+        if isinstance(shapes, list):
+            return {"input_shape": [as_list(s) for s in shapes]}
+        return {"input_shape": as_list(shapes)}
+
+    def build_from_config(self, config):
+        """Build a subclassed model from ``get_build_config()`` (runs it once on zeros)."""
+        shape = (config or {}).get("input_shape")
+        if shape is None or self.weights:
+            return
+        if shape and isinstance(shape[0], list):
+            self.build([tuple(s) for s in shape])
+        else:
+            self.build(tuple(shape))
+
+    def count_params(self):
+        """Number of scalars in all weights (the model must be built)."""
+        if not self.built:
+            raise ValueError(f"You tried to call count_params on model '{self.name}', but the model "
+                             f"isn't built. Build it first by calling it on a batch, with "
+                             f"`build(input_shape)`, or by starting it with `mn.Input`.")
+        return int(sum(int(np.prod(w.shape)) for w in self.weights))
+
+    # ------------------------------------------------------------------ summary
+    def summary(self, print_fn=print, **kwargs):
+        """Print a table of the layers: output shape, parameters and (functional) connections."""
+        if not self.built:
+            raise ValueError(f"Model '{self.name}' has not been built yet, so its weights and output "
+                             f"shapes are unknown. Call it on a batch or `build(input_shape)` first.")
+        rows = []
+        if self._graph is not None:
+            connections = self._graph.connections()
+            shapes = {}
+            for tensor in self._graph.flat_inputs:
+                shapes[tensor.node.layer.name] = symbolic.shape_str(tensor.shape)
+            for node in self._graph.nodes:
+                text = ", ".join(symbolic.shape_str(t.shape) for t in node.outputs)
+                shapes.setdefault(node.layer.name, text)
+            for layer in self.layers:
+                params = int(sum(int(np.prod(w.shape)) for w in layer.weights))
+                rows.append((f"{layer.name} ({type(layer).__name__})", shapes.get(layer.name, "?"),
+                             f"{params:,}", ", ".join(connections.get(layer.name, [])) or "-"))
+            headers = ("Layer (type)", "Output Shape", "Param #", "Connected to")
+        else:
+            for layer in self.layers:
+                params = int(sum(int(np.prod(w.shape)) for w in layer.weights))
+                rows.append((f"{layer.name} ({type(layer).__name__})", "?" if not layer.built else
+                             "built", f"{params:,}"))
+            headers = ("Layer (type)", "Built", "Param #")
+        kind = "Functional" if self._graph is not None else type(self).__name__
+        width = format_table(headers, rows, print_fn, f'Model: "{self.name}" ({kind})', left=2,
+                             left_also=(3,))
+        trainable = sum(int(np.prod(w.shape)) for w in self.trainable_weights)
+        non_trainable = sum(int(np.prod(w.shape)) for w in self.non_trainable_weights)
+        param_bytes = sum(int(np.prod(w.shape)) * w.dtype.itemsize for w in self.weights)
+        print_fn(f"Total params: {trainable + non_trainable:,} ({format_bytes(param_bytes)})")
+        print_fn(f"Trainable params: {trainable:,}")
+        print_fn(f"Non-trainable params: {non_trainable:,}")
+        print_fn("_" * width)
+
+    # ------------------------------------------------------------------ config
+    def get_config(self):
+        """Functional: layers, nodes and input/output references; subclassed: name and
+        trainable (override it, with ``from_config``, to save a subclass with arguments)."""
+        config = {"name": self.name, "trainable": self._trainable}
+        if self._graph is None:
+            return config
+        node_index, references = self._graph.node_references()
+
+        def reference(tensor):
+            return references[id(tensor)]
+
+        layer_configs = []
+        for layer in self._graph.layers:
+            entry = serialize_layer(layer)
+            entry["name"] = layer.name
+            layer_configs.append(entry)
+        nodes = [{"layer": node.layer.name,
+                  "arguments": structure_spec(node.arguments, reference)} for node in self._graph.nodes]
+        config.update({"layers": layer_configs, "nodes": nodes,
+                       "inputs": structure_spec(self._graph.inputs, reference),
+                       "outputs": structure_spec(self._graph.outputs, reference)})
+        return config
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        config = dict(config)
+        if "nodes" not in config:
+            return cls(**config)
+        layers = {}
+        produced = {}      # layer name -> list of node outputs (list of KerasTensors)
+        for entry in config.get("layers", []):
+            if not isinstance(entry, dict) or "name" not in entry:
+                raise ValueError(f"Invalid functional model config: a layer entry without a name: "
+                                 f"{entry!r}")
+            if entry.get("class_name") in ("Input", "InputLayer"):
+                layer = InputLayer.from_config(dict(entry.get("config") or {}))
+                tensor = symbolic.KerasTensor(layer.batch_shape, dtype=layer.dtype, name=layer.name)
+                tensor.node = symbolic.Node(layer, [], [tensor])
+                layer._inbound_nodes = [tensor.node]
+                layer.built = True
+                layer._build_input_shape = layer.batch_shape
+                produced[layer.name] = [[tensor]]
+            else:
+                layer = deserialize_layer({"class_name": entry["class_name"],
+                                           "config": entry.get("config") or {}},
+                                          custom_objects=custom_objects)
+                produced[layer.name] = []
+            layers[entry["name"]] = layer
+
+        def lookup(reference):
+            try:
+                name, node, index = reference
+                return produced[name][node][index]
+            except (KeyError, IndexError, TypeError, ValueError):
+                raise ValueError(f"Invalid functional model config: the reference {reference!r} "
+                                 f"names no tensor made before it.") from None
+
+        for node in config["nodes"]:
+            name = node.get("layer") if isinstance(node, dict) else None
+            if name not in layers:
+                raise ValueError(f"Invalid functional model config: a node names unknown layer "
+                                 f"{name!r}.")
+            arguments = resolve_spec(node.get("arguments"), lookup)
+            out = layers[name](arguments)
+            produced[name].append(out if isinstance(out, list) else [out])
+        inputs = resolve_spec(config["inputs"], lookup)
+        outputs = resolve_spec(config["outputs"], lookup)
+        return cls(inputs, outputs, name=config.get("name"), trainable=config.get("trainable", True))
+
+    def to_json(self, **kwargs):
+        """The architecture as a JSON string (``mn.models.model_from_json`` reads it back)."""
+        return json.dumps({"class_name": "Functional" if self._graph is not None else type(self).__name__,
+                           "config": self.get_config()}, **kwargs)
+
+    def extra_repr(self):
+        if self._graph is not None:
+            return f"{len(self._graph.nodes)} nodes"
+        return ""
+
+    # ------------------------------------------------------------------ saving
+    def save(self, path):
+        """Save architecture, weights, compile settings and optimizer state to ONE file
+        (atomic write; see ``minnet.saving.save_model``)."""
+        saving.save_model(self, path)
+
+    def save_weights(self, path):
+        """Save ``get_weights()`` to an ``.npz`` file (atomic write)."""
+        saving.save_weights(self, path)
+
+    def load_weights(self, path):
+        """Load weights saved by ``save_weights`` (count and shapes are checked)."""
+        saving.load_weights(self, path)

@@ -1,0 +1,387 @@
+"""``Sequential``: a linear stack of layers, a ``Model`` trained by the shared trainer.
+
+Example:
+    >>> model = mn.Sequential([mn.Input((20,)), layers.Dense(32, activation="relu"), layers.Dense(10)])
+    >>> model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    >>> history = model.fit(x_train, y_train, epochs=5)
+"""
+import numpy as np
+
+from minnet._checks import check_int
+from minnet.autograd import Tensor
+from minnet.data import as_array
+from minnet.layers import deserialize as deserialize_layer
+from minnet.layers import serialize as serialize_layer
+from minnet.layers import symbolic
+from minnet.layers.base import Layer
+from minnet.layers.core import InputLayer
+from minnet.models.model import Model, format_bytes, format_count
+
+__all__ = ["Sequential"]
+
+
+def _input_layer_shape(layer):
+    """Full input shape (batch dim first, may be None) declared by an ``Input`` layer."""
+    for attribute in ("batch_shape", "_batch_shape"):
+        shape = getattr(layer, attribute, None)
+        if shape is not None:
+            return tuple(shape)
+    for attribute in ("shape", "input_shape", "_shape"):
+        shape = getattr(layer, attribute, None)
+        if shape is not None:
+            batch_size = getattr(layer, "batch_size", None)
+            return (batch_size,) + tuple(shape)
+    raise ValueError(f"Could not read the shape of input layer '{layer.name}'.")
+
+
+def _build_layer(layer, input_shape):
+    """Build ``layer`` for ``input_shape`` (as ``Layer.__call__`` would) and return its output shape."""
+    if not layer.built:
+        layer.build(input_shape)
+        layer._build_input_shape = tuple(input_shape)
+        layer.built = True
+    return tuple(layer.compute_output_shape(input_shape))
+
+
+def _optimizer_slots(optimizer):
+    """Arrays of per-parameter state each optimizer keeps (for the memory estimate)."""
+    if optimizer is None:
+        return 0
+    config = {}
+    try:
+        config = optimizer.get_config() or {}
+    except Exception:
+        pass
+    name = type(optimizer).__name__.lower()
+    if name in ("adam", "adamw"):
+        return 3 if config.get("amsgrad") else 2
+    if name == "rmsprop":
+        return 1 + bool(config.get("momentum")) + bool(config.get("centered"))
+    if name == "adagrad":
+        return 1
+    if name == "sgd":
+        return 1 if config.get("momentum") else 0
+    return 1
+
+
+class Sequential(Model):
+    """A linear stack of layers, trained with ``compile`` and ``fit`` (Keras) or by hand.
+
+    Args:
+        layers: optional list of layers, added in order with ``add``.
+        name: the model's name (default ``sequential``, ``sequential_1``, ...).
+        dtype: recorded for the config; each layer keeps its own dtype and casts its inputs.
+        trainable: False freezes every layer.
+
+    Shape:
+        - Input: whatever the first layer accepts, batch first, e.g. ``(N, C, H, W)``.
+        - Output: the last layer's output, batch first.
+
+    Example:
+        >>> model = Sequential([layers.Dense(32, activation="relu"), layers.Dense(10)])
+        >>> model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+        >>> history = model.fit(x_train, y_train, epochs=5)
+    """
+
+    def __init__(self, layers=None, name=None, dtype="float32", trainable=True):
+        super().__init__(name=name, dtype=dtype, trainable=trainable)
+        self._input_layer = None      # set first so repr lists the Input layer first
+        self._layers = []
+        self._output_shapes = []
+        if layers is not None:
+            if isinstance(layers, Layer) or not isinstance(layers, (list, tuple)):
+                raise TypeError(f"Invalid value for argument `layers`: expected a list of layers. "
+                                f"Received: layers of type {type(layers).__name__}")
+            for layer in layers:
+                self.add(layer)
+
+    # ------------------------------------------------------------------ structure
+    @property
+    def layers(self):
+        """The layers of the model in order (an ``Input`` layer is not listed, as in Keras)."""
+        return list(self._layers)
+
+    def _tracked_layers(self):
+        tracked = [] if self._input_layer is None else [self._input_layer]
+        return tracked + list(self._layers)
+
+    @property
+    def output_names(self):
+        return [self._layers[-1].name] if self._layers else ["output"]
+
+    def structured_inputs(self, value):
+        return False
+
+    def structured_outputs(self, value):
+        return False
+
+    @property
+    def input_shape(self):
+        """The input shape, batch first (``None`` batch size)."""
+        if self._build_input_shape is None:
+            raise AttributeError(f"Model '{self.name}' has no defined input shape yet: start it with "
+                                 f"`mn.Input(shape)`, call it on data or `build(input_shape)` first.")
+        return tuple(self._build_input_shape)
+
+    @property
+    def output_shape(self):
+        """The last layer's output shape, batch first."""
+        if self._build_input_shape is None:
+            raise AttributeError(f"Model '{self.name}' has no defined output shape yet: start it with "
+                                 f"`mn.Input(shape)`, call it on data or `build(input_shape)` first.")
+        return tuple(self._output_shapes[-1]) if self._output_shapes else tuple(self._build_input_shape)
+
+    def check_input_shapes(self, x):
+        """Raise a ValueError when the array ``x`` cannot be the input of this built model."""
+        expected = self._build_input_shape
+        if not self.built or expected is None:
+            return
+        shape = np.shape(x)
+        if len(shape) != len(expected) or any(e is not None and e != s
+                                              for e, s in zip(expected[1:], shape[1:])):
+            raise ValueError(f"Input 0 of model '{self.name}' is incompatible with the model: "
+                             f"expected shape {symbolic.shape_str(expected)}, found shape {tuple(shape)}")
+
+    def build_from_data(self, x):
+        """Build for the arrays ``x`` (batch first)."""
+        if not self.built:
+            self.build((None,) + tuple(np.shape(x)[1:]))
+
+    def add(self, layer):
+        """Append ``layer``; a model with a known input shape builds the new layer right away.
+
+        Args:
+            layer: a ``minnet.layers.Layer`` instance. An ``Input`` layer may only come first.
+        """
+        if layer is self:
+            raise ValueError("A Sequential model cannot be added to itself.")
+        if isinstance(layer, symbolic.KerasTensor):
+            if layer.node is None or not isinstance(layer.node.layer, InputLayer):
+                raise TypeError(f"Invalid value for argument `layer`: a Sequential model accepts a "
+                                f"symbolic tensor only from `mn.Input(...)` as its first element. "
+                                f"Received: {layer!r}")
+            layer = layer.node.layer
+        if not isinstance(layer, Layer):
+            raise TypeError(f"Invalid value for argument `layer`: expected an instance of "
+                            f"minnet.layers.Layer. Received: layer={layer!r} of type "
+                            f"{type(layer).__name__}")
+        if isinstance(layer, InputLayer):
+            if self._layers or self._input_layer is not None:
+                raise ValueError(f"An Input layer can only be the first layer of a Sequential model. "
+                                 f"Received an Input layer after {len(self._layers)} layer(s).")
+            self._input_layer = layer
+            self.build(_input_layer_shape(layer))
+            return
+        if any(existing is layer for existing in self._layers):
+            raise ValueError(f"Layer '{layer.name}' is already in model '{self.name}'; create a new "
+                             f"layer to stack another one (weights would be shared otherwise).")
+        self._layers = self._layers + [layer]
+        declared = getattr(layer, "_batch_input_shape", None)
+        if not self.built and len(self._layers) == 1 and declared is not None:
+            self.build(tuple(declared))
+        elif self.built:
+            shape = self._output_shapes[-1] if self._output_shapes else self._build_input_shape
+            self._output_shapes.append(_build_layer(layer, shape))
+            self._optimizer_params_changed()
+
+    def pop(self):
+        """Remove and return the last layer."""
+        if not self._layers:
+            raise ValueError(f"There are no layers in model '{self.name}' to pop.")
+        layer = self._layers[-1]
+        self._layers = self._layers[:-1]
+        if self._output_shapes:
+            self._output_shapes = self._output_shapes[:-1]
+        self._optimizer_params_changed()
+        return layer
+
+    def _optimizer_params_changed(self):
+        if self.optimizer is not None and self._optimizer_needs_params and self.built:
+            self.optimizer.set_parameters(self.parameters())
+
+    # ------------------------------------------------------------------ layer interface
+    def build(self, input_shape=None):
+        """Build every layer for inputs of ``input_shape`` (batch dim first, may be None).
+
+        Args:
+            input_shape: tuple such as ``(None, 1, 8, 8)``; may be omitted when the model
+                starts with an ``Input`` layer.
+        """
+        if input_shape is None:
+            if self._input_layer is None:
+                raise ValueError(f"Model '{self.name}': `build()` needs `input_shape` (batch dim "
+                                 f"first, e.g. (None, 1, 28, 28)) when there is no Input layer.")
+            input_shape = _input_layer_shape(self._input_layer)
+        try:
+            input_shape = tuple(None if s is None else int(s) for s in input_shape)
+        except (TypeError, ValueError):
+            raise TypeError(f"Invalid value for argument `input_shape`: expected a tuple of ints "
+                            f"(None allowed for the batch size). Received: input_shape={input_shape!r}") from None
+        if len(input_shape) < 1:
+            raise ValueError(f"Invalid value for argument `input_shape`: expected the batch dimension "
+                             f"first, e.g. (None, 16). Received: input_shape={input_shape!r}")
+        shape = (None,) + input_shape[1:]
+        shapes = []
+        for layer in self._layers:
+            shape = _build_layer(layer, shape)
+            shapes.append(shape)
+        self._output_shapes = shapes
+        self._build_input_shape = (None,) + input_shape[1:]
+        self.built = True
+        if self.optimizer is not None and self._optimizer_needs_params:
+            self.optimizer.set_parameters(self.parameters())
+
+    def __call__(self, x, training=None):
+        """Run the layers in order. ``x`` is an ndarray, list or ``mn.Tensor``; returns a Tensor.
+
+        Each layer casts the input to its own dtype, so a float64 model keeps float64 inputs.
+        """
+        if not isinstance(x, Tensor):
+            if type(x) is not np.ndarray and symbolic.is_symbolic(x):
+                return symbolic.record_call(self, x)
+            array = as_array(x, "x")
+            if array.dtype.kind not in "fiub":
+                raise TypeError(f"Model '{self.name}' expected a numeric array or Tensor as input. "
+                                f"Received dtype {array.dtype}")
+            x = Tensor(array)
+        if not self.built:
+            if x.ndim < 1:
+                raise ValueError(f"Model '{self.name}' expected a batch of inputs (batch dim first). "
+                                 f"Received a scalar")
+            self.build(tuple(x.shape))
+        elif self._build_input_shape is not None and x.shape[1:] != self._build_input_shape[1:]:
+            expected = self._build_input_shape
+            if len(x.shape) != len(expected) or any(
+                    e is not None and e != s for e, s in zip(expected[1:], x.shape[1:])):
+                raise ValueError(f"Input 0 of model '{self.name}' is incompatible with the model: "
+                                 f"expected shape {symbolic.shape_str(expected)}, found shape {tuple(x.shape)}")
+        training = self.training if training is None else bool(training)
+        return self.call(x, training=training)
+
+    def call(self, x, training=False):
+        for layer in self._layers:
+            x = layer(x, training=training)
+        return x
+
+    def compute_output_shape(self, input_shape):
+        shape = tuple(input_shape)
+        for layer in self._layers:
+            shape = tuple(layer.compute_output_shape(shape))
+        return shape
+
+    def count_flops(self, input_shape):
+        total = 0
+        shape = tuple(input_shape)
+        for layer in self._layers:
+            total += int(layer.count_flops(shape))
+            shape = tuple(layer.compute_output_shape(shape))
+        return total
+
+    def train(self, mode=True):
+        """Training mode (dropout on, batch statistics) for the model and every layer; returns self."""
+        return super().train(mode)
+
+    def get_config(self):
+        layers = []
+        if self._input_layer is not None:
+            layers.append(serialize_layer(self._input_layer))
+        layers.extend(serialize_layer(layer) for layer in self._layers)
+        config = super().get_config()
+        config["layers"] = layers
+        config["build_input_shape"] = (None if self._build_input_shape is None else
+                                       [None if s is None else int(s) for s in self._build_input_shape])
+        return config
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        config = dict(config)
+        layer_configs = config.pop("layers", [])
+        build_input_shape = config.pop("build_input_shape", None)
+        model = cls(**config)
+        for layer_config in layer_configs:
+            model.add(deserialize_layer(layer_config, custom_objects=custom_objects))
+        if build_input_shape is not None and not model.built:
+            model.build(tuple(build_input_shape))
+        return model
+
+    def extra_repr(self):
+        n = len(self._layers)
+        return f"{n} layer" if n == 1 else f"{n} layers"
+
+    # ------------------------------------------------------------------ summary
+    def summary(self, batch_size=None, print_fn=print):
+        """Print a table of the layers: output shape, parameters, activation memory and FLOPs.
+
+        Args:
+            batch_size: batch size for the activation memory, FLOP and training-step
+                columns (default: 1, i.e. per sample).
+            print_fn: called with each line (default ``print``).
+
+        Raises:
+            ValueError: the model is not built yet.
+        """
+        if not self.built:
+            raise ValueError(f"Model '{self.name}' has not been built yet, so its weights and output "
+                             f"shapes are unknown. Call `model.build(input_shape)`, start the model "
+                             f"with `layers.Input(shape)`, or call it on a batch first.")
+        if batch_size is not None:
+            batch_size = check_int("batch_size", batch_size, 1)
+        batch = 1 if batch_size is None else batch_size
+        rows = []
+        shape = (batch,) + tuple(self._build_input_shape[1:])
+        input_bytes = int(np.prod(shape)) * self._layers[0].dtype.itemsize if self._layers else 0
+        total_activations = input_bytes
+        total_flops = 0
+        for layer, output_shape in zip(self._layers, self._output_shapes):
+            concrete = (batch,) + tuple(output_shape[1:])
+            n_bytes = int(np.prod(concrete)) * layer.dtype.itemsize
+            flops = int(layer.count_flops(shape))
+            total_activations += n_bytes
+            total_flops += flops
+            rows.append((f"{layer.name} ({type(layer).__name__})", symbolic.shape_str(output_shape),
+                         f"{layer.count_params():,}", format_bytes(n_bytes), format_count(flops)))
+            shape = concrete
+        headers = ("Layer (type)", "Output Shape", "Param #",
+                   f"Activations (B={batch})", f"FLOPs (B={batch})")
+        widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
+                  for i, h in enumerate(headers)]
+        widths[0] = max(widths[0], 28)
+        widths[1] = max(widths[1], 18)
+
+        def line(cells):
+            return "  ".join([cells[0].ljust(widths[0]), cells[1].ljust(widths[1])]
+                             + [c.rjust(w) for c, w in zip(cells[2:], widths[2:])])
+
+        width = sum(widths) + 2 * (len(widths) - 1)
+        print_fn(f'Model: "{self.name}"')
+        print_fn("_" * width)
+        print_fn(line(headers))
+        print_fn("=" * width)
+        for row in rows:
+            print_fn(line(row))
+        print_fn("=" * width)
+        trainable = sum(int(np.prod(w.shape)) for w in self.trainable_weights)
+        non_trainable = sum(int(np.prod(w.shape)) for w in self.non_trainable_weights)
+        param_bytes = sum(int(np.prod(w.shape)) * w.dtype.itemsize for w in self.weights)
+        trainable_bytes = sum(int(np.prod(w.shape)) * w.dtype.itemsize for w in self.trainable_weights)
+        slots = _optimizer_slots(self.optimizer)
+        optimizer_bytes = slots * trainable_bytes
+        step_bytes = total_activations + param_bytes + trainable_bytes + optimizer_bytes
+        print_fn(f"Total params: {trainable + non_trainable:,} ({format_bytes(param_bytes)})")
+        print_fn(f"Trainable params: {trainable:,}")
+        print_fn(f"Non-trainable params: {non_trainable:,}")
+        print_fn(f"Forward FLOPs at batch size {batch}: {format_count(total_flops)}")
+        optimizer_name = type(self.optimizer).__name__ if self.optimizer is not None else "no optimizer yet"
+        print_fn(f"One training step at batch size {batch}: ~{format_bytes(step_bytes)} "
+                 f"(activations {format_bytes(total_activations)} + params "
+                 f"{format_bytes(param_bytes)} + grads {format_bytes(trainable_bytes)} + "
+                 f"optimizer state {format_bytes(optimizer_bytes)} [{optimizer_name}, "
+                 f"{slots} slot(s)])")
+        print_fn("_" * width)
+
+    def _layer_outputs(self, x):
+        """``(layer, output)`` in order (``locate_nonfinite`` finds the first bad output)."""
+        for layer in self._layers:
+            x = layer(x, training=True)
+            yield layer, x
+

@@ -1,0 +1,210 @@
+"""Data adapters: every data source ``fit``/``evaluate``/``predict`` accept, as batches.
+
+A batch is what ``train_step(data)`` receives: ``(x, y, sample_weight)`` with ``None`` for
+the parts that are missing (``mn.utils.unpack_x_y_sample_weight`` takes it apart). The
+sources, as Keras 3 accepts them:
+
+- arrays (and lists/dicts of arrays for several inputs or outputs): ``ArrayDataAdapter``
+  slices them, shuffled per epoch (the permutation is drawn from
+  ``numpy.random.default_rng([seed, epoch])``, or from minnet's generator when no seed);
+- ``mn.utils.PyDataset`` (``__len__``, ``__getitem__``, ``on_epoch_end``):
+  ``PyDatasetAdapter``;
+- Python generators, iterators and other iterables of batches (a PyTorch ``DataLoader``,
+  a list of ``(x, y)`` tuples): ``GeneratorDataAdapter``. Each batch is ``x``, ``(x,)``,
+  ``(x, y)`` or ``(x, y, sample_weight)``; anything with a ``.numpy()`` method (a torch
+  tensor) is converted (duck-typed: minnet never imports torch for it).
+"""
+import numpy as np
+
+from minnet import _random
+from minnet.data import as_array
+from minnet.utils import pack_x_y_sample_weight, unpack_x_y_sample_weight
+
+__all__ = ["unpack_x_y_sample_weight", "pack_x_y_sample_weight", "to_numpy", "is_array_data",
+           "ArrayDataAdapter", "GeneratorDataAdapter", "PyDatasetAdapter", "flat_leaves",
+           "pack_leaves"]
+
+
+def to_numpy(value):
+    """Leaves with ``.numpy()`` (torch tensors, ``mn.Tensor``) become ndarrays; structures kept."""
+    if value is None or isinstance(value, np.ndarray):
+        return value
+    if isinstance(value, dict):
+        return {key: to_numpy(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(to_numpy(item) for item in value)
+    if hasattr(value, "numpy"):
+        # torch: a tensor that requires grad or lives on a GPU needs detach()/cpu() first.
+        if hasattr(value, "detach"):
+            value = value.detach()
+        if hasattr(value, "cpu"):
+            value = value.cpu()
+        return np.asarray(value.numpy())
+    return value
+
+
+def is_array_data(value):
+    """True for an ndarray/Tensor/array-like, or a list/tuple/dict made only of them."""
+    if value is None:
+        return True
+    if isinstance(value, np.ndarray):
+        return True
+    if isinstance(value, dict):
+        return all(is_array_data(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return True
+    if hasattr(value, "requires_grad") and isinstance(getattr(value, "data", None), np.ndarray):
+        return True
+    if hasattr(value, "__array__") or hasattr(value, "shape"):
+        return True
+    return False
+
+
+def flat_leaves(structure):
+    """Leaves of an array structure (dicts in key order); None stays None."""
+    if isinstance(structure, dict):
+        return [structure[key] for key in sorted(structure)]
+    if isinstance(structure, (list, tuple)):
+        return list(structure)
+    return [structure]
+
+
+def pack_leaves(structure, leaves):
+    """Leaves back in ``structure``'s form (the inverse of ``flat_leaves``)."""
+    if isinstance(structure, dict):
+        return dict(zip(sorted(structure), leaves))
+    if isinstance(structure, (list, tuple)):
+        return list(leaves)
+    return leaves[0]
+
+
+class ArrayDataAdapter:
+    """Batches sliced from in-memory arrays (or lists/dicts of arrays).
+
+    Args:
+        x, y, sample_weight: arrays, or structures of arrays with one first axis length.
+        batch_size: samples per batch; the last batch may be smaller.
+        shuffle: a new permutation per epoch.
+        seed: None (minnet's generator) or an int: epoch ``e`` uses ``default_rng([seed, e])``.
+    """
+
+    prefetch_default = False
+
+    def __init__(self, x, y=None, sample_weight=None, batch_size=32, shuffle=False, seed=None):
+        self.x, self.y, self.sample_weight = x, y, sample_weight
+        self._x_leaves = flat_leaves(x)
+        self._y_leaves = None if y is None else flat_leaves(y)
+        self._single = not isinstance(x, (list, tuple, dict)) and not isinstance(y, (list, tuple, dict))
+        self.n_samples = len(self._x_leaves[0])
+        self.batch_size = batch_size
+        self.shuffle = bool(shuffle)
+        self.seed = seed
+
+    @property
+    def num_batches(self):
+        return -(-self.n_samples // self.batch_size)
+
+    def _slice(self, index):
+        w = None if self.sample_weight is None else self.sample_weight[index]
+        if self._single:
+            return self.x[index], (None if self.y is None else self.y[index]), w
+        xb = pack_leaves(self.x, [leaf[index] for leaf in self._x_leaves])
+        yb = None if self.y is None else pack_leaves(self.y, [leaf[index] for leaf in self._y_leaves])
+        return xb, yb, w
+
+    def epoch_batches(self, epoch, shuffle=None):
+        """The batches of one epoch, in order (shuffled when the adapter shuffles)."""
+        shuffle = self.shuffle if shuffle is None else shuffle
+        n, size = self.n_samples, self.batch_size
+        order = None
+        if shuffle:
+            generator = (np.random.default_rng([self.seed, epoch]) if self.seed is not None
+                         else _random.generator())
+            order = generator.permutation(n)
+        for start in range(0, n, size):
+            stop = min(start + size, n)
+            yield self._slice(slice(start, stop) if order is None else order[start:stop])
+
+
+class PyDatasetAdapter:
+    """Batches from a ``PyDataset``: ``dataset[i]`` for ``i`` in ``range(len(dataset))``.
+
+    ``on_epoch_end()`` is called after every epoch; with ``shuffle=True`` the batch order is
+    a new permutation each epoch (the items themselves are what ``__getitem__`` returns).
+    """
+
+    prefetch_default = True
+
+    def __init__(self, dataset, shuffle=False, seed=None):
+        self.dataset = dataset
+        self.shuffle = bool(shuffle)
+        self.seed = seed
+
+    @property
+    def num_batches(self):
+        return len(self.dataset)
+
+    def epoch_batches(self, epoch, shuffle=None):
+        shuffle = self.shuffle if shuffle is None else shuffle
+        n = len(self.dataset)
+        order = range(n)
+        if shuffle:
+            generator = (np.random.default_rng([self.seed, epoch]) if self.seed is not None
+                         else _random.generator())
+            order = generator.permutation(n).tolist()
+        for index in order:
+            yield to_numpy(self.dataset[index])
+
+    def on_epoch_end(self):
+        hook = getattr(self.dataset, "on_epoch_end", None)
+        if hook is not None:
+            hook()
+
+
+class GeneratorDataAdapter:
+    """Batches from a generator, an iterator or a re-iterable (a DataLoader, a list of batches).
+
+    A one-shot iterator (a generator: ``iter(g) is g``) continues where it stopped at the next
+    epoch; a re-iterable restarts. ``num_batches`` is ``len(source)`` when it has one.
+    """
+
+    prefetch_default = True
+
+    def __init__(self, source):
+        self.source = source
+        try:
+            self.one_shot = iter(source) is source
+        except TypeError:
+            raise TypeError(f"Invalid value for argument `x`: expected arrays, a PyDataset, a "
+                            f"generator or an iterable of batches. Received: {type(source).__name__}") from None
+        self._iterator = None
+
+    @property
+    def num_batches(self):
+        try:
+            return len(self.source)
+        except TypeError:
+            return None
+
+    def iterator(self, restart):
+        """The iterator to draw from: the same one across epochs for one-shot sources."""
+        if self.one_shot:
+            return self.source
+        if restart or self._iterator is None:
+            self._iterator = iter(self.source)
+        return self._iterator
+
+    def epoch_batches(self, epoch, shuffle=None):
+        for batch in self.iterator(restart=True):
+            yield to_numpy(batch)
+
+
+def as_array_structure(value, name, structured):
+    """``value`` as an ndarray, or (``structured``) a list/dict of ndarrays."""
+    if value is None:
+        return None
+    if structured and isinstance(value, dict):
+        return {key: as_array(item, f"{name}[{key!r}]") for key, item in value.items()}
+    if structured and isinstance(value, (list, tuple)):
+        return [as_array(item, f"{name}[{i}]") for i, item in enumerate(value)]
+    return as_array(value, name)
