@@ -21,6 +21,7 @@ from minnet.layers.base import Layer
 from minnet.layers.core import Activation, Dense, Flatten, Input, Lambda, Reshape
 from minnet.layers.convolutional import Conv2D
 from minnet.layers.pooling import AveragePooling2D, GlobalAveragePooling2D, MaxPooling2D
+from minnet.layers.pooling import GlobalMaxPooling2D
 from minnet.layers.normalization import BatchNormalization
 from minnet.layers.regularization import AlphaDropout, Dropout, SpatialDropout2D
 from minnet.layers.activation import ELU, LeakyReLU, ReLU, SELU, Sigmoid, Softmax, Tanh
@@ -31,10 +32,12 @@ __all__ = [
     "Dropout", "AlphaDropout", "SpatialDropout2D", "ReLU", "LeakyReLU", "ELU", "SELU",
     "Sigmoid", "Tanh", "Softmax", "serialize", "deserialize", "register_layer", "get",
 ]
+__all__ += ["GlobalMaxPooling2D"]
 
 _BUILTINS = (Input, Dense, Flatten, Reshape, Lambda, Activation, Conv2D, MaxPooling2D,
              AveragePooling2D, GlobalAveragePooling2D, BatchNormalization, Dropout,
              AlphaDropout, SpatialDropout2D, ReLU, LeakyReLU, ELU, SELU, Sigmoid, Tanh, Softmax)
+_BUILTINS += (GlobalMaxPooling2D,)
 
 # name -> class or function. Built-ins first; register_layer adds to it.
 _REGISTRY = {cls.__name__: cls for cls in _BUILTINS}
@@ -42,6 +45,7 @@ _REGISTRY = {cls.__name__: cls for cls in _BUILTINS}
 _ALIASES = {"MaxPool2D": MaxPooling2D, "AvgPool2D": AveragePooling2D,
             "AveragePool2D": AveragePooling2D, "GlobalAvgPool2D": GlobalAveragePooling2D,
             "Convolution2D": Conv2D, "BatchNorm": BatchNormalization}
+_ALIASES["GlobalMaxPool2D"] = GlobalMaxPooling2D
 
 
 def register_layer(cls_or_name=None):
