@@ -129,6 +129,9 @@ class BatchNormalization(Layer):
         self._check_input(x, axis=axis, size=self.num_features)
         training = bool(training) and self.trainable
         shape = tuple(x.shape)
+        if training and math.prod(shape) == 0:
+            raise ValueError(f"Layer '{self.name}' got an empty batch {shape} in training mode: "
+                             f"batch statistics need at least one sample.")
         channels_last = axis == ndim - 1
         if not channels_last and axis != 1:
             # any other axis: (before, C, after), a view

@@ -91,7 +91,8 @@ class _Pooling2D(_SpatialLayer):
             if padded < k:
                 raise ValueError(
                     f"Layer '{self.name}' cannot pool input of shape {input_shape}: read as "
-                    f"data_format='{self.data_format}', its {axis} size is {size}"
+                    f"data_format='{self.data_format}', its spatial size is {(h, w)} and its "
+                    f"{axis} size {size}"
                     f"{f' (padded {padded})' if padded != size else ''}, smaller than "
                     f"pool_size {self.pool_size}. Check the layout (data_format=..., "
                     f"mn.config.set_image_data_format(...)) or use padding='same'.")
