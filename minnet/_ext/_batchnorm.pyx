@@ -360,33 +360,45 @@ cdef inline void _chunk_sums(int64_t r0, int64_t r1, int64_t C, const floating* 
                 acc[c] += d * d
 
 
-cdef inline void _reduce_chunks(int64_t K, int64_t C, const double* work, double scale,
-                                double* out) noexcept nogil:
-    # out[c] = scale * sum_k work[k, c], added in chunk order
-    cdef int64_t k, c
+cdef inline void _chunk_mean_m2(int64_t r0, int64_t r1, int64_t C, const floating* x,
+                                double* mean, double* m2) noexcept nogil:
+    # Two-pass over one chunk while it sits in cache: mean, then sum of squared deviations.
+    cdef int64_t c
+    _chunk_sums(r0, r1, C, x, NULL, mean)
     for c in range(C):
-        out[c] = 0
-    for k in range(K):
-        for c in range(C):
-            out[c] += work[k * C + c]
-    for c in range(C):
-        out[c] = out[c] * scale
+        mean[c] = mean[c] / (r1 - r0)
+    _chunk_sums(r0, r1, C, x, mean, m2)
 
 
 cdef void bn_stats_rows(int64_t M, int64_t C,
                         const floating* x,                 # IN (M, C)
                         double* mean,                      # OUT (C,)
                         double* var,                       # OUT (C,) biased variance
-                        double* work,                      # scratch (n_chunks, C)
+                        double* work,                      # scratch (n_chunks, 2 * C)
                         int n_threads) noexcept nogil:
-    """Two-pass per-channel mean and biased variance, partial sums per fixed chunk."""
-    cdef int64_t k, K = _n_chunks(M)
+    """Per-channel mean and biased variance in one read of ``x``.
+
+    Each fixed chunk of rows is reduced two-pass in cache to (mean, M2); the chunks are
+    then merged in chunk order with Chan's formula (no E[x^2] - E[x]^2 cancellation).
+    """
+    cdef int64_t k, c, n0, n1, K = _n_chunks(M)
+    cdef double delta, n
     for k in prange(K, schedule="static", num_threads=n_threads):
-        _chunk_sums(k * _CHUNK_ROWS, min(M, (k + 1) * _CHUNK_ROWS), C, x, NULL, work + k * C)
-    _reduce_chunks(K, C, work, 1.0 / M, mean)
-    for k in prange(K, schedule="static", num_threads=n_threads):
-        _chunk_sums(k * _CHUNK_ROWS, min(M, (k + 1) * _CHUNK_ROWS), C, x, mean, work + k * C)
-    _reduce_chunks(K, C, work, 1.0 / M, var)
+        _chunk_mean_m2(k * _CHUNK_ROWS, min(M, (k + 1) * _CHUNK_ROWS), C, x,
+                       work + k * 2 * C, work + k * 2 * C + C)
+    for c in range(C):
+        mean[c] = work[c]
+        var[c] = work[C + c]
+    for k in range(1, K):
+        n0 = k * _CHUNK_ROWS                               # rows merged so far
+        n1 = min(M, (k + 1) * _CHUNK_ROWS) - n0            # rows of chunk k
+        n = <double> (n0 + n1)
+        for c in range(C):
+            delta = work[k * 2 * C + c] - mean[c]
+            mean[c] = mean[c] + delta * n1 / n
+            var[c] = var[c] + work[k * 2 * C + C + c] + delta * delta * (<double> n0) * n1 / n
+    for c in range(C):
+        var[c] = var[c] / M
 
 
 cdef inline void _chunk_grad_sums(int64_t r0, int64_t r1, int64_t C, const floating* g,
@@ -598,7 +610,7 @@ def _stats_rows(x2, n_threads):
         mean[:] = np.nan
         var[:] = np.nan
         return mean, var
-    work = np.empty(((M + _CHUNK_ROWS - 1) // _CHUNK_ROWS) * C, dtype=np.float64)
+    work = np.empty(((M + _CHUNK_ROWS - 1) // _CHUNK_ROWS) * 2 * C, dtype=np.float64)
     if x2.dtype == np.float32:
         _stats_r[float](x2, mean, var, work, nt)
     else:
