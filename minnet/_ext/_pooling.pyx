@@ -364,7 +364,9 @@ cdef void avg_pool2d_nhwc_fwd(int N, int H, int W, int C, int OH, int OW,
 
 cdef inline void _avg_sample_bwd_nhwc(const floating* g, int H, int W, int C, int OH, int OW,
                                       int kh, int kw, int sh, int sw, int pt, int pb, int pl,
-                                      int pr, bint include_pad, floating* dx) noexcept nogil:
+                                      int pr, bint include_pad, floating* dx,
+                                      floating* share) noexcept nogil:
+    # share: the calling thread's C scratch values, g / divisor once per window (as NCHW's)
     cdef int oh, ow, h, w, c, h0, h1, w0, w1
     cdef floating div
     cdef const floating* gp
@@ -377,11 +379,13 @@ cdef inline void _avg_sample_bwd_nhwc(const floating* g, int H, int W, int C, in
             w1 = min(ow * sw - pl + kw, W)
             div = _divisor(oh, ow, H, W, kh, kw, sh, sw, pt, pb, pl, pr, include_pad)
             gp = g + (oh * OW + ow) * C
+            for c in range(C):
+                share[c] = gp[c] / div
             for h in range(h0, h1):
                 for w in range(w0, w1):
                     d = dx + (h * W + w) * C
                     for c in range(C):
-                        d[c] += gp[c] / div
+                        d[c] += share[c]
 
 
 cdef void avg_pool2d_nhwc_bwd(int N, int H, int W, int C, int OH, int OW,
@@ -389,11 +393,15 @@ cdef void avg_pool2d_nhwc_bwd(int N, int H, int W, int C, int OH, int OW,
                               bint include_pad,
                               const floating* grad,          # IN (N, OH, OW, C)
                               floating* dx,                  # INOUT (N, H, W, C), zeroed
+                              floating* work,                # scratch (n_threads, C)
                               int n_threads) noexcept nogil:
     cdef int64_t n
-    for n in prange(N, schedule="static", num_threads=n_threads):
-        _avg_sample_bwd_nhwc(grad + n * OH * OW * C, H, W, C, OH, OW, kh, kw, sh, sw,
-                             pt, pb, pl, pr, include_pad, dx + n * H * W * C)
+    cdef int t
+    with parallel(num_threads=n_threads):
+        t = threadid()
+        for n in prange(N, schedule="static"):
+            _avg_sample_bwd_nhwc(grad + n * OH * OW * C, H, W, C, OH, OW, kh, kw, sh, sw,
+                                 pt, pb, pl, pr, include_pad, dx + n * H * W * C, work + t * C)
 
 
 cdef inline void _sample_mean_nhwc(int64_t L, int C, const floating* x,
@@ -706,12 +714,14 @@ def avg_pool2d_backward(grad, input_shape, pool_size, strides, padding=(0, 0, 0,
         raise ValueError(f"Invalid argument `grad`: expected shape "
                          f"{_layout(N, C, OH, OW, channels_last)}. Received: shape={grad.shape}")
     if grad.size and channels_last:
+        nt = max(1, int(n_threads))
+        work = np.empty(nt * C, dtype=grad.dtype)
         if grad.dtype == np.float32:
-            _avg_bwd_nhwc[float](grad, dx, kh, kw, sh, sw, pt, pb, pl, pr,
-                                 bool(count_include_pad), max(1, int(n_threads)))
+            _avg_bwd_nhwc[float](grad, dx, work, kh, kw, sh, sw, pt, pb, pl, pr,
+                                 bool(count_include_pad), nt)
         else:
-            _avg_bwd_nhwc[double](grad, dx, kh, kw, sh, sw, pt, pb, pl, pr,
-                                  bool(count_include_pad), max(1, int(n_threads)))
+            _avg_bwd_nhwc[double](grad, dx, work, kh, kw, sh, sw, pt, pb, pl, pr,
+                                  bool(count_include_pad), nt)
     elif grad.size:
         if grad.dtype == np.float32:
             _avg_bwd[float](grad, dx, kh, kw, sh, sw, pt, pb, pl, pr, bool(count_include_pad),
@@ -730,12 +740,13 @@ cdef _avg_bwd(const floating[:, :, :, ::1] g, floating[:, :, :, ::1] dx, int kh,
                        include_pad, &g[0, 0, 0, 0], &dx[0, 0, 0, 0], nt)
 
 
-cdef _avg_bwd_nhwc(const floating[:, :, :, ::1] g, floating[:, :, :, ::1] dx, int kh, int kw,
-                   int sh, int sw, int pt, int pb, int pl, int pr, bint include_pad, int nt):
+cdef _avg_bwd_nhwc(const floating[:, :, :, ::1] g, floating[:, :, :, ::1] dx,
+                   floating[::1] work, int kh, int kw, int sh, int sw, int pt, int pb, int pl,
+                   int pr, bint include_pad, int nt):
     with nogil:
         avg_pool2d_nhwc_bwd(g.shape[0], dx.shape[1], dx.shape[2], dx.shape[3], g.shape[1],
                             g.shape[2], kh, kw, sh, sw, pt, pb, pl, pr, include_pad,
-                            &g[0, 0, 0, 0], &dx[0, 0, 0, 0], nt)
+                            &g[0, 0, 0, 0], &dx[0, 0, 0, 0], &work[0], nt)
 
 
 def global_avg_pool2d_forward(x, n_threads=1, channels_last=False):
