@@ -22,11 +22,11 @@ class _SpatialLayer(Layer):
     def _init_data_format(self, data_format):
         self.data_format, self._data_format_explicit = resolve_data_format(data_format)
 
-    def __call__(self, x, training=None):
+    def __call__(self, x, *args, **kwargs):
         # The user's own array (not a Tensor from a previous layer): check its layout.
         if not isinstance(x, Tensor):
             check_user_layout(self, np.shape(x))
-        return super().__call__(x, training=training)
+        return super().__call__(x, *args, **kwargs)
 
     def _split(self, shape):
         """``(n, c, h, w)`` of a 4-D shape in this layer's layout."""

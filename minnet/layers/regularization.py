@@ -113,11 +113,11 @@ class SpatialDropout2D(_BaseDropout):
         super().__init__(rate, name=name, **kwargs)
         self.data_format, self._data_format_explicit = resolve_data_format(data_format)
 
-    def __call__(self, x, training=None):
+    def __call__(self, x, *args, **kwargs):
         # The user's own array (not a Tensor from a previous layer): check its layout.
         if not isinstance(x, Tensor):
             check_user_layout(self, np.shape(x))
-        return super().__call__(x, training=training)
+        return super().__call__(x, *args, **kwargs)
 
     def _validate(self, x):
         self._check_input(x, ndim=4)
