@@ -11,9 +11,17 @@ naming as a plain ``.npz`` file (no pickle)::
     print(interop.compare(model, module, x))              # table of max differences
     interop.save_torch_state_dict(model, "weights.npz")   # 0.weight, 0.bias, 1.running_mean, ...
 
-PyTorch is an optional extra (``pip install minnet[torch]``): it is imported inside
-the functions that need it, and nothing else in minnet imports it.  ``state_dict``,
+PyTorch is optional (``pip install torch``): it is imported inside the functions that
+need it, and nothing else in minnet imports it.  ``state_dict``,
 ``save_torch_state_dict`` and ``load_torch_state_dict`` work without it.
+
+Layouts.  The torch side is always PyTorch's NCHW.  A channels_last minnet model (the
+default image layout) stays exact across the bridge: ``compare`` permutes NHWC input to
+NCHW at the boundary (and image-shaped outputs and input gradients back), BatchNorm's
+momentum is translated (torch ``momentum`` = 1 - Keras ``momentum``), and the columns of a
+Dense kernel that follows a channels_last ``Flatten`` are permuted from minnet's (H, W, C)
+order to torch's (C, H, W) order (and back).  Weight layouts need nothing: minnet's are
+PyTorch's whatever the data layout.
 
 Module numbering: each minnet layer becomes one or more torch modules, numbered in
 order.  A ``Dense`` or ``Conv2D`` with ``activation=`` becomes two (the ``Linear`` /
@@ -22,12 +30,15 @@ becomes ``AdaptiveAvgPool2d(1)`` + ``Flatten``; a strided ``Conv2D`` with
 ``padding="same"`` becomes ``ZeroPad2d`` + ``Conv2d``.  ``state_dict(model)`` uses the
 same numbering, so its keys are exactly ``to_torch(model).state_dict().keys()``.
 """
+import inspect
 import math
 import os
+import warnings
 
 import numpy as np
 
 from minnet import activations
+from minnet.config import normalize_data_format
 from minnet.autograd import Parameter, Tensor, enable_grad
 from minnet.layers.base import Layer
 
@@ -44,8 +55,8 @@ def _torch():
     try:
         import torch
     except ImportError as error:
-        raise ImportError("minnet.interop needs PyTorch for this function. Install the optional "
-                          "extra with `pip install minnet[torch]` (or `pip install torch`).") from error
+        raise ImportError("minnet.interop needs PyTorch for this function. Install it with "
+                          "`pip install torch`.") from error
     return torch
 
 
@@ -114,26 +125,116 @@ def _same_pads(size, kernel, stride, dilation):
     return total // 2, total - total // 2
 
 
+def _layout_of(layer):
+    """The image layout a spatial layer reads (a layer without ``data_format`` is NCHW)."""
+    return getattr(layer, "data_format", None) or "channels_first"
+
+
+def _hw(layer):
+    """``(H, W)`` of a spatial layer's 4-D input, in its layout."""
+    shape = _input_shape(layer)
+    return (shape[1], shape[2]) if _layout_of(layer) == "channels_last" else (shape[2], shape[3])
+
+
 def _spatial_same_pads(layer, kernel, stride, dilation):
     shape = _input_shape(layer)
-    if len(shape) != 4 or shape[2] is None or shape[3] is None:
+    if len(shape) != 4 or None in _hw(layer):
         raise ValueError(f"Layer '{layer.name}' uses padding='same' with strides {stride}: its "
                          f"padding depends on the image size, which is unknown (input shape "
                          f"{shape}). Build the model with a full input shape.")
-    (top, bottom) = _same_pads(shape[2], kernel[0], stride[0], dilation[0])
-    (left, right) = _same_pads(shape[3], kernel[1], stride[1], dilation[1])
+    height, width = _hw(layer)
+    (top, bottom) = _same_pads(height, kernel[0], stride[0], dilation[0])
+    (left, right) = _same_pads(width, kernel[1], stride[1], dilation[1])
     return left, right, top, bottom
 
 
-def _plan_layer(layer):
+def _hwc_to_chw(height, width, channels):
+    """Column permutation: torch's (C, H, W) feature j is minnet's (H, W, C) feature perm[j]."""
+    return np.arange(height * width * channels).reshape(height, width, channels) \
+        .transpose(2, 0, 1).ravel()
+
+
+class _LayoutState:
+    """What ``_plan`` tracks from layer to layer: the layout of image tensors, the layout of
+    the model's input, and a pending (H, W, C) -> (C, H, W) permutation for the next Dense."""
+
+    __slots__ = ("layout", "input_layout", "perm", "flatten")
+
+    def __init__(self):
+        self.layout = None
+        self.input_layout = None
+        self.perm = None
+        self.flatten = None
+
+
+# layers that act elementwise on (N, features): a pending Flatten permutation passes them
+_ELEMENTWISE = ("Dropout", "AlphaDropout", "ReLU", "LeakyReLU", "ELU", "SELU", "Sigmoid", "Tanh",
+                "Activation")
+
+
+def _track_layout(layer, state):
+    """Update ``state`` for ``layer``; raise where the channels_last order cannot be expressed."""
+    name = type(layer).__name__
+    if name == "Input":
+        return
+    if state.perm is not None and name not in ("Dense",) + _ELEMENTWISE:
+        raise ValueError(f"Layer '{layer.name}' ({name}) follows the channels_last Flatten "
+                         f"'{state.flatten}': its features are in (H, W, C) order, torch's "
+                         f"Flatten gives (C, H, W), and only a Dense (possibly after dropout or "
+                         f"activations) can absorb the permutation. Put a Dense right after the "
+                         f"Flatten, or use data_format='channels_first'.")
+    shape = getattr(layer, "_build_input_shape", None)
+    if name == "Flatten":
+        layout = state.layout or getattr(layer, "data_format", None) or "channels_first"
+        if shape is not None and len(shape) == 4 and layout == "channels_last":
+            if any(s is None for s in shape[1:]):
+                raise ValueError(f"Layer '{layer.name}' (Flatten) needs a known input shape to "
+                                 f"be translated; received {shape}.")
+            state.perm = _hwc_to_chw(*(int(s) for s in shape[1:]))
+            state.flatten = layer.name
+        if shape is not None and len(shape) == 4 and state.input_layout is None:
+            state.input_layout = layout            # the model's input is these images
+        return
+    if name == "Reshape" and shape is not None and len(shape) > 2 \
+            and state.layout == "channels_last":
+        raise ValueError(f"Layer '{layer.name}' (Reshape) reshapes channels_last images; torch's "
+                         f"order is (C, H, W), so the translation would reorder the values. Use "
+                         f"Flatten followed by Dense, or data_format='channels_first'.")
+    if hasattr(layer, "data_format") or name == "Conv2D":
+        state.layout = _layout_of(layer)
+        if state.input_layout is None:
+            state.input_layout = state.layout
+
+
+def _bn_dims(layer, state):
+    """1 or 2 (BatchNorm1d/2d), or ValueError when torch's channel axis is not the layer's."""
+    shape = _input_shape(layer)
+    axis = layer.axis % len(shape)
+    if len(shape) == 2 and axis == 1:
+        return 1
+    layout = state.layout or ("channels_last" if axis == 3 else "channels_first")
+    if len(shape) == 4 and axis == (3 if layout == "channels_last" else 1):
+        state.layout = layout
+        if state.input_layout is None:
+            state.input_layout = layout
+        return 2
+    raise ValueError(f"Layer '{layer.name}' (BatchNormalization, axis={layer.axis}) normalises "
+                     f"axis {axis} of input {shape}; torch's BatchNorm1d/2d normalise the channel "
+                     f"axis of (N, C) or NCHW (here: {layout}) input only.")
+
+
+def _plan_layer(layer, state=None):
     """The torch modules (as steps) one minnet layer becomes."""
     from minnet import layers as L
+    state = _LayoutState() if state is None else state
+    _track_layout(layer, state)
     kind = type(layer)
     if kind is L.Input:
         return []
     if kind is L.Dense:
         _input_shape(layer)
-        steps = [_Step("linear", layer)]
+        steps = [_Step("linear", layer, perm=state.perm)]
+        state.perm = None
         name = _activation_name(layer.activation, layer)
         return steps + ([] if name == "linear" else [_activation_step(name, layer)])
     if kind is L.Conv2D:
@@ -155,8 +256,7 @@ def _plan_layer(layer):
         name = _activation_name(layer.activation, layer)
         return steps + ([] if name == "linear" else [_activation_step(name, layer)])
     if kind is L.BatchNormalization:
-        ndim = len(_input_shape(layer))
-        return [_Step("bn", layer, dims=1 if ndim == 2 else 2)]
+        return [_Step("bn", layer, dims=_bn_dims(layer, state))]
     if kind in (L.MaxPooling2D, L.AveragePooling2D):
         is_max = kind is L.MaxPooling2D
         padding = layer.padding
@@ -184,8 +284,9 @@ def _plan_layer(layer):
         steps.append(_Step("maxpool" if is_max else "avgpool", layer, padding=torch_padding,
                            count_include_pad=include_pad))
         return steps
-    if kind is L.GlobalAveragePooling2D:
-        return [_Step("adaptive_avg", layer), _Step("flatten", layer)]
+    if kind in (L.GlobalAveragePooling2D, L.GlobalMaxPooling2D):
+        step = _Step("adaptive_avg" if kind is L.GlobalAveragePooling2D else "adaptive_max", layer)
+        return [step] if layer.keepdims else [step, _Step("flatten", layer)]
     if kind is L.Flatten:
         return [_Step("flatten", layer)]
     if kind is L.Reshape:
@@ -220,17 +321,41 @@ def _plan_layer(layer):
         return [_activation_step(_activation_name(layer.activation, layer), layer)]
     raise ValueError(f"Layer '{layer.name}' of type {type(layer).__name__} has no PyTorch twin in "
                      f"minnet.interop. Supported layers: Input, Dense, Conv2D, BatchNormalization, "
-                     f"MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, Flatten, Reshape, "
+                     f"MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, GlobalMaxPooling2D, "
+                     f"Flatten, Reshape, "
                      f"Dropout, AlphaDropout, SpatialDropout2D, ReLU, LeakyReLU, ELU, SELU, "
                      f"Sigmoid, Tanh, Softmax, Activation. Replace Lambda and custom layers by "
                      f"built-in ones (or write the torch module by hand).")
 
 
-def _plan(model):
+def _plan(model, state=None):
     steps = []
+    state = _LayoutState() if state is None else state
     for layer in _model_layers(model):
-        steps.extend(_plan_layer(layer))
+        steps.extend(_plan_layer(layer, state))
     return steps
+
+
+def _flip_momentum(momentum):
+    """Keras's momentum <-> PyTorch's (``1 - m``), rounded to 15 digits so 0.2 -> 0.8 -> 0.2."""
+    return float(f"{1.0 - float(momentum):.15g}")
+
+
+def _to_torch_value(step, suffix, array):
+    """A minnet weight as torch holds it: Dense columns after a channels_last Flatten permuted."""
+    perm = step.args.get("perm") if step.kind == "linear" and suffix == "weight" else None
+    return array if perm is None else np.ascontiguousarray(np.asarray(array)[:, perm])
+
+
+def _from_torch_value(step, suffix, array):
+    """The inverse of ``_to_torch_value``."""
+    perm = step.args.get("perm") if step.kind == "linear" and suffix == "weight" else None
+    if perm is None:
+        return array
+    array = np.asarray(array)
+    out = np.empty_like(array)
+    out[:, perm] = array
+    return out
 
 
 # ---------------------------------------------------------------------------- state slots
@@ -310,8 +435,9 @@ def state_dict(model):
         ['0.bias', '0.weight']
     """
     result = {}
-    for key, _, _, weight, default, _ in _named_slots(model):
-        result[key] = np.array(weight.data if weight is not None else default, copy=True)
+    for key, step, suffix, weight, default, _ in _named_slots(model):
+        value = _to_torch_value(step, suffix, weight.data) if weight is not None else default
+        result[key] = np.array(value, copy=True)
     return result
 
 
@@ -411,7 +537,7 @@ def load_torch_state_dict(model, path):
         updates.append((step, suffix, weight, value))
     for step, suffix, weight, value in updates:
         if weight is not None:
-            weight.data[...] = value
+            weight.data[...] = _from_torch_value(step, suffix, value)
             weight._bump_version()
         elif suffix == "num_batches_tracked":
             _set_num_batches_tracked(step.layer, int(value))
@@ -456,7 +582,8 @@ def _module(nn, step):
         return nn.ConstantPad2d(args["pads"], args["value"])
     if kind == "bn":
         cls = nn.BatchNorm1d if args["dims"] == 1 else nn.BatchNorm2d
-        return cls(layer.num_features, eps=layer.epsilon, momentum=layer.momentum,
+        # Keras's momentum weighs the old statistic, PyTorch's the new batch
+        return cls(layer.num_features, eps=layer.epsilon, momentum=_flip_momentum(layer.momentum),
                    affine=layer.scale or layer.center)
     if kind == "maxpool":
         return nn.MaxPool2d(layer.pool_size, stride=layer.strides, padding=args["padding"])
@@ -465,6 +592,8 @@ def _module(nn, step):
                             count_include_pad=args["count_include_pad"])
     if kind == "adaptive_avg":
         return nn.AdaptiveAvgPool2d(1)
+    if kind == "adaptive_max":
+        return nn.AdaptiveMaxPool2d(1)
     if kind == "flatten":
         return nn.Flatten()
     if kind == "unflatten":
@@ -506,7 +635,10 @@ def to_torch(model):
         ImportError: PyTorch is not installed.
 
     Shape:
-        The torch module takes and returns the same shapes as the model (NCHW images).
+        The torch module takes NCHW images: a channels_last model's ``(N, H, W, C)`` input
+        is ``x.transpose(0, 3, 1, 2)`` for it (``compare`` does this at the boundary);
+        BatchNorm's momentum becomes ``1 - momentum`` and a Dense after a channels_last
+        Flatten gets its columns in torch's (C, H, W) order.
 
     Example:
         >>> module = interop.to_torch(model)
@@ -525,7 +657,7 @@ def to_torch(model):
             buffers = dict(module.named_buffers(recurse=False))
             for suffix, weight, default, is_param in _slots(step):
                 target = params[suffix] if is_param else buffers[suffix]
-                source = weight.data if weight is not None else default
+                source = _to_torch_value(step, suffix, weight.data) if weight is not None else default
                 target.copy_(torch.from_numpy(np.array(source, copy=True)))
                 if is_param:
                     target.requires_grad_(bool(weight is not None and weight.requires_grad))
@@ -569,15 +701,31 @@ def _is_same_padding(pads, shape, kernel, stride, dilation):
     return tuple(pads) == (left, right, top, bottom)
 
 
-def _layer_from_module(nn, modules, i, shape, dtype, L):
-    """The minnet layer for ``modules[i]`` (and how many modules it used)."""
+def _conv_layout_kwargs(L, data_format):
+    """``data_format`` for Conv2D where it has the argument; a Conv2D without it is NCHW."""
+    if "data_format" in inspect.signature(L.Conv2D.__init__).parameters:
+        return {"data_format": data_format}
+    if data_format != "channels_first":
+        raise ValueError("this build's Conv2D reads channels_first (NCHW) images only: pass "
+                         "data_format='channels_first' to from_torch")
+    return {}
+
+
+def _layer_from_module(nn, modules, i, shape, dtype, L, data_format="channels_first"):
+    """The minnet layer for ``modules[i]`` (and how many modules it used).
+
+    ``shape`` is the input shape as the torch module sees it (NCHW for images).
+    """
     module = modules[i]
     kind = type(module)
     common = {"dtype": dtype}
+    spatial = {"dtype": dtype, "data_format": data_format}
+    last = data_format == "channels_last"
     if kind is nn.Linear:
         return L.Dense(module.out_features, use_bias=module.bias is not None, **common), 1
     if kind is nn.Conv2d:
-        return _conv_from_module(module, i, module.padding, common, L), 1
+        return _conv_from_module(module, i, module.padding,
+                                 {**common, **_conv_layout_kwargs(L, data_format)}, L), 1
     if kind in (nn.ZeroPad2d, nn.ConstantPad2d):
         following = modules[i + 1] if i + 1 < len(modules) else None
         pads = tuple(module.padding)
@@ -585,11 +733,12 @@ def _layer_from_module(nn, modules, i, shape, dtype, L):
         if type(following) is nn.Conv2d and value == 0.0 and tuple(following.padding) == (0, 0) \
                 and _is_same_padding(pads, shape, following.kernel_size, following.stride,
                                      following.dilation):
-            return _conv_from_module(following, i + 1, "same", common, L), 2
+            return _conv_from_module(following, i + 1, "same",
+                                     {**common, **_conv_layout_kwargs(L, data_format)}, L), 2
         if type(following) is nn.MaxPool2d and value == -math.inf and _pair_of(following.padding) == (0, 0) \
                 and _is_same_padding(pads, shape, _pair_of(following.kernel_size),
                                      _pair_of(following.stride or following.kernel_size), (1, 1)):
-            return _pool_from_module(nn, following, i + 1, L, common, "same", shape), 2
+            return _pool_from_module(nn, following, i + 1, L, spatial, "same", shape), 2
         raise _unsupported(module, i, "padding modules are only supported as the TensorFlow-style "
                                       "'same' padding right before a Conv2d (zeros) or a MaxPool2d (-inf)")
     if kind in (nn.BatchNorm1d, nn.BatchNorm2d):
@@ -601,31 +750,43 @@ def _layer_from_module(nn, modules, i, shape, dtype, L):
         if shape is not None and len(shape) != want:
             raise _unsupported(module, i, f"its input would have shape {shape} (BatchNorm1d over "
                                           f"(N, C, L) input is not supported)")
-        return L.BatchNormalization(momentum=float(module.momentum), epsilon=float(module.eps),
-                                    center=module.affine, scale=module.affine, **common), 1
+        # PyTorch's momentum weighs the new batch, Keras's the old statistic
+        axis = -1 if (last or want == 2) else 1
+        with warnings.catch_warnings():
+            # a torch momentum above 0.5 is translated exactly: no "Keras meaning" warning
+            warnings.simplefilter("ignore", UserWarning)
+            return L.BatchNormalization(axis=axis, momentum=_flip_momentum(module.momentum),
+                                        epsilon=float(module.eps), center=module.affine,
+                                        scale=module.affine, **common), 1
     if kind in (nn.MaxPool2d, nn.AvgPool2d):
-        return _pool_from_module(nn, module, i, L, common, None, shape), 1
-    if kind is nn.AdaptiveAvgPool2d:
+        return _pool_from_module(nn, module, i, L, spatial, None, shape), 1
+    if kind in (nn.AdaptiveAvgPool2d, nn.AdaptiveMaxPool2d):
         if _pair_of(module.output_size) != (1, 1):
-            raise _unsupported(module, i, "only output_size=1 (global average pooling)")
+            raise _unsupported(module, i, "only output_size=1 (global pooling)")
+        if kind is nn.AdaptiveMaxPool2d and module.return_indices:
+            raise _unsupported(module, i, "return_indices=True")
+        cls = L.GlobalAveragePooling2D if kind is nn.AdaptiveAvgPool2d else L.GlobalMaxPooling2D
         following = modules[i + 1] if i + 1 < len(modules) else None
         if type(following) is nn.Flatten and following.start_dim == 1 and following.end_dim == -1:
-            return L.GlobalAveragePooling2D(**common), 2
-        raise _unsupported(module, i, "AdaptiveAvgPool2d(1) must be followed by Flatten()")
+            return cls(**spatial), 2
+        return cls(keepdims=True, **spatial), 1
     if kind is nn.Flatten:
         if module.start_dim != 1 or module.end_dim != -1:
             raise _unsupported(module, i, "only Flatten(start_dim=1, end_dim=-1)")
-        return L.Flatten(**common), 1
+        return L.Flatten(**spatial), 1
     if kind is nn.Unflatten:
         if module.dim not in (1, -1) or (module.dim == -1 and shape is not None and len(shape) != 2):
             raise _unsupported(module, i, "only Unflatten(1, sizes) of (N, features) input")
+        if last and len(module.unflattened_size) > 1:
+            raise _unsupported(module, i, "Unflatten to images under channels_last (torch's "
+                                          "(C, H, W) order); use data_format='channels_first'")
         return L.Reshape(tuple(int(s) for s in module.unflattened_size), **common), 1
     if kind is nn.Dropout:
         return L.Dropout(float(module.p), **common), 1
     if kind is nn.AlphaDropout:
         return L.AlphaDropout(float(module.p), **common), 1
     if kind is nn.Dropout2d:
-        return L.SpatialDropout2D(float(module.p), **common), 1
+        return L.SpatialDropout2D(float(module.p), **spatial), 1
     if kind is nn.ReLU:
         return L.ReLU(**common), 1
     if kind is nn.LeakyReLU:
@@ -688,7 +849,7 @@ def _pool_from_module(nn, module, i, L, common, padding, shape=None):
     return cls(pool, strides=strides, padding=padding, **common)
 
 
-def from_torch(module, input_shape):
+def from_torch(module, input_shape, data_format=None):
     """A built minnet ``Sequential`` equivalent to a ``torch.nn.Sequential``.
 
     The inverse of ``to_torch``: weights, BatchNorm buffers (``num_batches_tracked`` is kept
@@ -702,10 +863,17 @@ def from_torch(module, input_shape):
 
     Args:
         module: ``torch.nn.Sequential``.
-        input_shape: the shape of one sample, without the batch dimension: ``(1, 28, 28)``.
+        input_shape: the shape of one sample *as the torch module takes it*, without the
+            batch dimension: ``(1, 28, 28)`` (C, H, W for images).
+        data_format: the layout of the minnet model: ``"channels_last"``,
+            ``"channels_first"`` or None (``mn.config.image_data_format()``).  Under
+            channels_last an image model takes ``(N, H, W, C)``: BatchNorm2d becomes
+            ``BatchNormalization(axis=-1)`` and a Linear after ``Flatten`` gets its columns
+            permuted from (C, H, W) to (H, W, C) order, so the two compute the same.
 
     Returns:
-        ``minnet.Sequential``, built for ``(None, *input_shape)``.
+        ``minnet.Sequential``, built for ``(None, *input_shape)`` (channels_last images:
+        ``(None, H, W, C)``).
 
     Raises:
         ValueError: an unsupported module (the message names it and its index), or an
@@ -734,15 +902,23 @@ def from_torch(module, input_shape):
         raise ValueError(f"Invalid value for argument `input_shape`: expected a tuple of positive "
                          f"ints without the batch dimension, e.g. (1, 28, 28). "
                          f"Received: input_shape={input_shape!r}")
+    data_format = normalize_data_format(data_format)
+    last = data_format == "channels_last"
     dtype = _module_dtype(module)
     modules = list(module.children())
-    model = Sequential([L.Input(tuple(int(s) for s in input_shape), dtype=dtype)], dtype=dtype)
+    sample = tuple(int(s) for s in input_shape)
+    if last and len(sample) == 3:
+        sample = sample[1:] + sample[:1]           # (C, H, W) -> (H, W, C)
+    model = Sequential([L.Input(sample, dtype=dtype)], dtype=dtype)
     shape = model._build_input_shape
     pairs = []                                     # (layer, the torch module holding its state)
     i = 0
     while i < len(modules):
+        torch_shape = shape
+        if last and shape is not None and len(shape) == 4:
+            torch_shape = (shape[0], shape[3], shape[1], shape[2])
         try:
-            layer, used = _layer_from_module(nn, modules, i, shape, dtype, L)
+            layer, used = _layer_from_module(nn, modules, i, torch_shape, dtype, L, data_format)
         except ValueError as error:
             if str(error).startswith("Module "):
                 raise
@@ -757,15 +933,18 @@ def from_torch(module, input_shape):
         shape = model._output_shapes[-1]
         pairs.append((layer, source, i + used - 1))
         i += used
-    # Copy the state through the same slots to_torch uses.
+    # Copy the state through the same slots (and column permutations) to_torch uses.
+    steps_of = {}
+    for step in _plan(model):
+        steps_of.setdefault(id(step.layer), []).append(step)
     with torch.no_grad():
         for layer, source, index in pairs:
-            for step in _plan_layer(layer):
+            for step in steps_of.get(id(layer), []):
                 for suffix, weight, default, is_param in _slots(step):
                     tensor = getattr(source, suffix, None)
                     if tensor is None:
                         continue
-                    value = tensor.detach().cpu().numpy()
+                    value = _from_torch_value(step, suffix, tensor.detach().cpu().numpy())
                     if weight is not None and value.shape != tuple(weight.shape):
                         raise ValueError(
                             f"Module {index} of the torch Sequential ({modules[index]!r}) has "
@@ -918,7 +1097,9 @@ def compare(model, torch_module, x, y=None, loss=None, rtol=None, atol=None):
             or bad ``loss``/``y``.
 
     Shape:
-        ``x``: ``(N, *input_shape)``.
+        ``x``: ``(N, *input_shape)`` in the model's layout; a channels_last model's NHWC
+        images are given to the torch module as NCHW (``x.transpose(0, 3, 1, 2)``), and
+        4-D outputs and ``input.grad`` are permuted back before comparing.
 
     Example:
         >>> report = interop.compare(model, interop.to_torch(model), x)
@@ -926,6 +1107,8 @@ def compare(model, torch_module, x, y=None, loss=None, rtol=None, atol=None):
     """
     torch = _torch()
     loss = _check_loss(loss, y)
+    state = _LayoutState()
+    _plan(model, state)
     slots = _named_slots(model)
     layers = _model_layers(model)
     dtype = layers[0].dtype if layers else np.dtype(getattr(model, "dtype", "float32"))
@@ -951,6 +1134,14 @@ def compare(model, torch_module, x, y=None, loss=None, rtol=None, atol=None):
                      "so outputs differ; compare in eval mode or with rate 0.")
 
     x_array = np.ascontiguousarray(np.asarray(x), dtype=dtype)
+    # channels_last images cross the boundary as NCHW; image outputs and gradients come back
+    nhwc_in = state.input_layout == "channels_last" and x_array.ndim == 4
+    nhwc_out = state.layout == "channels_last"
+
+    def back(array, nhwc):
+        return None if array is None else (
+            np.ascontiguousarray(array.transpose(0, 2, 3, 1)) if nhwc and array.ndim == 4
+            else array)
     minnet_params = [w for *_, w, _, p in slots if p and w is not None]
     saved_minnet = [(w, w.grad) for w in minnet_params]
     saved_torch = [(p, p.grad) for p in torch_module.parameters()]
@@ -967,26 +1158,32 @@ def compare(model, torch_module, x, y=None, loss=None, rtol=None, atol=None):
             loss_mn.backward()
         # ---- torch
         with torch.enable_grad():
-            x_t = torch.tensor(x_array.copy(), dtype=torch_dtype, requires_grad=True)
+            x_torch = x_array.transpose(0, 3, 1, 2) if nhwc_in else x_array
+            x_t = torch.tensor(np.ascontiguousarray(x_torch), dtype=torch_dtype,
+                               requires_grad=True)
             out_t = torch_module(x_t)
             loss_t = _torch_loss(torch, out_t, y, loss)
             loss_t.backward()
 
-        rows = [_row("output", out_mn.data, out_t.detach().cpu().numpy(), rtol, atol),
+        rows = [_row("output", out_mn.data, back(out_t.detach().cpu().numpy(), nhwc_out),
+                     rtol, atol),
                 _row("loss", np.asarray(loss_mn.data), loss_t.detach().cpu().numpy(), rtol, atol),
                 _row("input.grad", x_mn.grad,
-                     None if x_t.grad is None else x_t.grad.cpu().numpy(), rtol, atol)]
+                     None if x_t.grad is None else back(x_t.grad.cpu().numpy(), nhwc_in),
+                     rtol, atol)]
         step_pairs, param_rows = [], []
         for key, step, suffix, weight, _, is_param in slots:
             if not is_param or weight is None:
                 continue
             theirs = torch_params[key]
             grad_t = None if theirs.grad is None else theirs.grad.detach().cpu().numpy()
-            param_rows.append(_row(f"param/{key}", weight.data, theirs.detach().cpu().numpy(),
-                                   rtol, atol))
-            rows.append(_row(f"grad/{key}", weight.grad, grad_t, rtol, atol))
+            param_rows.append(_row(f"param/{key}", _to_torch_value(step, suffix, weight.data),
+                                   theirs.detach().cpu().numpy(), rtol, atol))
+            grad_mn = None if weight.grad is None else _to_torch_value(step, suffix, weight.grad)
+            rows.append(_row(f"grad/{key}", grad_mn, grad_t, rtol, atol))
             if weight.grad is not None and grad_t is not None:
-                step_pairs.append((key, weight, theirs))
+                step_pairs.append((key, _to_torch_value(step, suffix, weight.data), grad_mn,
+                                   theirs))
         rows.extend(_sgd_step_rows(torch, step_pairs, rtol, atol))
         rows.extend(param_rows)
         for key, step, suffix, weight, _, is_param in slots:
@@ -1032,9 +1229,9 @@ def _sgd_step_rows(torch, pairs, rtol, atol):
         return []
     from minnet.optimizers import SGD
     mine, theirs = [], []
-    for _, weight, param in pairs:
-        copy = Parameter(np.array(weight.data, copy=True))
-        copy.grad = np.array(weight.grad, copy=True)
+    for _, data, grad, param in pairs:
+        copy = Parameter(np.array(data, copy=True))
+        copy.grad = np.array(grad, copy=True)
         mine.append(copy)
         twin = param.detach().clone().requires_grad_(True)
         twin.grad = param.grad.detach().clone()
@@ -1042,4 +1239,4 @@ def _sgd_step_rows(torch, pairs, rtol, atol):
     SGD(mine, learning_rate=0.1).step()
     torch.optim.SGD(theirs, lr=0.1).step()
     return [_row(f"sgd_step/{key}", a.data, b.detach().cpu().numpy(), rtol, atol)
-            for (key, _, _), a, b in zip(pairs, mine, theirs)]
+            for (key, *_), a, b in zip(pairs, mine, theirs)]

@@ -1,13 +1,15 @@
 import numpy as np
 import pytest
 
+import minnet as mn
 from minnet import _random
 from minnet.datasets import load_digits, make_blobs, make_regression
 
 
 def test_load_digits_shapes_types_and_ranges():
     (x_train, y_train), (x_test, y_test) = load_digits()
-    assert x_train.shape == (1437, 1, 8, 8) and x_test.shape == (360, 1, 8, 8)
+    assert mn.config.image_data_format() == "channels_last"
+    assert x_train.shape == (1437, 8, 8, 1) and x_test.shape == (360, 8, 8, 1)
     assert x_train.dtype == np.float32 and y_train.dtype == np.int64
     assert x_train.flags.c_contiguous
     assert 0.0 <= x_train.min() and x_train.max() == 1.0
@@ -29,6 +31,22 @@ def test_load_digits_split_is_fixed_and_disjoint():
     np.testing.assert_array_equal(raw_train.astype(np.float32) / 16, a)
     everything = np.concatenate([raw_train, raw_test]).reshape(1797, -1)
     assert len(np.unique(everything, axis=0)) > 1700  # no sample duplicated across splits
+
+
+def test_load_digits_follows_the_configured_layout():
+    (last, _), _ = load_digits()
+    try:
+        mn.config.set_image_data_format("channels_first")
+        (first, y), (first_test, _) = load_digits()
+    finally:
+        mn.config.set_image_data_format("channels_last")
+    assert first.shape == (1437, 1, 8, 8) and first_test.shape == (360, 1, 8, 8)
+    assert first.flags.c_contiguous and last.flags.c_contiguous
+    np.testing.assert_array_equal(first[:, 0], last[..., 0])       # same images, same order
+    (explicit, _), _ = load_digits(data_format="channels_first")
+    np.testing.assert_array_equal(explicit, first)
+    with pytest.raises(ValueError, match="data_format"):
+        load_digits(data_format="NCHW")
 
 
 def test_load_digits_first_image_is_a_zero():

@@ -2,7 +2,8 @@
 
 Every model here is translated to torch and back; predictions must agree with torch
 within the dtype tolerance and be bit-identical after the round trip (same weights,
-same minnet code).
+same minnet code).  The zoo is written NCHW: its tests run under channels_first
+(``nchw`` fixture); the channels_last tests at the end build NHWC models.
 """
 import sys
 
@@ -15,6 +16,19 @@ from minnet import interop, layers
 pytestmark = pytest.mark.filterwarnings("ignore:Using padding=.same. with even kernel")
 
 TOL = {"float32": dict(rtol=1e-4, atol=1e-5), "float64": dict(rtol=1e-10, atol=1e-12)}
+
+
+@pytest.fixture(autouse=True)
+def nchw(request):
+    """The NCHW zoo below runs under channels_first; channels_last tests opt out."""
+    if "channels_last" in request.node.name:
+        yield
+        return
+    mn.config.set_image_data_format("channels_first")
+    try:
+        yield
+    finally:
+        mn.config.set_image_data_format("channels_last")
 
 
 # --------------------------------------------------------------------------- model zoo
@@ -37,7 +51,7 @@ def _activations(dtype):
 def _batchnorm1d(dtype):
     d = dict(dtype=dtype)
     return [layers.Input((6,), **d), layers.Dense(5, **d),
-            layers.BatchNormalization(momentum=0.2, epsilon=1e-3, **d), layers.ReLU(**d),
+            layers.BatchNormalization(momentum=0.8, epsilon=1e-3, **d), layers.ReLU(**d),
             layers.Dense(2, **d)], (6,)
 
 
@@ -189,7 +203,7 @@ def test_from_torch_handwritten_module(torch):
                            nn.Linear(4 * 3 * 3, 8), nn.BatchNorm1d(8, affine=False), nn.Tanh(),
                            nn.Dropout(0.2), nn.Linear(8, 3), nn.Softmax(dim=1)).double().eval()
     model = interop.from_torch(module, (1, 6, 6))
-    assert model.layers[1].momentum == 0.3 and model.layers[1].epsilon == 1e-4
+    assert model.layers[1].momentum == 0.7 and model.layers[1].epsilon == 1e-4   # Keras meaning
     assert not model.layers[7].center and not model.layers[7].scale
     assert model.layers[0].dtype == np.float64
     x = _batch((1, 6, 6), "float64", n=3)
@@ -207,7 +221,7 @@ def test_batchnorm_running_stats_preserved(torch):
     module = interop.to_torch(model)
     np.testing.assert_array_equal(module[2].running_mean.numpy(), bn.moving_mean.data)
     np.testing.assert_array_equal(module[2].running_var.numpy(), bn.moving_variance.data)
-    assert module[2].momentum == bn.momentum and module[2].eps == bn.epsilon
+    assert module[2].momentum == pytest.approx(1 - bn.momentum) and module[2].eps == bn.epsilon
 
     # torch counts batches; the count survives torch -> minnet -> torch.
     module.train()
@@ -365,11 +379,12 @@ def test_from_torch_errors(torch):
         interop.from_torch(nn.Sequential(nn.Linear(3, 2)).half(), (3,))
 
 
-def test_import_error_names_the_extra(monkeypatch):
+def test_import_error_names_the_package(monkeypatch):
     model, _ = _make("dense", "float32")
     monkeypatch.setitem(sys.modules, "torch", None)
-    with pytest.raises(ImportError, match=r"minnet\[torch\]"):
+    with pytest.raises(ImportError, match=r"`pip install torch`") as info:
         interop.to_torch(model)
+    assert "minnet[" not in str(info.value)
     assert "0.weight" in interop.state_dict(model)          # needs no torch
 
 
@@ -414,7 +429,7 @@ def test_state_dict_loads_into_torch(torch, tmp_path):
     path = interop.save_torch_state_dict(model, tmp_path / "w.npz")
     # A torch user: build the same architecture by hand and load the arrays (strict).
     nn = torch.nn
-    module = nn.Sequential(nn.Conv2d(3, 4, (3, 2), padding="same"), nn.ELU(), nn.BatchNorm2d(4),
+    module = nn.Sequential(nn.Conv2d(3, 4, (3, 2), padding="same"), nn.ELU(), nn.BatchNorm2d(4, eps=1e-3),
                            nn.MaxPool2d(2), nn.Conv2d(4, 5, 3, stride=2, padding=1),
                            nn.AvgPool2d(2, stride=1), nn.Flatten(), nn.Linear(5, 3)).double().eval()
     arrays = np.load(path)
@@ -444,3 +459,118 @@ def test_batchnorm_without_scale(torch):
     bad = {**interop.state_dict(model), "1.weight": np.full(3, 2.0)}
     with pytest.raises(ValueError, match="all ones"):
         interop.load_torch_state_dict(model, bad)
+
+
+# --------------------------------------------------------------------------- channels_last
+def _nhwc_zoo(dtype):
+    """An NHWC model on the native channels_last kernels (every spatial layer but Conv2D)."""
+    d = dict(dtype=dtype)
+    return [layers.Input((6, 8, 3), **d),
+            layers.BatchNormalization(momentum=0.9, **d),           # Keras meaning: torch 0.1
+            layers.MaxPooling2D(2, **d),
+            layers.SpatialDropout2D(0.0, **d),
+            layers.AveragePooling2D((2, 1), strides=1, padding=(1, 0), **d),
+            layers.Flatten(**d),                                    # (H, W, C) order
+            layers.Dropout(0.0, **d), layers.ReLU(**d),
+            layers.Dense(5, **d),                                   # columns permuted for torch
+            layers.BatchNormalization(**d), layers.Dense(2, **d)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("mode", ["eval", "train"])
+def test_channels_last_round_trip_and_compare(torch, dtype, mode):
+    assert mn.config.image_data_format() == "channels_last"
+    mn.manual_seed(0)
+    model = mn.Sequential(_nhwc_zoo(dtype))
+    model.train()
+    model(_batch((6, 8, 3), dtype, n=8, seed=3))                   # non-trivial running stats
+    getattr(model, mode)()
+    module = interop.to_torch(model)
+    assert module[0].momentum == pytest.approx(0.1) and module[0].eps == 1e-3
+    back = interop.from_torch(module, (3, 6, 8))                   # torch's (C, H, W)
+    assert back._build_input_shape == (None, 6, 8, 3)
+    assert back.layers[0].momentum == 0.9 and back.layers[0].axis == -1
+    for a, b in zip(model.get_weights(), back.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    x = _batch((6, 8, 3), dtype, n=4)                              # NHWC
+    back.eval()
+    model.eval()
+    np.testing.assert_array_equal(_predict(back, x), _predict(model, x))
+    xt = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+    np.testing.assert_allclose(_predict(model, x), _run_torch(torch, module.eval(), xt), **TOL[dtype])
+    getattr(model, mode)()
+    getattr(module, mode)()
+    report = interop.compare(model, module, x, loss="sum")       # (train: updates both BNs)
+    assert report.ok, str(report)
+
+
+def test_channels_last_flatten_dense_columns_are_permuted(torch):
+    mn.manual_seed(1)
+    model = mn.Sequential([layers.Input((2, 3, 4), dtype="float64"), layers.Flatten(dtype="float64"),
+                           layers.Dense(3, dtype="float64")])
+    kernel = model.layers[-1].kernel.data                           # (3, H*W*C) in HWC order
+    sd = interop.state_dict(model)
+    expected = kernel.reshape(3, 2, 3, 4).transpose(0, 3, 1, 2).reshape(3, 24)   # CHW order
+    np.testing.assert_array_equal(sd["1.weight"], expected)
+    module = interop.to_torch(model)
+    np.testing.assert_array_equal(module[1].weight.detach().numpy(), expected)
+    other = mn.Sequential([layers.Input((2, 3, 4), dtype="float64"), layers.Flatten(dtype="float64"),
+                           layers.Dense(3, dtype="float64")])
+    interop.load_torch_state_dict(other, sd)
+    np.testing.assert_array_equal(other.layers[-1].kernel.data, kernel)
+    assert model.layers[0].data_format == "channels_last"
+    assert model.layers[0].get_config()["data_format"] == "channels_last"
+    report = interop.compare(model, module, _batch((2, 3, 4), "float64"))
+    assert report.ok, str(report)
+    # channels_first Flatten: CHW order already, nothing permuted
+    first = mn.Sequential([layers.Input((2, 3, 4), dtype="float64"),
+                           layers.Flatten(data_format="channels_first", dtype="float64"),
+                           layers.Dense(3, dtype="float64")])
+    np.testing.assert_array_equal(interop.state_dict(first)["1.weight"],
+                                  first.layers[-1].kernel.data)
+
+
+def test_channels_last_from_torch_handwritten_module(torch):
+    nn = torch.nn
+    torch.manual_seed(0)
+    module = nn.Sequential(nn.BatchNorm2d(2, momentum=0.3, eps=1e-4), nn.MaxPool2d(2),
+                           nn.Dropout2d(0.1), nn.AdaptiveMaxPool2d(1), nn.Flatten(),
+                           nn.Linear(2, 3)).double().eval()
+    with torch.no_grad():
+        module(torch.randn(4, 2, 6, 6, dtype=torch.float64))
+    model = interop.from_torch(module, (2, 6, 6), data_format="channels_last")
+    assert model.layers[0].momentum == pytest.approx(0.7) and model.layers[0].axis == -1
+    assert type(model.layers[3]) is layers.GlobalMaxPooling2D
+    x = _batch((2, 6, 6), "float64", n=3)
+    np.testing.assert_allclose(_predict(model, np.ascontiguousarray(x.transpose(0, 2, 3, 1))),
+                               _run_torch(torch, module, x), **TOL["float64"])
+    nchw = interop.from_torch(module, (2, 6, 6), data_format="channels_first")
+    np.testing.assert_allclose(_predict(nchw, x), _run_torch(torch, module, x), **TOL["float64"])
+
+
+def test_channels_last_untranslatable_orders_are_named(torch):
+    model = mn.Sequential([layers.Input((2, 3, 4)), layers.Flatten(),
+                           layers.BatchNormalization(), layers.Dense(2)])
+    with pytest.raises(ValueError, match="follows the channels_last Flatten"):
+        interop.to_torch(model)
+    model = mn.Sequential([layers.Input((2, 3, 4)), layers.MaxPooling2D(1),
+                           layers.Reshape((6, 4))])
+    with pytest.raises(ValueError, match="Reshape.*channels_last"):
+        interop.to_torch(model)
+
+
+@pytest.mark.skipif("data_format" not in __import__("inspect").signature(
+    layers.Conv2D.__init__).parameters, reason="this build's Conv2D is NCHW only")
+def test_channels_last_conv_model(torch):
+    mn.manual_seed(2)
+    model = mn.Sequential([layers.Input((9, 8, 3), dtype="float64"),
+                           layers.Conv2D(4, 3, padding="same", dtype="float64"),
+                           layers.BatchNormalization(dtype="float64"),
+                           layers.MaxPooling2D(2, dtype="float64"), layers.Flatten(dtype="float64"),
+                           layers.Dense(3, dtype="float64")])
+    module = interop.to_torch(model)
+    report = interop.compare(model, module, _batch((9, 8, 3), "float64"))
+    assert report.ok, str(report)
+    back = interop.from_torch(module, (3, 9, 8))
+    for a, b in zip(model.get_weights(), back.get_weights()):
+        np.testing.assert_array_equal(a, b)

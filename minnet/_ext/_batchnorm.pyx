@@ -15,6 +15,13 @@ Two ways to split the work over threads, chosen by shape:
   and accumulate per-thread partial sums in a ``(n_threads, C)`` buffer, reduced after
   the parallel loop; the variance is a second pass around the mean (two-pass).
 
+Channels-last input (NHWC images, or any array whose channel axis is the last one) is
+seen as ``(M, C)`` rows and has kernels of its own (``channels_last=True`` in the
+wrappers): the rows are cut into fixed chunks of ``_CHUNK_ROWS``, each chunk's
+per-channel partial sums (double, vectorised over the contiguous channels) go to its own
+row of a work buffer, and the partials are added in chunk order.  The chunking does not
+depend on the thread count, so neither do the results.
+
 In training, "by channel" also fuses each channel's two passes into one parallel region
 (``batch_norm_forward_training``: statistics then normalisation; ``batch_norm_backward_training``:
 the two sums then dx), which halves the thread synchronisations and re-reads the
@@ -32,6 +39,7 @@ import numpy as np
 
 cdef enum:
     _MIN_PLANE = 16     # planes this long make "by channel" worth it
+    _CHUNK_ROWS = 128   # rows per partial sum of the (M, C) kernels: fixed, not per thread
 
 
 cdef inline bint _by_channel(int64_t C, int64_t L, int n_threads) noexcept nogil:
@@ -325,6 +333,219 @@ cdef void bn_backward_train_by_channel(int64_t N, int64_t C, int64_t L,
                           <floating> (gamma[c] * inv), dx + (n * C + c) * L)
 
 
+# ------------------------------------------------------- channels-last (M, C) kernels
+
+cdef inline int64_t _n_chunks(int64_t M) noexcept nogil:
+    return (M + _CHUNK_ROWS - 1) // _CHUNK_ROWS
+
+
+cdef inline void _chunk_sums(int64_t r0, int64_t r1, int64_t C, const floating* x,
+                             const double* center, double* acc) noexcept nogil:
+    # acc[c] = sum over rows r0..r1 of x[r, c] (center NULL) or of (x[r, c] - center[c])^2.
+    # Eight channels at a time in local accumulators: the compiler keeps them in registers
+    # (a double* acc could alias x, so each += would be a load and a store).  Each channel
+    # is still summed row by row, in order.
+    cdef int64_t r, c, c8 = C - C % 8
+    cdef double s0, s1, s2, s3, s4, s5, s6, s7, d
+    cdef double m0 = 0, m1 = 0, m2 = 0, m3 = 0, m4 = 0, m5 = 0, m6 = 0, m7 = 0
+    cdef const floating* p
+    for c in range(0, c8, 8):
+        s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0
+        if center == NULL:
+            for r in range(r0, r1):
+                p = x + r * C + c
+                s0 += p[0]
+                s1 += p[1]
+                s2 += p[2]
+                s3 += p[3]
+                s4 += p[4]
+                s5 += p[5]
+                s6 += p[6]
+                s7 += p[7]
+        else:
+            m0, m1, m2, m3 = center[c], center[c + 1], center[c + 2], center[c + 3]
+            m4, m5, m6, m7 = center[c + 4], center[c + 5], center[c + 6], center[c + 7]
+            for r in range(r0, r1):
+                p = x + r * C + c
+                s0 += (p[0] - m0) * (p[0] - m0)
+                s1 += (p[1] - m1) * (p[1] - m1)
+                s2 += (p[2] - m2) * (p[2] - m2)
+                s3 += (p[3] - m3) * (p[3] - m3)
+                s4 += (p[4] - m4) * (p[4] - m4)
+                s5 += (p[5] - m5) * (p[5] - m5)
+                s6 += (p[6] - m6) * (p[6] - m6)
+                s7 += (p[7] - m7) * (p[7] - m7)
+        acc[c] = s0
+        acc[c + 1] = s1
+        acc[c + 2] = s2
+        acc[c + 3] = s3
+        acc[c + 4] = s4
+        acc[c + 5] = s5
+        acc[c + 6] = s6
+        acc[c + 7] = s7
+    for c in range(c8, C):
+        s0 = 0
+        if center == NULL:
+            for r in range(r0, r1):
+                s0 += x[r * C + c]
+        else:
+            m0 = center[c]
+            for r in range(r0, r1):
+                d = x[r * C + c] - m0
+                s0 += d * d
+        acc[c] = s0
+
+
+cdef inline void _chunk_mean_m2(int64_t r0, int64_t r1, int64_t C, const floating* x,
+                                double* mean, double* m2) noexcept nogil:
+    # Two-pass over one chunk while it sits in cache: mean, then sum of squared deviations.
+    cdef int64_t c
+    _chunk_sums(r0, r1, C, x, NULL, mean)
+    for c in range(C):
+        mean[c] = mean[c] / (r1 - r0)
+    _chunk_sums(r0, r1, C, x, mean, m2)
+
+
+cdef void bn_stats_rows(int64_t M, int64_t C,
+                        const floating* x,                 # IN (M, C)
+                        double* mean,                      # OUT (C,)
+                        double* var,                       # OUT (C,) biased variance
+                        double* work,                      # scratch (n_chunks, 2 * C)
+                        int n_threads) noexcept nogil:
+    """Per-channel mean and biased variance in one read of ``x``.
+
+    Each fixed chunk of rows is reduced two-pass in cache to (mean, M2); the chunks are
+    then merged in chunk order with Chan's formula (no E[x^2] - E[x]^2 cancellation).
+    """
+    cdef int64_t k, c, n0, n1, K = _n_chunks(M)
+    cdef double delta, n
+    for k in prange(K, schedule="static", num_threads=n_threads):
+        _chunk_mean_m2(k * _CHUNK_ROWS, min(M, (k + 1) * _CHUNK_ROWS), C, x,
+                       work + k * 2 * C, work + k * 2 * C + C)
+    for c in range(C):
+        mean[c] = work[c]
+        var[c] = work[C + c]
+    for k in range(1, K):
+        n0 = k * _CHUNK_ROWS                               # rows merged so far
+        n1 = min(M, (k + 1) * _CHUNK_ROWS) - n0            # rows of chunk k
+        n = <double> (n0 + n1)
+        for c in range(C):
+            delta = work[k * 2 * C + c] - mean[c]
+            mean[c] = mean[c] + delta * n1 / n
+            var[c] = var[c] + work[k * 2 * C + C + c] + delta * delta * (<double> n0) * n1 / n
+    for c in range(C):
+        var[c] = var[c] / M
+
+
+cdef inline void _chunk_grad_sums(int64_t r0, int64_t r1, int64_t C, const floating* g,
+                                  const floating* x, const double* mean,
+                                  double* acc) noexcept nogil:
+    # acc[0:C] = sum g, acc[C:2C] = sum g * (x - mean) over rows r0..r1; four channels at
+    # a time in local accumulators (see _chunk_sums), each summed row by row in order.
+    cdef int64_t r, c, c4 = C - C % 4, i
+    cdef double a0, a1, a2, a3, b0, b1, b2, b3, m0, m1, m2, m3
+    for c in range(0, c4, 4):
+        a0 = a1 = a2 = a3 = b0 = b1 = b2 = b3 = 0
+        m0, m1, m2, m3 = mean[c], mean[c + 1], mean[c + 2], mean[c + 3]
+        for r in range(r0, r1):
+            i = r * C + c
+            a0 += g[i]
+            a1 += g[i + 1]
+            a2 += g[i + 2]
+            a3 += g[i + 3]
+            b0 += g[i] * (x[i] - m0)
+            b1 += g[i + 1] * (x[i + 1] - m1)
+            b2 += g[i + 2] * (x[i + 2] - m2)
+            b3 += g[i + 3] * (x[i + 3] - m3)
+        acc[c] = a0
+        acc[c + 1] = a1
+        acc[c + 2] = a2
+        acc[c + 3] = a3
+        acc[C + c] = b0
+        acc[C + c + 1] = b1
+        acc[C + c + 2] = b2
+        acc[C + c + 3] = b3
+    for c in range(c4, C):
+        a0 = b0 = 0
+        m0 = mean[c]
+        for r in range(r0, r1):
+            i = r * C + c
+            a0 += g[i]
+            b0 += g[i] * (x[i] - m0)
+        acc[c] = a0
+        acc[C + c] = b0
+
+
+cdef void bn_grad_sums_rows(int64_t M, int64_t C,
+                            const floating* grad,          # IN (M, C)
+                            const floating* x,             # IN (M, C)
+                            const double* mean,            # IN (C,)
+                            double* sum_g,                 # OUT (C,)
+                            double* dot,                   # OUT (C,)
+                            double* work,                  # scratch (n_chunks, 2 * C)
+                            int n_threads) noexcept nogil:
+    """Per-channel sum(g) and sum(g * (x - mean)), partial sums per fixed chunk."""
+    cdef int64_t k, c, K = _n_chunks(M)
+    for k in prange(K, schedule="static", num_threads=n_threads):
+        _chunk_grad_sums(k * _CHUNK_ROWS, min(M, (k + 1) * _CHUNK_ROWS), C, grad, x, mean,
+                         work + k * 2 * C)
+    for c in range(C):
+        sum_g[c] = 0
+        dot[c] = 0
+    for k in range(K):
+        for c in range(C):
+            sum_g[c] += work[k * 2 * C + c]
+            dot[c] += work[k * 2 * C + C + c]
+
+
+cdef inline void _affine_rows(int64_t r0, int64_t r1, int64_t C, const floating* x,
+                              const floating* a, const floating* b,
+                              floating* out) noexcept nogil:
+    cdef int64_t r, c
+    for r in range(r0, r1):
+        for c in range(C):
+            out[r * C + c] = x[r * C + c] * a[c] + b[c]
+
+
+cdef void bn_affine_rows(int64_t M, int64_t C,
+                         const floating* x,                # IN (M, C)
+                         const floating* alpha,            # IN (C,)
+                         const floating* beta,             # IN (C,)
+                         floating* out,                    # OUT (M, C)
+                         int n_threads) noexcept nogil:
+    """out[r, c] = x[r, c] * alpha[c] + beta[c]."""
+    cdef int64_t k, K = _n_chunks(M)
+    for k in prange(K, schedule="static", num_threads=n_threads):
+        _affine_rows(k * _CHUNK_ROWS, min(M, (k + 1) * _CHUNK_ROWS), C, x, alpha, beta, out)
+
+
+cdef inline void _dx_rows(int64_t r0, int64_t r1, int64_t C, const floating* g,
+                          const floating* x, const floating* mu, const floating* mean_g,
+                          const floating* proj, const floating* k,
+                          floating* dx) noexcept nogil:
+    cdef int64_t r, c, i
+    for r in range(r0, r1):
+        for c in range(C):
+            i = r * C + c
+            dx[i] = (g[i] - mean_g[c] - (x[i] - mu[c]) * proj[c]) * k[c]
+
+
+cdef void bn_backward_input_rows(int64_t M, int64_t C,
+                                 const floating* grad,     # IN (M, C)
+                                 const floating* x,        # IN (M, C)
+                                 const floating* mean,     # IN (C,)
+                                 const floating* mean_g,   # IN (C,)
+                                 const floating* proj,     # IN (C,)
+                                 const floating* k,        # IN (C,)
+                                 floating* dx,             # OUT (M, C)
+                                 int n_threads) noexcept nogil:
+    """dx = (g - mean_g - (x - mean) * proj) * k, per channel constants."""
+    cdef int64_t b, K = _n_chunks(M)
+    for b in prange(K, schedule="static", num_threads=n_threads):
+        _dx_rows(b * _CHUNK_ROWS, min(M, (b + 1) * _CHUNK_ROWS), C, grad, x, mean, mean_g,
+                 proj, k, dx)
+
+
 # ---------------------------------------------------------------------------------
 # Python-visible wrappers: validate, view as (N, C, L), allocate outputs.
 
@@ -342,6 +563,23 @@ def _as_ncl(name, arr):
     N, C = arr.shape[0], arr.shape[1]
     L = math.prod(arr.shape[2:])       # Python ints: np.prod costs ~7 us per call here
     return arr.reshape(N, C, L)
+
+
+def _as_mc(name, arr):
+    """A channels-last array as its (M, C) rows (C = the last axis)."""
+    if not isinstance(arr, np.ndarray):
+        raise TypeError(f"Invalid argument `{name}`: expected a numpy.ndarray. "
+                        f"Received: {type(arr).__name__}")
+    if arr.dtype != np.float32 and arr.dtype != np.float64:
+        raise TypeError(f"Invalid argument `{name}`: expected dtype float32 or float64. "
+                        f"Received: dtype={arr.dtype}")
+    if arr.ndim < 2:
+        raise ValueError(f"Invalid argument `{name}`: expected an array of shape (N, C) or "
+                         f"(N, H, W, C). Received: shape={arr.shape}")
+    arr = np.ascontiguousarray(arr)
+    # no negative indices: wraparound is off in this module
+    C = arr.shape[arr.ndim - 1]
+    return arr.reshape(math.prod(arr.shape[:arr.ndim - 1]), C)
 
 
 def _per_channel(name, values, C, dtype):
@@ -377,12 +615,24 @@ def _grad_and_input(grad, x):
     return x3, g3
 
 
-def batch_norm_stats(x, n_threads=1):
+def _grad_and_input_rows(grad, x):
+    """``(x, grad)`` as (M, C) views, checked to have the same shape and dtype."""
+    x2 = _as_mc("x", x)
+    g2 = _as_mc("grad", grad)
+    if np.shape(grad) != np.shape(x) or g2.dtype != x2.dtype:
+        raise ValueError(f"Invalid argument `grad`: expected shape {np.shape(x)} and dtype "
+                         f"{x2.dtype}. Received: shape={np.shape(grad)}, dtype={g2.dtype}")
+    return x2, g2
+
+
+def batch_norm_stats(x, n_threads=1, channels_last=False):
     """Per-channel mean and biased variance (double accumulators).
 
     Args:
         x: float32/float64 array (N, C) or (N, C, H, W).
         n_threads: OpenMP threads.
+        channels_last: the channel axis is the last one ((N, H, W, C) images); the result
+            does not depend on ``n_threads``.
 
     Returns:
         ``(mean, var)``: float64 arrays of shape (C,); ``var`` divides by M = N*H*W.
@@ -390,6 +640,8 @@ def batch_norm_stats(x, n_threads=1):
     Shape:
         x: (N, C) or (N, C, H, W); mean, var: (C,)
     """
+    if channels_last:
+        return _stats_rows(_as_mc("x", x), n_threads)
     x3 = _as_ncl("x", x)
     N, C, L = x3.shape
     nt = _threads(n_threads, x3.size)
@@ -407,6 +659,29 @@ def batch_norm_stats(x, n_threads=1):
     return mean, var
 
 
+def _stats_rows(x2, n_threads):
+    M, C = x2.shape
+    nt = _threads(n_threads, x2.size)
+    mean = np.zeros(C, dtype=np.float64)
+    var = np.zeros(C, dtype=np.float64)
+    if M == 0 or C == 0:
+        mean[:] = np.nan
+        var[:] = np.nan
+        return mean, var
+    work = np.empty(((M + _CHUNK_ROWS - 1) // _CHUNK_ROWS) * 2 * C, dtype=np.float64)
+    if x2.dtype == np.float32:
+        _stats_r[float](x2, mean, var, work, nt)
+    else:
+        _stats_r[double](x2, mean, var, work, nt)
+    return mean, var
+
+
+cdef _stats_r(const floating[:, ::1] x, double[::1] mean, double[::1] var, double[::1] work,
+              int nt):
+    with nogil:
+        bn_stats_rows(x.shape[0], x.shape[1], &x[0, 0], &mean[0], &var[0], &work[0], nt)
+
+
 cdef _stats(const floating[:, :, ::1] x, double[::1] mean, double[::1] var, double[::1] work,
             int nt):
     with nogil:
@@ -414,7 +689,7 @@ cdef _stats(const floating[:, :, ::1] x, double[::1] mean, double[::1] var, doub
                  &work[0], nt)
 
 
-def batch_norm_affine(x, alpha, beta, n_threads=1):
+def batch_norm_affine(x, alpha, beta, n_threads=1, channels_last=False):
     """``out = x * alpha[c] + beta[c]`` per channel.
 
     Args:
@@ -422,12 +697,26 @@ def batch_norm_affine(x, alpha, beta, n_threads=1):
         alpha, beta: per-channel (C,) values (cast to x's dtype).
         n_threads: OpenMP threads.
 
+        channels_last: the channel axis is the last one.
+
     Returns:
         An array like ``x``.
 
     Shape:
         x: (N, C, *); alpha, beta: (C,); returns (N, C, *)
     """
+    if channels_last:
+        x2 = _as_mc("x", x)
+        M, C = x2.shape
+        a = _per_channel("alpha", alpha, C, x2.dtype)
+        b = _per_channel("beta", beta, C, x2.dtype)
+        out = np.empty_like(x2)
+        if x2.size:
+            if x2.dtype == np.float32:
+                _affine_r[float](x2, a, b, out, _threads(n_threads, x2.size))
+            else:
+                _affine_r[double](x2, a, b, out, _threads(n_threads, x2.size))
+        return out.reshape(np.shape(x))
     x3 = _as_ncl("x", x)
     N, C, L = x3.shape
     a = _per_channel("alpha", alpha, C, x3.dtype)
@@ -441,6 +730,12 @@ def batch_norm_affine(x, alpha, beta, n_threads=1):
     return out.reshape(np.shape(x))
 
 
+cdef _affine_r(const floating[:, ::1] x, const floating[::1] a, const floating[::1] b,
+               floating[:, ::1] out, int nt):
+    with nogil:
+        bn_affine_rows(x.shape[0], x.shape[1], &x[0, 0], &a[0], &b[0], &out[0, 0], nt)
+
+
 cdef _affine(const floating[:, :, ::1] x, const floating[::1] a, const floating[::1] b,
              floating[:, :, ::1] out, int nt):
     with nogil:
@@ -448,7 +743,7 @@ cdef _affine(const floating[:, :, ::1] x, const floating[::1] a, const floating[
                   &out[0, 0, 0], nt)
 
 
-def batch_norm_grad_sums(grad, x, mean, n_threads=1):
+def batch_norm_grad_sums(grad, x, mean, n_threads=1, channels_last=False):
     """Per-channel ``sum(grad)`` and ``sum(grad * (x - mean))`` (double accumulators).
 
     Args:
@@ -456,12 +751,28 @@ def batch_norm_grad_sums(grad, x, mean, n_threads=1):
         mean: per-channel mean (C,), float64.
         n_threads: OpenMP threads.
 
+        channels_last: the channel axis is the last one (result independent of n_threads).
+
     Returns:
         ``(sum_g, dot)``: float64 arrays of shape (C,).
 
     Shape:
         grad, x: (N, C, *); mean, sum_g, dot: (C,)
     """
+    if channels_last:
+        x2, g2 = _grad_and_input_rows(grad, x)
+        M, C = x2.shape
+        m = _per_channel("mean", mean, C, np.float64)
+        sum_g = np.zeros(C, dtype=np.float64)
+        dot = np.zeros(C, dtype=np.float64)
+        if x2.size:
+            work = np.empty(((M + _CHUNK_ROWS - 1) // _CHUNK_ROWS) * 2 * C, dtype=np.float64)
+            nt = _threads(n_threads, x2.size)
+            if x2.dtype == np.float32:
+                _grad_sums_r[float](g2, x2, m, sum_g, dot, work, nt)
+            else:
+                _grad_sums_r[double](g2, x2, m, sum_g, dot, work, nt)
+        return sum_g, dot
     x3, g3 = _grad_and_input(grad, x)
     N, C, L = x3.shape
     nt = _threads(n_threads, x3.size)
@@ -477,6 +788,13 @@ def batch_norm_grad_sums(grad, x, mean, n_threads=1):
     return sum_g, dot
 
 
+cdef _grad_sums_r(const floating[:, ::1] g, const floating[:, ::1] x, const double[::1] m,
+                  double[::1] sum_g, double[::1] dot, double[::1] work, int nt):
+    with nogil:
+        bn_grad_sums_rows(x.shape[0], x.shape[1], &g[0, 0], &x[0, 0], &m[0], &sum_g[0],
+                          &dot[0], &work[0], nt)
+
+
 cdef _grad_sums(const floating[:, :, ::1] g, const floating[:, :, ::1] x, const double[::1] m,
                 double[::1] sum_g, double[::1] dot, double[::1] work, int nt):
     with nogil:
@@ -484,7 +802,7 @@ cdef _grad_sums(const floating[:, :, ::1] g, const floating[:, :, ::1] x, const 
                      &sum_g[0], &dot[0], &work[0], nt)
 
 
-def batch_norm_backward_input(grad, x, mean, mean_g, proj, k, n_threads=1):
+def batch_norm_backward_input(grad, x, mean, mean_g, proj, k, n_threads=1, channels_last=False):
     """``dx = (grad - mean_g[c] - (x - mean[c]) * proj[c]) * k[c]``.
 
     In training ``mean_g = sum(g)/M``, ``proj = dot * inv_std**2 / M`` and
@@ -495,12 +813,26 @@ def batch_norm_backward_input(grad, x, mean, mean_g, proj, k, n_threads=1):
         mean, mean_g, proj, k: per-channel (C,) constants (cast to x's dtype).
         n_threads: OpenMP threads.
 
+        channels_last: the channel axis is the last one.
+
     Returns:
         ``dx``, an array like ``x``.
 
     Shape:
         grad, x, dx: (N, C, *); the constants: (C,)
     """
+    if channels_last:
+        x2, g2 = _grad_and_input_rows(grad, x)
+        M, C = x2.shape
+        consts = [_per_channel(name, v, C, x2.dtype) for name, v in
+                  (("mean", mean), ("mean_g", mean_g), ("proj", proj), ("k", k))]
+        dx = np.empty_like(x2)
+        if x2.size:
+            if x2.dtype == np.float32:
+                _backward_input_r[float](g2, x2, *consts, dx, _threads(n_threads, x2.size))
+            else:
+                _backward_input_r[double](g2, x2, *consts, dx, _threads(n_threads, x2.size))
+        return dx.reshape(np.shape(x))
     x3, g3 = _grad_and_input(grad, x)
     N, C, L = x3.shape
     dt = x3.dtype
@@ -515,6 +847,15 @@ def batch_norm_backward_input(grad, x, mean, mean_g, proj, k, n_threads=1):
     return dx.reshape(np.shape(x))
 
 
+cdef _backward_input_r(const floating[:, ::1] g, const floating[:, ::1] x,
+                       const floating[::1] mean, const floating[::1] mean_g,
+                       const floating[::1] proj, const floating[::1] k,
+                       floating[:, ::1] dx, int nt):
+    with nogil:
+        bn_backward_input_rows(x.shape[0], x.shape[1], &g[0, 0], &x[0, 0], &mean[0], &mean_g[0],
+                               &proj[0], &k[0], &dx[0, 0], nt)
+
+
 cdef _backward_input(const floating[:, :, ::1] g, const floating[:, :, ::1] x,
                      const floating[::1] mean, const floating[::1] mean_g,
                      const floating[::1] proj, const floating[::1] k,
@@ -524,7 +865,7 @@ cdef _backward_input(const floating[:, :, ::1] g, const floating[:, :, ::1] x,
                           &mean[0], &mean_g[0], &proj[0], &k[0], &dx[0, 0, 0], nt)
 
 
-def batch_norm_forward_training(x, weight, bias, eps, n_threads=1):
+def batch_norm_forward_training(x, weight, bias, eps, n_threads=1, channels_last=False):
     """Training forward: batch statistics and ``out = (x - mean) * inv_std * weight + bias``.
 
     Uses one fused parallel pass per channel when threads own whole channels, else
@@ -536,12 +877,24 @@ def batch_norm_forward_training(x, weight, bias, eps, n_threads=1):
         eps: added to the variance.
         n_threads: OpenMP threads.
 
+        channels_last: the channel axis is the last one: the (M, C) kernels, statistics
+            then the affine pass.
+
     Returns:
         ``(out, mean, var)``: ``out`` like ``x``; float64 ``mean`` and biased ``var`` (C,).
 
     Shape:
         x, out: (N, C, *); weight, bias, mean, var: (C,)
     """
+    if channels_last:
+        x2 = _as_mc("x", x)
+        C = x2.shape[1]
+        gamma = _per_channel("weight", weight, C, np.float64)
+        beta = _per_channel("bias", bias, C, np.float64)
+        mean, var = _stats_rows(x2, n_threads)
+        scale = gamma / np.sqrt(var + eps)
+        out = batch_norm_affine(x2, scale, beta - mean * scale, n_threads, channels_last=True)
+        return out.reshape(np.shape(x)), mean, var
     x3 = _as_ncl("x", x)
     N, C, L = x3.shape
     nt = _threads(n_threads, x3.size)
@@ -569,7 +922,8 @@ cdef _fwd_train(const floating[:, :, ::1] x, const double[::1] gamma, const doub
                                     &beta[0], eps, &out[0, 0, 0], &mean[0], &var[0], nt)
 
 
-def batch_norm_backward_training(grad, x, mean, inv_std, weight, need_dx=True, n_threads=1):
+def batch_norm_backward_training(grad, x, mean, inv_std, weight, need_dx=True, n_threads=1,
+                                 channels_last=False):
     """Training backward: ``(dx, sum_g, dot)`` with ``sum_g = sum(g)``, ``dot = sum(g (x - mean))``.
 
     ``dx = (g - sum_g/M - (x - mean) * dot * inv_std**2 / M) * weight * inv_std``; one fused
@@ -581,12 +935,26 @@ def batch_norm_backward_training(grad, x, mean, inv_std, weight, need_dx=True, n
         need_dx: compute ``dx`` (else it is None).
         n_threads: OpenMP threads.
 
+        channels_last: the channel axis is the last one (the (M, C) kernels).
+
     Returns:
         ``(dx or None, sum_g, dot)``; ``sum_g``, ``dot`` float64 (C,).
 
     Shape:
         grad, x, dx: (N, C, *); the rest: (C,)
     """
+    if channels_last:
+        x2, g2 = _grad_and_input_rows(grad, x)
+        M, C = x2.shape
+        m = _per_channel("mean", mean, C, np.float64)
+        inv = _per_channel("inv_std", inv_std, C, np.float64)
+        gamma = _per_channel("weight", weight, C, np.float64)
+        sum_g, dot = batch_norm_grad_sums(g2, x2, m, n_threads, channels_last=True)
+        dx = None
+        if need_dx:
+            dx = batch_norm_backward_input(g2, x2, m, sum_g / M, dot * inv * inv / M, gamma * inv,
+                                           n_threads, channels_last=True).reshape(np.shape(x))
+        return dx, sum_g, dot
     x3, g3 = _grad_and_input(grad, x)
     N, C, L = x3.shape
     nt = _threads(n_threads, x3.size)

@@ -172,6 +172,26 @@ cdef void channel_scale_kernel(int64_t n_planes, int64_t plane_size,
                      out + p * plane_size)
 
 
+cdef inline void _rows_scale(int64_t L, int64_t C, const floating* x, const uint8_t* mask,
+                             floating scale, floating* out) noexcept nogil:
+    cdef int64_t l, c
+    for l in range(L):
+        for c in range(C):
+            out[l * C + c] = x[l * C + c] * (scale if mask[c] else 0)
+
+
+cdef void channel_scale_last_kernel(int64_t N, int64_t L, int64_t C,
+                                    const floating* x,            # IN (N, L, C)
+                                    const uint8_t* mask,          # IN (N, C)
+                                    floating scale,
+                                    floating* out,                # OUT (N, L, C)
+                                    int n_threads) noexcept nogil:
+    """out[n, l, c] = x[n, l, c] * scale if mask[n, c] else 0 (NHWC spatial dropout)."""
+    cdef int64_t n
+    for n in prange(N, schedule="static", num_threads=_team(N * L * C, n_threads)):
+        _rows_scale(L, C, x + n * L * C, mask + n * C, scale, out + n * L * C)
+
+
 # ---------------------------------------------------------------------------------
 # Python-visible wrappers: validate, allocate outputs, release the GIL.
 
@@ -359,7 +379,7 @@ cdef _masked_scale(const floating[::1] g, const uint8_t[::1] mask, floating[::1]
         masked_scale_kernel(g.shape[0], &g[0], &mask[0], <floating> scale, &out[0], nt)
 
 
-def channel_scale(x, mask, scale, n_threads=1):
+def channel_scale(x, mask, scale, n_threads=1, channels_last=False):
     """Spatial dropout forward and backward: ``out[p] = x[p] * scale * mask[p]`` per plane.
 
     Args:
@@ -368,6 +388,8 @@ def channel_scale(x, mask, scale, n_threads=1):
         mask: uint8 array of N*C elements.
         scale: multiplier of kept planes (1/(1-p)).
         n_threads: OpenMP threads.
+        channels_last: ``x`` is (N, *, C) (NHWC); ``mask[n, c]`` still indexes (n, c), so
+            a seed drops the same channels in both layouts.
 
     Returns:
         An array like ``x``.
@@ -380,6 +402,20 @@ def channel_scale(x, mask, scale, n_threads=1):
     if x.ndim < 2:
         raise ValueError(f"Invalid argument `x`: expected at least 2 dimensions (N, C, ...). "
                          f"Received: shape={x.shape}")
+    if channels_last:
+        N, C = x.shape[0], x.shape[x.ndim - 1]     # no negative index: wraparound is off
+        _check_mask(mask, N * C)
+        mask = np.ascontiguousarray(mask).reshape(-1)
+        out = np.empty_like(x)
+        if x.size:
+            L = x.size // (N * C)
+            if x.dtype == np.float32:
+                _channel_scale_last[float](x.reshape(N, L, C), mask, out.reshape(N, L, C),
+                                           scale, max(1, int(n_threads)))
+            else:
+                _channel_scale_last[double](x.reshape(N, L, C), mask, out.reshape(N, L, C),
+                                            scale, max(1, int(n_threads)))
+        return out
     n_planes = x.shape[0] * x.shape[1]
     _check_mask(mask, n_planes)
     mask = np.ascontiguousarray(mask)
@@ -401,3 +437,10 @@ cdef _channel_scale(const floating[:, ::1] x, const uint8_t[::1] mask, floating[
     with nogil:
         channel_scale_kernel(x.shape[0], x.shape[1], &x[0, 0], &mask[0], <floating> scale,
                       &out[0, 0], nt)
+
+
+cdef _channel_scale_last(const floating[:, :, ::1] x, const uint8_t[::1] mask,
+                         floating[:, :, ::1] out, double scale, int nt):
+    with nogil:
+        channel_scale_last_kernel(x.shape[0], x.shape[1], x.shape[2], &x[0, 0, 0], &mask[0],
+                                  <floating> scale, &out[0, 0, 0], nt)

@@ -104,4 +104,78 @@ static void minnet_max_plane_2x2_f32(const float *x, int32_t W, int32_t OH, int3
             minnet_max2x2_one_f32(r0 + 2 * ow, r1 + 2 * ow, base + 2 * ow, W, o + ow, ix + ow);
     }
 }
+/* ---- NHWC: 2x2 / stride 2 / unpadded, one output row (oh) of one sample ----------------
+ * The four window elements are channel vectors x[h][w][0..C), so the vectorisation runs
+ * over channels: four channels per SSE register, the same selects in the same window
+ * order as the scalar code (first maximum kept, NaN wins), indices h * W + w as NCHW's. */
+#define MINNET_DEFINE_MAX2X2_NHWC_SCALAR(T, NAME)                                         \
+    static inline void NAME(const T *p00, const T *p01, const T *p10, const T *p11,       \
+                            int32_t i0, int32_t W, int32_t c0, int32_t C, T *o,           \
+                            int32_t *ix) {                                                \
+        int32_t c;                                                                        \
+        for (c = c0; c < C; c++) {                                                        \
+            T m = p00[c], v;                                                              \
+            int32_t best = i0;                                                            \
+            int better;                                                                   \
+            v = p01[c]; better = (v > m) | (v != v); m = better ? v : m; best = better ? i0 + 1 : best; \
+            v = p10[c]; better = (v > m) | (v != v); m = better ? v : m; best = better ? i0 + W : best; \
+            v = p11[c]; better = (v > m) | (v != v); m = better ? v : m;                  \
+            best = better ? i0 + W + 1 : best;                                            \
+            o[c] = m;                                                                     \
+            ix[c] = best;                                                                 \
+        }                                                                                 \
+    }
+
+MINNET_DEFINE_MAX2X2_NHWC_SCALAR(float, minnet_max2x2_nhwc_tail_f32)
+MINNET_DEFINE_MAX2X2_NHWC_SCALAR(double, minnet_max2x2_nhwc_tail_f64)
+
+/* x: one sample (H, W, C); out, idx: output row oh, (OW, C). */
+static void minnet_max_row_2x2_nhwc_f64(const double *x, int32_t W, int32_t C, int32_t oh,
+                                        int32_t OW, double *out, int32_t *idx) {
+    int32_t ow;
+    for (ow = 0; ow < OW; ow++) {
+        const double *p00 = x + ((ptrdiff_t) 2 * oh * W + 2 * ow) * C;
+        minnet_max2x2_nhwc_tail_f64(p00, p00 + C, p00 + (ptrdiff_t) W * C, p00 + (ptrdiff_t) W * C + C,
+                                    2 * oh * W + 2 * ow, W, 0, C, out + (ptrdiff_t) ow * C,
+                                    idx + (ptrdiff_t) ow * C);
+    }
+}
+
+static void minnet_max_row_2x2_nhwc_f32(const float *x, int32_t W, int32_t C, int32_t oh,
+                                        int32_t OW, float *out, int32_t *idx) {
+    int32_t ow, c;
+    for (ow = 0; ow < OW; ow++) {
+        const float *p00 = x + ((ptrdiff_t) 2 * oh * W + 2 * ow) * C;
+        const float *p01 = p00 + C, *p10 = p00 + (ptrdiff_t) W * C, *p11 = p10 + C;
+        float *o = out + (ptrdiff_t) ow * C;
+        int32_t *ix = idx + (ptrdiff_t) ow * C;
+        int32_t i0 = 2 * oh * W + 2 * ow;
+        c = 0;
+#ifdef MINNET_MAXPOOL_SSE
+        {
+            const __m128i b00 = _mm_set1_epi32(i0), b01 = _mm_set1_epi32(i0 + 1);
+            const __m128i b10 = _mm_set1_epi32(i0 + W), b11 = _mm_set1_epi32(i0 + W + 1);
+            for (; c + 4 <= C; c += 4) {
+                __m128 m = _mm_loadu_ps(p00 + c), v, better;
+                __m128i best = b00;
+                v = _mm_loadu_ps(p01 + c);
+                better = _mm_or_ps(_mm_cmpgt_ps(v, m), _mm_cmpunord_ps(v, v));
+                m = minnet_sel_ps(better, v, m);
+                best = minnet_sel_epi32(_mm_castps_si128(better), b01, best);
+                v = _mm_loadu_ps(p10 + c);
+                better = _mm_or_ps(_mm_cmpgt_ps(v, m), _mm_cmpunord_ps(v, v));
+                m = minnet_sel_ps(better, v, m);
+                best = minnet_sel_epi32(_mm_castps_si128(better), b10, best);
+                v = _mm_loadu_ps(p11 + c);
+                better = _mm_or_ps(_mm_cmpgt_ps(v, m), _mm_cmpunord_ps(v, v));
+                m = minnet_sel_ps(better, v, m);
+                best = minnet_sel_epi32(_mm_castps_si128(better), b11, best);
+                _mm_storeu_ps(o + c, m);
+                _mm_storeu_si128((__m128i *) (ix + c), best);
+            }
+        }
+#endif
+        minnet_max2x2_nhwc_tail_f32(p00, p01, p10, p11, i0, W, c, C, o, ix);
+    }
+}
 #endif

@@ -15,6 +15,7 @@ import numpy as np
 
 from minnet import _random
 from minnet.datasets import cifar10, cifar100, fashion_mnist, mnist
+from minnet.config import normalize_data_format
 
 __all__ = ["load_digits", "make_blobs", "make_regression", "mnist", "fashion_mnist", "cifar10",
            "cifar100"]
@@ -40,7 +41,7 @@ def _digits_raw():
     return images, labels
 
 
-def load_digits(normalize=True):
+def load_digits(normalize=True, data_format=None):
     """Load the UCI handwritten digits, split into a fixed training and test set.
 
     1,797 grey-scale 8x8 images of the digits 0-9 written by 43 people: NIST
@@ -55,23 +56,26 @@ def load_digits(normalize=True):
     Args:
         normalize: if True (default) pixels are float32 in [0, 1] (value / 16); if
             False they are the raw uint8 counts 0..16.
+        data_format: ``"channels_last"`` (N, 8, 8, 1), ``"channels_first"`` (N, 1, 8, 8),
+            or None (default): the configured layout, ``mn.config.image_data_format()``.
 
     Returns:
-        ``(x_train, y_train), (x_test, y_test)``: NCHW images and int64 labels.
+        ``(x_train, y_train), (x_test, y_test)``: images in the layout and int64 labels.
 
     Shape:
-        - x_train: ``(1437, 1, 8, 8)``, y_train: ``(1437,)``
-        - x_test: ``(360, 1, 8, 8)``, y_test: ``(360,)``
+        - x_train: ``(1437, 8, 8, 1)`` (channels_first: ``(1437, 1, 8, 8)``), y_train: ``(1437,)``
+        - x_test: ``(360, 8, 8, 1)`` (channels_first: ``(360, 1, 8, 8)``), y_test: ``(360,)``
 
     Example:
         >>> (x_train, y_train), (x_test, y_test) = load_digits()
         >>> x_train.shape, x_train.dtype, y_test[:3].dtype
-        ((1437, 1, 8, 8), dtype('float32'), dtype('int64'))
+        ((1437, 8, 8, 1), dtype('float32'), dtype('int64'))
     """
+    data_format = normalize_data_format(data_format)
     images, labels = _digits_raw()
     order = np.random.default_rng(_DIGITS_SPLIT_SEED).permutation(_DIGITS_N_SAMPLES)
     test, train = order[:_DIGITS_N_TEST], order[_DIGITS_N_TEST:]
-    x = images[:, None, :, :]
+    x = images[:, :, :, None] if data_format == "channels_last" else images[:, None, :, :]
     if normalize:
         x = x.astype(np.float32) / np.float32(16.0)
     y = labels.astype(np.int64)

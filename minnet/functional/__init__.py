@@ -11,7 +11,7 @@ its forward and backward math in ``docs/math/``.
 | ``_losses`` | ``cross_entropy``, ``nll_loss``, ``mse_loss``, ``l1_loss``, ``huber_loss``, ``binary_cross_entropy``, ``binary_cross_entropy_with_logits`` |
 | ``_dropout`` | ``dropout``, ``alpha_dropout``, ``spatial_dropout2d`` |
 | ``_normalization`` | ``batch_norm`` |
-| ``_pooling`` | ``max_pool2d``, ``avg_pool2d``, ``global_avg_pool2d`` |
+| ``_pooling`` | ``max_pool2d``, ``avg_pool2d``, ``global_avg_pool2d``, ``global_max_pool2d`` |
 """
 from ._activations import (SELU_ALPHA, SELU_SCALE, elu, leaky_relu, log_softmax, relu, selu,
                            sigmoid, softmax, tanh)
@@ -19,11 +19,12 @@ from ._conv import conv2d, linear, linear_no_graph  # noqa: F401 (Dense's no-gra
 from ._dropout import alpha_dropout, dropout, spatial_dropout2d
 from ._losses import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy,
                       huber_loss, l1_loss, mse_loss, nll_loss)
-from ._normalization import batch_norm
-from ._pooling import avg_pool2d, global_avg_pool2d, max_pool2d
+from ._normalization import NativeBatchNorm, batch_norm
+from ._pooling import avg_pool2d, global_avg_pool2d, global_max_pool2d, max_pool2d
 
 __all__ = ["linear", "conv2d", "relu", "leaky_relu", "elu", "selu", "sigmoid", "tanh", "softmax",
            "log_softmax", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "huber_loss",
            "binary_cross_entropy", "binary_cross_entropy_with_logits", "dropout", "alpha_dropout",
            "spatial_dropout2d", "batch_norm", "max_pool2d", "avg_pool2d", "global_avg_pool2d",
+           "global_max_pool2d", "NativeBatchNorm",
            "SELU_ALPHA", "SELU_SCALE"]

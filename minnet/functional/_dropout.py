@@ -8,6 +8,7 @@ element, or per channel for spatial dropout) for backward.
 import numbers
 
 from minnet import _random
+from minnet._checks import check_choice
 from minnet._config import get_num_threads
 from minnet._ext import _dropout as _kernels
 from minnet.functional._common import as_float_input
@@ -69,24 +70,32 @@ class AlphaDropout(Function):
 
 
 class SpatialDropout2D(Function):
-    """One mask value per (n, c) plane: ``y[n, c] = x[n, c] * mask[n, c] / (1 - rate)``."""
+    """One mask value per (n, c) plane: ``y[n, c] = x[n, c] * mask[n, c] / (1 - rate)``.
+
+    The mask is indexed (n, c) in both layouts, so a seed drops the same channels of the
+    same image whether it is NCHW or NHWC.
+    """
 
     node_name = "SpatialDropout2DBackward"
 
     @staticmethod
-    def forward(ctx, x, rate):
-        n_planes = x.shape[0] * x.shape[1]
+    def forward(ctx, x, rate, channels_last=False):
+        n_planes = x.shape[0] * (x.shape[-1] if channels_last else x.shape[1])
         seed, offset = _random.dropout_key(n_planes)
         mask = _kernels.dropout_mask(n_planes, rate, seed, offset, get_num_threads())
         ctx.mask = mask
         ctx.scale = 1.0 / (1.0 - rate)
-        return _kernels.channel_scale(x, mask, ctx.scale, get_num_threads())
+        ctx.channels_last = channels_last
+        return _kernels.channel_scale(x, mask, ctx.scale, get_num_threads(),
+                                      channels_last=channels_last)
 
     @staticmethod
     def backward(ctx, grad):
+        rest = (None,) * (len(ctx.needs_input_grad) - 1)
         if not ctx.needs_input_grad[0]:
-            return None, None
-        return _kernels.channel_scale(grad, ctx.mask, ctx.scale, get_num_threads()), None
+            return (None,) + rest
+        return (_kernels.channel_scale(grad, ctx.mask, ctx.scale, get_num_threads(),
+                                       channels_last=ctx.channels_last),) + rest
 
 
 def dropout(x, rate, training=True):
@@ -149,8 +158,8 @@ def alpha_dropout(x, rate, training=True):
     return AlphaDropout.apply(x, rate)
 
 
-def spatial_dropout2d(x, rate, training=True):
-    """Drop whole channels of an NCHW input (as ``torch.nn.functional.dropout2d``).
+def spatial_dropout2d(x, rate, training=True, *, data_format="channels_first"):
+    """Drop whole channels of an image batch (as ``torch.nn.functional.dropout2d``).
 
     One Bernoulli(1 - rate) value per (sample, channel); kept channels are scaled by
     ``1 / (1 - rate)``.  Neighbouring pixels of a feature map are strongly correlated,
@@ -160,6 +169,8 @@ def spatial_dropout2d(x, rate, training=True):
         x: Tensor or array of shape (N, C, H, W).
         rate: drop probability, a float in [0, 1).
         training: apply (True) or pass ``x`` through (False).
+        data_format: ``"channels_first"`` (default, (N, C, H, W)) or ``"channels_last"``
+            ((N, H, W, C); native kernel, the same channels dropped for a seed).
 
     Returns:
         A Tensor like ``x``; backward node ``SpatialDropout2DBackward``.
@@ -172,10 +183,13 @@ def spatial_dropout2d(x, rate, training=True):
         >>> sorted(set(np.unique(y.numpy()[0, 0])))   # [0.0] or [2.0]: a whole map
     """
     rate = _check_rate(rate)
+    channels_last = check_choice("data_format", data_format,
+                                 ("channels_first", "channels_last")) == "channels_last"
     x = as_float_input(x, "x")
     if x.ndim != 4:
-        raise ValueError(f"Invalid argument `x`: expected a 4-D input (N, C, H, W). "
+        raise ValueError(f"Invalid argument `x`: expected a 4-D input "
+                         f"{'(N, H, W, C)' if channels_last else '(N, C, H, W)'}. "
                          f"Received: shape={tuple(x.shape)}")
     if not training or rate == 0.0:
         return _passthrough(x)
-    return SpatialDropout2D.apply(x, rate)
+    return SpatialDropout2D.apply(x, rate, channels_last)

@@ -5,11 +5,16 @@ it keeps the input ``x`` (already referenced by the graph) and two per-channel f
 vectors ``mean`` and ``inv_std``, not ``x_hat``: ``x_hat`` would be a second array the
 size of the input held until backward, while recomputing ``(x - mean) * inv_std`` costs
 one multiply-add in a pass that is bound by memory traffic anyway.
+
+``data_format="channels_last"`` (channels on the last axis: NHWC images, or any
+``(..., C)`` array) runs the (M, C) kernels, whose reductions are summed in fixed chunks
+(the same result for any thread count).
 """
 import numbers
 
 import numpy as np
 
+from minnet._checks import check_choice
 from minnet._config import get_num_threads
 from minnet._ext import _batchnorm as _kernels
 from minnet.autograd import Function, Tensor
@@ -28,30 +33,36 @@ class NativeBatchNorm(Function):
 
     @staticmethod
     def forward(ctx, x, weight, bias, running_mean=None, running_var=None, training=False,
-                momentum=0.1, eps=1e-5):
+                momentum=0.1, eps=1e-5, channels_last=False):
         n_threads = get_num_threads()
-        C = x.shape[1]
+        C = x.shape[-1] if channels_last else x.shape[1]
         count = x.size // C if C else 0
         gamma = np.ones(C) if weight is None else weight.astype(np.float64)
         beta = np.zeros(C) if bias is None else bias.astype(np.float64)
         if training:
-            out, mean, var = _kernels.batch_norm_forward_training(x, gamma, beta, eps, n_threads)
+            out, mean, var = _kernels.batch_norm_forward_training(x, gamma, beta, eps, n_threads,
+                                                                  channels_last=channels_last)
             if running_mean is not None:
                 # PyTorch: running = (1 - m) * running + m * stat, in double, with the
                 # unbiased variance (M / (M - 1)) for running_var.
                 running_mean[...] = momentum * mean + (1.0 - momentum) * running_mean.astype(np.float64)
             if running_var is not None:
-                unbiased = var * (count / (count - 1))
+                # one value per channel (a batch of one, which only the Keras layer lets
+                # through): no unbiased estimate exists; the batch's own (zero) variance
+                # is used, as Keras does
+                unbiased = var * (count / (count - 1)) if count > 1 else var
                 running_var[...] = momentum * unbiased + (1.0 - momentum) * running_var.astype(np.float64)
             inv_std = 1.0 / np.sqrt(var + eps)
         else:
             mean = running_mean.astype(np.float64)
             inv_std = 1.0 / np.sqrt(running_var.astype(np.float64) + eps)
             scale = gamma * inv_std
-            out = _kernels.batch_norm_affine(x, scale, beta - mean * scale, n_threads)
+            out = _kernels.batch_norm_affine(x, scale, beta - mean * scale, n_threads,
+                                             channels_last=channels_last)
         ctx.save_for_backward(x)
         ctx.mean, ctx.inv_std, ctx.gamma = mean, inv_std, gamma
         ctx.training = training
+        ctx.channels_last = channels_last
         return out
 
     @staticmethod
@@ -60,20 +71,23 @@ class NativeBatchNorm(Function):
         n_threads = get_num_threads()
         need_x, need_w, need_b = ctx.needs_input_grad[:3]
         mean, inv_std, gamma = ctx.mean, ctx.inv_std, ctx.gamma
+        last = ctx.channels_last
         grad_x = grad_w = grad_b = None
         if ctx.training:
             # dx = gamma*inv_std/M * (M*g - sum(g) - x_hat*sum(g*x_hat)), fused with the sums
             grad_x, sum_g, dot = _kernels.batch_norm_backward_training(
-                grad, x, mean, inv_std, gamma, need_x, n_threads)
+                grad, x, mean, inv_std, gamma, need_x, n_threads, channels_last=last)
         else:
             sum_g = dot = None
             if need_w or need_b:
-                sum_g, dot = _kernels.batch_norm_grad_sums(grad, x, mean, n_threads)
+                sum_g, dot = _kernels.batch_norm_grad_sums(grad, x, mean, n_threads,
+                                                           channels_last=last)
             if need_x:
                 # running statistics are constants: dx = g * gamma * inv_std
                 zeros = np.zeros_like(mean)
                 grad_x = _kernels.batch_norm_backward_input(grad, x, mean, zeros, zeros,
-                                                            gamma * inv_std, n_threads)
+                                                            gamma * inv_std, n_threads,
+                                                            channels_last=last)
         if need_w:
             grad_w = dot * inv_std           # sum(g * x_hat)
         if need_b:
@@ -113,7 +127,7 @@ def _per_channel(name, value, C, dtype, running=False, updated=False):
 
 
 def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=False,
-               momentum=0.1, eps=1e-5):
+               momentum=0.1, eps=1e-5, *, data_format="channels_first"):
     """Batch normalisation over the batch (and spatial) axes, per channel (PyTorch semantics).
 
     Training: normalise with the batch mean and the biased batch variance and update the
@@ -122,13 +136,17 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
     statistics.  With ``running_mean = running_var = None`` batch statistics are always used.
 
     Args:
-        x: Tensor or array (N, C) or (N, C, H, W).
+        x: Tensor or array (N, C) or (N, C, H, W); (N, H, W, C) with
+            ``data_format="channels_last"``.
         running_mean, running_var: float ndarrays (or Tensors, whose data is used) of shape
             (C,), updated in place when ``training``; or both None.
         weight, bias: optional (C,) Tensors/arrays gamma and beta (default 1 and 0).
         training: use batch statistics and update the running ones.
         momentum: float in [0, 1], weight of the new batch statistic.
         eps: positive float added to the variance.
+        data_format: ``"channels_first"`` (default: channels on axis 1, PyTorch) or
+            ``"channels_last"`` (channels on the last axis; native (M, C) kernels, same
+            numbers).
 
     Returns:
         A Tensor like ``x``; backward node ``NativeBatchNormBackward``.
@@ -145,9 +163,12 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
         x = np.asarray(x)
         if x.dtype.kind in "iub":
             x = x.astype(np.float32)
+    channels_last = check_choice("data_format", data_format,
+                                 ("channels_first", "channels_last")) == "channels_last"
     data = _check_float("x", x)
     if data.ndim not in (2, 4):
-        raise ValueError(f"Invalid argument `x`: expected a 2-D (N, C) or 4-D (N, C, H, W) "
+        raise ValueError(f"Invalid argument `x`: expected a 2-D (N, C) or 4-D "
+                         f"{'(N, H, W, C)' if channels_last else '(N, C, H, W)'} "
                          f"input. Received: shape={data.shape}")
     if isinstance(momentum, bool) or not isinstance(momentum, numbers.Real) or not 0 <= momentum <= 1:
         raise ValueError(f"Invalid value for argument `momentum`: expected a float in [0, 1]. "
@@ -155,7 +176,7 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
     if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not eps > 0:
         raise ValueError(f"Invalid value for argument `eps`: expected a positive float. "
                          f"Received: eps={eps!r}")
-    C = data.shape[1]
+    C = data.shape[-1] if channels_last else data.shape[1]
     if (running_mean is None) != (running_var is None):
         raise ValueError("Invalid arguments `running_mean`, `running_var`: expected both arrays "
                          "or both None. Received: one of them is None")
@@ -171,4 +192,5 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
                          f"size {data.shape}")
     return NativeBatchNorm.apply(x, weight, bias, running_mean=running_mean,
                                  running_var=running_var, training=use_batch_stats,
-                                 momentum=float(momentum), eps=float(eps))
+                                 momentum=float(momentum), eps=float(eps),
+                                 channels_last=channels_last)

@@ -23,6 +23,7 @@ from minnet.layers.merging import (Add, Average, Concatenate, Maximum, Minimum, 
                                   TensorOperation)
 from minnet.layers.convolutional import Conv2D
 from minnet.layers.pooling import AveragePooling2D, GlobalAveragePooling2D, MaxPooling2D
+from minnet.layers.pooling import GlobalMaxPooling2D
 from minnet.layers.normalization import BatchNormalization
 from minnet.layers.regularization import AlphaDropout, Dropout, SpatialDropout2D
 from minnet.layers.activation import ELU, LeakyReLU, ReLU, SELU, Sigmoid, Softmax, Tanh
@@ -34,11 +35,13 @@ __all__ = [
     "Sigmoid", "Tanh", "Softmax", "InputLayer", "Add", "Subtract", "Multiply", "Average", "Maximum",
     "Minimum", "Concatenate", "TensorOperation", "serialize", "deserialize", "register_layer", "get",
 ]
+__all__ += ["GlobalMaxPooling2D"]
 
 _BUILTINS = (Dense, Flatten, Reshape, Lambda, Activation, Conv2D, MaxPooling2D,
              AveragePooling2D, GlobalAveragePooling2D, BatchNormalization, Dropout,
              AlphaDropout, SpatialDropout2D, ReLU, LeakyReLU, ELU, SELU, Sigmoid, Tanh, Softmax,
              Add, Subtract, Multiply, Average, Maximum, Minimum, Concatenate, TensorOperation)
+_BUILTINS += (GlobalMaxPooling2D,)
 
 # name -> class or function. Built-ins first; register_layer adds to it.
 _REGISTRY = {cls.__name__: cls for cls in _BUILTINS}
@@ -47,6 +50,7 @@ _REGISTRY["Input"] = InputLayer     # files name it "Input"; Keras's "InputLayer
 _ALIASES = {"MaxPool2D": MaxPooling2D, "AvgPool2D": AveragePooling2D,
             "AveragePool2D": AveragePooling2D, "GlobalAvgPool2D": GlobalAveragePooling2D,
             "Convolution2D": Conv2D, "BatchNorm": BatchNormalization, "InputLayer": InputLayer}
+_ALIASES["GlobalMaxPool2D"] = GlobalMaxPooling2D
 
 
 def register_layer(cls_or_name=None):

@@ -10,6 +10,7 @@ import numpy as np
 from minnet import activations, config, initializers
 from minnet.layers import symbolic
 from minnet.layers.base import Layer, _shape_str
+from minnet.config import normalize_data_format
 from minnet._utils import functional as _functional
 
 __all__ = ["Input", "InputLayer", "Dense", "Flatten", "Reshape", "Lambda", "Activation"]
@@ -244,7 +245,15 @@ class Dense(Layer):
 
 
 class Flatten(Layer):
-    """Flatten every axis but the batch axis: ``(N, C, H, W) -> (N, C*H*W)``.
+    """Flatten every axis but the batch axis: ``(N, H, W, C) -> (N, H*W*C)``.
+
+    A plain reshape in both layouts: channels_last images flatten in (H, W, C) order (as
+    Keras), channels_first ones in (C, H, W) order (as ``torch.flatten``; Keras would
+    transpose to HWC first).  ``data_format`` is kept so that ``interop`` can permute the
+    next Dense kernel's columns when converting between the two orders.
+
+    Args:
+        data_format: ``"channels_last"``, ``"channels_first"`` or None (the global setting).
 
     Shape:
         - Input: ``(N, *)``.  Output: ``(N, prod(*))``; a 1-D input becomes ``(N, 1)``.
@@ -253,6 +262,14 @@ class Flatten(Layer):
         >>> layers.Flatten()(np.zeros((2, 3, 4, 5))).shape
         (2, 60)
     """
+
+    def __init__(self, data_format=None, name=None, **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.data_format = normalize_data_format(data_format)
+        self._data_format_explicit = data_format is not None
+
+    def get_config(self):
+        return {**super().get_config(), "data_format": self.data_format}
 
     def call(self, x, training=False):
         n = x.shape[0] if x.ndim else 1

@@ -1,74 +1,88 @@
-"""BatchNormalization over the channel axis of ``(N, C)`` or NCHW ``(N, C, H, W)`` input.
+"""BatchNormalization with Keras's arguments and meanings, on native kernels for either layout.
 
-The math is ``minnet.functional.batch_norm`` (PyTorch semantics: normalise with the
-biased batch variance, update ``moving_variance`` with the unbiased one); see
-docs/layers.md and docs/math/ for the backward.
+Channels on the last axis (``axis=-1``: NHWC images, ``(N, C)`` features, ``(N, L, C)``
+sequences) run the (M, C) kernels; ``axis=1`` (NCHW images) the (N, C, L) ones; any other
+axis is viewed (a reshape, not a copy) as (before, C, after).  The math is
+``minnet.functional.batch_norm``; see docs/math/batchnorm.md.
 """
 import math
 import numbers
+import warnings
 
 import numpy as np
 
-from minnet import initializers
+from minnet import config, initializers
+from minnet import functional as F
+from minnet._checks import check_float
 from minnet.layers.base import Layer
-from minnet._utils import functional as _functional
 
 __all__ = ["BatchNormalization"]
 
 
 class BatchNormalization(Layer):
-    """Normalise each channel with batch statistics (training) or running ones (eval).
+    """Normalise each channel with batch statistics (training) or moving ones (eval), as Keras.
 
     Training: ``y = gamma * (x - mean_B) / sqrt(var_B + epsilon) + beta`` with the mean and
-    biased variance of the batch over every axis but the channel axis, and
-    ``moving_mean = (1 - momentum) * moving_mean + momentum * mean_B`` (likewise
-    ``moving_variance`` with the *unbiased* batch variance).  Eval: the moving
-    statistics replace the batch ones.  ``momentum`` has PyTorch's meaning (the weight of
-    the new batch, 0.1 by default), not Keras's (0.99 = weight of the old value).
+    biased variance of the batch over every axis but ``axis``, and
+    ``moving_mean = momentum * moving_mean + (1 - momentum) * mean_B`` (Keras's meaning of
+    ``momentum``: the weight of the old value).  ``moving_variance`` is updated the same
+    way with the *unbiased* batch variance (``M / (M - 1)`` times the biased one), as
+    PyTorch keeps it; Keras uses the biased one.  A numerics choice that changes the moving
+    variance by a factor ``M / (M - 1)`` (M = values per channel in a batch).  A batch with
+    one value per channel is normalised as Keras does (variance 0: the output is ``beta``)
+    and its zero variance enters the moving variance.  Eval: the moving statistics replace
+    the batch ones.  A layer with ``trainable = False`` runs in eval mode (Keras 3).
 
     Weights (``get_weights()`` order): ``gamma`` (if ``scale``), ``beta`` (if ``center``),
     then the non-trainable state ``moving_mean``, ``moving_variance``; all ``(C,)``.
 
     Args:
-        axis: the channel axis: 1 (default; the only one for NCHW) or -1 for ``(N, C)`` input.
-        momentum: float in [0, 1] (default 0.1, PyTorch's meaning).
-        epsilon: positive float added to the variance (default 1e-5).
+        axis: the channel axis; None (default) means the channel axis of the image layout,
+            ``-1`` under ``"channels_last"`` (Keras's default) and ``1`` under
+            ``"channels_first"`` (read from ``mn.config`` at construction).
+        momentum: float in [0, 1] (default 0.99, Keras's meaning).  Below 0.5 a warning
+            says so (PyTorch's ``momentum=0.1`` is Keras's ``0.9``).
+        epsilon: positive float added to the variance (default 1e-3, Keras's).
         center: learn the offset ``beta`` (default True).
         scale: learn the scale ``gamma`` (default True).
-        gamma_initializer, beta_initializer, moving_mean_initializer,
-        moving_variance_initializer: names/Initializers (defaults ones, zeros, zeros, ones).
+        beta_initializer, gamma_initializer, moving_mean_initializer,
+        moving_variance_initializer: names/Initializers (defaults zeros, ones, zeros, ones).
         name, dtype, trainable: as for every layer.
 
     Shape:
-        - Input: ``(N, C)`` or ``(N, C, H, W)``.  Output: the same.
+        - Input: any rank >= 2 (``(N, C)``, ``(N, H, W, C)``, ``(N, C, H, W)`` with
+          ``axis=1``, ...).  Output: the same.
 
     Example:
         >>> bn = layers.BatchNormalization()
-        >>> y = bn(np.random.randn(8, 3, 4, 4), training=True)
+        >>> y = bn(np.random.randn(8, 4, 4, 3), training=True)
         >>> [w.shape for w in bn.get_weights()]
         [(3,), (3,), (3,), (3,)]
     """
 
-    def __init__(self, axis=1, momentum=0.1, epsilon=1e-5, center=True, scale=True,
-                 gamma_initializer="ones", beta_initializer="zeros",
+    def __init__(self, axis=None, momentum=0.99, epsilon=1e-3, center=True, scale=True,
+                 beta_initializer="zeros", gamma_initializer="ones",
                  moving_mean_initializer="zeros", moving_variance_initializer="ones",
-                 name=None, dtype="float32", trainable=True):
-        super().__init__(name=name, dtype=dtype, trainable=trainable)
-        if axis not in (1, -1) or isinstance(axis, bool):
-            raise ValueError(f"Invalid value for argument `axis`: expected 1 (channels of NCHW or "
-                             f"(N, C) input) or -1 (for (N, C) input). Received: axis={axis!r}")
-        if (isinstance(momentum, bool) or not isinstance(momentum, numbers.Real)
-                or not 0.0 <= momentum <= 1.0):
-            raise ValueError(f"Invalid value for argument `momentum`: expected a float in [0, 1] "
-                             f"(PyTorch's meaning: the weight of the new batch statistics). "
-                             f"Received: momentum={momentum!r}")
-        if (isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real)
-                or not epsilon > 0 or not np.isfinite(epsilon)):
-            raise ValueError(f"Invalid value for argument `epsilon`: expected a positive float. "
-                             f"Received: epsilon={epsilon!r}")
+                 name=None, **kwargs):
+        super().__init__(name=name, **kwargs)
+        if axis is None:
+            axis = -1 if config.image_data_format() == "channels_last" else 1
+        if isinstance(axis, (tuple, list)) and len(axis) == 1:
+            axis = axis[0]
+        if isinstance(axis, bool) or not isinstance(axis, numbers.Integral) or axis == 0:
+            raise ValueError(f"Invalid value for argument `axis`: expected the channel axis, an "
+                             f"int other than 0 (the batch axis), such as -1 or 1. "
+                             f"Received: axis={axis!r}")
+        self.momentum = check_float("momentum", momentum, 0.0, 1.0)
+        if self.momentum < 0.5:
+            warnings.warn(
+                f"BatchNormalization(momentum={momentum}): minnet uses Keras's meaning of "
+                f"`momentum`, the weight of the old moving statistic "
+                f"(moving = momentum * moving + (1 - momentum) * batch), so the moving "
+                f"statistics will mostly follow the last batch. PyTorch's momentum={momentum} "
+                f"is momentum={1 - self.momentum:g} here (1 - momentum).", stacklevel=2)
+        self.epsilon = check_float("epsilon", epsilon, 0.0, low_open=True)
         self.axis = int(axis)
-        self.momentum = float(momentum)
-        self.epsilon = float(epsilon)
         self.center = bool(center)
         self.scale = bool(scale)
         self.gamma_initializer = initializers.get(gamma_initializer)
@@ -77,18 +91,23 @@ class BatchNormalization(Layer):
         self.moving_variance_initializer = initializers.get(moving_variance_initializer)
         self.gamma = self.beta = self.moving_mean = self.moving_variance = None
 
+    def _channel_axis(self, ndim):
+        if not -ndim <= self.axis < ndim or self.axis % ndim == 0:
+            raise ValueError(f"Layer '{self.name}': axis={self.axis} is not a channel axis of "
+                             f"input with {ndim} dimensions (expected 1 .. {ndim - 1} or "
+                             f"-{ndim - 1} .. -1; axis 0 is the batch).")
+        return self.axis % ndim
+
     def build(self, input_shape):
         input_shape = tuple(input_shape)
-        if len(input_shape) not in (2, 4):
-            raise ValueError(f"Layer '{self.name}' expects input of shape (N, C) or (N, C, H, W). "
-                             f"Received input_shape={input_shape}")
-        if self.axis == -1 and len(input_shape) != 2:
-            raise ValueError(f"Layer '{self.name}': axis=-1 is only supported for (N, C) input; "
-                             f"NCHW input has its channels on axis 1. Received input_shape={input_shape}")
-        if input_shape[1] is None:
-            raise ValueError(f"Layer '{self.name}' needs a known number of channels. Received "
-                             f"input_shape={input_shape}")
-        channels = int(input_shape[1])
+        if len(input_shape) < 2:
+            raise ValueError(f"Layer '{self.name}' expects input of rank >= 2 (batch, ..., "
+                             f"channels). Received input_shape={input_shape}")
+        axis = self._channel_axis(len(input_shape))
+        if input_shape[axis] is None:
+            raise ValueError(f"Layer '{self.name}' needs a known number of channels on axis "
+                             f"{self.axis}. Received input_shape={input_shape}")
+        channels = int(input_shape[axis])
         self.num_features = channels
         if self.scale:
             self.gamma = self.add_weight("gamma", (channels,), initializer=self.gamma_initializer)
@@ -101,25 +120,30 @@ class BatchNormalization(Layer):
         super().build(input_shape)
 
     def call(self, x, training=False):
-        if x.ndim not in (2, 4):
+        ndim = x.ndim
+        if ndim != len(self._build_input_shape or ()) and self._build_input_shape is not None:
             raise ValueError(f"Input 0 of layer '{self.name}' is incompatible with the layer: "
-                             f"expected ndim=2 or 4, found ndim={x.ndim}. Full shape received: "
-                             f"{tuple(x.shape)}")
-        self._check_input(x, axis=1, size=self.num_features)
-        if training:
-            values_per_channel = math.prod(x.shape) // self.num_features
-            if values_per_channel <= 1:
-                raise ValueError(f"Layer '{self.name}' got one value per channel in training mode "
-                                 f"(input shape {tuple(x.shape)}): batch statistics need more than one "
-                                 f"value per channel. Use a batch larger than 1 or call the layer in "
-                                 f"eval mode (training=False).")
-        out = _functional().batch_norm(
-            x, self.moving_mean.data, self.moving_variance.data, self.gamma, self.beta,
-            training=training, momentum=self.momentum, eps=self.epsilon)
+                             f"expected ndim={len(self._build_input_shape)}, found ndim={ndim}. "
+                             f"Full shape received: {tuple(x.shape)}")
+        axis = self._channel_axis(ndim)
+        self._check_input(x, axis=axis, size=self.num_features)
+        training = bool(training) and self.trainable
+        shape = tuple(x.shape)
+        if training and math.prod(shape) == 0:
+            raise ValueError(f"Layer '{self.name}' got an empty batch {shape} in training mode: "
+                             f"batch statistics need at least one sample.")
+        channels_last = axis == ndim - 1
+        if not channels_last and axis != 1:
+            # any other axis: (before, C, after), a view
+            x = x.reshape(math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:]))
+        out = F.NativeBatchNorm.apply(
+            x, self.gamma, self.beta, running_mean=self.moving_mean.data,
+            running_var=self.moving_variance.data, training=training,
+            momentum=1.0 - self.momentum, eps=self.epsilon, channels_last=channels_last)
         if training:
             self.moving_mean._bump_version()
             self.moving_variance._bump_version()
-        return out
+        return out if out.shape == shape else out.reshape(shape)
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape)

@@ -7,8 +7,12 @@ count); the op keeps its 1-byte mask for backward.
 """
 import numbers
 
+import numpy as np
+
+from minnet import functional as F
+from minnet.autograd import Tensor
 from minnet.layers.base import Layer
-from minnet._utils import functional as _functional
+from minnet.layers._layout import check_user_layout, resolve_data_format
 
 __all__ = ["Dropout", "AlphaDropout", "SpatialDropout2D"]
 
@@ -16,8 +20,8 @@ __all__ = ["Dropout", "AlphaDropout", "SpatialDropout2D"]
 class _BaseDropout(Layer):
     _op = None
 
-    def __init__(self, rate, name=None, dtype="float32", trainable=True):
-        super().__init__(name=name, dtype=dtype, trainable=trainable)
+    def __init__(self, rate, name=None, **kwargs):
+        super().__init__(name=name, **kwargs)
         if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not 0.0 <= rate < 1.0:
             raise ValueError(f"Invalid value for argument `rate`: expected a float in [0, 1). "
                              f"Received: rate={rate!r}")
@@ -26,11 +30,14 @@ class _BaseDropout(Layer):
     def _validate(self, x):
         pass
 
+    def _apply(self, x):
+        raise NotImplementedError
+
     def call(self, x, training=False):
         self._validate(x)
         if not training or self.rate == 0.0:
             return x
-        return getattr(_functional(), self._op)(x, self.rate, training=True)
+        return self._apply(x)
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape)
@@ -59,7 +66,8 @@ class Dropout(_BaseDropout):
         >>> y = drop(np.ones((2, 4)), training=True)   # entries 0.0 or 2.0
     """
 
-    _op = "dropout"
+    def _apply(self, x):
+        return F.dropout(x, self.rate, training=True)
 
 
 class AlphaDropout(_BaseDropout):
@@ -78,26 +86,47 @@ class AlphaDropout(_BaseDropout):
         >>> y = layers.AlphaDropout(0.1)(np.random.randn(4, 8), training=True)
     """
 
-    _op = "alpha_dropout"
+    def _apply(self, x):
+        return F.alpha_dropout(x, self.rate, training=True)
 
 
 class SpatialDropout2D(_BaseDropout):
-    """Drop whole channels of NCHW images (one Bernoulli draw per ``(n, c)``).
+    """Drop whole channels of images (one Bernoulli draw per ``(n, c)``), as Keras's.
 
     Neighbouring pixels are strongly correlated, so element-wise dropout barely
-    regularises conv features; dropping entire feature maps does.
+    regularises conv features; dropping entire feature maps does.  The mask is drawn per
+    (sample, channel) in both layouts, so a seed drops the same channels either way.
 
     Args:
         rate: float in [0, 1).
+        data_format: ``"channels_last"`` (N, H, W, C), ``"channels_first"`` (N, C, H, W) or
+            None (default: ``mn.config.image_data_format()``, read at construction).
 
     Shape:
-        - Input: ``(N, C, H, W)``.  Output: the same.
+        - Input: ``(N, H, W, C)`` (channels_last) or ``(N, C, H, W)``.  Output: the same.
 
     Example:
-        >>> y = layers.SpatialDropout2D(0.5)(np.ones((2, 8, 4, 4)), training=True)
+        >>> y = layers.SpatialDropout2D(0.5)(np.ones((2, 4, 4, 8)), training=True)
     """
 
-    _op = "spatial_dropout2d"
+    def __init__(self, rate, data_format=None, name=None, **kwargs):
+        super().__init__(rate, name=name, **kwargs)
+        self.data_format, self._data_format_explicit = resolve_data_format(data_format)
+
+    def __call__(self, x, *args, **kwargs):
+        # The user's own array (not a Tensor from a previous layer): check its layout.
+        if not isinstance(x, Tensor):
+            check_user_layout(self, np.shape(x))
+        return super().__call__(x, *args, **kwargs)
 
     def _validate(self, x):
         self._check_input(x, ndim=4)
+
+    def _apply(self, x):
+        return F.spatial_dropout2d(x, self.rate, training=True, data_format=self.data_format)
+
+    def get_config(self):
+        return {**super().get_config(), "data_format": self.data_format}
+
+    def extra_repr(self):
+        return f"rate={self.rate}, data_format={self.data_format!r}"

@@ -113,3 +113,50 @@ def test_errors():
         B.batch_norm_affine(np.ones((2, 3)), np.ones(2), np.ones(3))
     with pytest.raises(ValueError, match="`grad`"):
         B.batch_norm_grad_sums(np.ones((2, 4)), np.ones((2, 3)), np.zeros(3))
+
+
+# ------------------------------------------------------------ channels-last (M, C)
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(33, 17), (2, 1), (5, 7, 9, 3), (1, 20, 20, 2), (300, 5),
+                                   (3, 1, 1, 2)])
+def test_channels_last_kernels_vs_numpy_and_thread_count(dtype, shape):
+    rng = np.random.default_rng(31)
+    x = (rng.standard_normal(shape) * 3 + 2).astype(dtype)
+    g = rng.standard_normal(shape).astype(dtype)
+    C = shape[-1]
+    ax = tuple(range(len(shape) - 1))
+    x64, g64 = x.astype(np.float64), g.astype(np.float64)
+    gamma, beta = rng.standard_normal(C), rng.standard_normal(C)
+    results = []
+    for nt in (1, 2, 3, 7):
+        mean, var = B.batch_norm_stats(x, nt, channels_last=True)
+        out, m2, v2 = B.batch_norm_forward_training(x, gamma, beta, 1e-5, nt, channels_last=True)
+        inv = 1 / np.sqrt(var + 1e-5)
+        dx, sg, dot = B.batch_norm_backward_training(g, x, mean, inv, gamma, True, nt,
+                                                     channels_last=True)
+        results.append((mean, var, out, dx, sg, dot))
+    for other in results[1:]:                        # fixed-order sums: bit-identical
+        for a, b in zip(results[0], other):
+            np.testing.assert_array_equal(a, b)
+    mean, var, out, dx, sg, dot = results[0]
+    np.testing.assert_allclose(mean, x64.mean(ax), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(var, x64.var(ax), rtol=1e-10, atol=1e-12)
+    xhat = (x64 - mean) / np.sqrt(var + 1e-5)
+    np.testing.assert_allclose(out, xhat * gamma + beta, **TOL[dtype])
+    M = x.size // C
+    np.testing.assert_allclose(sg, g64.sum(ax), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(dot, (g64 * (x64 - mean)).sum(ax), rtol=1e-9, atol=1e-9)
+    ref = gamma / np.sqrt(var + 1e-5) / M * (M * g64 - g64.sum(ax) - xhat * (g64 * xhat).sum(ax))
+    np.testing.assert_allclose(dx, ref, rtol=1e-4 if dtype == np.float32 else 1e-9,
+                               atol=1e-4 if dtype == np.float32 else 1e-10)
+    y = B.batch_norm_affine(x, gamma, beta, 2, channels_last=True)
+    np.testing.assert_allclose(y, x64 * gamma + beta, **TOL[dtype])
+
+
+def test_channels_last_shape_errors():
+    with pytest.raises(ValueError, match="grad"):
+        B.batch_norm_grad_sums(np.zeros((2, 3), np.float32), np.zeros((3, 2), np.float32),
+                               np.zeros(2), channels_last=True)
+    with pytest.raises(ValueError, match="alpha"):
+        B.batch_norm_affine(np.zeros((2, 3)), np.ones(2), np.ones(3), channels_last=True)

@@ -129,3 +129,15 @@ def test_bad_arrays():
         D.masked_scale_backward(np.ones(3), np.ones(4, np.uint8), 2.0)
     with pytest.raises(ValueError, match="`mask`"):
         D.masked_scale_backward(np.ones(3), np.ones(3, np.float32), 2.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_channel_scale_channels_last(dtype):
+    rng = np.random.default_rng(41)
+    x = rng.standard_normal((3, 5, 4, 7)).astype(dtype)
+    mask = (rng.random(21) < 0.5).astype(np.uint8)
+    for nt in (1, 3):
+        out = D.channel_scale(x, mask, 2.5, nt, channels_last=True)
+        np.testing.assert_array_equal(out, x * (np.asarray(2.5, dtype) * mask.reshape(3, 1, 1, 7)))
+    with pytest.raises(ValueError, match="mask"):
+        D.channel_scale(x, mask[:20], 2.0, channels_last=True)

@@ -197,3 +197,66 @@ def test_max_pool_backward_zeroes_every_plane():
         del junk
         dx = P.max_pool2d_backward(g, idx, (64, 8, 14, 14), n_threads=2)
         assert not dx.any() and not np.isnan(dx).any()
+
+
+# ------------------------------------------------------------------ NHWC kernels
+
+def _nhwc(a):
+    return np.ascontiguousarray(a.transpose(0, 2, 3, 1))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape,pool,strides,pads",
+                         CASES + [((2, 7, 8, 8), (2, 2), (2, 2), (0, 0, 0, 0)),    # SSE + tail
+                                  ((1, 13, 9, 7), (2, 2), (2, 2), (0, 0, 0, 0))])  # odd H, W, C
+@pytest.mark.parametrize("n_threads", [1, 3])
+def test_nhwc_kernels_equal_nchw(dtype, shape, pool, strides, pads, n_threads):
+    rng = np.random.default_rng(21)
+    x = rng.standard_normal(shape).astype(dtype)
+    xl = _nhwc(x)
+    o, i = P.max_pool2d_forward(x, pool, strides, pads, n_threads)
+    ol, il = P.max_pool2d_forward(xl, pool, strides, pads, n_threads, channels_last=True)
+    np.testing.assert_array_equal(_nhwc(o), ol)
+    np.testing.assert_array_equal(_nhwc(i), il)
+    g = rng.standard_normal(o.shape).astype(dtype)
+    np.testing.assert_array_equal(
+        _nhwc(P.max_pool2d_backward(g, i, x.shape, n_threads)),
+        P.max_pool2d_backward(_nhwc(g), il, xl.shape, n_threads, channels_last=True))
+    for include in (True, False):
+        a = P.avg_pool2d_forward(x, pool, strides, pads, include, n_threads)
+        al = P.avg_pool2d_forward(xl, pool, strides, pads, include, n_threads, channels_last=True)
+        np.testing.assert_array_equal(_nhwc(a), al)
+        np.testing.assert_array_equal(
+            _nhwc(P.avg_pool2d_backward(g, x.shape, pool, strides, pads, include, n_threads)),
+            P.avg_pool2d_backward(_nhwc(g), xl.shape, pool, strides, pads, include, n_threads,
+                                  channels_last=True))
+    m = P.global_avg_pool2d_forward(xl, n_threads, channels_last=True)
+    np.testing.assert_allclose(m, x.astype(np.float64).mean((2, 3)), **TOL[dtype])
+    gg = rng.standard_normal(shape[:2]).astype(dtype)
+    np.testing.assert_allclose(P.global_avg_pool2d_backward(gg, xl.shape, n_threads,
+                                                            channels_last=True),
+                               _nhwc(np.broadcast_to(gg[:, :, None, None] / (shape[2] * shape[3]),
+                                                     shape)), **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_nhwc_max_2x2_nan_inf_ties(dtype):
+    # The SSE path over channels keeps the scalar rules: first maximum, NaN wins, -inf.
+    x = np.zeros((2, 4, 4, 9), dtype)
+    x[0, 1, 1, :] = np.nan
+    x[1, :, :, 2] = -np.inf
+    x[1, 0, 1, 3] = x[1, 1, 0, 3] = 1.0
+    o, i = P.max_pool2d_forward(x, (2, 2), (2, 2), channels_last=True)
+    oc, ic = P.max_pool2d_forward(np.ascontiguousarray(x.transpose(0, 3, 1, 2)), (2, 2), (2, 2))
+    np.testing.assert_array_equal(o, _nhwc(oc))
+    np.testing.assert_array_equal(i, _nhwc(ic))
+    assert np.isnan(o[0, 0, 0]).all() and (i[0, 0, 0] == 5).all()
+    assert i[1, 0, 0, 3] == 1 and o[1, 0, 0, 2] == -np.inf and i[1, 0, 0, 2] == 0
+
+
+def test_nhwc_bad_indices_are_refused():
+    g = np.ones((1, 2, 2, 3), np.float32)
+    idx = np.zeros((1, 2, 2, 3), np.int32)
+    idx[0, 1, 1, 2] = 99
+    with pytest.raises(ValueError, match="indices"):
+        P.max_pool2d_backward(g, idx, (1, 4, 4, 3), channels_last=True)

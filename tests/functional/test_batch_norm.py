@@ -150,3 +150,103 @@ def test_errors():
         F.batch_norm(np.ones((2, 3)), np.zeros(3), np.ones(3), eps=0)
     with pytest.raises(TypeError, match="`weight`"):
         F.batch_norm(np.ones((2, 3)), np.zeros(3), np.ones(3), weight="w")
+
+
+# ---------------------------------------------------------------- channels_last (NHWC)
+
+def _nhwc(a):
+    return np.ascontiguousarray(np.moveaxis(a, 1, -1))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("training", [True, False])
+def test_channels_last_vs_numpy(dtype, shape, training):
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal(shape) * 2 + 1).astype(dtype)
+    C = shape[1]
+    w, b = rng.standard_normal(C).astype(dtype), rng.standard_normal(C).astype(dtype)
+    rm, rv = rng.standard_normal(C).astype(dtype), rng.random(C).astype(dtype) + 0.5
+    y_ref, rm_ref, rv_ref = reference(x, rm, rv, w, b, training, 0.1, 1e-5)
+    y = F.batch_norm(_nhwc(x), rm, rv, w, b, training=training, data_format="channels_last")
+    np.testing.assert_allclose(y.numpy(), _nhwc(y_ref), **TOL[dtype])
+    np.testing.assert_allclose(rm, rm_ref, **TOL[dtype])
+    np.testing.assert_allclose(rv, rv_ref, **TOL[dtype])
+
+
+@pytest.mark.parametrize("shape", [(4, 3, 5, 7), (6, 4), (2, 1, 4, 6)])
+@pytest.mark.parametrize("training", [True, False])
+def test_channels_last_gradcheck(shape, training):
+    rng = np.random.default_rng(12)
+    C = shape[1]
+    x = mn.tensor(_nhwc(rng.standard_normal(shape)), requires_grad=True)
+    w = mn.tensor(rng.standard_normal(C), requires_grad=True)
+    b = mn.tensor(rng.standard_normal(C), requires_grad=True)
+    rm, rv = rng.standard_normal(C), rng.random(C) + 0.5
+    assert mn.gradcheck(lambda t, ww, bb: F.batch_norm(t, rm.copy(), rv.copy(), ww, bb,
+                                                       training=training,
+                                                       data_format="channels_last"), (x, w, b))
+
+
+def test_channels_last_independent_of_thread_count():
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((8, 16, 16, 24)).astype(np.float32) * 5 + 3
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    results = []
+    old = mn.get_num_threads()
+    try:
+        for n in (1, 2, 3, 4, 7):
+            mn.set_num_threads(n)
+            t = mn.tensor(x, requires_grad=True)
+            w = mn.tensor(np.ones(24, np.float32), requires_grad=True)
+            rm, rv = np.zeros(24, np.float32), np.ones(24, np.float32)
+            y = F.batch_norm(t, rm, rv, w, None, training=True, data_format="channels_last")
+            y.backward(g)
+            results.append((y.numpy(), t.grad, w.grad, rm, rv))
+    finally:
+        mn.set_num_threads(old)
+    for other in results[1:]:
+        for a, b in zip(results[0], other):
+            np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(16, 5), (4, 3, 5, 7), (2, 8, 6, 6)])
+def test_channels_last_torch_parity(torch, dtype, shape):
+    rng = np.random.default_rng(14)
+    C = shape[1]
+    tdtype = torch.float32 if dtype == np.float32 else torch.float64
+    bn = (torch.nn.BatchNorm1d(C) if len(shape) == 2 else torch.nn.BatchNorm2d(C)).to(tdtype)
+    fmt = torch.channels_last if len(shape) == 4 else torch.contiguous_format
+    w = mn.tensor(bn.weight.detach().numpy().copy(), requires_grad=True)
+    b = mn.tensor(bn.bias.detach().numpy().copy(), requires_grad=True)
+    rm, rv = np.zeros(C, dtype), np.ones(C, dtype)
+    tol = TOL[dtype]
+    for training in (True, True, False):
+        xs = (rng.standard_normal(shape) * 2 + 1).astype(dtype)
+        g = rng.standard_normal(shape).astype(dtype)
+        xt = torch.from_numpy(xs.copy()).contiguous(memory_format=fmt).requires_grad_()
+        x = mn.tensor(_nhwc(xs), requires_grad=True)
+        w.grad = b.grad = None
+        bn.zero_grad()
+        yt = bn.train(training)(xt)
+        y = F.batch_norm(x, rm, rv, w, b, training=training, data_format="channels_last")
+        yt.backward(torch.from_numpy(g))
+        y.backward(_nhwc(g))
+        np.testing.assert_allclose(y.numpy(), _nhwc(yt.detach().numpy()), **tol)
+        np.testing.assert_allclose(x.grad, _nhwc(xt.grad.numpy()), **tol)
+        np.testing.assert_allclose(w.grad, bn.weight.grad.numpy(), **tol)
+        np.testing.assert_allclose(b.grad, bn.bias.grad.numpy(), **tol)
+        np.testing.assert_allclose(rm, bn.running_mean.numpy(), **tol)
+        np.testing.assert_allclose(rv, bn.running_var.numpy(), **tol)
+
+
+def test_channels_last_errors():
+    with pytest.raises(ValueError, match="data_format"):
+        F.batch_norm(np.zeros((2, 3)), None, None, data_format="NHWC")
+    with pytest.raises(ValueError, match=r"shape \(3,\)"):
+        F.batch_norm(np.zeros((2, 4, 4, 3)), np.zeros(4), np.ones(4), training=True,
+                     data_format="channels_last")
+    with pytest.raises(ValueError, match="more than 1 value per channel"):
+        F.batch_norm(np.zeros((1, 1, 1, 3)), None, None, training=True,
+                     data_format="channels_last")

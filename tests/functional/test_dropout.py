@@ -124,3 +124,61 @@ def test_torch_statistics_match(torch):
     both = (a_ours != mode(a_ours)) & (a_theirs != mode(a_theirs))
     np.testing.assert_allclose(a_ours[both], a_theirs[both], rtol=1e-5, atol=1e-6)
     assert abs(a_ours.mean() - a_theirs.mean()) < 0.02 and abs(a_ours.var() - a_theirs.var()) < 0.03
+
+
+# ---------------------------------------------------------------- channels_last (NHWC)
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_spatial_dropout_channels_last_same_channels_as_channels_first(dtype):
+    # The mask is indexed (n, c) in both layouts: one seed drops the same channels.
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((3, 6, 5, 4)).astype(dtype)
+    g = rng.standard_normal(x.shape).astype(dtype)
+    mn.manual_seed(7)
+    a = mn.tensor(x, requires_grad=True)
+    ya = F.spatial_dropout2d(a, 0.4)
+    ya.backward(g)
+    mn.manual_seed(7)
+    b = mn.tensor(np.ascontiguousarray(x.transpose(0, 2, 3, 1)), requires_grad=True)
+    yb = F.spatial_dropout2d(b, 0.4, data_format="channels_last")
+    yb.backward(np.ascontiguousarray(g.transpose(0, 2, 3, 1)))
+    np.testing.assert_array_equal(ya.numpy().transpose(0, 2, 3, 1), yb.numpy())
+    np.testing.assert_array_equal(a.grad.transpose(0, 2, 3, 1), b.grad)
+    kept = (yb.numpy() != 0).any(axis=(1, 2))                       # (N, C)
+    ref = x.transpose(0, 2, 3, 1) * kept[:, None, None, :] / 0.6   # NumPy reference
+    np.testing.assert_allclose(yb.numpy(), ref, rtol=1e-6)
+
+
+def test_spatial_dropout_channels_last_gradcheck_and_threads():
+    x = mn.tensor(np.random.default_rng(4).standard_normal((2, 3, 3, 5)), requires_grad=True)
+    def f(t):
+        mn.manual_seed(1)
+        return F.spatial_dropout2d(t, 0.5, data_format="channels_last")
+    assert mn.gradcheck(f, (x,))
+    old = mn.get_num_threads()
+    try:
+        outs = []
+        for n in (1, 2, 3):
+            mn.set_num_threads(n)
+            outs.append(f(np.ones((4, 8, 8, 16))).numpy())
+    finally:
+        mn.set_num_threads(old)
+    np.testing.assert_array_equal(outs[0], outs[1])
+    np.testing.assert_array_equal(outs[0], outs[2])
+
+
+def test_spatial_dropout_channels_last_torch_statistics(torch):
+    # Different RNGs: compare what is dropped (whole channels), the keep rate and the scale.
+    x = np.ones((64, 4, 4, 32), np.float32)
+    mn.manual_seed(0)
+    ours = F.spatial_dropout2d(x, 0.3, data_format="channels_last").numpy()
+    xt = torch.from_numpy(x.transpose(0, 3, 1, 2).copy()).contiguous(
+        memory_format=torch.channels_last)
+    theirs = torch.nn.functional.dropout2d(xt, 0.3).numpy().transpose(0, 2, 3, 1)
+    for y in (ours, theirs):
+        per_channel = y.transpose(0, 3, 1, 2).reshape(64 * 32, -1)
+        assert np.all(per_channel.min(1) == per_channel.max(1))
+    assert abs((ours != 0).mean() - (theirs != 0).mean()) < 0.05
+    np.testing.assert_array_equal(np.unique(ours), np.unique(theirs))
+    with pytest.raises(ValueError, match="data_format"):
+        F.spatial_dropout2d(x, 0.3, data_format="nhwc")

@@ -139,3 +139,104 @@ def test_int_input_and_errors():
         F.max_pool2d(np.ones((1, 1, 4, 4)), 2, 1, "full")
     with pytest.raises(ValueError, match="`pool_size`.*larger"):
         F.avg_pool2d(np.ones((1, 1, 2, 2)), 3)
+
+
+# ---------------------------------------------------------------- channels_last (NHWC)
+
+def _nhwc(a):
+    return np.ascontiguousarray(np.moveaxis(a, 1, -1))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape,pool,strides,padding",
+                         CASES + [((2, 6, 8, 8), 2, None, 0), ((1, 5, 9, 9), 2, 2, 0),
+                                  ((2, 3, 7, 6), 3, 2, "same")])
+def test_channels_last_equals_channels_first(dtype, shape, pool, strides, padding):
+    # The NHWC kernels scan each window in the NCHW order: identical values and gradients.
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(shape).astype(dtype)
+    g_shape = None
+    for op in (F.max_pool2d, F.avg_pool2d):
+        a = mn.tensor(x, requires_grad=True)
+        b = mn.tensor(_nhwc(x), requires_grad=True)
+        ya = op(a, pool, strides, padding)
+        yb = op(b, pool, strides, padding, data_format="channels_last")
+        np.testing.assert_array_equal(_nhwc(ya.numpy()), yb.numpy())
+        g = rng.standard_normal(ya.shape).astype(dtype)
+        ya.backward(g)
+        yb.backward(_nhwc(g))
+        np.testing.assert_array_equal(_nhwc(a.grad), b.grad)
+    for op in (F.global_avg_pool2d, F.global_max_pool2d):
+        a = mn.tensor(x, requires_grad=True)
+        b = mn.tensor(_nhwc(x), requires_grad=True)
+        ya, yb = op(a), op(b, data_format="channels_last")
+        np.testing.assert_allclose(ya.numpy(), yb.numpy(), **TOL[dtype])
+        g = rng.standard_normal(ya.shape).astype(dtype)
+        ya.backward(g)
+        yb.backward(g)
+        np.testing.assert_allclose(_nhwc(a.grad), b.grad, **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape,pool,strides,padding", CASES[:3])
+def test_channels_last_vs_numpy(dtype, shape, pool, strides, padding):
+    x = np.random.default_rng(5).standard_normal(shape).astype(dtype)
+    for op, name in ((F.max_pool2d, "max"), (F.avg_pool2d, "avg")):
+        y = op(_nhwc(x), pool, strides, padding, data_format="channels_last")
+        np.testing.assert_allclose(y.numpy(), _nhwc(ref_pool(x, pool, strides, padding, name)),
+                                   **TOL[dtype])
+    np.testing.assert_allclose(F.global_max_pool2d(_nhwc(x), data_format="channels_last").numpy(),
+                               x.max((2, 3)), **TOL[dtype])
+
+
+@pytest.mark.parametrize("shape,pool,strides,padding", CASES[:4] + [((2, 3, 5, 6), 3, 2, "same")])
+def test_channels_last_gradcheck(shape, pool, strides, padding):
+    x = mn.tensor(_nhwc(_distinct(shape, np.random.default_rng(6))), requires_grad=True)
+    cl = dict(data_format="channels_last")
+    assert mn.gradcheck(lambda t: F.max_pool2d(t, pool, strides, padding, **cl), (x,))
+    assert mn.gradcheck(lambda t: F.avg_pool2d(t, pool, strides, padding, **cl), (x,))
+    assert mn.gradcheck(lambda t: F.global_avg_pool2d(t, **cl), (x,))
+    assert mn.gradcheck(lambda t: F.global_max_pool2d(t, **cl), (x,))
+
+
+def test_channels_last_nan_and_ties_as_channels_first():
+    x = np.zeros((1, 8, 4, 4), np.float32)         # all ties: first element wins
+    x[0, 1, 1, 1] = np.nan
+    x[0, 2] = -np.inf
+    x[0, 3, ::2, ::2] = 5.0
+    ya = F.max_pool2d(x, 2)
+    yb = F.max_pool2d(_nhwc(x), 2, data_format="channels_last")
+    np.testing.assert_array_equal(_nhwc(ya.numpy()), yb.numpy())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape,pool,strides,padding", CASES[:3] + [((2, 8, 8, 8), 2, None, 0)])
+def test_channels_last_torch_parity(torch, dtype, shape, pool, strides, padding):
+    # PyTorch in its channels_last memory format, permuted to NHWC at the boundary.
+    x = np.random.default_rng(7).standard_normal(shape).astype(dtype)
+    xt = torch.from_numpy(x).contiguous(memory_format=torch.channels_last).requires_grad_()
+    b = mn.tensor(_nhwc(x), requires_grad=True)
+    st = pool if strides is None else strides
+    for op, top in ((F.max_pool2d, torch.nn.functional.max_pool2d),
+                    (F.avg_pool2d, torch.nn.functional.avg_pool2d)):
+        xt.grad, b.grad = None, None
+        yt = top(xt, pool, st, padding)
+        y = op(b, pool, strides, padding, data_format="channels_last")
+        np.testing.assert_allclose(y.numpy(), _nhwc(yt.detach().numpy()), **TOL[dtype])
+        g = np.random.default_rng(8).standard_normal(yt.shape).astype(dtype)
+        yt.backward(torch.from_numpy(g))
+        y.backward(_nhwc(g))
+        np.testing.assert_allclose(b.grad, _nhwc(xt.grad.numpy()), **TOL[dtype])
+    xt.grad, b.grad = None, None
+    yt = torch.nn.functional.adaptive_avg_pool2d(xt, 1).flatten(1)
+    y = F.global_avg_pool2d(b, data_format="channels_last")
+    np.testing.assert_allclose(y.numpy(), yt.detach().numpy(), **TOL[dtype])
+
+
+def test_data_format_errors():
+    with pytest.raises(ValueError, match="data_format"):
+        F.max_pool2d(np.zeros((1, 4, 4, 2)), 2, data_format="NHWC")
+    with pytest.raises(ValueError, match=r"\(N, H, W, C\)"):
+        F.avg_pool2d(np.zeros((4, 4, 2)), 2, data_format="channels_last")
+    with pytest.raises(ValueError, match="pool_size"):
+        F.max_pool2d(np.zeros((1, 3, 3, 8)), 4, data_format="channels_last")

@@ -86,11 +86,16 @@ def test_alpha_dropout_matches_torch_distribution(torch, rng):
     assert abs(ours.mean() - theirs.mean()) < 0.02 and abs(ours.std() - theirs.std()) < 0.02
 
 
-def test_spatial_dropout_drops_whole_channels(rng):
-    x = rng.uniform(0.5, 1.5, (16, 32, 3, 5))
-    y = layers.SpatialDropout2D(0.5, dtype="float64")(x, training=True).numpy()
-    per_channel_zero = (y == 0).all(axis=(2, 3))
-    per_channel_kept = np.isclose(y, x * 2).all(axis=(2, 3))
+@pytest.mark.parametrize("data_format", ["channels_last", "channels_first"])
+def test_spatial_dropout_drops_whole_channels(rng, data_format):
+    x = rng.uniform(0.5, 1.5, (16, 32, 3, 5))               # (N, C, H, W)
+    if data_format == "channels_last":
+        x = np.ascontiguousarray(np.moveaxis(x, 1, -1))
+    spatial = (1, 2) if data_format == "channels_last" else (2, 3)
+    layer = layers.SpatialDropout2D(0.5, data_format=data_format, dtype="float64")
+    y = layer(x, training=True).numpy()
+    per_channel_zero = (y == 0).all(axis=spatial)
+    per_channel_kept = np.isclose(y, x * 2).all(axis=spatial)
     assert np.all(per_channel_zero | per_channel_kept)
     assert 0.4 < per_channel_zero.mean() < 0.6
     with pytest.raises(ValueError, match="ndim=4"):
@@ -113,3 +118,14 @@ def test_config_round_trip_and_repr(cls):
     assert layer.compute_output_shape((None, 3, 4, 4)) == (None, 3, 4, 4)
     layer(np.ones((1, 3, 4, 4)))
     assert layer.weights == [] and layer.count_params() == 0
+
+
+def test_spatial_dropout_data_format_default_guard_and_config():
+    layer = layers.SpatialDropout2D(0.5)
+    assert layer.data_format == "channels_last" and not layer._data_format_explicit
+    with pytest.raises(ValueError, match=r"\(2, 3, 16, 16\).*data_format='channels_first'"):
+        layer(np.ones((2, 3, 16, 16)), training=True)
+    explicit = layers.SpatialDropout2D(0.5, data_format="channels_first", name="sdf")
+    assert explicit(np.ones((2, 3, 16, 16)), training=False).shape == (2, 3, 16, 16)
+    again = layers.deserialize(json.loads(json.dumps(layers.serialize(explicit))))
+    assert again.data_format == "channels_first" and "channels_first" in repr(again)

@@ -148,20 +148,21 @@ CASES = [
      VE, ["c5", "(6, 6)"]),
     ("Conv2D call: 5-D input", lambda: layers.Conv2D(2, 3, name="c6")(_x(1, 1, 1, 8, 8)), VE,
      ["c6"]),
-    ("MaxPooling2D call: too small", lambda: layers.MaxPooling2D(3, name="p1")(_x(1, 1, 2, 2)),
+    ("MaxPooling2D call: too small", lambda: layers.MaxPooling2D(
+        3, name="p1", data_format="channels_first")(_x(1, 1, 2, 2)),
      VE, ["p1", "(2, 2)", "(3, 3)"]),
-    ("AveragePooling2D call: too small", lambda: layers.AveragePooling2D(3, name="p2")(
-        _x(1, 1, 2, 5)), VE, ["p2", "(2, 5)"]),
+    ("AveragePooling2D call: too small", lambda: layers.AveragePooling2D(
+        3, name="p2", data_format="channels_first")(_x(1, 1, 2, 5)), VE, ["p2", "(2, 5)"]),
     ("MaxPooling2D call: 3-D", lambda: layers.MaxPooling2D(2, name="p3")(_x(1, 4, 4)), VE,
      ["p3", "ndim=3"]),
     ("GlobalAveragePooling2D call: 2-D", lambda: layers.GlobalAveragePooling2D(name="g1")(
         _x(1, 4)), VE, ["g1", "ndim=2"]),
-    ("BatchNormalization call: 3-D", lambda: layers.BatchNormalization(name="b1")(_x(2, 3, 4)),
-     VE, ["b1", "(2, 3, 4)"]),
+    ("BatchNormalization call: 1-D", lambda: layers.BatchNormalization(name="b1")(_x(3)),
+     VE, ["b1", "(3,)"]),
     ("BatchNormalization call: channels after build", lambda: _built(
         layers.BatchNormalization(name="b2"), (2, 3))(_x(2, 4)), VE, ["b2", "3", "(2, 4)"]),
-    ("BatchNormalization train with batch 1", lambda: layers.BatchNormalization(name="b3")(
-        _x(1, 3), training=True), VE, ["b3", "(1, 3)"]),
+    ("BatchNormalization train with an empty batch", lambda: layers.BatchNormalization(
+        name="b3")(_x(0, 3), training=True), VE, ["b3", "(0, 3)"]),
     ("Reshape call: size mismatch", lambda: layers.Reshape((5,), name="r1")(_x(2, 4)), VE,
      ["r1", "(5,)", "(4,)"]),
     ("SpatialDropout2D call: 2-D", lambda: layers.SpatialDropout2D(0.5, name="s1")(
@@ -549,8 +550,10 @@ def _layouts(array):
 LAYER_FACTORIES = {
     "Dense": (lambda: layers.Dense(3), (4, 6)),
     "Conv2D": (lambda: layers.Conv2D(2, (3, 2), strides=(2, 1), padding=1), (2, 3, 7, 8)),
-    "MaxPooling2D": (lambda: layers.MaxPooling2D(2), (2, 3, 6, 6)),
-    "AveragePooling2D": (lambda: layers.AveragePooling2D(2, padding=1), (2, 3, 6, 6)),
+    "MaxPooling2D": (lambda: layers.MaxPooling2D(2, data_format="channels_first"), (2, 3, 6, 6)),
+    "AveragePooling2D": (lambda: layers.AveragePooling2D(2, padding=1,
+                                                         data_format="channels_first"),
+                         (2, 3, 6, 6)),
     "GlobalAveragePooling2D": (lambda: layers.GlobalAveragePooling2D(), (2, 3, 5, 4)),
     "BatchNormalization": (lambda: layers.BatchNormalization(), (3, 2, 4, 4)),
     "Flatten": (lambda: layers.Flatten(), (2, 3, 4)),
