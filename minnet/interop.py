@@ -103,6 +103,8 @@ def _activation_step(name, layer):
     args = {"name": name}
     if name == "softmax":
         args["dim"] = -1
+    if name == "leaky_relu":
+        args["negative_slope"] = 0.2      # keras.activations.leaky_relu's slope
     return _Step("act", layer, **args)
 
 

@@ -1,4 +1,6 @@
-"""Activation kernels: elementwise sigmoid / tanh / relu / leaky relu / elu (selu), and
+"""Activation kernels: elementwise sigmoid / tanh / relu / leaky relu / elu (selu), the
+"unary" family (gelu, gelu-tanh, silu, softplus, softsign, relu6, hard sigmoid, hard silu,
+mish, exp; one forward and one backward kernel selected by an op code), and
 softmax / log-softmax along the last axis of a 2-D ``(rows, cols)`` array.
 
 Every kernel reads C-contiguous float32/float64 arrays (one fused ``floating`` type) and
@@ -11,7 +13,8 @@ The Python-visible wrappers (``sigmoid_forward``, ...) validate dtypes, shapes a
 contiguity, so the ``nogil`` loops below run without bounds checks.
 """
 from cython.parallel cimport prange
-from libc.math cimport exp, expm1, expm1f, log, tanh, fabs
+from libc.math cimport (exp, expf, expm1, expm1f, log, log1p, log1pf, tanh, tanhf, fabs,
+                        erf, erff, sqrt)
 
 from minnet._ext._blas cimport floating
 from minnet._ext._fastmath cimport (minnet_exp_nonpos_f, minnet_tanh_block_f, minnet_row_max_f,
@@ -283,6 +286,199 @@ cdef void elu_backward_kernel(const floating[::1] s,     # IN  saved output (or 
 
 
 # ---------------------------------------------------------------------------------------
+# The unary family: y = f(x) and dx = g * f'(x), both from the saved INPUT (except exp,
+# whose backward reads its saved output: f' = f). The op code is tested once per block,
+# outside the loops, so each loop is a plain elementwise loop.
+# ---------------------------------------------------------------------------------------
+
+cdef enum:
+    OP_GELU = 0          # 0.5 x (1 + erf(x / sqrt 2))
+    OP_GELU_TANH = 1     # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+    OP_SILU = 2          # x sigmoid(x)
+    OP_SOFTPLUS = 3      # log(1 + exp(x)); x above 20 passes through (PyTorch's threshold)
+    OP_SOFTSIGN = 4      # x / (1 + |x|)
+    OP_RELU6 = 5         # min(max(x, 0), 6)
+    OP_HARD_SIGMOID = 6  # clip(x / 6 + 1/2, 0, 1)
+    OP_HARD_SILU = 7     # x hard_sigmoid(x)
+    OP_MISH = 8          # x tanh(softplus(x))
+    OP_EXP = 9           # exp(x)
+    N_UNARY_OPS = 10
+
+UNARY_OPS = {"gelu": OP_GELU, "gelu_tanh": OP_GELU_TANH, "silu": OP_SILU,
+             "softplus": OP_SOFTPLUS, "softsign": OP_SOFTSIGN, "relu6": OP_RELU6,
+             "hard_sigmoid": OP_HARD_SIGMOID, "hard_silu": OP_HARD_SILU, "mish": OP_MISH,
+             "exp": OP_EXP}
+
+cdef double _SQRT1_2 = 0.70710678118654752440
+cdef double _INV_SQRT_2PI = 0.39894228040143267794
+cdef double _SQRT_2_PI = 0.79788456080286535588
+cdef double _GELU_C = 0.044715
+
+
+cdef inline floating _f_exp(floating v) noexcept nogil:
+    if floating is float:
+        return expf(v)
+    else:
+        return exp(v)
+
+
+cdef inline floating _f_tanh(floating v) noexcept nogil:
+    if floating is float:
+        return tanhf(v)
+    else:
+        return tanh(v)
+
+
+cdef inline floating _f_erf(floating v) noexcept nogil:
+    if floating is float:
+        return erff(v)
+    else:
+        return erf(v)
+
+
+cdef inline floating _f_log1p(floating v) noexcept nogil:
+    if floating is float:
+        return log1pf(v)
+    else:
+        return log1p(v)
+
+
+cdef inline floating _f_sigmoid(floating v) noexcept nogil:
+    cdef floating e = _f_exp(-fabs(v))
+    return (1 if v >= 0 else e) / (1 + e)
+
+
+cdef inline floating _f_softplus(floating v) noexcept nogil:
+    # PyTorch's softplus(beta=1, threshold=20); log1p(exp(v)) is exact to rounding below it.
+    return v if v > 20 else _f_log1p(_f_exp(v))
+
+
+cdef void _unary_block(int op, const floating* x, floating* y, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef floating v, t
+    if op == OP_GELU:
+        for i in range(n):
+            v = x[i]
+            y[i] = <floating> 0.5 * v * (1 + _f_erf(v * <floating> _SQRT1_2))
+    elif op == OP_GELU_TANH:
+        for i in range(n):
+            v = x[i]
+            t = _f_tanh(<floating> _SQRT_2_PI * (v + <floating> _GELU_C * v * v * v))
+            y[i] = <floating> 0.5 * v * (1 + t)
+    elif op == OP_SILU:
+        for i in range(n):
+            v = x[i]
+            y[i] = v * _f_sigmoid(v)
+    elif op == OP_SOFTPLUS:
+        for i in range(n):
+            y[i] = _f_softplus(x[i])
+    elif op == OP_SOFTSIGN:
+        for i in range(n):
+            v = x[i]
+            y[i] = v / (1 + fabs(v))
+    elif op == OP_RELU6:
+        for i in range(n):
+            v = x[i]
+            y[i] = 0 if v < 0 else (6 if v > 6 else v)
+    elif op == OP_HARD_SIGMOID:
+        for i in range(n):
+            v = x[i] / 6 + <floating> 0.5
+            y[i] = 0 if v < 0 else (1 if v > 1 else v)
+    elif op == OP_HARD_SILU:
+        for i in range(n):
+            v = x[i]
+            t = v / 6 + <floating> 0.5
+            y[i] = v * (0 if t < 0 else (1 if t > 1 else t))
+    elif op == OP_MISH:
+        for i in range(n):
+            v = x[i]
+            y[i] = v * _f_tanh(_f_softplus(v))
+    elif op == OP_EXP:
+        for i in range(n):
+            y[i] = _f_exp(x[i])
+
+
+cdef void _unary_backward_block(int op, const floating* s, const floating* g, floating* dx,
+                                Py_ssize_t n) noexcept nogil:
+    # s is the saved input x (the saved output y for OP_EXP).
+    cdef Py_ssize_t i
+    cdef floating v, t, sg, d
+    if op == OP_GELU:
+        # d/dx = Phi(x) + x phi(x)
+        for i in range(n):
+            v = s[i]
+            d = <floating> 0.5 * (1 + _f_erf(v * <floating> _SQRT1_2)) \
+                + v * <floating> _INV_SQRT_2PI * _f_exp(<floating> -0.5 * v * v)
+            dx[i] = g[i] * d
+    elif op == OP_GELU_TANH:
+        # with u = k (x + c x^3), t = tanh u: d/dx = (1 + t)/2 + x (1 - t^2) k (1 + 3 c x^2) / 2
+        for i in range(n):
+            v = s[i]
+            t = _f_tanh(<floating> _SQRT_2_PI * (v + <floating> _GELU_C * v * v * v))
+            d = <floating> 0.5 * (1 + t) + <floating> 0.5 * v * (1 - t * t) \
+                * <floating> _SQRT_2_PI * (1 + 3 * <floating> _GELU_C * v * v)
+            dx[i] = g[i] * d
+    elif op == OP_SILU:
+        # d/dx = s (1 + x (1 - s)), s = sigmoid(x)
+        for i in range(n):
+            v = s[i]
+            sg = _f_sigmoid(v)
+            dx[i] = g[i] * sg * (1 + v * (1 - sg))
+    elif op == OP_SOFTPLUS:
+        for i in range(n):
+            v = s[i]
+            dx[i] = g[i] if v > 20 else g[i] * _f_sigmoid(v)
+    elif op == OP_SOFTSIGN:
+        for i in range(n):
+            t = 1 + fabs(s[i])
+            dx[i] = g[i] / (t * t)
+    elif op == OP_RELU6:
+        # PyTorch's hardtanh backward: the gradient passes strictly inside (0, 6)
+        for i in range(n):
+            v = s[i]
+            dx[i] = g[i] if (v > 0 and v < 6) else 0
+    elif op == OP_HARD_SIGMOID:
+        for i in range(n):
+            v = s[i]
+            dx[i] = g[i] / 6 if (v > -3 and v < 3) else 0
+    elif op == OP_HARD_SILU:
+        # PyTorch's hardswish backward: 0 below -3, (2x + 3)/6 up to 3, 1 above
+        for i in range(n):
+            v = s[i]
+            dx[i] = 0 if v < -3 else (g[i] * (v / 3 + <floating> 0.5) if v <= 3 else g[i])
+    elif op == OP_MISH:
+        # d/dx = tanh(sp) + x sigmoid(x) (1 - tanh(sp)^2), sp = softplus(x)
+        for i in range(n):
+            v = s[i]
+            t = _f_tanh(_f_softplus(v))
+            dx[i] = g[i] * (t + v * _f_sigmoid(v) * (1 - t * t))
+    elif op == OP_EXP:
+        for i in range(n):
+            dx[i] = g[i] * s[i]
+
+
+cdef void unary_kernel(int op,
+                       const floating[::1] x,    # IN  (n,)
+                       floating[::1] y,          # OUT (n,)
+                       int n_threads) noexcept nogil:
+    cdef Py_ssize_t b, start, n = x.shape[0]
+    for b in prange(_n_blocks(n), num_threads=_team(n, n_threads), schedule="static"):
+        start = b * _BLOCK
+        _unary_block(op, &x[start], &y[start], _block_len(n, start))
+
+
+cdef void unary_backward_kernel(int op,
+                                const floating[::1] s,      # IN  saved input (output for exp)
+                                const floating[::1] grad,   # IN  (n,)
+                                floating[::1] dx,           # OUT (n,)
+                                int n_threads) noexcept nogil:
+    cdef Py_ssize_t b, start, n = s.shape[0]
+    for b in prange(_n_blocks(n), num_threads=_team(n, n_threads), schedule="static"):
+        start = b * _BLOCK
+        _unary_backward_block(op, &s[start], &grad[start], &dx[start], _block_len(n, start))
+
+
+# ---------------------------------------------------------------------------------------
 # Row-wise softmax / log-softmax on (rows, cols).
 # ---------------------------------------------------------------------------------------
 
@@ -422,6 +618,17 @@ def _elu_backward(const floating[::1] s, const floating[::1] g, floating[::1] dx
     with nogil:
         elu_backward_kernel(s, g, dx, <floating> alpha, <floating> scale, from_output,
                             n_threads)
+
+
+def _unary(int op, const floating[::1] x, floating[::1] y, int n_threads):
+    with nogil:
+        unary_kernel(op, x, y, n_threads)
+
+
+def _unary_backward(int op, const floating[::1] s, const floating[::1] g, floating[::1] dx,
+                    int n_threads):
+    with nogil:
+        unary_backward_kernel(op, s, g, dx, n_threads)
 
 
 def _softmax(const floating[:, ::1] x, floating[:, ::1] y, bint log_output, int n_threads):
@@ -646,4 +853,41 @@ def softmax_backward(y, grad, log=False, out=None, n_threads=1):
     _check_array(grad, "grad", y.dtype, y.shape)
     dx = _output(out, y)
     _softmax_backward(y, grad, dx, bool(log), _threads(n_threads))
+    return dx
+
+
+def _unary_op(op):
+    if op not in UNARY_OPS:
+        raise ValueError(f"Invalid argument `op`: expected one of {sorted(UNARY_OPS)}. "
+                         f"Received: op={op!r}")
+    return UNARY_OPS[op]
+
+
+def unary_forward(x, op, out=None, n_threads=1):
+    """``y = f(x)`` elementwise for ``op`` in ``UNARY_OPS`` (``"gelu"``, ``"gelu_tanh"``,
+    ``"silu"``, ``"softplus"``, ``"softsign"``, ``"relu6"``, ``"hard_sigmoid"``,
+    ``"hard_silu"``, ``"mish"``, ``"exp"``).
+
+    Shape:
+        x: ``(*)``; y: same as x.
+    """
+    code = _unary_op(op)
+    _check_array(x, "x")
+    y = _output(out, x)
+    _unary(code, x.reshape(-1), y.reshape(-1), _threads(n_threads))
+    return y
+
+
+def unary_backward(saved, grad, op, out=None, n_threads=1):
+    """``dx = grad * f'(x)`` from the saved input ``x`` (from the saved output for ``"exp"``).
+
+    Shape:
+        saved, grad, dx: ``(*)``, all the same.
+    """
+    code = _unary_op(op)
+    _check_array(saved, "saved")
+    _check_array(grad, "grad", saved.dtype, saved.shape)
+    dx = _output(out, saved)
+    _unary_backward(code, saved.reshape(-1), grad.reshape(-1), dx.reshape(-1),
+                    _threads(n_threads))
     return dx

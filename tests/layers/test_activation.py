@@ -19,8 +19,10 @@ def _softmax(x, axis):
 # (layer factory, NumPy reference, torch module factory)
 CASES = {
     "ReLU": (lambda d: layers.ReLU(dtype=d), lambda x: np.maximum(x, 0), lambda t: t.nn.ReLU()),
-    "LeakyReLU": (lambda d: layers.LeakyReLU(dtype=d), lambda x: np.where(x > 0, x, 0.01 * x),
-                  lambda t: t.nn.LeakyReLU()),
+    "LeakyReLU": (lambda d: layers.LeakyReLU(dtype=d), lambda x: np.where(x > 0, x, 0.3 * x),
+                  lambda t: t.nn.LeakyReLU(0.3)),
+    "LeakyReLU0.01": (lambda d: layers.LeakyReLU(0.01, dtype=d), lambda x: np.where(x > 0, x, 0.01 * x),
+                      lambda t: t.nn.LeakyReLU()),
     "LeakyReLU0.3": (lambda d: layers.LeakyReLU(0.3, dtype=d), lambda x: np.where(x > 0, x, 0.3 * x),
                      lambda t: t.nn.LeakyReLU(0.3)),
     "ELU": (lambda d: layers.ELU(dtype=d), lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0))),
@@ -80,7 +82,7 @@ def test_matches_torch(torch, rng, name, dtype):
 
 
 def test_leaky_relu_default_and_keras_alias():
-    assert layers.LeakyReLU().negative_slope == 0.01          # PyTorch's default, not Keras's 0.3
+    assert layers.LeakyReLU().negative_slope == 0.3           # Keras's default (PyTorch's is 0.01)
     assert layers.LeakyReLU(alpha=0.2).negative_slope == 0.2
     with pytest.raises(ValueError, match="either `negative_slope` or its alias `alpha`"):
         layers.LeakyReLU(0.1, alpha=0.2)

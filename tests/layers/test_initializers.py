@@ -146,7 +146,7 @@ def test_activation_functions_compute_the_right_values():
         "sigmoid": 1 / (1 + np.exp(-x)),
         "tanh": np.tanh(x),
         "elu": np.where(x > 0, x, np.expm1(x)),
-        "leaky_relu": np.where(x > 0, x, 0.01 * x),
+        "leaky_relu": np.where(x > 0, x, 0.2 * x),           # keras.activations.leaky_relu: 0.2
         "softmax": np.exp(x) / np.exp(x).sum(-1, keepdims=True),
         "linear": x,
     }
