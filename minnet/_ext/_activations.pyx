@@ -442,10 +442,10 @@ cdef void _unary_backward_block(int op, const floating* s, const floating* g, fl
             v = s[i]
             dx[i] = g[i] / 6 if (v > -3 and v < 3) else 0
     elif op == OP_HARD_SILU:
-        # PyTorch's hardswish backward: 0 below -3, (2x + 3)/6 up to 3, 1 above
+        # PyTorch's hardswish backward: 0 up to -3, (2x + 3)/6 below 3, 1 from 3 on
         for i in range(n):
             v = s[i]
-            dx[i] = 0 if v < -3 else (g[i] * (v / 3 + <floating> 0.5) if v <= 3 else g[i])
+            dx[i] = 0 if v <= -3 else (g[i] * (v / 3 + <floating> 0.5) if v < 3 else g[i])
     elif op == OP_MISH:
         # d/dx = tanh(sp) + x sigmoid(x) (1 - tanh(sp)^2), sp = softplus(x)
         for i in range(n):

@@ -337,7 +337,7 @@ class Hardsigmoid(_Unary):
 
 
 class Hardswish(_Unary):
-    """``y = x * hardsigmoid(x)``; ``dx = g (2x + 3) / 6`` on ``[-3, 3]``, 0 below, ``g`` above."""
+    """``y = x * hardsigmoid(x)``; ``dx = g (2x + 3) / 6`` on ``(-3, 3)``, 0 up to -3, ``g`` from 3 on."""
     _op = "hard_silu"
 
 

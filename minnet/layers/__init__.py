@@ -24,6 +24,8 @@ from minnet.layers.pooling import AveragePooling2D, GlobalAveragePooling2D, MaxP
 from minnet.layers.normalization import BatchNormalization
 from minnet.layers.regularization import AlphaDropout, Dropout, SpatialDropout2D
 from minnet.layers.activation import ELU, LeakyReLU, ReLU, SELU, Sigmoid, Softmax, Tanh
+from minnet.layers.activation import PReLU
+from minnet import _registry
 
 __all__ = [
     "Layer", "Input", "Dense", "Flatten", "Reshape", "Lambda", "Activation", "Conv2D",
@@ -31,10 +33,15 @@ __all__ = [
     "Dropout", "AlphaDropout", "SpatialDropout2D", "ReLU", "LeakyReLU", "ELU", "SELU",
     "Sigmoid", "Tanh", "Softmax", "serialize", "deserialize", "register_layer", "get",
 ]
+__all__ += ["PReLU"]
 
 _BUILTINS = (Input, Dense, Flatten, Reshape, Lambda, Activation, Conv2D, MaxPooling2D,
              AveragePooling2D, GlobalAveragePooling2D, BatchNormalization, Dropout,
              AlphaDropout, SpatialDropout2D, ReLU, LeakyReLU, ELU, SELU, Sigmoid, Tanh, Softmax)
+
+_BUILTINS += (PReLU,)
+for _cls in _BUILTINS:
+    _registry.register("layer", _cls)
 
 # name -> class or function. Built-ins first; register_layer adds to it.
 _REGISTRY = {cls.__name__: cls for cls in _BUILTINS}
