@@ -25,6 +25,9 @@ from minnet.layers.normalization import BatchNormalization
 from minnet.layers.regularization import AlphaDropout, Dropout, SpatialDropout2D
 from minnet.layers.activation import ELU, LeakyReLU, ReLU, SELU, Sigmoid, Softmax, Tanh
 from minnet.layers.activation import PReLU
+from minnet.layers.reshaping import Cropping2D, Permute, RepeatVector, UpSampling2D, ZeroPadding2D
+from minnet.layers.normalization_extra import GroupNormalization, LayerNormalization
+from minnet.layers.noise import GaussianDropout, GaussianNoise
 from minnet import _registry
 
 __all__ = [
@@ -33,13 +36,15 @@ __all__ = [
     "Dropout", "AlphaDropout", "SpatialDropout2D", "ReLU", "LeakyReLU", "ELU", "SELU",
     "Sigmoid", "Tanh", "Softmax", "serialize", "deserialize", "register_layer", "get",
 ]
-__all__ += ["PReLU"]
+__all__ += ["PReLU", "UpSampling2D", "ZeroPadding2D", "Cropping2D", "Permute", "RepeatVector",
+            "LayerNormalization", "GroupNormalization", "GaussianNoise", "GaussianDropout"]
 
 _BUILTINS = (Input, Dense, Flatten, Reshape, Lambda, Activation, Conv2D, MaxPooling2D,
              AveragePooling2D, GlobalAveragePooling2D, BatchNormalization, Dropout,
              AlphaDropout, SpatialDropout2D, ReLU, LeakyReLU, ELU, SELU, Sigmoid, Tanh, Softmax)
 
-_BUILTINS += (PReLU,)
+_BUILTINS += (PReLU, UpSampling2D, ZeroPadding2D, Cropping2D, Permute, RepeatVector,
+              LayerNormalization, GroupNormalization, GaussianNoise, GaussianDropout)
 for _cls in _BUILTINS:
     _registry.register("layer", _cls)
 
