@@ -28,6 +28,9 @@ from minnet.layers.activation import PReLU
 from minnet.layers.reshaping import Cropping2D, Permute, RepeatVector, UpSampling2D, ZeroPadding2D
 from minnet.layers.normalization_extra import GroupNormalization, LayerNormalization
 from minnet.layers.noise import GaussianDropout, GaussianNoise
+from minnet.layers.preprocessing import (CenterCrop, Normalization, RandomContrast, RandomCrop,
+                                         RandomFlip, RandomRotation, RandomTranslation,
+                                         RandomZoom, Rescaling, Resizing)
 from minnet import _registry
 
 __all__ = [
@@ -37,14 +40,18 @@ __all__ = [
     "Sigmoid", "Tanh", "Softmax", "serialize", "deserialize", "register_layer", "get",
 ]
 __all__ += ["PReLU", "UpSampling2D", "ZeroPadding2D", "Cropping2D", "Permute", "RepeatVector",
-            "LayerNormalization", "GroupNormalization", "GaussianNoise", "GaussianDropout"]
+            "LayerNormalization", "GroupNormalization", "GaussianNoise", "GaussianDropout",
+            "Rescaling", "Normalization", "Resizing", "CenterCrop", "RandomFlip",
+            "RandomTranslation", "RandomRotation", "RandomZoom", "RandomCrop", "RandomContrast"]
 
 _BUILTINS = (Input, Dense, Flatten, Reshape, Lambda, Activation, Conv2D, MaxPooling2D,
              AveragePooling2D, GlobalAveragePooling2D, BatchNormalization, Dropout,
              AlphaDropout, SpatialDropout2D, ReLU, LeakyReLU, ELU, SELU, Sigmoid, Tanh, Softmax)
 
 _BUILTINS += (PReLU, UpSampling2D, ZeroPadding2D, Cropping2D, Permute, RepeatVector,
-              LayerNormalization, GroupNormalization, GaussianNoise, GaussianDropout)
+              LayerNormalization, GroupNormalization, GaussianNoise, GaussianDropout,
+              Rescaling, Normalization, Resizing, CenterCrop, RandomFlip, RandomTranslation,
+              RandomRotation, RandomZoom, RandomCrop, RandomContrast)
 for _cls in _BUILTINS:
     _registry.register("layer", _cls)
 
