@@ -158,6 +158,8 @@ cdef void resize_bilinear_backward_kernel(const floating[:, :, :, ::1] g,   # IN
 
 cdef inline double _map_coordinate(double p, Py_ssize_t size, int mode) noexcept nogil:
     cdef double length, q
+    if p >= 0 and p <= size - 1:
+        return p                         # inside: every mode leaves it (the common case)
     if mode == FILL_REFLECT:
         if size == 1:
             return 0
@@ -196,49 +198,86 @@ cdef inline Py_ssize_t _index(Py_ssize_t k, Py_ssize_t size, int mode) noexcept 
     return 0 if k < 0 else size - 1
 
 
-cdef void affine_kernel(const floating[:, :, :, ::1] x,     # IN  (N, H, W, C)
-                        const double[:, ::1] m,             # IN  (N, 6) output -> input
-                        floating[:, :, :, ::1] y,           # OUT (N, OH, OW, C)
-                        bint nearest, int mode, floating fill,
-                        int n_threads) noexcept nogil:
-    cdef Py_ssize_t n, i, j, c, r0, r1, c0, c1
-    cdef Py_ssize_t N = x.shape[0], H = x.shape[1], W = x.shape[2], C = x.shape[3]
-    cdef Py_ssize_t OH = y.shape[1], OW = y.shape[2]
-    cdef double row, col, fr, fc
+cdef inline Py_ssize_t _floor(double v) noexcept nogil:
+    cdef Py_ssize_t k = <Py_ssize_t> v
+    return k - 1 if k > v else k
+
+
+cdef void _affine_sample(const floating* xs, floating* ys, const double* m,
+                         Py_ssize_t H, Py_ssize_t W, Py_ssize_t C, Py_ssize_t OH, Py_ssize_t OW,
+                         Py_ssize_t pixel_in, Py_ssize_t chan_in,
+                         Py_ssize_t pixel_out, Py_ssize_t chan_out,
+                         bint nearest, int mode, floating fill) noexcept nogil:
+    # One sample. A pixel (r, q) of the input is at xs + (r * W + q) * pixel_in and its
+    # channel c at + c * chan_in: channels_last has (pixel, chan) = (C, 1), channels_first
+    # (1, H * W); the coordinates of each output pixel are computed once for all channels.
+    cdef Py_ssize_t i, j, c, r0, r1, c0, c1, o
+    cdef double row, col, ar, ac
     cdef floating w00, w01, w10, w11, v00, v01, v10, v11
-    for n in prange(N, num_threads=_team(N, n_threads), schedule="static"):
-        for i in range(OH):
-            for j in range(OW):
-                col = m[n, 0] * j + m[n, 1] * i + m[n, 2]
-                row = m[n, 3] * j + m[n, 4] * i + m[n, 5]
-                if mode == FILL_CONSTANT and (row <= -1 or row >= H or col <= -1 or col >= W):
-                    for c in range(C):
-                        y[n, i, j, c] = fill
-                    continue
-                row = _map_coordinate(row, H, mode)
-                col = _map_coordinate(col, W, mode)
-                if nearest:
-                    r0 = _index(<Py_ssize_t> floor(row + 0.5), H, mode)
-                    c0 = _index(<Py_ssize_t> floor(col + 0.5), W, mode)
-                    for c in range(C):
-                        y[n, i, j, c] = fill if (r0 < 0 or c0 < 0) else x[n, r0, c0, c]
-                    continue
-                fr = floor(row)
-                fc = floor(col)
-                w11 = <floating> ((row - fr) * (col - fc))
-                w10 = <floating> ((row - fr) * (1 - (col - fc)))
-                w01 = <floating> ((1 - (row - fr)) * (col - fc))
-                w00 = <floating> ((1 - (row - fr)) * (1 - (col - fc)))
-                r0 = _index(<Py_ssize_t> fr, H, mode)
-                r1 = _index(<Py_ssize_t> fr + 1, H, mode)
-                c0 = _index(<Py_ssize_t> fc, W, mode)
-                c1 = _index(<Py_ssize_t> fc + 1, W, mode)
+    cdef const floating* p00
+    for i in range(OH):
+        for j in range(OW):
+            o = (i * OW + j) * pixel_out
+            col = m[0] * j + m[1] * i + m[2]
+            row = m[3] * j + m[4] * i + m[5]
+            if mode == FILL_CONSTANT and (row <= -1 or row >= H or col <= -1 or col >= W):
                 for c in range(C):
-                    v00 = fill if (r0 < 0 or c0 < 0) else x[n, r0, c0, c]
-                    v01 = fill if (r0 < 0 or c1 < 0) else x[n, r0, c1, c]
-                    v10 = fill if (r1 < 0 or c0 < 0) else x[n, r1, c0, c]
-                    v11 = fill if (r1 < 0 or c1 < 0) else x[n, r1, c1, c]
-                    y[n, i, j, c] = w00 * v00 + w01 * v01 + w10 * v10 + w11 * v11
+                    ys[o + c * chan_out] = fill
+                continue
+            row = _map_coordinate(row, H, mode)
+            col = _map_coordinate(col, W, mode)
+            if nearest:
+                r0 = _index(_floor(row + 0.5), H, mode)
+                c0 = _index(_floor(col + 0.5), W, mode)
+                for c in range(C):
+                    ys[o + c * chan_out] = fill if (r0 < 0 or c0 < 0) else \
+                        xs[(r0 * W + c0) * pixel_in + c * chan_in]
+                continue
+            r0 = _floor(row)
+            c0 = _floor(col)
+            ar = row - r0
+            ac = col - c0
+            w11 = <floating> (ar * ac)
+            w10 = <floating> (ar * (1 - ac))
+            w01 = <floating> ((1 - ar) * ac)
+            w00 = <floating> ((1 - ar) * (1 - ac))
+            if r0 >= 0 and r0 + 1 < H and c0 >= 0 and c0 + 1 < W:
+                # all four taps inside: no index mapping
+                p00 = xs + (r0 * W + c0) * pixel_in
+                for c in range(C):
+                    ys[o + c * chan_out] = (w00 * p00[c * chan_in] + w01 * p00[pixel_in + c * chan_in]
+                                            + w10 * p00[W * pixel_in + c * chan_in]
+                                            + w11 * p00[(W + 1) * pixel_in + c * chan_in])
+                continue
+            r1 = _index(r0 + 1, H, mode)
+            c1 = _index(c0 + 1, W, mode)
+            r0 = _index(r0, H, mode)
+            c0 = _index(c0, W, mode)
+            for c in range(C):
+                v00 = fill if (r0 < 0 or c0 < 0) else xs[(r0 * W + c0) * pixel_in + c * chan_in]
+                v01 = fill if (r0 < 0 or c1 < 0) else xs[(r0 * W + c1) * pixel_in + c * chan_in]
+                v10 = fill if (r1 < 0 or c0 < 0) else xs[(r1 * W + c0) * pixel_in + c * chan_in]
+                v11 = fill if (r1 < 0 or c1 < 0) else xs[(r1 * W + c1) * pixel_in + c * chan_in]
+                ys[o + c * chan_out] = w00 * v00 + w01 * v01 + w10 * v10 + w11 * v11
+
+
+cdef void affine_kernel(const floating[:, :, :, ::1] x,     # IN  (N, H, W, C) or (N, C, H, W)
+                        const double[:, ::1] m,             # IN  (N, 6) output -> input
+                        floating[:, :, :, ::1] y,           # OUT (N, OH, OW, C) or (N, C, OH, OW)
+                        bint channels_first, bint nearest, int mode, floating fill,
+                        int n_threads) noexcept nogil:
+    cdef Py_ssize_t n, N = x.shape[0], H, W, C, OH, OW
+    if channels_first:
+        C, H, W, OH, OW = x.shape[1], x.shape[2], x.shape[3], y.shape[2], y.shape[3]
+    else:
+        H, W, C, OH, OW = x.shape[1], x.shape[2], x.shape[3], y.shape[1], y.shape[2]
+    for n in prange(N, num_threads=_team(N, n_threads), schedule="static"):
+        if channels_first:
+            _affine_sample(&x[n, 0, 0, 0], &y[n, 0, 0, 0], &m[n, 0], H, W, C, OH, OW,
+                           1, H * W, 1, OH * OW, nearest, mode, fill)
+        else:
+            _affine_sample(&x[n, 0, 0, 0], &y[n, 0, 0, 0], &m[n, 0], H, W, C, OH, OW,
+                           C, 1, C, 1, nearest, mode, fill)
 
 
 cdef void flip_kernel(const floating[:, :, :, ::1] x,   # IN  (N, H, W, C)
@@ -283,9 +322,9 @@ def _resize_backward(const floating[:, :, :, ::1] g, floating[:, :, :, ::1] dx, 
 
 
 def _affine(const floating[:, :, :, ::1] x, const double[:, ::1] m, floating[:, :, :, ::1] y,
-            bint nearest, int mode, double fill, int t):
+            bint channels_first, bint nearest, int mode, double fill, int t):
     with nogil:
-        affine_kernel(x, m, y, nearest, mode, <floating> fill, t)
+        affine_kernel(x, m, y, channels_first, nearest, mode, <floating> fill, t)
 
 
 def _flip(const floating[:, :, :, ::1] x, const unsigned char[::1] fh,
@@ -378,20 +417,25 @@ def resize_bilinear_backward(grad, in_height, in_width, n_threads=1):
 
 
 def affine_transform(x, matrices, out_height=None, out_width=None, interpolation="bilinear",
-                     fill_mode="reflect", fill_value=0.0, n_threads=1):
+                     fill_mode="reflect", fill_value=0.0, channels_first=False, n_threads=1):
     """Warp each sample by its own affine map (output pixel -> input coordinates).
 
     Args:
-        x: ``(N, H, W, C)`` float32/float64, C-contiguous.
+        x: ``(N, H, W, C)`` (or ``(N, C, H, W)`` with ``channels_first``) float32/float64,
+            C-contiguous.
         matrices: ``(N, 6)`` float64: ``col = m0*j + m1*i + m2``, ``row = m3*j + m4*i + m5``
             for output row ``i``, column ``j``.
         interpolation: ``"bilinear"`` or ``"nearest"``.
         fill_mode: ``"reflect"``, ``"wrap"``, ``"constant"``, ``"nearest"`` or ``"mirror"``.
         fill_value: the value outside the image for ``"constant"``.
+        channels_first: the layout of ``x`` and of the result.
 
     Shape:
-        y: ``(N, out_height or H, out_width or W, C)``.
+        y: ``(N, out_height or H, out_width or W, C)`` (or channels first).
     """
+    if not isinstance(x, np.ndarray) or x.ndim != 4:
+        raise ValueError(f"Invalid argument `x`: expected a 4-D image batch. Received: "
+                         f"{getattr(x, 'shape', type(x).__name__)}")
     _check_nhwc(x, "x")
     if interpolation not in ("bilinear", "nearest"):
         raise ValueError(f"Invalid argument `interpolation`: expected 'bilinear' or 'nearest'. "
@@ -403,14 +447,19 @@ def affine_transform(x, matrices, out_height=None, out_width=None, interpolation
     if matrices.shape != (x.shape[0], 6) or not np.all(np.isfinite(matrices)):
         raise ValueError(f"Invalid argument `matrices`: expected finite values of shape "
                          f"({x.shape[0]}, 6). Received: shape {matrices.shape}")
-    out_height = x.shape[1] if out_height is None else _positive(out_height, "out_height")
-    out_width = x.shape[2] if out_width is None else _positive(out_width, "out_width")
-    y = np.empty((x.shape[0], out_height, out_width, x.shape[3]), x.dtype)
-    if x.shape[1] == 0 or x.shape[2] == 0:
+    if channels_first:
+        n, c, h, w = x.shape
+    else:
+        n, h, w, c = x.shape
+    out_height = h if out_height is None else _positive(out_height, "out_height")
+    out_width = w if out_width is None else _positive(out_width, "out_width")
+    shape = (n, c, out_height, out_width) if channels_first else (n, out_height, out_width, c)
+    y = np.empty(shape, x.dtype)
+    if h == 0 or w == 0:
         y[...] = fill_value
         return y
-    _affine(x, matrices, y, interpolation == "nearest", FILL_MODES[fill_mode], float(fill_value),
-            _positive(n_threads, "n_threads"))
+    _affine(x, matrices, y, bool(channels_first), interpolation == "nearest",
+            FILL_MODES[fill_mode], float(fill_value), _positive(n_threads, "n_threads"))
     return y
 
 

@@ -259,15 +259,15 @@ def _factor_pair(name, value, low=-1.0, high=1.0, symmetric=True):
 
 def _warp(layer, x, matrices_for_batch):
     """Apply per-sample affine maps (output pixel -> input coordinates) to an image batch."""
-    a, channels, back = layer._nhwc(x)
-    n = a.shape[0] // (1 if layer.data_format == "channels_last" else channels)
-    matrices = matrices_for_batch(n)
-    if layer.data_format == "channels_first":
-        matrices = np.repeat(matrices, channels, axis=0)
-    y = _kernels.affine_transform(a, matrices, interpolation=layer.interpolation,
-                                  fill_mode=layer.fill_mode, fill_value=layer.fill_value,
+    a = np.asarray(x.data if isinstance(x, Tensor) else x)
+    single = a.ndim == 3
+    batch = np.ascontiguousarray(a[None] if single else a)
+    y = _kernels.affine_transform(batch, matrices_for_batch(batch.shape[0]),
+                                  interpolation=layer.interpolation, fill_mode=layer.fill_mode,
+                                  fill_value=layer.fill_value,
+                                  channels_first=layer.data_format == "channels_first",
                                   n_threads=get_num_threads())
-    return Tensor(back(y))
+    return Tensor(y[0] if single else y)
 
 
 class _Warp(_ImageLayer):
