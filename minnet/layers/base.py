@@ -31,6 +31,7 @@ Regularization: ``add_weight(..., regularizer=, constraint=)`` and the layer's
 and the last call's output, with their graphs), which a training step adds to its loss.
 """
 import functools
+import inspect
 
 import numpy as np
 
@@ -69,6 +70,25 @@ def _shape_str(shape):
 
 # Keras's declaration keywords every layer accepts (Keras 2's and Keras 3's spellings).
 _DECLARATION_KWARGS = ("input_shape", "batch_size", "batch_input_shape", "input_dim")
+# Per-weight options a layer that does not list them still takes; add_weight applies them to
+# the weights named "kernel" and "bias" (Conv2D's kernel_regularizer, ...).
+_WEIGHT_KWARGS = ("kernel_regularizer", "bias_regularizer", "kernel_constraint",
+                  "bias_constraint")
+
+
+def _accepted_kwargs(cls):
+    """Keyword names some ``__init__`` in ``cls``'s MRO lists explicitly."""
+    names = set()
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None or klass is object:
+            continue
+        init = getattr(init, "__wrapped__", init)
+        try:
+            names.update(inspect.signature(init).parameters)
+        except (TypeError, ValueError):
+            pass
+    return names
 
 
 def _check_sample_shape(name, value):
@@ -151,14 +171,21 @@ class Layer:
         init = cls.__dict__.get("__init__")
         if init is None or getattr(init, "_keras_declarations", False):
             return
+        accepted = _accepted_kwargs(cls)
+        extra_weight_kwargs = tuple(k for k in _WEIGHT_KWARGS if k not in accepted)
 
         @functools.wraps(init)
         def __init__(self, *args, **kwargs):
             declared = {k: kwargs.pop(k) for k in _DECLARATION_KWARGS if k in kwargs}
             activity = kwargs.pop("activity_regularizer", None)
+            options = {k: kwargs.pop(k) for k in extra_weight_kwargs if k in kwargs}
             init(self, *args, **kwargs)
             if activity is not None:
                 object.__setattr__(self, "activity_regularizer", regularizers.get(activity))
+            options = {k: (regularizers.get(v) if k.endswith("regularizer") else constraints.get(v))
+                       for k, v in options.items() if v is not None}
+            if options:
+                object.__setattr__(self, "_weight_options", options)
             if declared:
                 shape = _declared_batch_shape(**declared)
                 if shape is not None:
@@ -275,8 +302,10 @@ class Layer:
         init = initializers.get(initializer)
         value = initializers.checked_call(init, shape, dtype, where=f"weight '{name}' of layer "
                                                                     f"'{self.name}'")
-        regularizer = regularizers.get(regularizer)
-        constraint = constraints.get(constraint)
+        options = self.__dict__.get("_weight_options") or {}
+        regularizer = regularizers.get(regularizer) or options.get(f"{name}_regularizer")
+        constraint = constraints.get(constraint) or (options.get(f"{name}_constraint")
+                                                     if trainable else None)
         if trainable:
             weight = Parameter(value)
             if not self._trainable:
@@ -519,6 +548,9 @@ class Layer:
             config["batch_input_shape"] = list(self._batch_input_shape)
         if self.activity_regularizer is not None:
             config["activity_regularizer"] = regularizers.serialize(self.activity_regularizer)
+        for key, value in (self.__dict__.get("_weight_options") or {}).items():
+            config[key] = (regularizers.serialize(value) if key.endswith("regularizer")
+                           else constraints.serialize(value))
         return config
 
     @classmethod

@@ -374,3 +374,26 @@ def test_nested_losses_and_constraint_attribute():
     config = layer.get_config()
     again = layers.Dense.from_config(json.loads(json.dumps(config)))
     assert again.get_config() == config
+
+
+def test_kernel_and_bias_options_reach_layers_that_do_not_list_them():
+    conv = layers.Conv2D(2, 3, kernel_regularizer=mn.regularizers.L2(0.5),
+                         kernel_constraint=mn.constraints.MaxNorm(1.0, axis=[0, 1, 2]),
+                         bias_constraint="non_neg", dtype="float64")
+    conv(np.ones((1, 2, 5, 5)))                       # 2 channels: the same in either layout
+    (term,) = conv.losses
+    assert float(term.numpy()) == pytest.approx(0.5 * np.sum(conv.kernel.data ** 2))
+    assert conv.kernel.constraint.axis == [0, 1, 2]
+    assert isinstance(conv.bias.constraint, mn.constraints.NonNeg)
+    config = json.loads(json.dumps(conv.get_config()))
+    again = layers.Conv2D.from_config(config)
+    again(np.ones((1, 2, 5, 5)))
+    assert len(again.losses) == 1 and again.get_config() == conv.get_config()
+
+    class MyDense(layers.Dense):                      # a subclass passing **kwargs on
+        def __init__(self, units, **kwargs):
+            super().__init__(units, **kwargs)
+
+    dense = MyDense(3, kernel_regularizer="l1")
+    dense(np.ones((1, 2)))
+    assert isinstance(dense.kernel_regularizer, mn.regularizers.L1) and len(dense.losses) == 1
