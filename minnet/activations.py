@@ -29,9 +29,30 @@ __all__ = ["relu", "relu6", "leaky_relu", "elu", "selu", "sigmoid", "hard_sigmoi
            "is_builtin"]
 
 
-def relu(x):
-    """``max(x, 0)``."""
-    return F.relu(x)
+def relu(x, negative_slope=0.0, max_value=None, threshold=0.0):
+    """Keras's relu: ``max(x, 0)`` by default; with ``max_value`` the output is clipped
+    to it, with ``threshold`` values at or below it become 0 (or ``negative_slope *
+    (x - threshold)``), with ``negative_slope`` the negative side leaks."""
+    if negative_slope == 0 and max_value is None and threshold == 0:
+        return F.relu(x)
+    if negative_slope != 0 and max_value is None and threshold == 0:
+        return F.leaky_relu(x, negative_slope=negative_slope)
+    if not isinstance(x, Tensor):
+        x = Tensor(np.asarray(x, dtype=np.float32))
+    negative = F.relu(-x + threshold) if negative_slope != 0 else None
+    clip_max = max_value is not None
+    if threshold != 0:
+        y = x * (x.data > threshold).astype(x.dtype)
+    elif max_value == 6:
+        y = F.relu6(x)
+        clip_max = False
+    else:
+        y = F.relu(x)
+    if clip_max:
+        y = y.clip(0.0, float(max_value))
+    if negative is not None:
+        y = y - negative * negative_slope
+    return y
 
 
 def relu6(x):

@@ -205,6 +205,9 @@ def _plan_layer(layer):
     if kind is L.SpatialDropout2D:
         return [_Step("dropout2d", layer, p=layer.rate)]
     if kind is L.ReLU:
+        if layer.max_value is not None or layer.negative_slope or layer.threshold:
+            raise ValueError(f"Layer '{layer.name}' (ReLU with max_value/negative_slope/threshold) "
+                             f"has no PyTorch twin in this converter; use ReLU() or LeakyReLU.")
         return [_Step("act", layer, name="relu")]
     if kind is L.LeakyReLU:
         return [_Step("act", layer, name="leaky_relu", negative_slope=layer.negative_slope)]

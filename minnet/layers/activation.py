@@ -7,8 +7,9 @@ import numbers
 
 import numpy as np
 
-from minnet import constraints, initializers, regularizers
+from minnet import activations, constraints, initializers, regularizers
 from minnet import functional as F
+from minnet._checks import check_float
 from minnet.layers.base import Layer
 
 __all__ = ["ReLU", "LeakyReLU", "PReLU", "ELU", "SELU", "Sigmoid", "Tanh", "Softmax"]
@@ -24,8 +25,17 @@ class _Elementwise(Layer):
         return tuple(input_shape)
 
 
-class ReLU(_Elementwise):
+class ReLU(Layer):
     """``y = max(x, 0)``; backward ``dx = dy * (x > 0)``.
+
+    Keras's options: ``max_value`` clips the output (``ReLU(6.0)`` is relu6),
+    ``negative_slope`` leaks the negative side, ``threshold`` moves the kink (see
+    ``minnet.activations.relu``).
+
+    Args:
+        max_value: None or a float >= 0.
+        negative_slope: float >= 0 (default 0).
+        threshold: float (default 0).
 
     Shape:
         - Input: any.  Output: the same.
@@ -35,7 +45,35 @@ class ReLU(_Elementwise):
         array([[0., 2.]], dtype=float32)
     """
 
-    _op = staticmethod(F.relu)
+    def __init__(self, max_value=None, negative_slope=0.0, threshold=0.0, name=None, dtype=None,
+                 trainable=True, **kwargs):
+        super().__init__(name=name, dtype=dtype, trainable=trainable, **kwargs)
+        self.max_value = None if max_value is None else check_float("max_value", max_value, low=0.0)
+        self.negative_slope = check_float("negative_slope", negative_slope, low=0.0)
+        self.threshold = check_float("threshold", threshold)
+
+    def call(self, x, training=False):
+        if self.max_value is None and self.negative_slope == 0 and self.threshold == 0:
+            return F.relu(x)
+        return activations.relu(x, negative_slope=self.negative_slope, max_value=self.max_value,
+                                threshold=self.threshold)
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape)
+
+    def get_config(self):
+        return {**super().get_config(), "max_value": self.max_value,
+                "negative_slope": self.negative_slope, "threshold": self.threshold}
+
+    def extra_repr(self):
+        parts = []
+        if self.max_value is not None:
+            parts.append(f"max_value={self.max_value}")
+        if self.negative_slope:
+            parts.append(f"negative_slope={self.negative_slope}")
+        if self.threshold:
+            parts.append(f"threshold={self.threshold}")
+        return ", ".join(parts)
 
 
 class Sigmoid(_Elementwise):

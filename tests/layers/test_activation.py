@@ -191,3 +191,24 @@ def test_prelu_defaults_gradcheck_and_errors():
         layers.PReLU(shared_axes=3)(np.ones((2, 3)))
     config = layers.PReLU(shared_axes=[1, 2], alpha_constraint="non_neg").get_config()
     assert layers.PReLU.from_config(config).shared_axes == [1, 2]
+
+
+@pytest.mark.parametrize("kwargs, ref", [
+    (dict(max_value=6.0), lambda x: np.clip(x, 0, 6)),
+    (dict(max_value=1.5), lambda x: np.clip(x, 0, 1.5)),
+    (dict(negative_slope=0.1), lambda x: np.where(x > 0, x, 0.1 * x)),
+    (dict(threshold=0.5), lambda x: np.where(x > 0.5, x, 0.0)),
+    (dict(threshold=0.5, negative_slope=0.2, max_value=2.0),
+     lambda x: np.where(x > 0.5, np.minimum(x, 2.0), 0.0) - 0.2 * np.maximum(0.5 - x, 0)),
+])
+def test_relu_keras_options(kwargs, ref):
+    x = np.linspace(-3, 8, 23) + 0.013
+    layer = layers.ReLU(**kwargs, dtype="float64")
+    np.testing.assert_allclose(layer(x).numpy(), ref(x), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(mn.activations.relu(mn.tensor(x), **kwargs).numpy(), ref(x),
+                               rtol=1e-12, atol=1e-12)
+    t = mn.tensor(x.reshape(1, -1), requires_grad=True)
+    assert mn.gradcheck(lambda a: layer(a), (t,))
+    assert layers.ReLU.from_config(layer.get_config()).get_config() == layer.get_config()
+    with pytest.raises(ValueError, match="`max_value`"):
+        layers.ReLU(max_value=-1)
