@@ -35,6 +35,7 @@ get_num_threads()
 _SUBMODULES = {"layers", "losses", "optimizers", "callbacks", "metrics", "datasets", "data",
                "functional", "initializers", "activations", "models", "saving", "autograd",
                "interop"}
+_SUBMODULES |= {"regularizers", "constraints"}
 _LAZY = {
     "Sequential": ("models", "Sequential"),
     "load_model": ("models", "load_model"),
