@@ -15,7 +15,7 @@ from minnet._ext import _image as _kernels
 from minnet.autograd import Function
 from minnet.functional._common import as_float_input
 
-__all__ = ["upsample_nearest2d", "resize_bilinear2d", "pad2d", "interpolate",
+__all__ = ["check_output_size", "upsample_nearest2d", "resize_bilinear2d", "pad2d", "interpolate",
            "UpsampleNearest", "ResizeBilinear", "Pad2d"]
 
 
@@ -97,6 +97,17 @@ class Pad2d(Function):
         return np.ascontiguousarray(dx), None, None
 
 
+# Refuse outputs past this many elements with a ValueError before allocating (2**34 float32
+# values are 64 GiB): an absurd size argument must not end in a MemoryError.
+_MAX_ELEMENTS = 2 ** 34
+
+
+def check_output_size(shape, what):
+    if float(np.prod([float(s) for s in shape])) > _MAX_ELEMENTS:
+        raise ValueError(f"Invalid value for argument `{what}`: the output would have shape "
+                         f"{tuple(shape)}, more than {_MAX_ELEMENTS} values.")
+
+
 def _check_4d(x, name="x"):
     if x.ndim != 4:
         raise ValueError(f"Invalid value for argument `{name}`: expected a 4-D image batch. "
@@ -108,6 +119,7 @@ def upsample_nearest2d(x, size, data_format="channels_first"):
     x = as_float_input(x)
     _check_4d(x)
     sh, sw = size
+    check_output_size((x.shape[0], x.shape[1] * sh, x.shape[2] * sw, x.shape[3]), "size")
     return UpsampleNearest.apply(x, int(sh), int(sw), data_format == "channels_last")
 
 
@@ -117,6 +129,7 @@ def resize_bilinear2d(x, out_size, data_format="channels_first"):
     x = as_float_input(x)
     _check_4d(x)
     oh, ow = out_size
+    check_output_size((x.shape[0], x.shape[1], oh, ow), "size")
     return ResizeBilinear.apply(x, int(oh), int(ow), data_format == "channels_last")
 
 
@@ -125,6 +138,9 @@ def pad2d(x, padding, data_format="channels_first"):
     x = as_float_input(x)
     _check_4d(x)
     (top, bottom), (left, right) = padding
+    n, a, b, c = x.shape
+    check_output_size((n, a + top + bottom, b + left + right, c) if data_format == "channels_last"
+                      else (n, a, b + top + bottom, c + left + right), "padding")
     return Pad2d.apply(x, ((int(top), int(bottom)), (int(left), int(right))),
                        data_format == "channels_last")
 

@@ -225,6 +225,9 @@ class RepeatVector(Layer):
     def call(self, x, training=False):
         if x.ndim != 2:
             self._check_input(x, ndim=2)
+        if float(self.n) * x.size > 2 ** 34:
+            raise ValueError(f"Layer '{self.name}': repeating inputs of shape {tuple(x.shape)} "
+                             f"{self.n} times would make more than 2**34 values.")
         # Broadcasting against zeros: the backward sums the n copies (Add's unbroadcast).
         return x.reshape(x.shape[0], 1, x.shape[1]) + np.zeros((1, self.n, 1), dtype=x.dtype)
 

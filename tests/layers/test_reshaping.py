@@ -136,3 +136,12 @@ def test_config_round_trip(layer):
     config = json.loads(json.dumps(layers.serialize(layer)))
     again = layers.deserialize(config)
     assert type(again) is type(layer) and again.get_config() == layer.get_config()
+
+
+def test_absurd_sizes_are_value_errors_not_memory_errors():
+    with pytest.raises(ValueError, match="2\\*\\*34"):
+        layers.RepeatVector(10 ** 12)(np.ones((2, 4)))
+    with pytest.raises(ValueError, match="`size`"):
+        layers.UpSampling2D(10 ** 7, data_format="channels_last")(np.ones((1, 2, 2, 1)))
+    with pytest.raises(ValueError, match="`padding`"):
+        layers.ZeroPadding2D(10 ** 9, data_format="channels_first")(np.ones((1, 1, 2, 2)))
