@@ -13,12 +13,11 @@ The Python-visible wrappers (``sigmoid_forward``, ...) validate dtypes, shapes a
 contiguity, so the ``nogil`` loops below run without bounds checks.
 """
 from cython.parallel cimport prange
-from libc.math cimport (exp, expf, expm1, expm1f, log, log1p, log1pf, tanh, tanhf, fabs,
-                        erf, erff, sqrt)
+from libc.math cimport exp, expm1, expm1f, log, log1p, tanh, fabs, erf
 
 from minnet._ext._blas cimport floating
 from minnet._ext._fastmath cimport (minnet_exp_nonpos_f, minnet_tanh_block_f, minnet_row_max_f,
-                                    minnet_exp_sum_f, minnet_dot_f)
+                                    minnet_exp_sum_f, minnet_dot_f, minnet_tanh_f)
 
 import numpy as np
 
@@ -313,53 +312,202 @@ cdef double _SQRT1_2 = 0.70710678118654752440
 cdef double _INV_SQRT_2PI = 0.39894228040143267794
 cdef double _SQRT_2_PI = 0.79788456080286535588
 cdef double _GELU_C = 0.044715
+cdef double _SIXTH = 1.0 / 6.0
+
+
+cdef extern from *:
+    """
+    /* float helpers for the unary family. The C library's expf/erff/log1pf are scalar
+     * calls (tens of ns each on the development machine); these inline polynomial forms
+     * are branch-light and accurate to a few ulp for float (double uses the C library).
+     * minnet_exp_nonpos_f and minnet_tanh_f come from _fastmath.pxd. */
+
+    /* exp(x) for any float x: exp(-|x|) in (0, 1], inverted for x > 0 (inf above ~88.7). */
+    static inline float minnet_exp_f(float x) {
+        float e = minnet_exp_nonpos_f(x > 0.0f ? -x : x);
+        return x > 0.0f ? 1.0f / e : e;
+    }
+
+    /* log(x) for normal float x > 0 (Cephes logf: x = m 2^k, m in [sqrt(1/2), sqrt(2))). */
+    static inline float minnet_log_f(float x) {
+        uint32_t bits;
+        memcpy(&bits, &x, 4);
+        int k = (int)((bits >> 23) & 0xff) - 126;
+        bits = (bits & 0x007fffffu) | 0x3f000000u;        /* mantissa in [0.5, 1) */
+        float m;
+        memcpy(&m, &bits, 4);
+        if (m < 0.707106781186547524f) { k -= 1; m = m + m - 1.0f; } else { m = m - 1.0f; }
+        float z = m * m;
+        float y = 7.0376836292e-2f;
+        y = y * m - 1.1514610310e-1f;
+        y = y * m + 1.1676998740e-1f;
+        y = y * m - 1.2420140846e-1f;
+        y = y * m + 1.4249322787e-1f;
+        y = y * m - 1.6668057665e-1f;
+        y = y * m + 2.0000714765e-1f;
+        y = y * m - 2.4999993993e-1f;
+        y = y * m + 3.3333331174e-1f;
+        y = y * m * z;
+        y += -2.12194440e-4f * (float)k;
+        y += -0.5f * z;
+        return m + y + 0.693359375f * (float)k;
+    }
+
+    /* log(1 + e) for e in [0, 1] without losing small e: u = 1 + e, log(u) * e / (u - 1). */
+    static inline float minnet_log1p01_f(float e) {
+        float u = 1.0f + e;
+        return u == 1.0f ? e : minnet_log_f(u) * (e / (u - 1.0f));
+    }
+
+    /* Phi(x) = P(N(0,1) <= x) for float x. |x|/sqrt2 < 0.5: erf's Taylor series (error
+     * < 1e-8); beyond: erfc(a) = t exp(-a^2 + P(t)), t = 1/(1 + a/2) (the Chebyshev fit of
+     * Numerical Recipes' erfcc, relative error < 1.2e-7 for every a >= 0), used as it
+     * stands for x < 0 (no cancellation in the left tail) and as 1 - ... for x > 0. */
+    static inline float minnet_phi_cdf_f(float x) {
+        float z = x * 0.70710678118654752f;
+        float a = z < 0.0f ? -z : z;
+        if (a < 0.5f) {
+            float z2 = z * z;
+            float p = -1.0f / 1320.0f;
+            p = p * z2 + 1.0f / 216.0f;
+            p = p * z2 - 1.0f / 42.0f;
+            p = p * z2 + 1.0f / 10.0f;
+            p = p * z2 - 1.0f / 3.0f;
+            p = p * z2 + 1.0f;
+            return 0.5f + 0.56418958354775629f * z * p;       /* 0.5 (1 + erf z) */
+        }
+        float t = 1.0f / (1.0f + 0.5f * a);
+        float q = 0.17087277f;
+        q = q * t - 0.82215223f;
+        q = q * t + 1.48851587f;
+        q = q * t - 1.13520398f;
+        q = q * t + 0.27886807f;
+        q = q * t - 0.18628806f;
+        q = q * t + 0.09678418f;
+        q = q * t + 0.37409196f;
+        q = q * t + 1.00002368f;
+        q = q * t - 1.26551223f;
+        float half_erfc = 0.5f * t * minnet_exp_nonpos_f(q - a * a);
+        return z < 0.0f ? half_erfc : 1.0f - half_erfc;
+    }
+
+    static inline float minnet_sigmoid1_f(float v) {
+        float e = minnet_exp_nonpos_f(v < 0.0f ? v : -v);
+        return (v >= 0.0f ? 1.0f : e) / (1.0f + e);
+    }
+
+    static inline float minnet_softplus1_f(float v) {
+        float e = minnet_exp_nonpos_f(v < 0.0f ? v : -v);
+        float sp = (v > 0.0f ? v : 0.0f) + minnet_log1p01_f(e);
+        return v > 20.0f ? v : sp;
+    }
+
+    /* The float loops of the unary family, in C so that GCC vectorises them (op codes as in
+     * the Cython enum below; the op is tested once, outside the loops). */
+    MINNET_TARGET_CLONES
+    static void minnet_unary_f(int op, const float *x, float *y, Py_ssize_t n) {
+        Py_ssize_t i;
+        switch (op) {
+        case 0: for (i = 0; i < n; i++) y[i] = x[i] * minnet_phi_cdf_f(x[i]); break;
+        case 1: for (i = 0; i < n; i++) { float v = x[i];
+                    float t = minnet_tanh_f(0.79788456080286535588f * (v + 0.044715f * v * v * v));
+                    y[i] = 0.5f * v * (1.0f + t); } break;
+        case 2: for (i = 0; i < n; i++) y[i] = x[i] * minnet_sigmoid1_f(x[i]); break;
+        case 3: for (i = 0; i < n; i++) y[i] = minnet_softplus1_f(x[i]); break;
+        case 8: for (i = 0; i < n; i++) y[i] = x[i] * minnet_tanh_f(minnet_softplus1_f(x[i])); break;
+        case 9: for (i = 0; i < n; i++) y[i] = minnet_exp_f(x[i]); break;
+        default: break;
+        }
+    }
+
+    MINNET_TARGET_CLONES
+    static void minnet_unary_backward_f(int op, const float *s, const float *g, float *dx,
+                                        Py_ssize_t n) {
+        Py_ssize_t i;
+        switch (op) {
+        case 0: for (i = 0; i < n; i++) { float v = s[i];
+                    dx[i] = g[i] * (minnet_phi_cdf_f(v)
+                                    + v * 0.39894228040143267794f * minnet_exp_nonpos_f(-0.5f * v * v)); } break;
+        case 1: for (i = 0; i < n; i++) { float v = s[i];
+                    float t = minnet_tanh_f(0.79788456080286535588f * (v + 0.044715f * v * v * v));
+                    dx[i] = g[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t)
+                                    * 0.79788456080286535588f * (1.0f + 3.0f * 0.044715f * v * v)); } break;
+        case 2: for (i = 0; i < n; i++) { float v = s[i]; float sg = minnet_sigmoid1_f(v);
+                    dx[i] = g[i] * sg * (1.0f + v * (1.0f - sg)); } break;
+        case 3: for (i = 0; i < n; i++) { float v = s[i];
+                    dx[i] = v > 20.0f ? g[i] : g[i] * minnet_sigmoid1_f(v); } break;
+        case 8: for (i = 0; i < n; i++) { float v = s[i];
+                    float t = minnet_tanh_f(minnet_softplus1_f(v));
+                    dx[i] = g[i] * (t + v * minnet_sigmoid1_f(v) * (1.0f - t * t)); } break;
+        case 9: for (i = 0; i < n; i++) dx[i] = g[i] * s[i]; break;
+        default: break;
+        }
+    }
+    """
+    float minnet_exp_f(float x) noexcept nogil
+    float minnet_log1p01_f(float e) noexcept nogil
+    float minnet_phi_cdf_f(float x) noexcept nogil
+    void minnet_unary_f(int op, const float* x, float* y, Py_ssize_t n) noexcept nogil
+    void minnet_unary_backward_f(int op, const float* s, const float* g, float* dx,
+                                 Py_ssize_t n) noexcept nogil
 
 
 cdef inline floating _f_exp(floating v) noexcept nogil:
     if floating is float:
-        return expf(v)
+        return minnet_exp_f(v)
     else:
         return exp(v)
 
 
 cdef inline floating _f_tanh(floating v) noexcept nogil:
     if floating is float:
-        return tanhf(v)
+        return minnet_tanh_f(v)
     else:
         return tanh(v)
 
 
-cdef inline floating _f_erf(floating v) noexcept nogil:
+cdef inline floating _f_phi_cdf(floating v) noexcept nogil:
+    """P(N(0, 1) <= v) = 0.5 (1 + erf(v / sqrt 2))."""
     if floating is float:
-        return erff(v)
+        return minnet_phi_cdf_f(v)
     else:
-        return erf(v)
-
-
-cdef inline floating _f_log1p(floating v) noexcept nogil:
-    if floating is float:
-        return log1pf(v)
-    else:
-        return log1p(v)
+        return 0.5 * (1 + erf(v * _SQRT1_2))
 
 
 cdef inline floating _f_sigmoid(floating v) noexcept nogil:
-    cdef floating e = _f_exp(-fabs(v))
+    cdef floating e
+    if floating is float:
+        e = minnet_exp_nonpos_f(-fabs(v))
+    else:
+        e = exp(-fabs(v))
     return (1 if v >= 0 else e) / (1 + e)
 
 
 cdef inline floating _f_softplus(floating v) noexcept nogil:
-    # PyTorch's softplus(beta=1, threshold=20); log1p(exp(v)) is exact to rounding below it.
-    return v if v > 20 else _f_log1p(_f_exp(v))
+    # PyTorch's softplus(beta=1, threshold=20): v above 20; below, computed as
+    # max(v, 0) + log1p(exp(-|v|)) (equal to log1p(exp(v)), and exp never overflows).
+    cdef floating e
+    if v > 20:
+        return v
+    if floating is float:
+        e = minnet_exp_nonpos_f(-fabs(v))
+        return (v if v > 0 else 0) + minnet_log1p01_f(e)
+    else:
+        return log1p(exp(v))
 
 
 cdef void _unary_block(int op, const floating* x, floating* y, Py_ssize_t n) noexcept nogil:
     cdef Py_ssize_t i
     cdef floating v, t
+    if floating is float:
+        if op == OP_GELU or op == OP_GELU_TANH or op == OP_SILU or op == OP_SOFTPLUS \
+                or op == OP_MISH or op == OP_EXP:
+            minnet_unary_f(op, x, y, n)       # the same formulas, in C (top of the file)
+            return
     if op == OP_GELU:
         for i in range(n):
             v = x[i]
-            y[i] = <floating> 0.5 * v * (1 + _f_erf(v * <floating> _SQRT1_2))
+            y[i] = v * _f_phi_cdf(v)
     elif op == OP_GELU_TANH:
         for i in range(n):
             v = x[i]
@@ -382,12 +530,12 @@ cdef void _unary_block(int op, const floating* x, floating* y, Py_ssize_t n) noe
             y[i] = 0 if v < 0 else (6 if v > 6 else v)
     elif op == OP_HARD_SIGMOID:
         for i in range(n):
-            v = x[i] / 6 + <floating> 0.5
+            v = x[i] * <floating> _SIXTH + <floating> 0.5
             y[i] = 0 if v < 0 else (1 if v > 1 else v)
     elif op == OP_HARD_SILU:
         for i in range(n):
             v = x[i]
-            t = v / 6 + <floating> 0.5
+            t = v * <floating> _SIXTH + <floating> 0.5
             y[i] = v * (0 if t < 0 else (1 if t > 1 else t))
     elif op == OP_MISH:
         for i in range(n):
@@ -403,12 +551,16 @@ cdef void _unary_backward_block(int op, const floating* s, const floating* g, fl
     # s is the saved input x (the saved output y for OP_EXP).
     cdef Py_ssize_t i
     cdef floating v, t, sg, d
+    if floating is float:
+        if op == OP_GELU or op == OP_GELU_TANH or op == OP_SILU or op == OP_SOFTPLUS \
+                or op == OP_MISH or op == OP_EXP:
+            minnet_unary_backward_f(op, s, g, dx, n)
+            return
     if op == OP_GELU:
         # d/dx = Phi(x) + x phi(x)
         for i in range(n):
             v = s[i]
-            d = <floating> 0.5 * (1 + _f_erf(v * <floating> _SQRT1_2)) \
-                + v * <floating> _INV_SQRT_2PI * _f_exp(<floating> -0.5 * v * v)
+            d = _f_phi_cdf(v) + v * <floating> _INV_SQRT_2PI * _f_exp(<floating> -0.5 * v * v)
             dx[i] = g[i] * d
     elif op == OP_GELU_TANH:
         # with u = k (x + c x^3), t = tanh u: d/dx = (1 + t)/2 + x (1 - t^2) k (1 + 3 c x^2) / 2
