@@ -414,6 +414,14 @@ cdef extern from *:
                     y[i] = 0.5f * v * (1.0f + t); } break;
         case 2: for (i = 0; i < n; i++) y[i] = x[i] * minnet_sigmoid1_f(x[i]); break;
         case 3: for (i = 0; i < n; i++) y[i] = minnet_softplus1_f(x[i]); break;
+        case 4: for (i = 0; i < n; i++) { float v = x[i]; float a = v < 0.0f ? -v : v;
+                    y[i] = v / (1.0f + a); } break;
+        case 5: for (i = 0; i < n; i++) { float v = x[i]; float lo = v < 0.0f ? 0.0f : v;
+                    y[i] = lo > 6.0f ? 6.0f : lo; } break;
+        case 6: for (i = 0; i < n; i++) { float v = x[i] * (1.0f / 6.0f) + 0.5f;
+                    float lo = v < 0.0f ? 0.0f : v; y[i] = lo > 1.0f ? 1.0f : lo; } break;
+        case 7: for (i = 0; i < n; i++) { float v = x[i]; float h = v * (1.0f / 6.0f) + 0.5f;
+                    float lo = h < 0.0f ? 0.0f : h; y[i] = v * (lo > 1.0f ? 1.0f : lo); } break;
         case 8: for (i = 0; i < n; i++) y[i] = x[i] * minnet_tanh_f(minnet_softplus1_f(x[i])); break;
         case 9: for (i = 0; i < n; i++) y[i] = minnet_exp_f(x[i]); break;
         default: break;
@@ -436,6 +444,16 @@ cdef extern from *:
                     dx[i] = g[i] * sg * (1.0f + v * (1.0f - sg)); } break;
         case 3: for (i = 0; i < n; i++) { float v = s[i];
                     dx[i] = v > 20.0f ? g[i] : g[i] * minnet_sigmoid1_f(v); } break;
+        case 4: for (i = 0; i < n; i++) { float v = s[i]; float t = 1.0f + (v < 0.0f ? -v : v);
+                    dx[i] = g[i] / (t * t); } break;
+        case 5: for (i = 0; i < n; i++) { float v = s[i];
+                    dx[i] = (v > 0.0f) & (v < 6.0f) ? g[i] : 0.0f; } break;
+        case 6: for (i = 0; i < n; i++) { float v = s[i];
+                    dx[i] = (v > -3.0f) & (v < 3.0f) ? g[i] / 6.0f : 0.0f; } break;
+        case 7: for (i = 0; i < n; i++) { float v = s[i];
+                    float mid = g[i] * (v * (1.0f / 3.0f) + 0.5f);
+                    float hi = v < 3.0f ? mid : g[i];
+                    dx[i] = v <= -3.0f ? 0.0f : hi; } break;
         case 8: for (i = 0; i < n; i++) { float v = s[i];
                     float t = minnet_tanh_f(minnet_softplus1_f(v));
                     dx[i] = g[i] * (t + v * minnet_sigmoid1_f(v) * (1.0f - t * t)); } break;
@@ -500,10 +518,8 @@ cdef void _unary_block(int op, const floating* x, floating* y, Py_ssize_t n) noe
     cdef Py_ssize_t i
     cdef floating v, t
     if floating is float:
-        if op == OP_GELU or op == OP_GELU_TANH or op == OP_SILU or op == OP_SOFTPLUS \
-                or op == OP_MISH or op == OP_EXP:
-            minnet_unary_f(op, x, y, n)       # the same formulas, in C (top of the file)
-            return
+        minnet_unary_f(op, x, y, n)           # the same formulas, in C (top of the file)
+        return
     if op == OP_GELU:
         for i in range(n):
             v = x[i]
@@ -552,10 +568,8 @@ cdef void _unary_backward_block(int op, const floating* s, const floating* g, fl
     cdef Py_ssize_t i
     cdef floating v, t, sg, d
     if floating is float:
-        if op == OP_GELU or op == OP_GELU_TANH or op == OP_SILU or op == OP_SOFTPLUS \
-                or op == OP_MISH or op == OP_EXP:
-            minnet_unary_backward_f(op, s, g, dx, n)
-            return
+        minnet_unary_backward_f(op, s, g, dx, n)
+        return
     if op == OP_GELU:
         # d/dx = Phi(x) + x phi(x)
         for i in range(n):
