@@ -77,11 +77,11 @@ _WEIGHT_KWARGS = ("kernel_regularizer", "bias_regularizer", "kernel_constraint",
 
 
 def _accepted_kwargs(cls):
-    """Keyword names some ``__init__`` in ``cls``'s MRO lists explicitly."""
+    """Keyword names some ``__init__`` in ``cls``'s MRO (below ``Layer``) lists explicitly."""
     names = set()
     for klass in cls.__mro__:
         init = klass.__dict__.get("__init__")
-        if init is None or klass is object:
+        if init is None or klass is object or klass is Layer:
             continue
         init = getattr(init, "__wrapped__", init)
         try:
@@ -171,13 +171,17 @@ class Layer:
         init = cls.__dict__.get("__init__")
         if init is None or getattr(init, "_keras_declarations", False):
             return
+        # Keywords the subclass (or a base below Layer) lists itself go to it unchanged
+        # (keras.Input's own `batch_size`, for one); the others are taken off here.
         accepted = _accepted_kwargs(cls)
+        declaration_kwargs = tuple(k for k in _DECLARATION_KWARGS if k not in accepted)
+        takes_activity = "activity_regularizer" in accepted
         extra_weight_kwargs = tuple(k for k in _WEIGHT_KWARGS if k not in accepted)
 
         @functools.wraps(init)
         def __init__(self, *args, **kwargs):
-            declared = {k: kwargs.pop(k) for k in _DECLARATION_KWARGS if k in kwargs}
-            activity = kwargs.pop("activity_regularizer", None)
+            declared = {k: kwargs.pop(k) for k in declaration_kwargs if k in kwargs}
+            activity = None if takes_activity else kwargs.pop("activity_regularizer", None)
             options = {k: kwargs.pop(k) for k in extra_weight_kwargs if k in kwargs}
             init(self, *args, **kwargs)
             if activity is not None:

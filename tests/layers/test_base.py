@@ -397,3 +397,13 @@ def test_kernel_and_bias_options_reach_layers_that_do_not_list_them():
     dense = MyDense(3, kernel_regularizer="l1")
     dense(np.ones((1, 2)))
     assert isinstance(dense.kernel_regularizer, mn.regularizers.L1) and len(dense.losses) == 1
+
+
+def test_a_layer_that_lists_a_declaration_keyword_itself_receives_it():
+    class LikeKerasInput(layers.Layer):
+        def __init__(self, shape, batch_size=None, **kwargs):
+            super().__init__(**kwargs)
+            self.shape, self.batch = shape, batch_size
+
+    layer = LikeKerasInput((3,), batch_size=4, name="inp")
+    assert layer.batch == 4 and layer._batch_input_shape is None and layer.name == "inp"
