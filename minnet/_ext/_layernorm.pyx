@@ -8,7 +8,9 @@ backward recomputes ``xhat`` from them, as PyTorch does). Backward:
     dx   = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))      (per row)
     dgamma = sum over rows of g * xhat,  dbeta = sum over rows of g
 
-Rows are split over threads (each row written by one thread). ``dgamma``/``dbeta`` are sums
+Rows are split over threads (each row written by one thread). float32 rows run in C
+(four independent double accumulators per row sum, vectorisable float loops); float64 rows
+in the Cython loops below. ``dgamma``/``dbeta`` are sums
 over rows: they are accumulated per fixed block of ``_ROWS`` rows (whatever the thread
 count) into a ``(n_blocks, D)`` buffer, and the blocks are then added in block order, so the
 result does not depend on the thread count. Row statistics use double accumulators.
@@ -25,6 +27,74 @@ cdef enum:
     _ROWS = 32
 
 
+cdef extern from *:
+    """
+    /* float32 rows in C: four independent double accumulators per reduction (so the adds
+     * do not wait on each other), and float elementwise loops GCC vectorises. The order of
+     * every sum is fixed by D alone. */
+    static void minnet_ln_row_fwd_f(const float *x, const float *gamma, const float *beta,
+                                    int affine, double eps, Py_ssize_t D, float *y,
+                                    float *mean, float *rstd) {
+        double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        Py_ssize_t d, D4 = D - D % 4;
+        for (d = 0; d < D4; d += 4) { s0 += x[d]; s1 += x[d + 1]; s2 += x[d + 2]; s3 += x[d + 3]; }
+        for (; d < D; d++) s0 += x[d];
+        double mu = (s0 + s1 + s2 + s3) / (double)D;
+        double q0 = 0, q1 = 0, q2 = 0, q3 = 0, t;
+        for (d = 0; d < D4; d += 4) {
+            t = x[d] - mu; q0 += t * t; t = x[d + 1] - mu; q1 += t * t;
+            t = x[d + 2] - mu; q2 += t * t; t = x[d + 3] - mu; q3 += t * t;
+        }
+        for (; d < D; d++) { t = x[d] - mu; q0 += t * t; }
+        double inv = 1.0 / sqrt((q0 + q1 + q2 + q3) / (double)D + eps);
+        float muf = (float)mu, invf = (float)inv;
+        *mean = muf;
+        *rstd = invf;
+        if (affine) {
+            for (d = 0; d < D; d++) y[d] = (x[d] - muf) * invf * gamma[d] + beta[d];
+        } else {
+            for (d = 0; d < D; d++) y[d] = (x[d] - muf) * invf;
+        }
+    }
+
+    /* One row of the backward: dx, and the row's g*xhat and g added to the block sums. */
+    static void minnet_ln_row_bwd_f(const float *x, const float *g, const float *gamma,
+                                    int affine, float mu, float inv, Py_ssize_t D, float *dx,
+                                    double *dgamma, double *dbeta) {
+        double a0 = 0, a1 = 0, c0 = 0, c1 = 0;
+        Py_ssize_t d, D2 = D - D % 2;
+        for (d = 0; d < D; d++) {
+            float xh = (x[d] - mu) * inv;
+            dgamma[d] += (double)(g[d] * xh);
+            dbeta[d] += (double)g[d];
+        }
+        for (d = 0; d < D2; d += 2) {
+            float xh0 = (x[d] - mu) * inv, xh1 = (x[d + 1] - mu) * inv;
+            float e0 = affine ? g[d] * gamma[d] : g[d];
+            float e1 = affine ? g[d + 1] * gamma[d + 1] : g[d + 1];
+            a0 += e0; a1 += e1; c0 += (double)(e0 * xh0); c1 += (double)(e1 * xh1);
+        }
+        for (; d < D; d++) {
+            float xh = (x[d] - mu) * inv;
+            float e = affine ? g[d] * gamma[d] : g[d];
+            a0 += e; c0 += (double)(e * xh);
+        }
+        float am = (float)((a0 + a1) / (double)D), cm = (float)((c0 + c1) / (double)D);
+        for (d = 0; d < D; d++) {
+            float xh = (x[d] - mu) * inv;
+            float e = affine ? g[d] * gamma[d] : g[d];
+            dx[d] = inv * (e - am - xh * cm);
+        }
+    }
+    """
+    void minnet_ln_row_fwd_f(const float* x, const float* gamma, const float* beta, int affine,
+                             double eps, Py_ssize_t D, float* y, float* mean,
+                             float* rstd) noexcept nogil
+    void minnet_ln_row_bwd_f(const float* x, const float* g, const float* gamma, int affine,
+                             float mu, float inv, Py_ssize_t D, float* dx, double* dgamma,
+                             double* dbeta) noexcept nogil
+
+
 cdef inline int _team(Py_ssize_t work, int n_threads) noexcept nogil:
     return 1 if n_threads < 1 or work < 16384 else n_threads
 
@@ -39,6 +109,11 @@ cdef void layernorm_forward_kernel(const floating[:, ::1] x,      # IN  (rows, D
                                    int n_threads) noexcept nogil:
     cdef Py_ssize_t r, d, rows = x.shape[0], D = x.shape[1]
     cdef double mu, m2, diff, inv
+    if floating is float:
+        for r in prange(rows, num_threads=_team(rows * D, n_threads), schedule="static"):
+            minnet_ln_row_fwd_f(&x[r, 0], &gamma[0], &beta[0], affine, eps, D, &y[r, 0],
+                                &mean[r], &rstd[r])
+        return
     for r in prange(rows, num_threads=_team(rows * D, n_threads), schedule="static"):
         mu = 0
         for d in range(D):
@@ -71,6 +146,14 @@ cdef void layernorm_backward_kernel(const floating[:, ::1] x,      # IN  (rows, 
     cdef Py_ssize_t r, d, b, r0, r1, rows = x.shape[0], D = x.shape[1]
     cdef Py_ssize_t n_blocks = (rows + _ROWS - 1) // _ROWS
     cdef double a, c, xh, dxh, inv, mu
+    if floating is float:
+        for b in prange(n_blocks, num_threads=_team(rows * D, n_threads), schedule="static"):
+            r0 = b * _ROWS
+            r1 = r0 + _ROWS if r0 + _ROWS < rows else rows
+            for r in range(r0, r1):
+                minnet_ln_row_bwd_f(&x[r, 0], &g[r, 0], &gamma[0], affine, mean[r], rstd[r], D,
+                                    &dx[r, 0], &partial[b, 0], &partial[b, D])
+        return
     for b in prange(n_blocks, num_threads=_team(rows * D, n_threads), schedule="static"):
         r0 = b * _ROWS
         r1 = r0 + _ROWS if r0 + _ROWS < rows else rows
