@@ -70,7 +70,8 @@ class Normalization(Layer):
     ``x * sqrt(variance) + mean``).
 
     The statistics are given (``mean=``, ``variance=``) or learnt by ``adapt(data)`` (one
-    pass over an array, or over an iterable of batches, with float64 accumulators). They are
+    pass over an array, or over an iterable of batches, merged in float64 with Chan et al.'s
+    update, so a large mean does not cost the variance its precision). They are
     kept per index of ``axis`` (default -1: per feature / per channel of channels_last
     images) and reduced over every other axis. They are state (non-trainable weights), saved
     with the model. As Keras, the standard deviation is floored at ``sqrt(1e-7)``.
@@ -141,7 +142,7 @@ class Normalization(Layer):
         """Compute the mean and variance of ``data`` (an array or an iterable of batches)."""
         batches = [data] if isinstance(data, (np.ndarray, Tensor, list)) else data
         count = 0
-        total = total_sq = None
+        mean = m2 = None
         for i, batch in enumerate(batches):
             if steps is not None and i >= steps:
                 break
@@ -156,16 +157,24 @@ class Normalization(Layer):
             shape, axes = self._stat_shape(array.shape)
             reduce = tuple(a for a in range(array.ndim) if a not in axes)
             n = int(np.prod([array.shape[a] for a in reduce]))
-            s = array.sum(axis=reduce, keepdims=True)[0]
-            sq = np.square(array).sum(axis=reduce, keepdims=True)[0]
-            # shift-free accumulation in float64; the mean is subtracted at the end
-            total = s if total is None else total + s
-            total_sq = sq if total_sq is None else total_sq + sq
+            if n == 0:
+                continue
+            batch_mean = array.mean(axis=reduce, keepdims=True)[0]
+            batch_m2 = np.square(array - array.mean(axis=reduce, keepdims=True)).sum(
+                axis=reduce, keepdims=True)[0]
+            if mean is None:
+                mean, m2 = batch_mean, batch_m2
+            else:
+                # Chan et al.'s merge of two (count, mean, M2) summaries: no E[x^2] - E[x]^2
+                # cancellation, whatever the batch sizes.
+                delta = batch_mean - mean
+                total = count + n
+                mean = mean + delta * (n / total)
+                m2 = m2 + batch_m2 + delta * delta * (count * n / total)
             count += n
         if count == 0:
             raise ValueError(f"Layer '{self.name}'.adapt: received no data.")
-        mean = total / count
-        variance = np.maximum(total_sq / count - mean * mean, 0.0)
+        variance = m2 / count
         self.mean.data[...] = mean.reshape(self.mean.shape)
         self.variance.data[...] = variance.reshape(self.variance.shape)
         self.mean._bump_version()

@@ -216,3 +216,11 @@ def test_augmentation_inside_fit_runs(rng):
     history = model.fit(x, y, epochs=2, batch_size=8, verbose=0)
     assert all(math.isfinite(v) for v in history.history["loss"])
     np.testing.assert_allclose(model.predict(x[:2]), model.predict(x[:2]))   # eval: deterministic
+
+
+def test_normalization_adapt_keeps_precision_with_a_large_mean(rng):
+    data = 1e6 + rng.standard_normal((1000, 2)) * 1e-2
+    norm = layers.Normalization(dtype="float64")
+    norm.adapt(iter([data[i:i + 100] for i in range(0, 1000, 100)]))
+    np.testing.assert_allclose(norm.variance.data, data.var(0), rtol=1e-6)
+    np.testing.assert_allclose(norm.mean.data, data.mean(0), rtol=1e-12)
