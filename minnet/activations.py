@@ -1,57 +1,143 @@
-"""Activation functions by name: what ``Dense(..., activation="relu")`` looks up.
+"""Activation functions by name (Keras's ``keras.activations``): what
+``Dense(..., activation="relu")`` and ``Activation("gelu")`` look up.
 
-``get(identifier)`` turns a name (``"relu"``, ``"sigmoid"``, ``"tanh"``, ``"softmax"``,
-``"elu"``, ``"selu"``, ``"leaky_relu"``, ``"linear"``), ``None`` (= linear) or a
-callable into a function ``Tensor -> Tensor``; ``serialize`` turns it back into its name.
-The functions themselves are the differentiable ops of ``minnet.functional``.
+``get(identifier)`` turns a name, ``None`` (= linear) or a callable into a function
+``Tensor -> Tensor``; ``serialize`` turns it back into its name. Names and defaults are
+Keras 3's: ``relu``, ``relu6``, ``leaky_relu`` (slope 0.2), ``elu``, ``selu``, ``sigmoid``,
+``hard_sigmoid`` (``clip(x/6 + 1/2, 0, 1)``), ``hard_silu``/``hard_swish``, ``tanh``,
+``softmax``, ``log_softmax``, ``softplus``, ``softsign``, ``silu``/``swish``, ``gelu``
+(exact erf form; ``approximate=True`` for the tanh form), ``mish``, ``exponential``,
+``linear``. The functions run the differentiable ops of ``minnet.functional`` (fused Cython
+forward/backward kernels; the math is in ``docs/math/activations.md``).
 
 Example:
     >>> from minnet import activations
-    >>> act = activations.get("relu")
+    >>> act = activations.get("swish")
     >>> activations.serialize(act)
-    'relu'
+    'silu'
 """
+import numpy as np
 
-__all__ = ["relu", "sigmoid", "tanh", "softmax", "elu", "selu", "leaky_relu", "linear",
-           "get", "serialize", "deserialize"]
-
+from minnet import _registry
+from minnet import functional as F
+from minnet.autograd import Tensor
 from minnet._utils import did_you_mean
-from minnet._utils import functional as _functional
+
+__all__ = ["relu", "relu6", "leaky_relu", "elu", "selu", "sigmoid", "hard_sigmoid", "hard_silu",
+           "hard_swish", "tanh", "softmax", "log_softmax", "softplus", "softsign", "silu",
+           "swish", "gelu", "mish", "exponential", "linear", "get", "serialize", "deserialize",
+           "is_builtin"]
 
 
-def relu(x):
-    """``max(x, 0)``."""
-    return _functional().relu(x)
+def relu(x, negative_slope=0.0, max_value=None, threshold=0.0):
+    """Keras's relu: ``max(x, 0)`` by default; with ``max_value`` the output is clipped
+    to it, with ``threshold`` values at or below it become 0 (or ``negative_slope *
+    (x - threshold)``), with ``negative_slope`` the negative side leaks."""
+    if negative_slope == 0 and max_value is None and threshold == 0:
+        return F.relu(x)
+    if negative_slope != 0 and max_value is None and threshold == 0:
+        return F.leaky_relu(x, negative_slope=negative_slope)
+    if not isinstance(x, Tensor):
+        x = Tensor(np.asarray(x, dtype=np.float32))
+    negative = F.relu(-x + threshold) if negative_slope != 0 else None
+    clip_max = max_value is not None
+    if threshold != 0:
+        y = x * (x.data > threshold).astype(x.dtype)
+    elif max_value == 6:
+        y = F.relu6(x)
+        clip_max = False
+    else:
+        y = F.relu(x)
+    if clip_max:
+        y = y.clip(0.0, float(max_value))
+    if negative is not None:
+        y = y - negative * negative_slope
+    return y
 
 
-def sigmoid(x):
-    """``1 / (1 + exp(-x))``."""
-    return _functional().sigmoid(x)
+def relu6(x):
+    """``min(max(x, 0), 6)``."""
+    return F.relu6(x)
 
 
-def tanh(x):
-    """Hyperbolic tangent."""
-    return _functional().tanh(x)
-
-
-def softmax(x, axis=-1):
-    """``exp(x) / sum(exp(x))`` along ``axis`` (the last one by default)."""
-    return _functional().softmax(x, axis=axis)
+def leaky_relu(x, negative_slope=0.2):
+    """``x`` for ``x > 0``, ``negative_slope * x`` otherwise (Keras 3's default slope 0.2)."""
+    return F.leaky_relu(x, negative_slope=negative_slope)
 
 
 def elu(x, alpha=1.0):
     """``x`` for ``x > 0``, ``alpha * (exp(x) - 1)`` otherwise."""
-    return _functional().elu(x, alpha=alpha)
+    return F.elu(x, alpha=alpha)
 
 
 def selu(x):
     """Scaled ELU with the self-normalising constants (Klambauer et al., 2017)."""
-    return _functional().selu(x)
+    return F.selu(x)
 
 
-def leaky_relu(x, negative_slope=0.01):
-    """``x`` for ``x > 0``, ``negative_slope * x`` otherwise (PyTorch's default slope 0.01)."""
-    return _functional().leaky_relu(x, negative_slope=negative_slope)
+def sigmoid(x):
+    """``1 / (1 + exp(-x))``."""
+    return F.sigmoid(x)
+
+
+def hard_sigmoid(x):
+    """Keras 3's (and PyTorch's) ``clip(x / 6 + 1/2, 0, 1)`` (Keras 2 used ``0.2 x + 0.5``)."""
+    return F.hardsigmoid(x)
+
+
+def hard_silu(x):
+    """``x * hard_sigmoid(x)`` (also ``hard_swish``)."""
+    return F.hardswish(x)
+
+
+def tanh(x):
+    """Hyperbolic tangent."""
+    return F.tanh(x)
+
+
+def softmax(x, axis=-1):
+    """``exp(x) / sum(exp(x))`` along ``axis`` (the last one by default)."""
+    return F.softmax(x, axis=axis)
+
+
+def log_softmax(x, axis=-1):
+    """``x - logsumexp(x)`` along ``axis``."""
+    return F.log_softmax(x, axis=axis)
+
+
+def softplus(x):
+    """``log(1 + exp(x))``."""
+    return F.softplus(x)
+
+
+def softsign(x):
+    """``x / (1 + |x|)``."""
+    return F.softsign(x)
+
+
+def silu(x):
+    """``x * sigmoid(x)`` (also ``swish``)."""
+    return F.silu(x)
+
+
+def gelu(x, approximate=False):
+    """Gaussian error linear unit: ``x * Phi(x)`` (Keras 3's default exact form);
+    ``approximate=True`` uses the tanh approximation."""
+    return F.gelu(x, approximate="tanh" if approximate else "none")
+
+
+def mish(x):
+    """``x * tanh(softplus(x))``."""
+    return F.mish(x)
+
+
+def exponential(x):
+    """``exp(x)``."""
+    if not isinstance(x, Tensor):
+        array = np.asarray(x)
+        keep = isinstance(x, np.ndarray) and array.dtype in (np.float32, np.float64)
+        x = Tensor(array if keep else array.astype(np.float32))
+    return x.exp()
 
 
 def linear(x):
@@ -59,16 +145,31 @@ def linear(x):
     return x
 
 
-_ACTIVATIONS = {f.__name__: f for f in (relu, sigmoid, tanh, softmax, elu, selu, leaky_relu, linear)}
-_ALIASES = {"leakyrelu": "leaky_relu", "identity": "linear", "none": "linear"}
+swish = silu
+hard_swish = hard_silu
+
+for _fn, _aliases in ((relu, ()), (relu6, ()), (leaky_relu, ()), (elu, ()), (selu, ()),
+                      (sigmoid, ()), (hard_sigmoid, ()), (hard_silu, ("hard_swish",)),
+                      (tanh, ()), (softmax, ()), (log_softmax, ()), (softplus, ()),
+                      (softsign, ()), (silu, ("swish",)), (gelu, ()), (mish, ()),
+                      (exponential, ()), (linear, ("identity", "none"))):
+    _registry.register("activation", _fn, aliases=_aliases)
+
+
+def is_builtin(name, function=None):
+    """Whether ``name`` is a built-in activation (and, if given, resolves to ``function``)."""
+    try:
+        found = _registry.lookup("activation", name)
+    except (ValueError, TypeError):
+        return False
+    return function is None or found is function
 
 
 def get(identifier):
     """Resolve an activation.
 
     Args:
-        identifier: a name (``"relu"``, ``"sigmoid"``, ``"tanh"``, ``"softmax"``, ``"elu"``,
-            ``"selu"``, ``"leaky_relu"``, ``"linear"``), ``None`` (linear) or a callable.
+        identifier: a name (see the module docstring), ``None`` (linear) or a callable.
 
     Returns:
         A callable ``Tensor -> Tensor``.
@@ -79,14 +180,13 @@ def get(identifier):
     if identifier is None:
         return linear
     if isinstance(identifier, str):
-        key = identifier.strip().lower()
-        key = _ALIASES.get(key, key)
-        if key not in _ACTIVATIONS:
+        try:
+            return _registry.lookup("activation", identifier.strip())
+        except ValueError:
+            names = _registry.names("activation")
             raise ValueError(f"Invalid value for argument `activation`: expected one of "
-                             f"{sorted(_ACTIVATIONS)}, None or a callable. "
-                             f"Received: activation={identifier!r}."
-                             + did_you_mean(key, list(_ACTIVATIONS) + list(_ALIASES)))
-        return _ACTIVATIONS[key]
+                             f"{names}, None or a callable. Received: activation={identifier!r}."
+                             + did_you_mean(identifier, names)) from None
     if callable(identifier):
         return identifier
     raise TypeError(f"Invalid value for argument `activation`: expected a string, None or a "
@@ -98,9 +198,9 @@ def serialize(activation):
     """The name of ``activation`` (``"linear"`` for None); other callables by ``__name__``."""
     if activation is None:
         return "linear"
-    for name, fn in _ACTIVATIONS.items():
-        if activation is fn:
-            return name
+    name = _registry.registered_name("activation", activation)
+    if name is not None:
+        return name
     return getattr(activation, "__name__", repr(activation))
 
 

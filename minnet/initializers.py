@@ -1,6 +1,7 @@
 """Weight initialisers: how a layer fills its kernel and bias when it is built.
 
-An initialiser is any callable ``init(shape, dtype) -> np.ndarray``.  The classes here
+An initialiser is any callable ``init(shape, dtype) -> np.ndarray``; what it returns is
+copied into the new weight (``checked_call``), never adopted.  The classes here
 follow Keras's names and formulas, and ``KaimingUniform`` / ``FanInUniform`` reproduce
 PyTorch's defaults for ``Linear`` and ``Conv2d`` (what ``Dense`` and ``Conv2D`` use when
 no ``kernel_initializer`` / ``bias_initializer`` is given).
@@ -24,14 +25,14 @@ import math
 
 import numpy as np
 
-from minnet import _random
+from minnet import _random, _registry
 from minnet._utils import did_you_mean
 
 __all__ = [
     "Initializer", "Zeros", "Ones", "Constant", "RandomUniform", "RandomNormal",
     "TruncatedNormal", "VarianceScaling", "GlorotUniform", "GlorotNormal", "HeUniform",
     "HeNormal", "LecunUniform", "LecunNormal", "KaimingUniform", "FanInUniform",
-    "compute_fans", "get", "serialize", "deserialize",
+    "compute_fans", "checked_call", "get", "serialize", "deserialize",
 ]
 
 # stddev of a standard normal truncated to [-2, 2] (Keras uses the same constant to
@@ -351,19 +352,42 @@ class FanInUniform(Initializer):
 
 
 _ALIASES = {
-    "zeros": Zeros, "zero": Zeros, "ones": Ones, "one": Ones, "constant": Constant,
-    "random_uniform": RandomUniform, "uniform": RandomUniform,
-    "random_normal": RandomNormal, "normal": RandomNormal, "truncated_normal": TruncatedNormal,
-    "variance_scaling": VarianceScaling,
-    "glorot_uniform": GlorotUniform, "xavier_uniform": GlorotUniform,
-    "glorot_normal": GlorotNormal, "xavier_normal": GlorotNormal,
-    "he_uniform": HeUniform, "kaiming_uniform": KaimingUniform, "he_normal": HeNormal,
-    "lecun_uniform": LecunUniform, "lecun_normal": LecunNormal,
+    Zeros: ("zeros", "zero"), Ones: ("ones", "one"), Constant: ("constant",),
+    RandomUniform: ("random_uniform", "uniform"), RandomNormal: ("random_normal", "normal"),
+    TruncatedNormal: ("truncated_normal",), VarianceScaling: ("variance_scaling",),
+    GlorotUniform: ("glorot_uniform", "xavier_uniform"),
+    GlorotNormal: ("glorot_normal", "xavier_normal"),
+    HeUniform: ("he_uniform",), HeNormal: ("he_normal",), KaimingUniform: ("kaiming_uniform",),
+    LecunUniform: ("lecun_uniform",), LecunNormal: ("lecun_normal",), FanInUniform: (),
 }
-_CLASSES = {cls.__name__: cls for cls in (
-    Zeros, Ones, Constant, RandomUniform, RandomNormal, TruncatedNormal, VarianceScaling,
-    GlorotUniform, GlorotNormal, HeUniform, HeNormal, LecunUniform, LecunNormal,
-    KaimingUniform, FanInUniform)}
+for _cls, _names in _ALIASES.items():
+    _registry.register("initializer", _cls, aliases=_names)
+
+
+def checked_call(initializer, shape, dtype, where="the weight"):
+    """Call ``initializer(shape, dtype)`` and return a NEW C-contiguous array of ``dtype``.
+
+    The result is always a copy, so a weight never shares memory with an array a callable
+    initializer returned (``kernel_initializer=lambda s, d: pretrained`` leaves
+    ``pretrained`` untouched by training). A result of another shape, or not real-valued,
+    raises a ValueError/TypeError naming ``where``.
+    """
+    shape = tuple(int(s) for s in shape)
+    dtype = np.dtype(dtype)
+    value = initializer(shape, dtype)
+    try:
+        array = np.asarray(value.data if hasattr(value, "grad_fn") else value)
+    except Exception:
+        array = None
+    if array is None or array.dtype.kind not in "fiub":
+        raise TypeError(f"Initializer {initializer!r} for {where} returned "
+                        f"{type(value).__name__}" + ("" if array is None else
+                                                      f" of dtype {array.dtype}")
+                        + "; expected a real-valued array.")
+    if array.shape != shape:
+        raise ValueError(f"Initializer {initializer!r} for {where} returned shape {array.shape}; "
+                         f"expected {shape}.")
+    return np.array(array, dtype=dtype, order="C", copy=True)
 
 
 def get(identifier):
@@ -372,7 +396,7 @@ def get(identifier):
     Args:
         identifier: ``"glorot_uniform"``, ``"he_normal"``, ``"zeros"``, ... (or a class
             name such as ``"GlorotUniform"``), a dict ``{"class_name": ..., "config": ...}``
-            as ``serialize`` returns, an ``Initializer`` instance, or any callable
+            as ``serialize`` returns, an ``Initializer`` instance or class, or any callable
             ``(shape, dtype) -> ndarray``.
 
     Returns:
@@ -388,15 +412,15 @@ def get(identifier):
     if isinstance(identifier, dict):
         return deserialize(identifier)
     if isinstance(identifier, str):
-        key = identifier.strip()
-        cls = _ALIASES.get(key.lower()) or _CLASSES.get(key)
-        if cls is None:
-            names = sorted(_ALIASES)
+        try:
+            cls = _registry.lookup("initializer", identifier.strip())
+        except ValueError:
+            names = _registry.names("initializer")
             raise ValueError(f"Invalid value for argument `initializer`: expected one of {names}, "
                              f"an Initializer or a callable (shape, dtype) -> ndarray. "
                              f"Received: initializer={identifier!r}."
-                             + did_you_mean(key, list(_ALIASES) + list(_CLASSES)))
-        return cls()
+                             + did_you_mean(identifier, names)) from None
+        return cls() if isinstance(cls, type) else cls
     raise TypeError(f"Invalid value for argument `initializer`: expected a string, a dict, an "
                     f"Initializer or a callable (shape, dtype) -> ndarray. "
                     f"Received: initializer={identifier!r} of type {type(identifier).__name__}")
@@ -429,15 +453,14 @@ def deserialize(config, custom_objects=None):
     name = config["class_name"]
     custom_objects = custom_objects or {}
     if name == "callable":
-        fn_name = config.get("config", {}).get("name")
+        fn_name = (config.get("config") or {}).get("name")
         if fn_name in custom_objects:
             return custom_objects[fn_name]
         raise ValueError(f"Cannot deserialize the initializer function {fn_name!r}: plain "
                          f"callables are not serializable. Pass it in `custom_objects` or use "
                          f"an Initializer subclass.")
-    cls = custom_objects.get(name) or _CLASSES.get(name)
-    if cls is None:
-        raise ValueError(f"Unknown initializer class {name!r}: expected one of "
-                         f"{sorted(_CLASSES)} or a name in `custom_objects`."
-                         + did_you_mean(name, list(_CLASSES) + list(custom_objects)))
-    return cls.from_config(config.get("config", {})) if hasattr(cls, "from_config") else cls(**config.get("config", {}))
+    try:
+        found = _registry.deserialize("initializer", config, custom_objects)
+    except ValueError as exc:
+        raise ValueError(f"Unknown initializer class {name!r}: {exc}") from None
+    return found

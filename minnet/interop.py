@@ -114,6 +114,8 @@ def _activation_step(name, layer):
     args = {"name": name}
     if name == "softmax":
         args["dim"] = -1
+    if name == "leaky_relu":
+        args["negative_slope"] = 0.2      # keras.activations.leaky_relu's slope
     return _Step("act", layer, **args)
 
 
@@ -304,6 +306,9 @@ def _plan_layer(layer, state=None):
     if kind is L.SpatialDropout2D:
         return [_Step("dropout2d", layer, p=layer.rate)]
     if kind is L.ReLU:
+        if layer.max_value is not None or layer.negative_slope or layer.threshold:
+            raise ValueError(f"Layer '{layer.name}' (ReLU with max_value/negative_slope/threshold) "
+                             f"has no PyTorch twin in this converter; use ReLU() or LeakyReLU.")
         return [_Step("act", layer, name="relu")]
     if kind is L.LeakyReLU:
         return [_Step("act", layer, name="leaky_relu", negative_slope=layer.negative_slope)]

@@ -513,4 +513,4 @@ def test_fit_matches_a_pytorch_training_loop(torch):
         epoch_losses.append(total / 40)
     for ours, theirs in zip(model.get_weights(), [p.detach().numpy() for p in net.parameters()]):
         np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(history.history["loss"], epoch_losses, rtol=1e-10)
+    np.testing.assert_allclose(history.history["loss"], epoch_losses, rtol=1e-10, atol=1e-14)  # the last loss is ~2e-7

@@ -1,4 +1,6 @@
-"""Activation kernels: elementwise sigmoid / tanh / relu / leaky relu / elu (selu), and
+"""Activation kernels: elementwise sigmoid / tanh / relu / leaky relu / elu (selu), the
+"unary" family (gelu, gelu-tanh, silu, softplus, softsign, relu6, hard sigmoid, hard silu,
+mish, exp; one forward and one backward kernel selected by an op code), and
 softmax / log-softmax along the last axis of a 2-D ``(rows, cols)`` array.
 
 Every kernel reads C-contiguous float32/float64 arrays (one fused ``floating`` type) and
@@ -11,11 +13,11 @@ The Python-visible wrappers (``sigmoid_forward``, ...) validate dtypes, shapes a
 contiguity, so the ``nogil`` loops below run without bounds checks.
 """
 from cython.parallel cimport prange
-from libc.math cimport exp, expm1, expm1f, log, tanh, fabs
+from libc.math cimport exp, expm1, expm1f, log, log1p, tanh, fabs, erf
 
 from minnet._ext._blas cimport floating
 from minnet._ext._fastmath cimport (minnet_exp_nonpos_f, minnet_tanh_block_f, minnet_row_max_f,
-                                    minnet_exp_sum_f, minnet_dot_f)
+                                    minnet_exp_sum_f, minnet_dot_f, minnet_tanh_f)
 
 import numpy as np
 
@@ -283,6 +285,366 @@ cdef void elu_backward_kernel(const floating[::1] s,     # IN  saved output (or 
 
 
 # ---------------------------------------------------------------------------------------
+# The unary family: y = f(x) and dx = g * f'(x), both from the saved INPUT (except exp,
+# whose backward reads its saved output: f' = f). The op code is tested once per block,
+# outside the loops, so each loop is a plain elementwise loop.
+# ---------------------------------------------------------------------------------------
+
+cdef enum:
+    OP_GELU = 0          # 0.5 x (1 + erf(x / sqrt 2))
+    OP_GELU_TANH = 1     # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+    OP_SILU = 2          # x sigmoid(x)
+    OP_SOFTPLUS = 3      # log(1 + exp(x)); x above 20 passes through (PyTorch's threshold)
+    OP_SOFTSIGN = 4      # x / (1 + |x|)
+    OP_RELU6 = 5         # min(max(x, 0), 6)
+    OP_HARD_SIGMOID = 6  # clip(x / 6 + 1/2, 0, 1)
+    OP_HARD_SILU = 7     # x hard_sigmoid(x)
+    OP_MISH = 8          # x tanh(softplus(x))
+    OP_EXP = 9           # exp(x)
+    N_UNARY_OPS = 10
+
+UNARY_OPS = {"gelu": OP_GELU, "gelu_tanh": OP_GELU_TANH, "silu": OP_SILU,
+             "softplus": OP_SOFTPLUS, "softsign": OP_SOFTSIGN, "relu6": OP_RELU6,
+             "hard_sigmoid": OP_HARD_SIGMOID, "hard_silu": OP_HARD_SILU, "mish": OP_MISH,
+             "exp": OP_EXP}
+
+cdef double _SQRT1_2 = 0.70710678118654752440
+cdef double _INV_SQRT_2PI = 0.39894228040143267794
+cdef double _SQRT_2_PI = 0.79788456080286535588
+cdef double _GELU_C = 0.044715
+cdef double _SIXTH = 1.0 / 6.0
+
+
+cdef extern from *:
+    """
+    /* float helpers for the unary family. The C library's expf/erff/log1pf are scalar
+     * calls (tens of ns each on the development machine); these inline polynomial forms
+     * are branch-light and accurate to a few ulp for float (double uses the C library).
+     * minnet_exp_nonpos_f and minnet_tanh_f come from _fastmath.pxd. */
+
+    /* exp(x) for any float x: exp(-|x|) in (0, 1], inverted for x > 0 (inf above ~88.7). */
+    static inline float minnet_exp_f(float x) {
+        float e = minnet_exp_nonpos_f(x > 0.0f ? -x : x);
+        return x > 0.0f ? 1.0f / e : e;
+    }
+
+    /* log(x) for normal float x > 0 (Cephes logf: x = m 2^k, m in [sqrt(1/2), sqrt(2))). */
+    static inline float minnet_log_f(float x) {
+        uint32_t bits;
+        memcpy(&bits, &x, 4);
+        int k = (int)((bits >> 23) & 0xff) - 126;
+        bits = (bits & 0x007fffffu) | 0x3f000000u;        /* mantissa in [0.5, 1) */
+        float m;
+        memcpy(&m, &bits, 4);
+        if (m < 0.707106781186547524f) { k -= 1; m = m + m - 1.0f; } else { m = m - 1.0f; }
+        float z = m * m;
+        float y = 7.0376836292e-2f;
+        y = y * m - 1.1514610310e-1f;
+        y = y * m + 1.1676998740e-1f;
+        y = y * m - 1.2420140846e-1f;
+        y = y * m + 1.4249322787e-1f;
+        y = y * m - 1.6668057665e-1f;
+        y = y * m + 2.0000714765e-1f;
+        y = y * m - 2.4999993993e-1f;
+        y = y * m + 3.3333331174e-1f;
+        y = y * m * z;
+        y += -2.12194440e-4f * (float)k;
+        y += -0.5f * z;
+        return m + y + 0.693359375f * (float)k;
+    }
+
+    /* log(1 + e) for e in [0, 1] without losing small e: u = 1 + e, log(u) * e / (u - 1). */
+    static inline float minnet_log1p01_f(float e) {
+        float u = 1.0f + e;
+        return u == 1.0f ? e : minnet_log_f(u) * (e / (u - 1.0f));
+    }
+
+    /* Phi(x) = P(N(0,1) <= x) for float x. |x|/sqrt2 < 0.5: erf's Taylor series (error
+     * < 1e-8); beyond: erfc(a) = t exp(-a^2 + P(t)), t = 1/(1 + a/2) (the Chebyshev fit of
+     * Numerical Recipes' erfcc, relative error < 1.2e-7 for every a >= 0), used as it
+     * stands for x < 0 (no cancellation in the left tail) and as 1 - ... for x > 0. */
+    static inline float minnet_phi_cdf_f(float x) {
+        float z = x * 0.70710678118654752f;
+        float a = z < 0.0f ? -z : z;
+        if (a < 0.5f) {
+            float z2 = z * z;
+            float p = -1.0f / 1320.0f;
+            p = p * z2 + 1.0f / 216.0f;
+            p = p * z2 - 1.0f / 42.0f;
+            p = p * z2 + 1.0f / 10.0f;
+            p = p * z2 - 1.0f / 3.0f;
+            p = p * z2 + 1.0f;
+            return 0.5f + 0.56418958354775629f * z * p;       /* 0.5 (1 + erf z) */
+        }
+        float t = 1.0f / (1.0f + 0.5f * a);
+        float q = 0.17087277f;
+        q = q * t - 0.82215223f;
+        q = q * t + 1.48851587f;
+        q = q * t - 1.13520398f;
+        q = q * t + 0.27886807f;
+        q = q * t - 0.18628806f;
+        q = q * t + 0.09678418f;
+        q = q * t + 0.37409196f;
+        q = q * t + 1.00002368f;
+        q = q * t - 1.26551223f;
+        float half_erfc = 0.5f * t * minnet_exp_nonpos_f(q - a * a);
+        return z < 0.0f ? half_erfc : 1.0f - half_erfc;
+    }
+
+    static inline float minnet_sigmoid1_f(float v) {
+        float e = minnet_exp_nonpos_f(v < 0.0f ? v : -v);
+        return (v >= 0.0f ? 1.0f : e) / (1.0f + e);
+    }
+
+    static inline float minnet_softplus1_f(float v) {
+        float e = minnet_exp_nonpos_f(v < 0.0f ? v : -v);
+        float sp = (v > 0.0f ? v : 0.0f) + minnet_log1p01_f(e);
+        return v > 20.0f ? v : sp;
+    }
+
+    /* The float loops of the unary family, in C so that GCC vectorises them (op codes as in
+     * the Cython enum below; the op is tested once, outside the loops). */
+    MINNET_TARGET_CLONES
+    static void minnet_unary_f(int op, const float *x, float *y, Py_ssize_t n) {
+        Py_ssize_t i;
+        switch (op) {
+        case 0: for (i = 0; i < n; i++) y[i] = x[i] * minnet_phi_cdf_f(x[i]); break;
+        case 1: for (i = 0; i < n; i++) { float v = x[i];
+                    float t = minnet_tanh_f(0.79788456080286535588f * (v + 0.044715f * v * v * v));
+                    y[i] = 0.5f * v * (1.0f + t); } break;
+        case 2: for (i = 0; i < n; i++) y[i] = x[i] * minnet_sigmoid1_f(x[i]); break;
+        case 3: for (i = 0; i < n; i++) y[i] = minnet_softplus1_f(x[i]); break;
+        case 4: for (i = 0; i < n; i++) { float v = x[i]; float a = v < 0.0f ? -v : v;
+                    y[i] = v / (1.0f + a); } break;
+        case 5: for (i = 0; i < n; i++) { float v = x[i]; float lo = v < 0.0f ? 0.0f : v;
+                    y[i] = lo > 6.0f ? 6.0f : lo; } break;
+        case 6: for (i = 0; i < n; i++) { float v = x[i] * (1.0f / 6.0f) + 0.5f;
+                    float lo = v < 0.0f ? 0.0f : v; y[i] = lo > 1.0f ? 1.0f : lo; } break;
+        case 7: for (i = 0; i < n; i++) { float v = x[i]; float h = v * (1.0f / 6.0f) + 0.5f;
+                    float lo = h < 0.0f ? 0.0f : h; y[i] = v * (lo > 1.0f ? 1.0f : lo); } break;
+        case 8: for (i = 0; i < n; i++) y[i] = x[i] * minnet_tanh_f(minnet_softplus1_f(x[i])); break;
+        case 9: for (i = 0; i < n; i++) y[i] = minnet_exp_f(x[i]); break;
+        default: break;
+        }
+    }
+
+    MINNET_TARGET_CLONES
+    static void minnet_unary_backward_f(int op, const float *s, const float *g, float *dx,
+                                        Py_ssize_t n) {
+        Py_ssize_t i;
+        switch (op) {
+        case 0: for (i = 0; i < n; i++) { float v = s[i];
+                    dx[i] = g[i] * (minnet_phi_cdf_f(v)
+                                    + v * 0.39894228040143267794f * minnet_exp_nonpos_f(-0.5f * v * v)); } break;
+        case 1: for (i = 0; i < n; i++) { float v = s[i];
+                    float t = minnet_tanh_f(0.79788456080286535588f * (v + 0.044715f * v * v * v));
+                    dx[i] = g[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t)
+                                    * 0.79788456080286535588f * (1.0f + 3.0f * 0.044715f * v * v)); } break;
+        case 2: for (i = 0; i < n; i++) { float v = s[i]; float sg = minnet_sigmoid1_f(v);
+                    dx[i] = g[i] * sg * (1.0f + v * (1.0f - sg)); } break;
+        case 3: for (i = 0; i < n; i++) { float v = s[i];
+                    dx[i] = v > 20.0f ? g[i] : g[i] * minnet_sigmoid1_f(v); } break;
+        case 4: for (i = 0; i < n; i++) { float v = s[i]; float t = 1.0f + (v < 0.0f ? -v : v);
+                    dx[i] = g[i] / (t * t); } break;
+        case 5: for (i = 0; i < n; i++) { float v = s[i];
+                    dx[i] = (v > 0.0f) & (v < 6.0f) ? g[i] : 0.0f; } break;
+        case 6: for (i = 0; i < n; i++) { float v = s[i];
+                    dx[i] = (v > -3.0f) & (v < 3.0f) ? g[i] / 6.0f : 0.0f; } break;
+        case 7: for (i = 0; i < n; i++) { float v = s[i];
+                    float mid = g[i] * (v * (1.0f / 3.0f) + 0.5f);
+                    float hi = v < 3.0f ? mid : g[i];
+                    dx[i] = v <= -3.0f ? 0.0f : hi; } break;
+        case 8: for (i = 0; i < n; i++) { float v = s[i];
+                    float t = minnet_tanh_f(minnet_softplus1_f(v));
+                    dx[i] = g[i] * (t + v * minnet_sigmoid1_f(v) * (1.0f - t * t)); } break;
+        case 9: for (i = 0; i < n; i++) dx[i] = g[i] * s[i]; break;
+        default: break;
+        }
+    }
+    """
+    float minnet_exp_f(float x) noexcept nogil
+    float minnet_log1p01_f(float e) noexcept nogil
+    float minnet_phi_cdf_f(float x) noexcept nogil
+    void minnet_unary_f(int op, const float* x, float* y, Py_ssize_t n) noexcept nogil
+    void minnet_unary_backward_f(int op, const float* s, const float* g, float* dx,
+                                 Py_ssize_t n) noexcept nogil
+
+
+cdef inline floating _f_exp(floating v) noexcept nogil:
+    if floating is float:
+        return minnet_exp_f(v)
+    else:
+        return exp(v)
+
+
+cdef inline floating _f_tanh(floating v) noexcept nogil:
+    if floating is float:
+        return minnet_tanh_f(v)
+    else:
+        return tanh(v)
+
+
+cdef inline floating _f_phi_cdf(floating v) noexcept nogil:
+    """P(N(0, 1) <= v) = 0.5 (1 + erf(v / sqrt 2))."""
+    if floating is float:
+        return minnet_phi_cdf_f(v)
+    else:
+        return 0.5 * (1 + erf(v * _SQRT1_2))
+
+
+cdef inline floating _f_sigmoid(floating v) noexcept nogil:
+    cdef floating e
+    if floating is float:
+        e = minnet_exp_nonpos_f(-fabs(v))
+    else:
+        e = exp(-fabs(v))
+    return (1 if v >= 0 else e) / (1 + e)
+
+
+cdef inline floating _f_softplus(floating v) noexcept nogil:
+    # PyTorch's softplus(beta=1, threshold=20): v above 20; below, computed as
+    # max(v, 0) + log1p(exp(-|v|)) (equal to log1p(exp(v)), and exp never overflows).
+    cdef floating e
+    if v > 20:
+        return v
+    if floating is float:
+        e = minnet_exp_nonpos_f(-fabs(v))
+        return (v if v > 0 else 0) + minnet_log1p01_f(e)
+    else:
+        return log1p(exp(v))
+
+
+cdef void _unary_block(int op, const floating* x, floating* y, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef floating v, t
+    if floating is float:
+        minnet_unary_f(op, x, y, n)           # the same formulas, in C (top of the file)
+        return
+    if op == OP_GELU:
+        for i in range(n):
+            v = x[i]
+            y[i] = v * _f_phi_cdf(v)
+    elif op == OP_GELU_TANH:
+        for i in range(n):
+            v = x[i]
+            t = _f_tanh(<floating> _SQRT_2_PI * (v + <floating> _GELU_C * v * v * v))
+            y[i] = <floating> 0.5 * v * (1 + t)
+    elif op == OP_SILU:
+        for i in range(n):
+            v = x[i]
+            y[i] = v * _f_sigmoid(v)
+    elif op == OP_SOFTPLUS:
+        for i in range(n):
+            y[i] = _f_softplus(x[i])
+    elif op == OP_SOFTSIGN:
+        for i in range(n):
+            v = x[i]
+            y[i] = v / (1 + fabs(v))
+    elif op == OP_RELU6:
+        for i in range(n):
+            v = x[i]
+            y[i] = 0 if v < 0 else (6 if v > 6 else v)
+    elif op == OP_HARD_SIGMOID:
+        for i in range(n):
+            v = x[i] * <floating> _SIXTH + <floating> 0.5
+            y[i] = 0 if v < 0 else (1 if v > 1 else v)
+    elif op == OP_HARD_SILU:
+        for i in range(n):
+            v = x[i]
+            t = v * <floating> _SIXTH + <floating> 0.5
+            y[i] = v * (0 if t < 0 else (1 if t > 1 else t))
+    elif op == OP_MISH:
+        for i in range(n):
+            v = x[i]
+            y[i] = v * _f_tanh(_f_softplus(v))
+    elif op == OP_EXP:
+        for i in range(n):
+            y[i] = _f_exp(x[i])
+
+
+cdef void _unary_backward_block(int op, const floating* s, const floating* g, floating* dx,
+                                Py_ssize_t n) noexcept nogil:
+    # s is the saved input x (the saved output y for OP_EXP).
+    cdef Py_ssize_t i
+    cdef floating v, t, sg, d
+    if floating is float:
+        minnet_unary_backward_f(op, s, g, dx, n)
+        return
+    if op == OP_GELU:
+        # d/dx = Phi(x) + x phi(x)
+        for i in range(n):
+            v = s[i]
+            d = _f_phi_cdf(v) + v * <floating> _INV_SQRT_2PI * _f_exp(<floating> -0.5 * v * v)
+            dx[i] = g[i] * d
+    elif op == OP_GELU_TANH:
+        # with u = k (x + c x^3), t = tanh u: d/dx = (1 + t)/2 + x (1 - t^2) k (1 + 3 c x^2) / 2
+        for i in range(n):
+            v = s[i]
+            t = _f_tanh(<floating> _SQRT_2_PI * (v + <floating> _GELU_C * v * v * v))
+            d = <floating> 0.5 * (1 + t) + <floating> 0.5 * v * (1 - t * t) \
+                * <floating> _SQRT_2_PI * (1 + 3 * <floating> _GELU_C * v * v)
+            dx[i] = g[i] * d
+    elif op == OP_SILU:
+        # d/dx = s (1 + x (1 - s)), s = sigmoid(x)
+        for i in range(n):
+            v = s[i]
+            sg = _f_sigmoid(v)
+            dx[i] = g[i] * sg * (1 + v * (1 - sg))
+    elif op == OP_SOFTPLUS:
+        for i in range(n):
+            v = s[i]
+            dx[i] = g[i] if v > 20 else g[i] * _f_sigmoid(v)
+    elif op == OP_SOFTSIGN:
+        for i in range(n):
+            t = 1 + fabs(s[i])
+            dx[i] = g[i] / (t * t)
+    elif op == OP_RELU6:
+        # PyTorch's hardtanh backward: the gradient passes strictly inside (0, 6)
+        for i in range(n):
+            v = s[i]
+            dx[i] = g[i] if (v > 0 and v < 6) else 0
+    elif op == OP_HARD_SIGMOID:
+        for i in range(n):
+            v = s[i]
+            dx[i] = g[i] / 6 if (v > -3 and v < 3) else 0
+    elif op == OP_HARD_SILU:
+        # PyTorch's hardswish backward: 0 up to -3, (2x + 3)/6 below 3, 1 from 3 on
+        for i in range(n):
+            v = s[i]
+            dx[i] = 0 if v <= -3 else (g[i] * (v / 3 + <floating> 0.5) if v < 3 else g[i])
+    elif op == OP_MISH:
+        # d/dx = tanh(sp) + x sigmoid(x) (1 - tanh(sp)^2), sp = softplus(x)
+        for i in range(n):
+            v = s[i]
+            t = _f_tanh(_f_softplus(v))
+            dx[i] = g[i] * (t + v * _f_sigmoid(v) * (1 - t * t))
+    elif op == OP_EXP:
+        for i in range(n):
+            dx[i] = g[i] * s[i]
+
+
+cdef void unary_kernel(int op,
+                       const floating[::1] x,    # IN  (n,)
+                       floating[::1] y,          # OUT (n,)
+                       int n_threads) noexcept nogil:
+    cdef Py_ssize_t b, start, n = x.shape[0]
+    for b in prange(_n_blocks(n), num_threads=_team(n, n_threads), schedule="static"):
+        start = b * _BLOCK
+        _unary_block(op, &x[start], &y[start], _block_len(n, start))
+
+
+cdef void unary_backward_kernel(int op,
+                                const floating[::1] s,      # IN  saved input (output for exp)
+                                const floating[::1] grad,   # IN  (n,)
+                                floating[::1] dx,           # OUT (n,)
+                                int n_threads) noexcept nogil:
+    cdef Py_ssize_t b, start, n = s.shape[0]
+    for b in prange(_n_blocks(n), num_threads=_team(n, n_threads), schedule="static"):
+        start = b * _BLOCK
+        _unary_backward_block(op, &s[start], &grad[start], &dx[start], _block_len(n, start))
+
+
+# ---------------------------------------------------------------------------------------
 # Row-wise softmax / log-softmax on (rows, cols).
 # ---------------------------------------------------------------------------------------
 
@@ -422,6 +784,17 @@ def _elu_backward(const floating[::1] s, const floating[::1] g, floating[::1] dx
     with nogil:
         elu_backward_kernel(s, g, dx, <floating> alpha, <floating> scale, from_output,
                             n_threads)
+
+
+def _unary(int op, const floating[::1] x, floating[::1] y, int n_threads):
+    with nogil:
+        unary_kernel(op, x, y, n_threads)
+
+
+def _unary_backward(int op, const floating[::1] s, const floating[::1] g, floating[::1] dx,
+                    int n_threads):
+    with nogil:
+        unary_backward_kernel(op, s, g, dx, n_threads)
 
 
 def _softmax(const floating[:, ::1] x, floating[:, ::1] y, bint log_output, int n_threads):
@@ -646,4 +1019,41 @@ def softmax_backward(y, grad, log=False, out=None, n_threads=1):
     _check_array(grad, "grad", y.dtype, y.shape)
     dx = _output(out, y)
     _softmax_backward(y, grad, dx, bool(log), _threads(n_threads))
+    return dx
+
+
+def _unary_op(op):
+    if op not in UNARY_OPS:
+        raise ValueError(f"Invalid argument `op`: expected one of {sorted(UNARY_OPS)}. "
+                         f"Received: op={op!r}")
+    return UNARY_OPS[op]
+
+
+def unary_forward(x, op, out=None, n_threads=1):
+    """``y = f(x)`` elementwise for ``op`` in ``UNARY_OPS`` (``"gelu"``, ``"gelu_tanh"``,
+    ``"silu"``, ``"softplus"``, ``"softsign"``, ``"relu6"``, ``"hard_sigmoid"``,
+    ``"hard_silu"``, ``"mish"``, ``"exp"``).
+
+    Shape:
+        x: ``(*)``; y: same as x.
+    """
+    code = _unary_op(op)
+    _check_array(x, "x")
+    y = _output(out, x)
+    _unary(code, x.reshape(-1), y.reshape(-1), _threads(n_threads))
+    return y
+
+
+def unary_backward(saved, grad, op, out=None, n_threads=1):
+    """``dx = grad * f'(x)`` from the saved input ``x`` (from the saved output for ``"exp"``).
+
+    Shape:
+        saved, grad, dx: ``(*)``, all the same.
+    """
+    code = _unary_op(op)
+    _check_array(saved, "saved")
+    _check_array(grad, "grad", saved.dtype, saved.shape)
+    dx = _output(out, saved)
+    _unary_backward(code, saved.reshape(-1), grad.reshape(-1), dx.reshape(-1),
+                    _threads(n_threads))
     return dx

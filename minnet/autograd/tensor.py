@@ -804,13 +804,14 @@ class Parameter(Tensor):
         name: optional name shown in summaries and saved files.
     """
 
-    __slots__ = ()
+    __slots__ = ("constraint",)    # None, or a callable ndarray -> ndarray optimizers apply after each step
 
     def __init__(self, data, requires_grad=True, name=None):
         arr = _to_array(data)
         if arr.dtype.kind != "f":
             arr = arr.astype(np.float32)
         super().__init__(arr, requires_grad=requires_grad, name=name)
+        self.constraint = None
 
     def __repr__(self):
         label = f" {self.name!r}" if self.name else ""

@@ -15,6 +15,10 @@ its forward and backward math in ``docs/math/``.
 """
 from ._activations import (SELU_ALPHA, SELU_SCALE, elu, leaky_relu, log_softmax, relu, selu,
                            sigmoid, softmax, tanh)
+from ._activations import (gelu, hardsigmoid, hardswish, mish, prelu, prelu_broadcast, relu6,
+                           silu, softplus, softsign)
+from ._image import interpolate, pad2d, resize_bilinear2d, upsample_nearest2d
+from ._layernorm import group_norm, layer_norm
 from ._conv import conv2d, linear, linear_no_graph  # noqa: F401 (Dense's no-graph path)
 from ._dropout import alpha_dropout, dropout, spatial_dropout2d
 from ._losses import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy,
@@ -28,3 +32,6 @@ __all__ = ["linear", "conv2d", "relu", "leaky_relu", "elu", "selu", "sigmoid", "
            "spatial_dropout2d", "batch_norm", "max_pool2d", "avg_pool2d", "global_avg_pool2d",
            "global_max_pool2d", "NativeBatchNorm",
            "SELU_ALPHA", "SELU_SCALE"]
+__all__ += ["gelu", "silu", "softplus", "softsign", "relu6", "hardsigmoid", "hardswish", "mish",
+            "prelu", "prelu_broadcast", "layer_norm", "group_norm", "interpolate", "pad2d",
+            "resize_bilinear2d", "upsample_nearest2d"]

@@ -1,5 +1,6 @@
 """Differentiable activations: relu, leaky_relu, elu, selu, sigmoid, tanh, softmax,
-log_softmax.
+log_softmax, and gelu, silu, softplus, softsign, relu6, hardsigmoid, hardswish, mish
+(PyTorch's names and meanings).
 
 Each op is a ``Function`` over the kernels of ``minnet._ext._activations`` and keeps only
 what its backward needs: sigmoid, tanh, relu, elu/selu and (log-)softmax keep their
@@ -17,8 +18,10 @@ from minnet.functional._common import as_float_input as _as_float_input
 from minnet.autograd import Function
 
 __all__ = ["relu", "leaky_relu", "elu", "selu", "sigmoid", "tanh", "softmax", "log_softmax",
+           "gelu", "silu", "softplus", "softsign", "relu6", "hardsigmoid", "hardswish", "mish",
            "Relu", "LeakyRelu", "Elu", "Selu", "Sigmoid", "Tanh", "Softmax", "LogSoftmax",
-           "SELU_ALPHA", "SELU_SCALE"]
+           "Gelu", "GeluTanh", "Silu", "Softplus", "Softsign", "Relu6", "Hardsigmoid",
+           "Hardswish", "Mish", "PRelu", "prelu", "prelu_broadcast", "SELU_ALPHA", "SELU_SCALE"]
 
 # PyTorch's (and Klambauer et al.'s) SELU constants.
 SELU_ALPHA = _kernels.SELU_ALPHA
@@ -309,6 +312,231 @@ def selu(x):
         array([1.050701], dtype=float32)
     """
     return Selu.apply(_as_float_input(x), SELU_ALPHA, SELU_SCALE)
+
+
+# ---------------------------------------------------------------------------------------
+# The unary family (one fused kernel pair in _ext/_activations.pyx, chosen by `_op`):
+# forward saves the input x, backward computes g * f'(x) in one pass.
+# ---------------------------------------------------------------------------------------
+
+class _Unary(Function):
+    _op = None
+
+    @classmethod
+    def forward(cls, ctx, x):
+        x = _contiguous(x, x.dtype)
+        y = _kernels.unary_forward(x, cls._op, n_threads=get_num_threads())
+        ctx.save_for_backward(x)
+        return y
+
+    @classmethod
+    def backward(cls, ctx, grad):
+        (x,) = ctx.saved_tensors
+        return _kernels.unary_backward(x, _contiguous(grad, x.dtype), cls._op,
+                                       n_threads=get_num_threads())
+
+
+class Gelu(_Unary):
+    """``y = x * Phi(x) = 0.5 x (1 + erf(x / sqrt(2)))``; ``dx = g (Phi(x) + x phi(x))``."""
+    _op = "gelu"
+
+
+class GeluTanh(_Unary):
+    """``y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x**3)))`` (PyTorch's ``approximate='tanh'``)."""
+    _op = "gelu_tanh"
+
+
+class Silu(_Unary):
+    """``y = x sigmoid(x)``; ``dx = g s (1 + x (1 - s))`` with ``s = sigmoid(x)``."""
+    _op = "silu"
+
+
+class Softplus(_Unary):
+    """``y = log(1 + exp(x))`` (``x`` itself above 20); ``dx = g sigmoid(x)``."""
+    _op = "softplus"
+
+
+class Softsign(_Unary):
+    """``y = x / (1 + |x|)``; ``dx = g / (1 + |x|)**2``."""
+    _op = "softsign"
+
+
+class Relu6(_Unary):
+    """``y = min(max(x, 0), 6)``; ``dx = g`` for ``0 < x < 6``, else 0."""
+    _op = "relu6"
+
+
+class Hardsigmoid(_Unary):
+    """``y = clip(x / 6 + 1/2, 0, 1)``; ``dx = g / 6`` for ``-3 < x < 3``, else 0."""
+    _op = "hard_sigmoid"
+
+
+class Hardswish(_Unary):
+    """``y = x * hardsigmoid(x)``; ``dx = g (2x + 3) / 6`` on ``(-3, 3)``, 0 up to -3, ``g`` from 3 on."""
+    _op = "hard_silu"
+
+
+class Mish(_Unary):
+    """``y = x tanh(softplus(x))``; ``dx = g (t + x sigmoid(x) (1 - t**2))``, ``t = tanh(softplus(x))``."""
+    _op = "mish"
+
+
+def gelu(x, approximate="none"):
+    """Gaussian error linear unit, as ``torch.nn.functional.gelu``.
+
+    Args:
+        x: Tensor or array, any shape.
+        approximate: ``"none"`` (exact, ``0.5 x (1 + erf(x / sqrt 2))``) or ``"tanh"``
+            (``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x**3)))``).
+
+    Returns:
+        Tensor like ``x``.
+
+    Example:
+        >>> F.gelu(mn.tensor([0.0, 1.0])).numpy()
+        array([0.       , 0.8413447], dtype=float32)
+    """
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"Invalid value for argument `approximate`: expected 'none' or 'tanh'. "
+                         f"Received: approximate={approximate!r}")
+    x = _as_float_input(x)
+    return (GeluTanh if approximate == "tanh" else Gelu).apply(x)
+
+
+def silu(x):
+    """SiLU (swish) ``x * sigmoid(x)``, elementwise.
+
+    Example:
+        >>> F.silu(mn.tensor([0.0])).numpy()
+        array([0.], dtype=float32)
+    """
+    return Silu.apply(_as_float_input(x))
+
+
+def softplus(x):
+    """``log(1 + exp(x))`` elementwise (PyTorch's ``beta=1, threshold=20``: ``x`` above 20).
+
+    Example:
+        >>> F.softplus(mn.tensor([0.0])).numpy()
+        array([0.6931472], dtype=float32)
+    """
+    return Softplus.apply(_as_float_input(x))
+
+
+def softsign(x):
+    """``x / (1 + |x|)`` elementwise.
+
+    Example:
+        >>> F.softsign(mn.tensor([1.0])).numpy()
+        array([0.5], dtype=float32)
+    """
+    return Softsign.apply(_as_float_input(x))
+
+
+def relu6(x):
+    """``min(max(x, 0), 6)`` elementwise.
+
+    Example:
+        >>> F.relu6(mn.tensor([-1.0, 7.0])).numpy()
+        array([0., 6.], dtype=float32)
+    """
+    return Relu6.apply(_as_float_input(x))
+
+
+def hardsigmoid(x):
+    """``clip(x / 6 + 1/2, 0, 1)`` elementwise (PyTorch's and Keras 3's hard sigmoid).
+
+    Example:
+        >>> F.hardsigmoid(mn.tensor([0.0, 3.0])).numpy()
+        array([0.5, 1. ], dtype=float32)
+    """
+    return Hardsigmoid.apply(_as_float_input(x))
+
+
+def hardswish(x):
+    """``x * hardsigmoid(x)`` elementwise (Keras's ``hard_silu``).
+
+    Example:
+        >>> F.hardswish(mn.tensor([3.0])).numpy()
+        array([3.], dtype=float32)
+    """
+    return Hardswish.apply(_as_float_input(x))
+
+
+def mish(x):
+    """``x * tanh(softplus(x))`` elementwise.
+
+    Example:
+        >>> F.mish(mn.tensor([0.0])).numpy()
+        array([0.], dtype=float32)
+    """
+    return Mish.apply(_as_float_input(x))
+
+
+# ---------------------------------------------------------------------------------------
+# PReLU: a learned slope per channel (or per element).
+# ---------------------------------------------------------------------------------------
+
+def _sum_to(grad, shape):
+    """Sum ``grad`` over the axes along which an operand of ``shape`` was broadcast."""
+    extra = grad.ndim - len(shape)
+    if extra > 0:
+        grad = grad.sum(axis=tuple(range(extra)))
+    axes = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
+    return grad.sum(axis=axes, keepdims=True) if axes else grad
+
+
+class PRelu(Function):
+    """``y = x if x > 0 else a * x`` with ``a`` broadcast against ``x``; backward
+    ``dx = g if x > 0 else a * g`` and ``da = sum(g * x * (x <= 0))`` over the broadcast
+    axes (saves ``x`` and ``a``)."""
+
+    @staticmethod
+    def forward(ctx, x, alpha):
+        alpha = alpha.astype(x.dtype, copy=False)
+        y = np.where(x > 0, x, alpha * x)
+        ctx.save_for_backward(x, alpha)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, alpha = ctx.saved_tensors
+        negative = x <= 0
+        dx = np.where(negative, alpha * grad, grad) if ctx.needs_input_grad[0] else None
+        da = _sum_to(np.where(negative, grad * x, 0), alpha.shape) \
+            if ctx.needs_input_grad[1] else None
+        return dx, da
+
+
+def prelu(x, weight):
+    """PyTorch's ``F.prelu``: ``x if x > 0 else weight * x``, ``weight`` per channel (axis 1).
+
+    Args:
+        x: Tensor or array ``(N, C, *)`` (or 1-D).
+        weight: Tensor of shape ``(1,)`` (one slope) or ``(C,)`` (one per channel of axis 1).
+
+    Returns:
+        Tensor like ``x``.
+
+    Example:
+        >>> F.prelu(mn.tensor([[-1.0, 2.0]]), mn.tensor([0.25])).numpy()
+        array([[-0.25,  2.  ]], dtype=float32)
+    """
+    x = _as_float_input(x)
+    weight = _as_float_input(weight, "weight")
+    if weight.ndim != 1 or (weight.shape[0] != 1 and (x.ndim < 2 or weight.shape[0] != x.shape[1])):
+        raise ValueError(f"Invalid value for argument `weight`: expected shape (1,) or "
+                         f"(channels,) = ({x.shape[1] if x.ndim > 1 else 1},). Received: "
+                         f"weight.shape={tuple(weight.shape)}")
+    if weight.shape[0] != 1:
+        weight = weight.reshape((weight.shape[0],) + (1,) * (x.ndim - 2))
+    return PRelu.apply(x, weight)
+
+
+def prelu_broadcast(x, alpha):
+    """``x if x > 0 else alpha * x`` with ``alpha`` of any shape that broadcasts against
+    ``x`` (Keras's PReLU: ``alpha`` has the sample shape, 1 on shared axes)."""
+    return PRelu.apply(_as_float_input(x), alpha)
 
 
 # ---------------------------------------------------------------------------------------

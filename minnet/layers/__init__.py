@@ -27,6 +27,14 @@ from minnet.layers.pooling import GlobalMaxPooling2D
 from minnet.layers.normalization import BatchNormalization
 from minnet.layers.regularization import AlphaDropout, Dropout, SpatialDropout2D
 from minnet.layers.activation import ELU, LeakyReLU, ReLU, SELU, Sigmoid, Softmax, Tanh
+from minnet.layers.activation import PReLU
+from minnet.layers.reshaping import Cropping2D, Permute, RepeatVector, UpSampling2D, ZeroPadding2D
+from minnet.layers.normalization_extra import GroupNormalization, LayerNormalization
+from minnet.layers.noise import GaussianDropout, GaussianNoise
+from minnet.layers.preprocessing import (CenterCrop, Normalization, RandomContrast, RandomCrop,
+                                         RandomFlip, RandomRotation, RandomTranslation,
+                                         RandomZoom, Rescaling, Resizing)
+from minnet import _registry
 
 __all__ = [
     "Layer", "Input", "Dense", "Flatten", "Reshape", "Lambda", "Activation", "Conv2D",
@@ -36,12 +44,23 @@ __all__ = [
     "Minimum", "Concatenate", "TensorOperation", "serialize", "deserialize", "register_layer", "get",
 ]
 __all__ += ["GlobalMaxPooling2D"]
+__all__ += ["PReLU", "UpSampling2D", "ZeroPadding2D", "Cropping2D", "Permute", "RepeatVector",
+            "LayerNormalization", "GroupNormalization", "GaussianNoise", "GaussianDropout",
+            "Rescaling", "Normalization", "Resizing", "CenterCrop", "RandomFlip",
+            "RandomTranslation", "RandomRotation", "RandomZoom", "RandomCrop", "RandomContrast"]
 
 _BUILTINS = (Dense, Flatten, Reshape, Lambda, Activation, Conv2D, MaxPooling2D,
              AveragePooling2D, GlobalAveragePooling2D, BatchNormalization, Dropout,
              AlphaDropout, SpatialDropout2D, ReLU, LeakyReLU, ELU, SELU, Sigmoid, Tanh, Softmax,
              Add, Subtract, Multiply, Average, Maximum, Minimum, Concatenate, TensorOperation)
 _BUILTINS += (GlobalMaxPooling2D,)
+
+_BUILTINS += (PReLU, UpSampling2D, ZeroPadding2D, Cropping2D, Permute, RepeatVector,
+              LayerNormalization, GroupNormalization, GaussianNoise, GaussianDropout,
+              Rescaling, Normalization, Resizing, CenterCrop, RandomFlip, RandomTranslation,
+              RandomRotation, RandomZoom, RandomCrop, RandomContrast)
+for _cls in _BUILTINS:
+    _registry.register("layer", _cls)
 
 # name -> class or function. Built-ins first; register_layer adds to it.
 _REGISTRY = {cls.__name__: cls for cls in _BUILTINS}

@@ -19,24 +19,30 @@ A custom layer subclasses ``Layer``::
 
 Sublayers assigned as attributes (or in lists/tuples of layers) are tracked: their
 weights appear in ``weights`` / ``parameters()``, and ``train()`` / ``eval()`` reach them.
+
+Every layer takes Keras's declaration keywords (``input_shape=``, ``batch_size=``,
+``batch_input_shape=``, ``input_dim=``) whatever its own ``__init__`` spells out: they are
+taken off before the subclass's ``__init__`` runs and stored as ``_batch_input_shape``
+(see ``Layer.__init_subclass__``), which a ``Sequential`` reads to build itself from its
+first layer.
+
+Regularization: ``add_weight(..., regularizer=, constraint=)`` and the layer's
+``activity_regularizer`` feed ``layer.losses`` (Tensors computed from the current weights
+and the last call's output, with their graphs), which a training step adds to its loss.
 """
-import re
+import functools
+import inspect
 
 import numpy as np
 
-from minnet import initializers
+from minnet import config, constraints, initializers, regularizers
+from minnet._registry import snake_case
 from minnet.autograd import Parameter, Tensor, no_grad
 from minnet.autograd.hooks import HookDict, call_with_hooks
 
 __all__ = ["Layer"]
 
 _NAME_COUNTS = {}
-
-
-def _snake_case(name):
-    """``Conv2D -> conv2d``, ``MaxPooling2D -> max_pooling2d``, ``ReLU -> re_lu`` (Keras's rule)."""
-    name = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
-    return re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()
 
 
 def _unique_name(base):
@@ -47,6 +53,8 @@ def _unique_name(base):
 
 
 def _check_dtype(dtype):
+    if dtype is None:
+        dtype = config.floatx()
     try:
         dt = np.dtype(dtype)
     except TypeError:
@@ -61,25 +69,145 @@ def _shape_str(shape):
     return "(" + ", ".join("None" if s is None else str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
+# Keras's declaration keywords every layer accepts (Keras 2's and Keras 3's spellings).
+_DECLARATION_KWARGS = ("input_shape", "batch_size", "batch_input_shape", "input_dim")
+# Per-weight options a layer that does not list them still takes; add_weight applies them to
+# the weights named "kernel" and "bias" (Conv2D's kernel_regularizer, ...).
+_WEIGHT_KWARGS = ("kernel_regularizer", "bias_regularizer", "kernel_constraint",
+                  "bias_constraint")
+
+
+def _accepted_kwargs(cls):
+    """Keyword names some ``__init__`` in ``cls``'s MRO (below ``Layer``) lists explicitly."""
+    names = set()
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None or klass is object or klass is Layer:
+            continue
+        init = getattr(init, "__wrapped__", init)
+        try:
+            names.update(inspect.signature(init).parameters)
+        except (TypeError, ValueError):
+            pass
+    return names
+
+
+def _check_sample_shape(name, value):
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        value = (int(value),)
+    if not isinstance(value, (tuple, list)) or not all(
+            s is None or (isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s > 0)
+            for s in value):
+        raise ValueError(f"Invalid value for argument `{name}`: expected a tuple of positive ints "
+                         f"(or None). Received: {name}={value!r}")
+    return tuple(None if s is None else int(s) for s in value)
+
+
+def _declared_batch_shape(input_shape=None, batch_size=None, batch_input_shape=None,
+                          input_dim=None):
+    """Keras's rule: ``batch_input_shape`` wins; else ``(batch_size, *input_shape)``;
+    ``input_dim=n`` means ``input_shape=(n,)``. None when nothing was declared."""
+    if batch_input_shape is not None:
+        if input_shape is not None or input_dim is not None:
+            raise ValueError("Give either `batch_input_shape` or `input_shape`/`input_dim`, not "
+                             f"both. Received: batch_input_shape={batch_input_shape!r}, "
+                             f"input_shape={input_shape!r}, input_dim={input_dim!r}")
+        shape = _check_sample_shape("batch_input_shape", batch_input_shape)
+        if not shape:
+            raise ValueError("Invalid value for argument `batch_input_shape`: expected a tuple "
+                             "that includes the batch dimension. Received: batch_input_shape=()")
+        return shape
+    if input_dim is not None:
+        if input_shape is not None:
+            raise ValueError("Give either `input_shape` or `input_dim`, not both. Received: "
+                             f"input_shape={input_shape!r}, input_dim={input_dim!r}")
+        if isinstance(input_dim, bool) or not isinstance(input_dim, (int, np.integer)) or input_dim <= 0:
+            raise ValueError("Invalid value for argument `input_dim`: expected a positive int. "
+                             f"Received: input_dim={input_dim!r}")
+        input_shape = (int(input_dim),)
+    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(
+            batch_size, (int, np.integer)) or batch_size <= 0):
+        raise ValueError("Invalid value for argument `batch_size`: expected a positive int. "
+                         f"Received: batch_size={batch_size!r}")
+    if input_shape is None:
+        if batch_size is not None:
+            raise ValueError("`batch_size` needs `input_shape` (Keras declares the batch size "
+                             f"together with the sample shape). Received: batch_size={batch_size!r}")
+        return None
+    sample = _check_sample_shape("input_shape", input_shape)
+    return (None if batch_size is None else int(batch_size),) + sample
+
+
 class Layer:
     """Base class of all layers (and of ``Sequential``).
 
     Args:
         name: a name for the layer; by default the snake-cased class name made unique
-            (``dense``, ``dense_1``, ...).
-        dtype: ``"float32"`` (default) or ``"float64"``: the dtype of the weights and of
-            the computation; inputs of another dtype are cast to it.
+            (``dense``, ``conv2d``, ``dense_1``, ...).
+        dtype: ``"float32"`` or ``"float64"``: the dtype of the weights and of the
+            computation; inputs of another dtype are cast to it. None (default) means
+            ``mn.config.floatx()``.
         trainable: when False, the layer's weights get no gradients (``requires_grad``
             is switched off) and are listed as non-trainable.
+        activity_regularizer: a regularizer (``"l2"``, ``mn.regularizers.L1(0.01)``, ...)
+            applied to the layer's output; its value joins ``layer.losses`` after each call.
+        input_shape, batch_size, batch_input_shape, input_dim: Keras's declaration of the
+            input (``Dense(64, input_shape=(784,))``), accepted by every layer; stored as
+            ``_batch_input_shape`` (batch dimension included, None when unknown).
 
     Attributes:
         name, dtype (``np.dtype``), built (bool), training (bool, False until ``train()``).
     """
 
-    def __init__(self, name=None, dtype="float32", trainable=True):
+    def __init_subclass__(cls, **kwargs):
+        """Let every subclass take Keras's declaration keywords, whatever its own signature.
+
+        The subclass's ``__init__`` is wrapped once: ``input_shape``, ``batch_size``,
+        ``batch_input_shape``, ``input_dim`` and ``activity_regularizer`` are taken off the
+        keywords before it runs and stored (``_batch_input_shape``, ``activity_regularizer``)
+        after it ran (the outermost call wins, so a subclass
+        of a subclass declares once).
+        """
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is None or getattr(init, "_keras_declarations", False):
+            return
+        # Keywords the subclass (or a base below Layer) lists itself go to it unchanged
+        # (keras.Input's own `batch_size`, for one); the others are taken off here.
+        accepted = _accepted_kwargs(cls)
+        declaration_kwargs = tuple(k for k in _DECLARATION_KWARGS if k not in accepted)
+        takes_activity = "activity_regularizer" in accepted
+        extra_weight_kwargs = tuple(k for k in _WEIGHT_KWARGS if k not in accepted)
+
+        @functools.wraps(init)
+        def __init__(self, *args, **kwargs):
+            declared = {k: kwargs.pop(k) for k in declaration_kwargs if k in kwargs}
+            activity = None if takes_activity else kwargs.pop("activity_regularizer", None)
+            options = {k: kwargs.pop(k) for k in extra_weight_kwargs if k in kwargs}
+            init(self, *args, **kwargs)
+            if activity is not None:
+                object.__setattr__(self, "activity_regularizer", regularizers.get(activity))
+            options = {k: (regularizers.get(v) if k.endswith("regularizer") else constraints.get(v))
+                       for k, v in options.items() if v is not None}
+            if options:
+                object.__setattr__(self, "_weight_options", options)
+            if declared:
+                shape = _declared_batch_shape(**declared)
+                if shape is not None:
+                    object.__setattr__(self, "_batch_input_shape", shape)
+
+        __init__._keras_declarations = True
+        cls.__init__ = __init__
+
+    def __init__(self, name=None, dtype=None, trainable=True, activity_regularizer=None,
+                 input_shape=None, batch_size=None, batch_input_shape=None, input_dim=None):
         object.__setattr__(self, "_own_weights", [])     # (name, Tensor, trainable) in creation order
+        object.__setattr__(self, "_regularized", [])     # (regularizer, weight) pairs
+        object.__setattr__(self, "_activity_losses", [])
+        object.__setattr__(self, "_batch_input_shape", _declared_batch_shape(
+            input_shape, batch_size, batch_input_shape, input_dim))
         if name is None:
-            name = _unique_name(_snake_case(type(self).__name__))
+            name = _unique_name(snake_case(type(self).__name__))
         elif not isinstance(name, str) or not name:
             raise ValueError(f"Invalid value for argument `name`: expected a non-empty string. "
                              f"Received: name={name!r}")
@@ -89,6 +217,7 @@ class Layer:
         self.built = False
         self.training = False
         self._build_input_shape = None
+        self.activity_regularizer = regularizers.get(activity_regularizer)
 
     # ------------------------------------------------------------------ tracking
     def __setattr__(self, key, value):
@@ -129,24 +258,41 @@ class Layer:
         return own
 
     # ------------------------------------------------------------------ weights
-    def add_weight(self, name, shape, initializer="zeros", trainable=True, dtype=None):
+    def add_weight(self, name=None, shape=None, initializer="zeros", trainable=True, dtype=None,
+                   regularizer=None, constraint=None):
         """Create a weight, track it, and return it.
 
         Args:
-            name: the weight's name (``"kernel"``, ``"bias"``, ...).
+            name: the weight's name (``"kernel"``, ``"bias"``, ...); None gives
+                ``"weight_<i>"``. Keras 3's order (``add_weight(shape, ...)`` with the shape
+                first, or every argument by keyword) is accepted too: a tuple in the first
+                place is the shape.
             shape: tuple of ints.
             initializer: a name (``"zeros"``, ``"glorot_uniform"``, ...), an Initializer or
-                a callable ``(shape, dtype) -> ndarray``.
+                a callable ``(shape, dtype) -> ndarray``. Its result is always copied: the
+                weight never shares memory with an array the callable keeps or returns.
             trainable: True gives an ``mn.Parameter`` (gets gradients); False a plain
                 ``mn.Tensor`` buffer (state such as BatchNormalization's moving mean).
             dtype: defaults to the layer's dtype.
+            regularizer: a regularizer (name, object or callable ``Tensor -> Tensor``) whose
+                value on the weight joins ``layer.losses``.
+            constraint: a constraint (name, object or callable ``ndarray -> ndarray``),
+                stored as ``param.constraint``; optimizers apply it after each step.
 
         Returns:
             The new ``Parameter`` (trainable) or ``Tensor`` (non-trainable).
         """
+        if shape is None and isinstance(name, (tuple, list, int, np.integer)) \
+                and not isinstance(name, bool):
+            name, shape = None, name          # Keras 3's order: add_weight(shape, ...)
+        if name is None:
+            name = f"weight_{len(self._own_weights)}"
         if not isinstance(name, str) or not name:
             raise ValueError(f"Invalid value for argument `name`: expected a non-empty string. "
                              f"Received: name={name!r}")
+        if shape is None:
+            raise ValueError(f"Invalid value for argument `shape` of weight '{name}' in layer "
+                             f"'{self.name}': expected a tuple of ints. Received: shape=None")
         if isinstance(shape, (int, np.integer)):
             shape = (int(shape),)
         try:
@@ -154,22 +300,49 @@ class Layer:
         except (TypeError, ValueError):
             raise TypeError(f"Invalid value for argument `shape` of weight '{name}' in layer "
                             f"'{self.name}': expected a tuple of ints. Received: shape={shape!r}") from None
+        if any(s < 0 for s in shape):
+            raise ValueError(f"Invalid value for argument `shape` of weight '{name}' in layer "
+                             f"'{self.name}': expected non-negative sizes. Received: shape={shape}")
         dtype = self.dtype if dtype is None else _check_dtype(dtype)
         init = initializers.get(initializer)
-        value = np.asarray(init(shape, dtype))
-        if value.shape != shape:
-            raise ValueError(f"Initializer {init!r} for weight '{name}' of layer '{self.name}' "
-                             f"returned shape {value.shape}; expected {shape}.")
-        value = np.ascontiguousarray(value, dtype=dtype)
+        value = initializers.checked_call(init, shape, dtype, where=f"weight '{name}' of layer "
+                                                                    f"'{self.name}'")
+        options = self.__dict__.get("_weight_options") or {}
+        regularizer = regularizers.get(regularizer) or options.get(f"{name}_regularizer")
+        constraint = constraints.get(constraint) or (options.get(f"{name}_constraint")
+                                                     if trainable else None)
         if trainable:
             weight = Parameter(value)
             if not self._trainable:
                 weight.requires_grad = False
+            weight.constraint = constraint
         else:
+            if constraint is not None:
+                raise ValueError(f"Weight '{name}' of layer '{self.name}' is not trainable, so "
+                                 f"no optimizer step would apply its constraint. Received: "
+                                 f"constraint={constraint!r}")
             weight = Tensor(value)
         weight.name = f"{self.name}/{name}"
         self._own_weights.append((name, weight, bool(trainable)))
+        if regularizer is not None:
+            self._regularized.append((regularizer, weight))
         return weight
+
+    @property
+    def losses(self):
+        """The regularization terms, as scalar Tensors with their graphs (Keras's ``losses``).
+
+        One per regularized weight of this layer and its sublayers, computed now from the
+        current weights, then the activity-regularization terms of each layer's last call.
+        A training step adds their sum to the loss; an empty list when there is nothing
+        to add.
+        """
+        result = [regularizer(weight) for regularizer, weight in self._regularized]
+        result.extend(self._activity_losses)
+        for layer in self._tracked_layers():
+            result.extend(layer.losses)
+        return [t if isinstance(t, Tensor) else Tensor(np.asarray(t, dtype=self.dtype))
+                for t in result]
 
     @property
     def trainable(self):
@@ -335,6 +508,10 @@ class Layer:
         out = self.call(x, training=training)
         if not isinstance(out, Tensor):
             out = Tensor(np.asarray(out))
+        if self.activity_regularizer is not None:
+            # Keras divides the activity penalty by the batch size.
+            batch = out.shape[0] if out.ndim else 1
+            self._activity_losses[:] = [self.activity_regularizer(out) / max(batch, 1)]
         return out
 
     # ------------------------------------------------------------------ hooks (as torch.nn.Module's)
@@ -412,7 +589,15 @@ class Layer:
 
     def get_config(self):
         """JSON-able hyperparameters: ``cls.from_config(layer.get_config())`` re-creates the layer."""
-        return {"name": self.name, "dtype": self.dtype.name, "trainable": self._trainable}
+        config = {"name": self.name, "dtype": self.dtype.name, "trainable": self._trainable}
+        if self._batch_input_shape is not None:
+            config["batch_input_shape"] = list(self._batch_input_shape)
+        if self.activity_regularizer is not None:
+            config["activity_regularizer"] = regularizers.serialize(self.activity_regularizer)
+        for key, value in (self.__dict__.get("_weight_options") or {}).items():
+            config[key] = (regularizers.serialize(value) if key.endswith("regularizer")
+                           else constraints.serialize(value))
+        return config
 
     @classmethod
     def from_config(cls, config):

@@ -7,11 +7,11 @@ import math
 
 import numpy as np
 
-from minnet import activations, config, initializers
+from minnet import activations, config, constraints, initializers, regularizers
+from minnet import functional as F
 from minnet.layers import symbolic
 from minnet.layers.base import Layer, _shape_str
 from minnet.config import normalize_data_format
-from minnet._utils import functional as _functional
 
 __all__ = ["Input", "InputLayer", "Dense", "Flatten", "Reshape", "Lambda", "Activation"]
 
@@ -21,11 +21,6 @@ def _positive_int(value, arg):
         raise ValueError(f"Invalid value for argument `{arg}`: expected a positive int. "
                          f"Received: {arg}={value!r}")
     return int(value)
-
-
-def _kernel_init(identifier):
-    """None means PyTorch's default (KaimingUniform(a=sqrt(5))), anything else via initializers.get."""
-    return None if identifier is None else initializers.get(identifier)
 
 
 def _serialize_init(init):
@@ -151,18 +146,24 @@ class Dense(Layer):
     """Fully connected layer: ``y = activation(x @ kernel.T + bias)``.
 
     Weights use PyTorch's ``Linear`` layout: ``kernel`` is ``(units, in_features)`` and
-    ``bias`` is ``(units,)``.  ``in_features`` is read from the first input (``build``).
-    By default the kernel is U(-1/sqrt(in_features), 1/sqrt(in_features)) (PyTorch's
-    kaiming-uniform with a=sqrt(5)) and so is the bias.
+    ``bias`` is ``(units,)``.  ``in_features`` is read from the first input (``build``) or
+    declared with ``input_shape=(in_features,)`` / ``input_dim=in_features``. Defaults are
+    Keras's: a ``glorot_uniform`` kernel and a zero bias (``kernel_initializer=
+    initializers.KaimingUniform()`` and ``bias_initializer=initializers.FanInUniform(in)``
+    give PyTorch's ``Linear`` initialisation).
 
     Args:
         units: number of output features (positive int).
         activation: name (``"relu"``, ...), callable or None (linear).
         use_bias: add ``bias`` (default True).
-        kernel_initializer: None (PyTorch default) or a name/Initializer/callable
-            (``"glorot_uniform"``, ``"he_normal"``, ...).
-        bias_initializer: None (PyTorch default) or a name/Initializer/callable.
-        name, dtype, trainable: as for every layer.
+        kernel_initializer: name/Initializer/callable (default ``"glorot_uniform"``).
+        bias_initializer: name/Initializer/callable (default ``"zeros"``).
+        kernel_regularizer, bias_regularizer: regularizers whose values join
+            ``layer.losses`` (``"l2"``, ``regularizers.L1L2(1e-5, 1e-4)``, ...).
+        activity_regularizer: a regularizer on the output (divided by the batch size).
+        kernel_constraint, bias_constraint: constraints applied after each optimizer step
+            (``constraints.MaxNorm(3)``; axes as Keras's, see ``minnet.constraints``).
+        name, dtype, trainable, input_shape, input_dim, batch_size: as for every layer.
 
     Shape:
         - Input: ``(N, *, in_features)`` (``*``: any number of extra axes).
@@ -176,14 +177,21 @@ class Dense(Layer):
         [(4, 3), (4,)]
     """
 
-    def __init__(self, units, activation=None, use_bias=True, kernel_initializer=None,
-                 bias_initializer=None, name=None, dtype="float32", trainable=True):
-        super().__init__(name=name, dtype=dtype, trainable=trainable)
+    def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
+                 bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None,
+                 activity_regularizer=None, kernel_constraint=None, bias_constraint=None,
+                 name=None, dtype=None, trainable=True, **kwargs):
+        super().__init__(name=name, dtype=dtype, trainable=trainable,
+                         activity_regularizer=activity_regularizer, **kwargs)
         self.units = _positive_int(units, "units")
         self.activation = activations.get(activation)
         self.use_bias = bool(use_bias)
-        self.kernel_initializer = _kernel_init(kernel_initializer)
-        self.bias_initializer = _kernel_init(bias_initializer)
+        self.kernel_initializer = initializers.get(kernel_initializer)
+        self.bias_initializer = initializers.get(bias_initializer)
+        self.kernel_regularizer = regularizers.get(kernel_regularizer)
+        self.bias_regularizer = regularizers.get(bias_regularizer)
+        self.kernel_constraint = constraints.get(kernel_constraint)
+        self.bias_constraint = constraints.get(bias_constraint)
         self.kernel = None
         self.bias = None
 
@@ -195,18 +203,20 @@ class Dense(Layer):
                              f"{_shape_str(input_shape)}")
         in_features = int(input_shape[-1])
         self.in_features = in_features
-        kernel_init = self.kernel_initializer or initializers.KaimingUniform(a=math.sqrt(5.0))
-        self.kernel = self.add_weight("kernel", (self.units, in_features), initializer=kernel_init)
+        self.kernel = self.add_weight("kernel", (self.units, in_features),
+                                      initializer=self.kernel_initializer,
+                                      regularizer=self.kernel_regularizer,
+                                      constraint=self.kernel_constraint)
         if self.use_bias:
-            bias_init = self.bias_initializer or initializers.FanInUniform(in_features)
-            self.bias = self.add_weight("bias", (self.units,), initializer=bias_init)
+            self.bias = self.add_weight("bias", (self.units,), initializer=self.bias_initializer,
+                                        regularizer=self.bias_regularizer,
+                                        constraint=self.bias_constraint)
         super().build(input_shape)
 
     def call(self, x, training=False):
         shape = x.shape
         if len(shape) < 2 or shape[-1] != self.in_features:
             self._check_input(x, min_ndim=2, axis=-1, size=self.in_features)
-        F = _functional()
         activation = self.activation
         # No graph to record (predict, evaluate, no_grad): one kernel call, ReLU fused.
         y = F.linear_no_graph(x, self.kernel, self.bias, relu=activation is activations.relu)
@@ -230,7 +240,11 @@ class Dense(Layer):
         return {**super().get_config(), "units": self.units,
                 "activation": activations.serialize(self.activation), "use_bias": self.use_bias,
                 "kernel_initializer": _serialize_init(self.kernel_initializer),
-                "bias_initializer": _serialize_init(self.bias_initializer)}
+                "bias_initializer": _serialize_init(self.bias_initializer),
+                "kernel_regularizer": regularizers.serialize(self.kernel_regularizer),
+                "bias_regularizer": regularizers.serialize(self.bias_regularizer),
+                "kernel_constraint": constraints.serialize(self.kernel_constraint),
+                "bias_constraint": constraints.serialize(self.bias_constraint)}
 
     def extra_repr(self):
         parts = [str(self.units)]
@@ -300,8 +314,8 @@ class Reshape(Layer):
         (2, 3, 4)
     """
 
-    def __init__(self, target_shape, name=None, dtype="float32", trainable=True):
-        super().__init__(name=name, dtype=dtype, trainable=trainable)
+    def __init__(self, target_shape, name=None, dtype=None, trainable=True, **kwargs):
+        super().__init__(name=name, dtype=dtype, trainable=trainable, **kwargs)
         if isinstance(target_shape, (int, np.integer)) and not isinstance(target_shape, bool):
             target_shape = (int(target_shape),)
         ok = isinstance(target_shape, (tuple, list)) and all(
@@ -374,8 +388,9 @@ class Lambda(Layer):
         2.0
     """
 
-    def __init__(self, function, output_shape=None, name=None, dtype="float32", trainable=True):
-        super().__init__(name=name, dtype=dtype, trainable=trainable)
+    def __init__(self, function, output_shape=None, name=None, dtype=None, trainable=True,
+                 **kwargs):
+        super().__init__(name=name, dtype=dtype, trainable=trainable, **kwargs)
         if isinstance(function, str):
             function = activations.get(function)
         if not callable(function):
@@ -403,7 +418,7 @@ class Lambda(Layer):
         from minnet.layers import _registered_name
         registered = _registered_name(self.function)
         name = registered or self._function_name()
-        is_builtin_activation = name in activations._ACTIVATIONS and activations.get(name) is self.function
+        is_builtin_activation = activations.is_builtin(name, self.function)
         config = {**super().get_config(), "function": name,
                   "function_serializable": registered is not None or is_builtin_activation}
         if self.output_shape is not None and not callable(self.output_shape):
@@ -417,7 +432,7 @@ class Lambda(Layer):
         name = config.pop("function")
         config.pop("function_serializable", None)
         function = (custom_objects or {}).get(name) or _lookup_object(name)
-        if function is None and name in activations._ACTIVATIONS:
+        if function is None and activations.is_builtin(name):
             function = activations.get(name)
         if function is None:
             raise ValueError(f"Cannot deserialize Lambda layer '{config.get('name')}': its function "
@@ -435,8 +450,8 @@ class Activation(Layer):
     """Apply an activation function by name: ``Activation("relu")``.
 
     Args:
-        activation: ``"relu"``, ``"sigmoid"``, ``"tanh"``, ``"softmax"``, ``"elu"``,
-            ``"selu"``, ``"leaky_relu"``, ``"linear"``, or a callable.
+        activation: a name (``"relu"``, ``"gelu"``, ``"silu"``/``"swish"``, ``"softplus"``,
+            ``"log_softmax"``, ...: every name of ``minnet.activations``) or a callable.
 
     Shape:
         - Input: any.  Output: the same.
@@ -446,8 +461,8 @@ class Activation(Layer):
         array([[0., 2.]], dtype=float32)
     """
 
-    def __init__(self, activation, name=None, dtype="float32", trainable=True):
-        super().__init__(name=name, dtype=dtype, trainable=trainable)
+    def __init__(self, activation, name=None, dtype=None, trainable=True, **kwargs):
+        super().__init__(name=name, dtype=dtype, trainable=trainable, **kwargs)
         self.activation = activations.get(activation)
 
     def call(self, x, training=False):

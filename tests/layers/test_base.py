@@ -244,3 +244,166 @@ def test_default_names_follow_keras():
     assert layers.MaxPooling2D().name.startswith("max_pooling2d")
     assert layers.BatchNormalization().name.startswith("batch_normalization")
     assert layers.ReLU().name.startswith("re_lu")
+
+
+# ---------------------------------------------------------------- Keras's declaration keywords
+def test_every_layer_takes_keras_declaration_kwargs():
+    dense = layers.Dense(64, activation="relu", input_shape=(784,))
+    assert dense._batch_input_shape == (None, 784)
+    assert layers.Dense(3, input_dim=5)._batch_input_shape == (None, 5)
+    assert layers.Dense(3, input_shape=(5,), batch_size=8)._batch_input_shape == (8, 5)
+    assert layers.Dense(3, batch_input_shape=(4, 5))._batch_input_shape == (4, 5)
+    # layers whose own __init__ does not list them (and a custom one) take them too
+    conv = layers.Conv2D(4, 3, input_shape=(8, 8, 1))
+    assert conv._batch_input_shape == (None, 8, 8, 1)
+    assert layers.Flatten(input_shape=(2, 3))._batch_input_shape == (None, 2, 3)
+    assert Scale(2.0, input_shape=(3,))._batch_input_shape == (None, 3)
+    assert layers.ReLU()._batch_input_shape is None
+    config = dense.get_config()
+    assert config["batch_input_shape"] == [None, 784]
+    again = layers.Dense.from_config(config)
+    assert again._batch_input_shape == (None, 784)
+    json.dumps(config)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(input_shape=(0,)), "`input_shape`"),
+    (dict(input_shape="abc"), "`input_shape`"),
+    (dict(input_dim=0), "`input_dim`"),
+    (dict(input_dim=3, input_shape=(3,)), "either `input_shape` or `input_dim`"),
+    (dict(batch_input_shape=(None, 3), input_shape=(3,)), "either `batch_input_shape`"),
+    (dict(batch_size=4), "`batch_size` needs `input_shape`"),
+    (dict(input_shape=(3,), batch_size=-1), "`batch_size`"),
+])
+def test_bad_declaration_kwargs(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        layers.Dense(2, **kwargs)
+
+
+def test_dtype_none_follows_floatx():
+    assert layers.Dense(2).dtype == np.float32
+    mn.config.set_floatx("float64")
+    try:
+        assert layers.Dense(2).dtype == np.float64
+        assert layers.ReLU().dtype == np.float64
+        assert layers.Dense(2, dtype="float32").dtype == np.float32
+    finally:
+        mn.config.set_floatx("float32")
+
+
+def test_default_names_are_keras_snake_case():
+    assert layers.Conv2D(2, 3).name.startswith("conv2d")
+    assert layers.BatchNormalization().name.startswith("batch_normalization")
+    assert layers.MaxPooling2D().name.startswith("max_pooling2d")
+
+
+def test_count_params():
+    layer = layers.Dense(4)
+    with pytest.raises(ValueError, match="isn't built"):
+        layer.count_params()
+    layer(np.ones((1, 3)))
+    assert layer.count_params() == 16
+
+
+def test_add_weight_copies_the_initializer_result_and_checks_it():
+    pretrained = np.arange(6.0).reshape(2, 3).astype(np.float32)
+    before = pretrained.copy()
+    a = layers.Dense(2, kernel_initializer=lambda shape, dtype: pretrained)
+    b = layers.Dense(2, kernel_initializer=lambda shape, dtype: pretrained)
+    a(np.ones((1, 3))), b(np.ones((1, 3)))
+    assert not np.shares_memory(a.kernel.data, pretrained)
+    a.kernel.data[...] = 100
+    np.testing.assert_array_equal(pretrained, before)
+    np.testing.assert_array_equal(b.kernel.data, before)
+    with pytest.raises(ValueError, match=r"returned shape \(3, 2\); expected \(2, 3\)"):
+        layers.Dense(2, kernel_initializer=lambda s, d: np.zeros((3, 2)))(np.ones((1, 3)))
+    with pytest.raises(TypeError, match="real-valued"):
+        layers.Dense(2, kernel_initializer=lambda s, d: np.full(s, "x"))(np.ones((1, 3)))
+
+
+def test_add_weight_keras3_order_and_keywords():
+    class Keras3(layers.Layer):
+        def build(self, input_shape):
+            self.w = self.add_weight(shape=(input_shape[-1], 2), initializer="ones", name="w")
+            self.v = self.add_weight((2,), initializer="zeros")
+
+        def call(self, x, training=False):
+            return x @ self.w + self.v
+
+    layer = Keras3()
+    assert layer(np.ones((1, 3))).shape == (1, 2)
+    assert layer.w.name.endswith("/w") and layer.v.name.endswith("/weight_1")
+
+
+def test_losses_from_regularizers_follow_the_current_weights():
+    layer = layers.Dense(2, kernel_initializer="ones", bias_initializer="ones",
+                         kernel_regularizer=mn.regularizers.L2(0.5), bias_regularizer="l1",
+                         dtype="float64")
+    assert layer.losses == []
+    layer(np.ones((4, 3)))
+    losses = layer.losses
+    assert [float(t.numpy()) for t in losses] == pytest.approx([0.5 * 6, 0.01 * 2])
+    layer.kernel.data[...] = 2.0
+    assert float(layer.losses[0].numpy()) == pytest.approx(0.5 * 6 * 4)
+    sum(layer.losses).backward()
+    np.testing.assert_allclose(layer.kernel.grad, 0.5 * 2 * 2.0)
+    np.testing.assert_allclose(layer.bias.grad, 0.01)
+
+
+def test_activity_regularizer_is_divided_by_the_batch_size():
+    layer = layers.Dense(2, kernel_initializer="ones", use_bias=False,
+                         activity_regularizer=mn.regularizers.L1(0.1), dtype="float64")
+    layer(np.ones((4, 3)))
+    (activity,) = layer.losses
+    assert float(activity.numpy()) == pytest.approx(0.1 * 4 * 2 * 3 / 4)
+    # a layer whose own __init__ does not list it takes it too (2 channels in either layout)
+    conv = layers.Conv2D(2, 1, activity_regularizer="l2")
+    conv(np.ones((1, 2, 2, 2), np.float32))
+    assert len(conv.losses) == 1 and conv.activity_regularizer.l2 == 0.01
+
+
+def test_nested_losses_and_constraint_attribute():
+    block = Block()
+    block(np.ones((1, 2)))
+    assert block.losses == []
+    layer = layers.Dense(2, kernel_constraint="non_neg", bias_constraint=mn.constraints.MaxNorm(1))
+    layer(np.ones((1, 3)))
+    assert isinstance(layer.kernel.constraint, mn.constraints.NonNeg)
+    assert isinstance(layer.bias.constraint, mn.constraints.MaxNorm)
+    assert mn.Parameter(np.zeros(2)).constraint is None
+    config = layer.get_config()
+    again = layers.Dense.from_config(json.loads(json.dumps(config)))
+    assert again.get_config() == config
+
+
+def test_kernel_and_bias_options_reach_layers_that_do_not_list_them():
+    conv = layers.Conv2D(2, 3, kernel_regularizer=mn.regularizers.L2(0.5),
+                         kernel_constraint=mn.constraints.MaxNorm(1.0, axis=[0, 1, 2]),
+                         bias_constraint="non_neg", dtype="float64")
+    conv(np.ones((1, 2, 5, 5)))                       # 2 channels: the same in either layout
+    (term,) = conv.losses
+    assert float(term.numpy()) == pytest.approx(0.5 * np.sum(conv.kernel.data ** 2))
+    assert conv.kernel.constraint.axis == [0, 1, 2]
+    assert isinstance(conv.bias.constraint, mn.constraints.NonNeg)
+    config = json.loads(json.dumps(conv.get_config()))
+    again = layers.Conv2D.from_config(config)
+    again(np.ones((1, 2, 5, 5)))
+    assert len(again.losses) == 1 and again.get_config() == conv.get_config()
+
+    class MyDense(layers.Dense):                      # a subclass passing **kwargs on
+        def __init__(self, units, **kwargs):
+            super().__init__(units, **kwargs)
+
+    dense = MyDense(3, kernel_regularizer="l1")
+    dense(np.ones((1, 2)))
+    assert isinstance(dense.kernel_regularizer, mn.regularizers.L1) and len(dense.losses) == 1
+
+
+def test_a_layer_that_lists_a_declaration_keyword_itself_receives_it():
+    class LikeKerasInput(layers.Layer):
+        def __init__(self, shape, batch_size=None, **kwargs):
+            super().__init__(**kwargs)
+            self.shape, self.batch = shape, batch_size
+
+    layer = LikeKerasInput((3,), batch_size=4, name="inp")
+    assert layer.batch == 4 and layer._batch_input_shape is None and layer.name == "inp"

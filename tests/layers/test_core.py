@@ -77,9 +77,21 @@ def test_dense_matches_torch(torch, rng, dtype):
     np.testing.assert_allclose(layer.bias.grad, ref.bias.grad.numpy(), **tol)
 
 
-def test_dense_default_init_is_pytorch_like():
+def test_dense_default_init_is_keras_glorot_uniform_and_zero_bias():
     mn.manual_seed(0)
     layer = layers.Dense(200, dtype="float64")
+    layer(np.zeros((1, 50)))
+    kernel, bias = layer.get_weights()
+    limit = math.sqrt(6 / (50 + 200))
+    assert np.abs(kernel).max() <= limit and np.abs(kernel).max() > 0.9 * limit
+    np.testing.assert_allclose(kernel.std(), limit / math.sqrt(3), rtol=0.1)
+    np.testing.assert_array_equal(bias, 0)
+
+
+def test_dense_pytorch_init_on_request():
+    mn.manual_seed(0)
+    layer = layers.Dense(200, kernel_initializer=mn.initializers.KaimingUniform(),
+                         bias_initializer=mn.initializers.FanInUniform(50), dtype="float64")
     layer(np.zeros((1, 50)))
     bound = 1 / math.sqrt(50)
     for w in layer.get_weights():

@@ -146,7 +146,7 @@ def test_activation_functions_compute_the_right_values():
         "sigmoid": 1 / (1 + np.exp(-x)),
         "tanh": np.tanh(x),
         "elu": np.where(x > 0, x, np.expm1(x)),
-        "leaky_relu": np.where(x > 0, x, 0.01 * x),
+        "leaky_relu": np.where(x > 0, x, 0.2 * x),           # keras.activations.leaky_relu: 0.2
         "softmax": np.exp(x) / np.exp(x).sum(-1, keepdims=True),
         "linear": x,
     }
@@ -154,3 +154,14 @@ def test_activation_functions_compute_the_right_values():
         got = activations.get(name)(mn.tensor(x))
         got = got.numpy() if hasattr(got, "numpy") else np.asarray(got)
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=name)
+
+
+def test_initializers_by_registry_names_and_copies():
+    assert isinstance(initializers.get("GlorotUniform"), initializers.GlorotUniform)
+    assert isinstance(initializers.get("glorot_uniform"), initializers.GlorotUniform)
+    assert isinstance(initializers.get("xavier_normal"), initializers.GlorotNormal)
+    array = np.ones((2, 3))
+    out = initializers.checked_call(lambda s, d: array, (2, 3), "float32", where="w")
+    assert out.dtype == np.float32 and not np.shares_memory(out, array)
+    with pytest.raises(ValueError, match=r"for w returned shape \(2, 3\)"):
+        initializers.checked_call(lambda s, d: array, (3, 2), "float32", where="w")
