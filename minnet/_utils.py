@@ -1,5 +1,8 @@
 """Small helpers shared by several minnet modules."""
 import difflib
+import os
+import sys
+import warnings
 
 
 def did_you_mean(name, candidates):
@@ -43,3 +46,26 @@ def functional():
         import minnet.functional as F
         _FUNCTIONAL.append(F)
     return _FUNCTIONAL[0]
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def user_stacklevel():
+    """The ``stacklevel`` (for a ``warnings.warn`` in the caller) of the first frame outside minnet.
+
+    Counting frames by hand breaks as soon as a wrapper or a helper sits between the user's
+    line and the warning; walking the stack to the first frame outside the package does not.
+    """
+    frame, level = sys._getframe(2), 2
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def warn(message, category=UserWarning):
+    """``warnings.warn`` pointing at the user's line (the first caller outside minnet)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level + 1)

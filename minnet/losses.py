@@ -26,8 +26,6 @@ Example:
     >>> loss = loss_fn(y_batch, model(x_batch))      # Keras order: (y_true, y_pred)
     >>> loss.backward()
 """
-import os
-import sys
 import warnings
 
 import numpy as np
@@ -35,6 +33,7 @@ import numpy as np
 from minnet import _registry
 from minnet import functional as F
 from minnet._checks import check_float, check_labels, invalid
+from minnet._utils import user_stacklevel
 from minnet.autograd import Tensor
 
 __all__ = [
@@ -56,7 +55,6 @@ _EPSILON = 1e-7
 # Names of the loss classes that already warned "these look like probabilities".
 _warned_probabilities = set()
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 # ---------------------------------------------------------------------------------------
@@ -185,14 +183,6 @@ def _check_probabilities(y_pred, loss_name):
             f"pass from_logits=True if `y_pred` are logits (no softmax/sigmoid on the last layer).")
 
 
-def _user_stacklevel():
-    """``stacklevel`` pointing at the first caller outside the minnet package."""
-    frame, level = sys._getframe(1), 1
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
-        frame, level = frame.f_back, level + 1
-    return level
-
-
 def _warn_if_probabilities(loss, y_pred):
     """Logit losses fed with softmax outputs train badly; say so once per loss class."""
     name = type(loss).__name__
@@ -212,7 +202,7 @@ def _warn_if_probabilities(loss, y_pred):
             f"{name}(from_logits=True) received `y_pred` that look like probabilities (values in "
             f"[0, 1], rows summing to 1): was a Softmax applied already? Then use "
             f"{name}(from_logits=False), or drop the Softmax and keep from_logits=True.",
-            UserWarning, stacklevel=_user_stacklevel())
+            UserWarning, stacklevel=user_stacklevel())
 
 
 def _hard_values(x, one_hot):
@@ -253,7 +243,7 @@ def _warn_if_swapped(loss, y_true, y_pred, probability=None):
             f"{name} was called as loss(y_true, y_pred), but the arguments look swapped: {reason}. "
             f"Loss objects take Keras's order, {name}()(y_true, y_pred); minnet.functional takes "
             f"PyTorch's order, (input, target). If the first argument is the prediction, swap "
-            f"them.", UserWarning, stacklevel=_user_stacklevel())
+            f"them.", UserWarning, stacklevel=user_stacklevel())
 
 
 def _as_tensor(values):

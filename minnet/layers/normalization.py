@@ -7,12 +7,12 @@ axis is viewed (a reshape, not a copy) as (before, C, after).  The math is
 """
 import math
 import numbers
-import warnings
 
 import numpy as np
 
 from minnet import config, initializers
 from minnet import functional as F
+from minnet._utils import warn
 from minnet._checks import check_float
 from minnet.layers.base import Layer
 
@@ -75,12 +75,12 @@ class BatchNormalization(Layer):
                              f"Received: axis={axis!r}")
         self.momentum = check_float("momentum", momentum, 0.0, 1.0)
         if self.momentum < 0.5:
-            warnings.warn(
+            warn(
                 f"BatchNormalization(momentum={momentum}): minnet uses Keras's meaning of "
                 f"`momentum`, the weight of the old moving statistic "
                 f"(moving = momentum * moving + (1 - momentum) * batch), so the moving "
                 f"statistics will mostly follow the last batch. PyTorch's momentum={momentum} "
-                f"is momentum={1 - self.momentum:g} here (1 - momentum).", stacklevel=2)
+                f"is momentum={1 - self.momentum:g} here (1 - momentum).")
         self.epsilon = check_float("epsilon", epsilon, 0.0, low_open=True)
         self.axis = int(axis)
         self.center = bool(center)

@@ -231,7 +231,7 @@ class Trainer:
 
     # ------------------------------------------------------------------ the steps
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        """The compiled loss(es) of ``y_pred`` against ``y``: a scalar ``mn.Tensor``.
+        """The compiled loss(es) of ``y_pred`` against ``y``, plus ``self.losses``: a scalar ``mn.Tensor``.
 
         Several outputs: ``y`` and ``y_pred`` are lists (output order) or dicts (by output
         name); the result is ``sum_i loss_weight_i * loss_i``.
@@ -242,7 +242,12 @@ class Trainer:
         y_true = self._flat_outputs(y)
         predictions = self._flat_outputs(y_pred)
         batch = len(predictions[0]) if predictions and predictions[0] is not None else None
-        return self.compiled_loss(y_true, predictions, sample_weight, batch_size=batch)
+        loss = self.compiled_loss(y_true, predictions, sample_weight, batch_size=batch)
+        # Regularization terms (kernel/bias/activity regularizers) join the loss, as in Keras:
+        # History's "loss" includes them.
+        for term in self.losses:
+            loss = loss + term
+        return loss
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         """Update the compiled metrics with one batch and return ``get_metrics_result()``."""

@@ -435,10 +435,8 @@ def test_parameter_groups_match_separate_optimizers(torch):
 
 
 def test_constraint_projects_after_each_step():
-    class Constrained(mn.Parameter):                       # what Parameter(constraint=) carries
-        constraint = staticmethod(lambda w: np.clip(w, 0.0, None))   # non_neg
-
-    p = Constrained(np.array([1.0, -2.0, 3.0]))
+    p = mn.Parameter(np.array([1.0, -2.0, 3.0]))
+    p.constraint = lambda w: np.clip(w, 0.0, None)         # what add_weight(constraint="non_neg") sets
     q = mn.Parameter(np.array([1.0, -2.0]))                # no constraint attribute set: untouched
     opt = optimizers.SGD([p, q], learning_rate=1.0)
     p.grad = np.array([2.0, 0.0, -1.0])
