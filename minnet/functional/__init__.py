@@ -6,7 +6,8 @@ its forward and backward math in ``docs/math/``.
 
 | module | ops |
 |---|---|
-| ``_conv`` | ``linear``, ``conv2d`` |
+| ``_conv`` | ``conv2d`` |
+| ``_linear`` | ``linear`` |
 | ``_activations`` | ``relu``, ``leaky_relu``, ``elu``, ``selu``, ``sigmoid``, ``tanh``, ``softmax``, ``log_softmax`` |
 | ``_losses`` | ``cross_entropy``, ``nll_loss``, ``mse_loss``, ``l1_loss``, ``huber_loss``, ``binary_cross_entropy``, ``binary_cross_entropy_with_logits`` |
 | ``_dropout`` | ``dropout``, ``alpha_dropout``, ``spatial_dropout2d`` |
@@ -15,7 +16,8 @@ its forward and backward math in ``docs/math/``.
 """
 from ._activations import (SELU_ALPHA, SELU_SCALE, elu, leaky_relu, log_softmax, relu, selu,
                            sigmoid, softmax, tanh)
-from ._conv import conv2d, linear, linear_no_graph  # noqa: F401 (Dense's no-graph path)
+from ._conv import conv2d
+from ._linear import linear, linear_no_graph  # noqa: F401 (Dense's no-graph path)
 from ._dropout import alpha_dropout, dropout, spatial_dropout2d
 from ._losses import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy,
                       huber_loss, l1_loss, mse_loss, nll_loss)

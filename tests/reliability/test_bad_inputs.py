@@ -178,9 +178,9 @@ CASES = [
         [np.zeros((3, 4)), np.zeros(3)]), VE, ["w4"]),
 
     # ---- functional ops
-    ("F.conv2d: str x", lambda: F.conv2d(np.array([["a"]]), W4), TE, ["`x`", "<U1"]),
+    ("F.conv2d: str x", lambda: F.conv2d(np.array([["a"]]), W4), TE, ["`input`", "<U1"]),
     ("F.conv2d: weight 3-D", lambda: F.conv2d(X4, W4[0]), VE, ["weight", "(3, 3, 3)"]),
-    ("F.conv2d: channels", lambda: F.conv2d(_x(2, 4, 8, 8), W4), VE, ["`x`", "3"]),
+    ("F.conv2d: channels", lambda: F.conv2d(_x(2, 4, 8, 8), W4), VE, ["`input`", "3"]),
     ("F.conv2d: stride 0", lambda: F.conv2d(X4, W4, stride=0), VE, ["stride", "0"]),
     ("F.conv2d: stride 1.5", lambda: F.conv2d(X4, W4, stride=1.5), VE, ["stride", "1.5"]),
     ("F.conv2d: stride True", lambda: F.conv2d(X4, W4, stride=True), VE, ["stride", "True"]),
