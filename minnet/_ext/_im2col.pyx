@@ -246,18 +246,9 @@ cdef void col2im_nchw_batch(const floating* col, long ld, long sample_stride,
 # channels_last: one output row of patches at a time
 # ----------------------------------------------------------------------------------------
 
-cdef inline void _copy(floating* dst, const floating* src, long n) noexcept nogil:
-    """memcpy, but a plain loop for the short runs of few-channel images (C = 1 or 3),
-    where a library call per run would cost more than the copy."""
-    cdef long q
-    if n >= 32:
-        memcpy(dst, src, n * sizeof(floating))
-    else:
-        for q in range(n):
-            dst[q] = src[q]
-
-
 cdef inline void _zero(floating* dst, long n) noexcept nogil:
+    """memset, but a plain loop for the short runs of few-channel images (C = 1 or 3),
+    where a library call per run would cost more than the stores."""
     cdef long q
     if n >= 32:
         memset(dst, 0, n * sizeof(floating))
@@ -268,58 +259,65 @@ cdef inline void _zero(floating* dst, long n) noexcept nogil:
 
 cdef inline void _im2col_nhwc_row(const floating* x, Geometry g, int oh,
                                   floating* col) noexcept nogil:
-    """Patches of output row ``oh`` of one sample: ``out_w`` rows of K values."""
-    cdef int i, j, ow, iy, lo, hi, run = g.kw * g.c
-    cdef long kstride = g.k
+    """Patches of output row ``oh`` of one sample: ``out_w`` rows of K values.
+
+    Loops kernel offset (i, j) outside and output column inside, so each inner loop is a
+    strided copy of C-value groups (one value for a 1-channel image) with no per-pixel
+    bookkeeping."""
+    cdef int i, j, ow, iy, lo, hi, base, c, nc = g.c
+    cdef long kstride = g.k, step = <long> g.sw * g.c
     cdef floating* dst
     cdef const floating* src
-    for ow in range(g.out_w):
-        dst = col + ow * kstride
-        # kernel columns j whose input column ow*sw - pl + j*dw lies inside the image
-        valid_range(ow * g.sw - g.pl, g.dw, g.w, g.kw, &lo, &hi)
-        for i in range(g.kh):
-            iy = oh * g.sh - g.pt + i * g.dh
-            if iy < 0 or iy >= g.h or hi <= lo:
-                _zero(dst + i * run, run)
-                continue
-            src = x + (<long> iy * g.w + ow * g.sw - g.pl) * g.c
-            if lo > 0:
-                _zero(dst + i * run, lo * g.c)
-            if hi < g.kw:
-                _zero(dst + i * run + hi * g.c, (g.kw - hi) * g.c)
-            if g.dw == 1:
-                # kw*C (or fewer) contiguous input values: one copy
-                _copy(dst + i * run + lo * g.c, src + lo * g.c, (hi - lo) * g.c)
+    for i in range(g.kh):
+        iy = oh * g.sh - g.pt + i * g.dh
+        for j in range(g.kw):
+            base = (i * g.kw + j) * nc
+            if iy < 0 or iy >= g.h:
+                lo = hi = g.out_w
             else:
-                for j in range(lo, hi):
-                    _copy(dst + i * run + j * g.c, src + <long> j * g.dw * g.c, g.c)
+                # output columns ow whose input column ow*sw - pl + j*dw is inside
+                valid_range(j * g.dw - g.pl, g.sw, g.w, g.out_w, &lo, &hi)
+            for ow in range(lo):
+                _zero(col + ow * kstride + base, nc)
+            for ow in range(hi, g.out_w):
+                _zero(col + ow * kstride + base, nc)
+            if hi <= lo:
+                continue
+            src = x + (<long> iy * g.w + j * g.dw - g.pl) * nc
+            if nc == 1:
+                for ow in range(lo, hi):
+                    col[ow * kstride + base] = src[ow * step]
+            else:
+                for ow in range(lo, hi):
+                    dst = col + ow * kstride + base
+                    for c in range(nc):
+                        dst[c] = src[ow * step + c]
 
 
 cdef inline void _col2im_nhwc_row(const floating* col, Geometry g, int oh,
                                   floating* x) noexcept nogil:
-    """Accumulate the patches of output row ``oh`` into one sample ``x`` (H, W, C)."""
-    cdef int i, j, ow, iy, lo, hi, q, n_values, run = g.kw * g.c
-    cdef long kstride = g.k
+    """Accumulate the patches of output row ``oh`` into one sample ``x`` (H, W, C), kernel
+    offset (i, j) outside, output column inside (a fixed order)."""
+    cdef int i, j, ow, iy, lo, hi, base, c, nc = g.c
+    cdef long kstride = g.k, step = <long> g.sw * g.c
     cdef floating* dst
     cdef const floating* src
-    for ow in range(g.out_w):
-        src = col + ow * kstride
-        valid_range(ow * g.sw - g.pl, g.dw, g.w, g.kw, &lo, &hi)
-        if hi <= lo:
+    for i in range(g.kh):
+        iy = oh * g.sh - g.pt + i * g.dh
+        if iy < 0 or iy >= g.h:
             continue
-        for i in range(g.kh):
-            iy = oh * g.sh - g.pt + i * g.dh
-            if iy < 0 or iy >= g.h:
-                continue
-            dst = x + (<long> iy * g.w + ow * g.sw - g.pl) * g.c
-            if g.dw == 1:
-                n_values = (hi - lo) * g.c
-                for q in range(n_values):
-                    dst[lo * g.c + q] += src[i * run + lo * g.c + q]
+        for j in range(g.kw):
+            base = (i * g.kw + j) * nc
+            valid_range(j * g.dw - g.pl, g.sw, g.w, g.out_w, &lo, &hi)
+            dst = x + (<long> iy * g.w + j * g.dw - g.pl) * nc
+            if nc == 1:
+                for ow in range(lo, hi):
+                    dst[ow * step] += col[ow * kstride + base]
             else:
-                for j in range(lo, hi):
-                    for q in range(g.c):
-                        dst[<long> j * g.dw * g.c + q] += src[i * run + j * g.c + q]
+                for ow in range(lo, hi):
+                    src = col + ow * kstride + base
+                    for c in range(nc):
+                        dst[ow * step + c] += src[c]
 
 
 cdef void im2col_nhwc_sample(const floating* x, Geometry g, floating* col) noexcept nogil:
