@@ -29,6 +29,8 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# --data-format: the CNN's image layout (the environment carries it to the memory children).
+DATA_FORMAT = os.environ.get("MINNET_BENCH_DATA_FORMAT", "channels_first")
 
 
 def build_minnet(name, mn):
@@ -43,12 +45,23 @@ def build_minnet(name, mn):
                                layers.Dropout(0.2), layers.Dense(10)])
         opt = optimizers.Adam(learning_rate=1e-3, epsilon=1e-8)
     else:
-        model = mn.Sequential([layers.Input((1, 28, 28)),
-                               layers.Conv2D(16, 3, padding=1), layers.BatchNormalization(), layers.ReLU(),
-                               layers.MaxPooling2D(2),
-                               layers.Conv2D(32, 3, padding=1), layers.BatchNormalization(), layers.ReLU(),
-                               layers.MaxPooling2D(2), layers.Flatten(), layers.Dropout(0.25),
-                               layers.Dense(10)])
+        df = dict(data_format=DATA_FORMAT)
+        if DATA_FORMAT == "channels_last":   # needs the image layers' data_format (issue #13)
+            image = dict(data_format=DATA_FORMAT)
+            shape, bn = (28, 28, 1), dict(axis=-1)
+        else:                                # runs with or without data_format on them
+            image, shape, bn = {}, (1, 28, 28), {}
+        try:
+            layers.MaxPooling2D(2, **image)
+        except TypeError as error:
+            raise SystemExit(f"--data-format {DATA_FORMAT}: this minnet's image layers do not "
+                             f"take data_format yet ({error})") from None
+        model = mn.Sequential([layers.Input(shape),
+                               layers.Conv2D(16, 3, padding=1, **df), layers.BatchNormalization(**bn),
+                               layers.ReLU(), layers.MaxPooling2D(2, **image),
+                               layers.Conv2D(32, 3, padding=1, **df), layers.BatchNormalization(**bn),
+                               layers.ReLU(), layers.MaxPooling2D(2, **image), layers.Flatten(**image),
+                               layers.Dropout(0.25), layers.Dense(10)])
         opt = optimizers.Adam(learning_rate=1e-3, epsilon=1e-8)
     model.compile(optimizer=opt, loss=mn.losses.SparseCategoricalCrossentropy(from_logits=True))
     return model
@@ -68,13 +81,26 @@ def build_torch(name, torch):
                               nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
                               nn.Flatten(), nn.Dropout(0.25), nn.Linear(32 * 7 * 7, 10))
         opt = torch.optim.Adam(model.parameters(), 1e-3)
+    if name == "cnn" and DATA_FORMAT == "channels_last":
+        model = model.to(memory_format=torch.channels_last)
     return model, opt
 
 
 def data(name, n):
     rng = np.random.default_rng(0)
     shape = (n, 1, 28, 28) if name == "cnn" else (n, 784)
+    if name == "cnn" and DATA_FORMAT == "channels_last":
+        shape = (n, 28, 28, 1)
     return rng.standard_normal(shape).astype(np.float32), rng.integers(0, 10, n).astype(np.int64)
+
+
+def torch_inputs(torch, x, y):
+    """x, y as torch tensors; channels_last data becomes NCHW in torch's channels_last
+    memory format (the same bytes, torch's NHWC kernels)."""
+    xt = torch.from_numpy(x)
+    if xt.ndim == 4 and DATA_FORMAT == "channels_last":
+        xt = xt.permute(0, 3, 1, 2)
+    return xt, torch.from_numpy(y)
 
 
 def minnet_epoch(model, x, y):
@@ -111,7 +137,7 @@ def torch_predict(torch, model, x):
     return len(x) / (time.perf_counter() - t)
 
 
-_KERNEL_MODULES = ("_conv", "_activations", "_losses", "_batchnorm", "_pooling", "_dropout")
+_KERNEL_MODULES = ("_conv", "_im2col", "_winograd", "_linear", "_activations", "_losses", "_batchnorm", "_pooling", "_dropout")
 
 
 def profile_split(name, mn, n, threads):
@@ -223,7 +249,7 @@ def torch_buffer_accounting(name, torch):
     storages, parameters excluded), parameters, gradients, optimizer state."""
     x, y = data(name, 128)
     model, opt = build_torch(name, torch)
-    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+    xt, yt = torch_inputs(torch, x, y)
     torch_epoch(torch, model, opt, xt[:64], yt[:64])
     param_ptrs = {p.data_ptr() for p in model.parameters()}
     storages = {}
@@ -315,7 +341,7 @@ def memory_child(framework, name, n, threads):
         import torch
         torch.set_num_threads(threads)
         model, opt = build_torch(name, torch)
-        xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+        xt, yt = torch_inputs(torch, x, y)
 
         def run():
             torch_epoch(torch, model, opt, xt[:256], yt[:256])
@@ -333,8 +359,13 @@ def memory_child(framework, name, n, threads):
 
 
 def main():
+    global DATA_FORMAT
     parser = argparse.ArgumentParser()
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--data-format", default=DATA_FORMAT,
+                        choices=["channels_first", "channels_last"],
+                        help="the CNN's image layout (torch runs the same data in NCHW, "
+                             "channels_last memory format for channels_last)")
     parser.add_argument("--n", type=int, default=10000)
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--models", default="mlp,sig,cnn")
@@ -344,6 +375,7 @@ def main():
                         help="print the kernels / optimizer / Python-overhead split of a step")
     args = parser.parse_args()
     names = args.models.split(",")
+    DATA_FORMAT = os.environ["MINNET_BENCH_DATA_FORMAT"] = args.data_format
     if args.memory_child:
         memory_child(args.memory_child, names[0], args.n, args.threads)
         return
@@ -379,7 +411,7 @@ def main():
         r = {"minnet_train": [], "minnet_predict": [], "torch_train": [], "torch_predict": []}
         if torch is not None:
             tm, topt = build_torch(name, torch)
-            xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+            xt, yt = torch_inputs(torch, x, y)
             torch_epoch(torch, tm, topt, xt[:1000], yt[:1000])
         for _ in range(args.epochs):                       # interleaved
             r["minnet_train"].append(minnet_epoch(model, x, y))

@@ -12,6 +12,11 @@ import os
 import platform
 import sys
 
+try:
+    import resource
+except ImportError:  # not on POSIX (Windows)
+    resource = None
+
 _state = {"num_threads": None, "blas_libs": None}
 
 # Symbols by which the OpenBLAS builds shipped in scipy / numpy wheels set their pool size.
@@ -33,7 +38,7 @@ def _default_num_threads():
     for var in ("MINNET_NUM_THREADS", "OMP_NUM_THREADS"):
         value = os.environ.get(var, "")
         if value.strip().isdigit() and int(value) > 0:
-            return int(value)
+            return min(int(value), max_num_threads())
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
@@ -96,13 +101,66 @@ def _get_blas_threads():
     return counts
 
 
+# set_num_threads accepts at most THREADS_PER_CPU threads per CPU (oversubscription beyond
+# that only slows a run down), and never more than the system lets the process create.
+THREADS_PER_CPU = 64
+
+
+def _read_int(path):
+    try:
+        with open(path) as f:
+            text = f.read().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def _system_thread_limit():
+    """The most threads the system lets this process have, where it says (else None):
+    ``RLIMIT_NPROC`` (per user), ``/proc/sys/kernel/threads-max`` and the cgroup's
+    ``pids.max``, less the threads the process already runs."""
+    limits = []
+    try:
+        soft, _ = resource.getrlimit(resource.RLIMIT_NPROC)
+        if soft != resource.RLIM_INFINITY and soft > 0:
+            limits.append(soft)
+    except (AttributeError, OSError, ValueError):    # no resource module, or no such limit
+        pass
+    for path in ("/proc/sys/kernel/threads-max", "/sys/fs/cgroup/pids.max",
+                 "/sys/fs/cgroup/pids/pids.max"):
+        value = _read_int(path)
+        if value:
+            limits.append(value)
+    if not limits:
+        return None
+    try:
+        running = len(os.listdir("/proc/self/task"))
+    except OSError:
+        running = 1
+    return max(1, min(limits) - running)
+
+
+def max_num_threads():
+    """The largest ``n`` that ``set_num_threads`` accepts: ``64 * os.cpu_count()``, or what the
+    system lets this process create (``RLIMIT_NPROC``, ``threads-max``, cgroup ``pids.max``)
+    when that is less."""
+    bound = THREADS_PER_CPU * max(1, os.cpu_count() or 1)
+    system = _system_thread_limit()
+    return bound if system is None else max(1, min(bound, system))
+
+
 def set_num_threads(n):
     """Set the number of threads minnet's kernels use.
 
     Args:
-        n: a positive int.  The OpenMP kernels use ``n`` threads; the BLAS library they
-           call runs single-threaded inside each of them, so the cores are never
-           oversubscribed.
+        n: an int from 1 to ``max_num_threads()`` (``64 * os.cpu_count()``, or what the
+           system lets a process create when that is less).  The OpenMP kernels use ``n``
+           threads; the BLAS library they call runs single-threaded inside each of them, so
+           the cores are never oversubscribed by BLAS.  Results do not depend on ``n``.
+
+    Raises:
+        TypeError: ``n`` is not an int.
+        ValueError: ``n`` is below 1 or above ``max_num_threads()``.
 
     Example:
         >>> import minnet as mn
@@ -111,10 +169,13 @@ def set_num_threads(n):
         2
     """
     if isinstance(n, bool) or not isinstance(n, (int,)) and not hasattr(n, "__index__"):
-        raise TypeError(f"Invalid argument `n`: expected a positive int. Received: n={n!r}")
-    n = int(n)
-    if n < 1:
-        raise ValueError(f"Invalid argument `n`: expected a positive int. Received: n={n}")
+        raise TypeError(f"Invalid value for argument `n`: expected an int. Received: n={n!r}")
+    n = int(n.__index__())
+    bound = max_num_threads()
+    if n < 1 or n > bound:
+        raise ValueError(f"Invalid value for argument `n`: expected an int in [1, {bound}] "
+                         f"(64 threads per CPU, at most what the system lets a process "
+                         f"create). Received: n={n}")
     from minnet._ext import _openmp
     _openmp.omp_set_num_threads(n)
     _set_blas_threads(1)

@@ -8,6 +8,15 @@ import minnet as mn
 from minnet import layers
 from minnet._ext import _memory
 
+
+@pytest.fixture(autouse=True, scope="module")
+def _channels_first_images():
+    # The image models here are built for NCHW data; Conv2D and the image layers follow
+    # mn.config.image_data_format(), whose default is Keras's channels_last.
+    mn.config.set_image_data_format("channels_first")
+    yield
+    mn.config.set_image_data_format("channels_last")
+
 get_handler_name = pytest.importorskip("numpy._core.multiarray").get_handler_name
 
 BIG = 512 * 1024 // 8        # float64 elements in one cached-size block (512 KiB)

@@ -6,6 +6,15 @@ from minnet import layers, losses, optimizers
 from minnet.datasets import make_blobs, make_regression
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _channels_first_images():
+    # The image models here are built for NCHW data; Conv2D and the image layers follow
+    # mn.config.image_data_format(), whose default is Keras's channels_last.
+    mn.config.set_image_data_format("channels_first")
+    yield
+    mn.config.set_image_data_format("channels_last")
+
+
 def _blobs(n=120, seed=0):
     x, y = make_blobs(n, n_features=4, centers=3, cluster_std=1.0, seed=seed)
     return x, y

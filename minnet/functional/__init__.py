@@ -6,7 +6,8 @@ its forward and backward math in ``docs/math/``.
 
 | module | ops |
 |---|---|
-| ``_conv`` | ``linear``, ``conv2d`` |
+| ``_conv`` | ``conv2d`` |
+| ``_linear`` | ``linear`` |
 | ``_activations`` | ``relu``, ``leaky_relu``, ``elu``, ``selu``, ``sigmoid``, ``tanh``, ``softmax``, ``log_softmax`` |
 | ``_losses`` | ``cross_entropy``, ``nll_loss``, ``mse_loss``, ``l1_loss``, ``huber_loss``, ``binary_cross_entropy``, ``binary_cross_entropy_with_logits`` |
 | ``_dropout`` | ``dropout``, ``alpha_dropout``, ``spatial_dropout2d`` |
@@ -19,7 +20,8 @@ from ._activations import (gelu, hardsigmoid, hardswish, mish, prelu, prelu_broa
                            silu, softplus, softsign)
 from ._image import interpolate, pad2d, resize_bilinear2d, upsample_nearest2d
 from ._layernorm import group_norm, layer_norm
-from ._conv import conv2d, linear, linear_no_graph  # noqa: F401 (Dense's no-graph path)
+from ._conv import conv2d
+from ._linear import linear, linear_no_graph  # noqa: F401 (Dense's no-graph path)
 from ._dropout import alpha_dropout, dropout, spatial_dropout2d
 from ._losses import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy,
                       huber_loss, l1_loss, mse_loss, nll_loss)

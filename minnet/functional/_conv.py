@@ -1,8 +1,9 @@
-"""Differentiable ``linear`` and ``conv2d`` (the math is in docs/math/linear.md and convolution.md).
+"""Differentiable ``conv2d`` in both image layouts (the math is in docs/math/convolution.md).
 
-Both are thin ``Function`` subclasses over the Cython kernels in ``minnet._ext._conv``:
-this module validates the arguments, resolves padding and output size, casts the input
-to the weight's dtype, and keeps for backward only what backward will read.
+A thin ``Function`` over the Cython kernels in ``minnet._ext._conv``: this module
+validates the arguments, resolves padding and output size, casts the input to the
+weight's dtype, and keeps for backward only what backward will read.  The argument
+helpers at the top are shared with ``functional/_linear.py``.
 """
 import numbers
 
@@ -11,21 +12,18 @@ import numpy as np
 from minnet._config import get_num_threads
 from minnet._ext import _conv as _kernels
 from minnet.autograd import Function, Tensor
-from minnet.autograd.grad_mode import anomaly_state, grad_state
 
-__all__ = ["linear", "conv2d", "Addmm", "Mm", "Convolution"]
+__all__ = ["conv2d", "Convolution", "as_input", "cast", "check_cast_source", "data",
+           "float_dtype"]
 
 
 # --------------------------------------------------------------------------- helpers
 
-_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
-
-
-def _data(value):
+def data(value):
     return value.data if isinstance(value, Tensor) else value
 
 
-def _as_input(name, value):
+def as_input(name, value):
     """A Tensor stays a Tensor (so gradients can flow); anything else becomes an ndarray."""
     if isinstance(value, Tensor):
         return value
@@ -38,22 +36,22 @@ def _as_input(name, value):
                         f"Received: {type(value).__name__}") from exc
 
 
-def _float_dtype(name, value):
-    dtype = _data(value).dtype
+def float_dtype(name, value):
+    dtype = data(value).dtype
     if dtype not in (np.float32, np.float64):
         raise TypeError(f"Invalid argument `{name}`: expected a float32 or float64 array. "
                         f"Received: dtype={dtype}")
     return dtype
 
 
-def _check_cast_source(name, value):
-    kind = _data(value).dtype.kind
+def check_cast_source(name, value):
+    kind = data(value).dtype.kind
     if kind not in "fiub":
         raise TypeError(f"Invalid argument `{name}`: expected a real numeric array. "
-                        f"Received: dtype={_data(value).dtype}")
+                        f"Received: dtype={data(value).dtype}")
 
 
-def _cast(array, dtype):
+def cast(array, dtype):
     return np.ascontiguousarray(array, dtype=dtype)
 
 
@@ -99,260 +97,80 @@ def _resolve_padding(padding, kernel, stride, dilation):
     return (ph, ph), (pw, pw)
 
 
-# --------------------------------------------------------------------------- linear
-
-def _rows(shape):
-    """Rows of the 2-D view (prod of leading dims); explicit, as reshape(-1, 0) is ambiguous."""
-    rows = 1
-    for n in shape[:-1]:
-        rows *= n
-    return rows
-
-
-def _as_2d(x, weight):
-    """``x`` as a C-contiguous ``(rows, in_features)`` array of the weight's dtype (no copy
-    and no reshape when it already is one: the usual Dense input)."""
-    if x.ndim == 2 and x.dtype == weight.dtype and x.flags.c_contiguous:
-        return x
-    return _cast(x, weight.dtype).reshape(_rows(x.shape), weight.shape[1])
-
-
-class Addmm(Function):
-    """``y = x @ weight.T + bias`` (backward node ``AddmmBackward``)."""
-
-    @staticmethod
-    def forward(ctx, x, weight, bias):
-        x2 = _as_2d(x, weight)
-        y = _kernels.linear_forward(x2, weight, bias, n_threads=get_num_threads())
-        # dW needs x, dX needs the weight; keep only what will be read.
-        ctx.save_for_backward(x2 if ctx.needs_input_grad[1] else None,
-                              weight if ctx.needs_input_grad[0] else None)
-        ctx.x_shape = x.shape
-        return y if x.ndim == 2 else y.reshape(x.shape[:-1] + (weight.shape[0],))
-
-    @staticmethod
-    def backward(ctx, grad_y):
-        x2, weight = ctx.saved_tensors
-        return _linear_backward(ctx, x2, weight, grad_y)
-
-    @staticmethod
-    def backward_graph(ctx, grad_y):
-        x2, weight = ctx.saved_arrays
-        return _linear_backward_graph(ctx, x2, weight, grad_y)
-
-
-class Mm(Function):
-    """``y = x @ weight.T`` (linear without bias; backward node ``MmBackward``)."""
-
-    @staticmethod
-    def forward(ctx, x, weight):
-        x2 = _as_2d(x, weight)
-        y = _kernels.linear_forward(x2, weight, None, n_threads=get_num_threads())
-        ctx.save_for_backward(x2 if ctx.needs_input_grad[1] else None,
-                              weight if ctx.needs_input_grad[0] else None)
-        ctx.x_shape = x.shape
-        return y if x.ndim == 2 else y.reshape(x.shape[:-1] + (weight.shape[0],))
-
-    @staticmethod
-    def backward(ctx, grad_y):
-        x2, weight = ctx.saved_tensors
-        return _linear_backward(ctx, x2, weight, grad_y)[:2]
-
-    @staticmethod
-    def backward_graph(ctx, grad_y):
-        x2, weight = ctx.saved_arrays
-        return _linear_backward_graph(ctx, x2, weight, grad_y)[:2]
-
-
-def _linear_backward_graph(ctx, x2, weight, grad_y):
-    """Double backward of linear: ``dx = dy @ W``, ``dW = dy2.T @ x2``, ``db = dy2.sum(0)``
-    in Tensor operations (recorded, so they are differentiated again)."""
-    needs = ctx.needs_input_grad
-    dy2 = grad_y.reshape(-1, grad_y.shape[-1])
-    dx = dw = db = None
-    if needs[0]:
-        dx = (grad_y @ ctx.graph_input(1, weight)).reshape(ctx.x_shape)
-    if needs[1]:
-        dw = dy2.transpose(0, 1) @ ctx.graph_input(0, x2.reshape(ctx.x_shape)).reshape(x2.shape)
-    if len(needs) > 2 and needs[2]:
-        db = dy2.sum(axis=0)
-    return dx, dw, db
-
-
-def _linear_backward(ctx, x2, weight, grad_y):
-    needs = ctx.needs_input_grad
-    need_bias = len(needs) > 2 and needs[2]
-    if not (needs[0] or needs[1] or need_bias):
-        return None, None, None
-    dtype = (weight if weight is not None else x2).dtype
-    out_features = grad_y.shape[-1]
-    if grad_y.ndim == 2 and grad_y.dtype == dtype and grad_y.flags.c_contiguous:
-        dy = grad_y
-    else:
-        dy = _cast(grad_y, dtype).reshape(_rows(grad_y.shape), out_features)
-    in_features = (weight if weight is not None else x2).shape[1]
-    n_threads = get_num_threads()
-    # linear_backward wants all three operands; a zero-size stand-in is never read.
-    x_arg = x2 if x2 is not None else np.zeros((dy.shape[0], in_features), dtype)
-    w_arg = weight if weight is not None else np.zeros((out_features, in_features), dtype)
-    dx, dw, db = _kernels.linear_backward(x_arg, w_arg, dy, need_input_grad=needs[0],
-                                          need_weight_grad=needs[1], need_bias_grad=need_bias,
-                                          n_threads=n_threads)
-    if dx is not None and dx.shape != ctx.x_shape:
-        dx = dx.reshape(ctx.x_shape)
-    return dx, dw, db
-
-
-def linear(x, weight, bias=None):
-    """Affine map ``y = x @ weight.T + bias`` (``torch.nn.functional.linear``).
-
-    ``x`` is cast to the weight's dtype.  Backward: ``dx = dy @ weight``,
-    ``dweight = dy.T @ x``, ``dbias = dy.sum(0)`` (docs/math/linear.md).
-
-    Args:
-        x: Tensor or array of shape ``(..., in_features)``.
-        weight: ``(out_features, in_features)``, float32 or float64.
-        bias: ``(out_features,)`` or None.
-
-    Returns:
-        Tensor of shape ``(..., out_features)`` (backward node ``AddmmBackward``, or
-        ``MmBackward`` without bias).
-
-    Shape:
-        - x: ``(N, in)`` or ``(*, in)``
-        - weight: ``(out, in)``; bias: ``(out,)``
-        - output: ``(N, out)`` or ``(*, out)``
-
-    Example:
-        >>> w = mn.Parameter(np.ones((3, 4), np.float32))
-        >>> F.linear(np.ones((2, 4), np.float32), w).shape
-        (2, 3)
-    """
-    if _ready(x, weight, bias) is not None:
-        # Fast path (what Dense passes): Tensors whose dtypes and shapes already fit.
-        return Mm.apply(x, weight) if bias is None else Addmm.apply(x, weight, bias)
-    x = _as_input("x", x)
-    weight = _as_input("weight", weight)
-    dtype = _float_dtype("weight", weight)
-    _check_cast_source("x", x)
-    w_shape = _data(weight).shape
-    x_shape = _data(x).shape
-    if len(w_shape) != 2:
-        raise ValueError(f"Invalid argument `weight`: expected a 2-D (out_features, in_features) "
-                         f"array. Received: shape={w_shape}")
-    if len(x_shape) < 1 or x_shape[-1] != w_shape[1]:
-        raise ValueError(f"Invalid argument `x`: expected shape (..., {w_shape[1]}) to match "
-                         f"weight of shape {w_shape}. Received: shape={x_shape}")
-    if bias is None:
-        return Mm.apply(x, weight)
-    bias = _as_input("bias", bias)
-    _check_cast_source("bias", bias)
-    if _data(bias).shape != (w_shape[0],):
-        raise ValueError(f"Invalid argument `bias`: expected shape ({w_shape[0]},). "
-                         f"Received: shape={_data(bias).shape}")
-    if _data(bias).dtype != dtype:
-        bias = bias.astype(dtype) if isinstance(bias, Tensor) else _cast(bias, dtype)
-    return Addmm.apply(x, weight, bias)
-
-
-def _ready(x, weight, bias):
-    """The arrays of ``x``, ``weight``, ``bias`` when they are Tensors whose dtypes and shapes
-    already fit (what Dense passes), else None: then ``linear`` converts and checks."""
-    if type(x) is not Tensor or not isinstance(weight, Tensor):
-        return None
-    w = weight.data
-    xd = x.data
-    if not (w.ndim == 2 and xd.ndim >= 1 and xd.shape[-1] == w.shape[1] and w.dtype in _FLOATS
-            and xd.dtype.kind in "fiub"):
-        return None
-    if bias is None:
-        return xd, w, None
-    if not isinstance(bias, Tensor):
-        return None
-    b = bias.data
-    if b.shape != (w.shape[0],) or b.dtype != w.dtype:
-        return None
-    return xd, w, b
-
-
-def linear_no_graph(x, weight, bias=None, relu=False):
-    """``linear`` (then ``relu`` when asked) as ONE kernel call, when there is no graph to record.
-
-    ``Dense`` calls this first: under ``no_grad`` (``predict``, ``evaluate``) nothing needs
-    a backward node, so the autograd bookkeeping of two Functions and a separate ReLU pass
-    over the output are skipped, and the ReLU is fused into the kernel's bias pass.  The
-    numbers are bit-identical to ``relu(linear(x, weight, bias))``.
-
-    Returns:
-        A Tensor without ``grad_fn``, or None when this fast path does not apply (grad
-        mode on, anomaly detection on, or inputs that need ``linear``'s conversions and
-        checks): then call ``linear``.
-    """
-    if grad_state.enabled or anomaly_state.enabled:
-        return None
-    ready = _ready(x, weight, bias)
-    if ready is None:
-        return None
-    xd, w, b = ready
-    y = _kernels.linear_forward(_as_2d(xd, w), w, b, n_threads=get_num_threads(), relu=relu)
-    return Tensor._make(y if xd.ndim == 2 else y.reshape(xd.shape[:-1] + (w.shape[0],)))
-
-
 # --------------------------------------------------------------------------- conv2d
 
 class Convolution(Function):
-    """2-D convolution, NCHW (backward node ``ConvolutionBackward``).
+    """2-D convolution in either layout (backward node ``ConvolutionBackward``).
 
-    forward(ctx, x, weight, bias, stride, padding, dilation, out_size) with
-    ``padding = (pad_top, pad_left)``; ``out_size`` implies the bottom/right padding.
+    forward(ctx, x, weight, bias, stride, padding, dilation, out_size, groups, data_format)
+    with ``padding = (pad_top, pad_left)``; ``out_size`` implies the bottom/right padding.
+    The weight is ``(F, C/groups, kh, kw)`` whatever ``data_format``.
     """
 
     @staticmethod
     def forward(ctx, x, weight, bias, stride=(1, 1), padding=(0, 0), dilation=(1, 1),
-                out_size=None):
-        x = _cast(x, weight.dtype)
+                out_size=None, groups=1, data_format="channels_first"):
+        x = cast(x, weight.dtype)
         n_threads = get_num_threads()
-        y = _kernels.conv2d_forward(x, weight, bias, stride, padding, dilation, out_size,
-                                    n_threads=n_threads)
+        if groups == 1:
+            y = _kernels.conv2d_forward(x, weight, bias, stride, padding, dilation, out_size,
+                                        n_threads=n_threads, data_format=data_format)
+        else:
+            y = _grouped(lambda xg, wg, bg: _kernels.conv2d_forward(
+                xg, wg, bg, stride, padding, dilation, out_size, n_threads=n_threads,
+                data_format=data_format), x, weight, bias, groups, data_format)
         # The input, not its im2col matrix (kh*kw times larger), is kept: backward
         # rebuilds the patches.  x is needed only for dW, the weight only for dX.
         ctx.save_for_backward(x if ctx.needs_input_grad[1] else None,
                               weight if ctx.needs_input_grad[0] else None)
-        ctx.geometry = (x.shape, weight.shape, stride, padding, dilation)
+        ctx.geometry = (x.shape, weight.shape, stride, padding, dilation, groups, data_format)
         return y
 
     @staticmethod
     def backward(ctx, grad_y):
         x, weight = ctx.saved_tensors
-        x_shape, w_shape, stride, padding, dilation = ctx.geometry
+        x_shape, w_shape, stride, padding, dilation, groups, data_format = ctx.geometry
         needs = ctx.needs_input_grad
         need_bias = len(needs) > 2 and needs[2]
         if not (needs[0] or needs[1] or need_bias):
             return None, None, None
         dtype = (weight if weight is not None else x).dtype
-        dy = _cast(grad_y, dtype)
+        dy = cast(grad_y, dtype)
         # The kernel wants both operands; the zero stand-in (lazily allocated) is never read.
         if x is None:
             x = np.zeros(x_shape, dtype)
         if weight is None:
             weight = np.zeros(w_shape, dtype)
-        dx, dw, db = _kernels.conv2d_backward(
-            x, weight, dy, stride, padding, dilation, need_input_grad=needs[0],
-            need_weight_grad=needs[1], need_bias_grad=need_bias, n_threads=get_num_threads())
-        return dx, dw, db
+        kwargs = dict(need_input_grad=needs[0], need_weight_grad=needs[1],
+                      need_bias_grad=need_bias, n_threads=get_num_threads(),
+                      data_format=data_format)
+        if groups == 1:
+            return _kernels.conv2d_backward(x, weight, dy, stride, padding, dilation, **kwargs)
+        return _grouped_backward(x, weight, dy, groups, data_format, lambda xg, wg, dyg:
+                                 _kernels.conv2d_backward(xg, wg, dyg, stride, padding,
+                                                          dilation, **kwargs))
 
     @staticmethod
     def backward_graph(ctx, grad_y):
-        # double backward: dx and dW are themselves convolutions (ConvInputGrad /
-        # ConvWeightGrad below), each differentiable again
+        # Double backward: dx and dW are themselves convolutions (ConvInputGrad /
+        # ConvWeightGrad below), each differentiable again (docs/math/autograd_ops.md).
         x, weight = ctx.saved_arrays
-        x_shape, w_shape, stride, padding, dilation = ctx.geometry
-        geometry = dict(x_shape=x_shape, w_shape=w_shape, stride=stride, padding=padding, dilation=dilation)
+        x_shape, w_shape, stride, padding, dilation, groups, data_format = ctx.geometry
+        if groups != 1:
+            raise RuntimeError("ConvolutionBackward with groups > 1 is not twice differentiable: "
+                               "its double backward is written for groups=1 only.")
+        geometry = dict(x_shape=x_shape, w_shape=w_shape, stride=stride, padding=padding,
+                        dilation=dilation, data_format=data_format)
         needs = ctx.needs_input_grad
         dx = ConvInputGrad.apply(grad_y, ctx.graph_input(1, weight), **geometry) if needs[0] else None
         dw = ConvWeightGrad.apply(ctx.graph_input(0, x), grad_y, **geometry) if needs[1] else None
-        db = grad_y.sum(axis=(0, 2, 3)) if len(needs) > 2 and needs[2] else None
+        spatial_and_batch = (0, 1, 2) if data_format == "channels_last" else (0, 2, 3)
+        db = grad_y.sum(axis=spatial_and_batch) if len(needs) > 2 and needs[2] else None
         return dx, dw, db
+
+
+def _out_hw(dy, data_format):
+    return dy.shape[1:3] if data_format == "channels_last" else dy.shape[2:]
 
 
 class ConvInputGrad(Function):
@@ -361,13 +179,16 @@ class ConvInputGrad(Function):
     node_name = "ConvolutionBackwardBackward"
 
     @staticmethod
-    def forward(ctx, dy, weight, x_shape=None, w_shape=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1)):
+    def forward(ctx, dy, weight, x_shape=None, w_shape=None, stride=(1, 1), padding=(0, 0),
+                dilation=(1, 1), data_format="channels_first"):
         ctx.save_for_backward(dy, weight)
-        ctx.geometry = dict(x_shape=x_shape, w_shape=w_shape, stride=stride, padding=padding, dilation=dilation)
-        dy = _cast(dy, weight.dtype)
-        dx, _, _ = _kernels.conv2d_backward(np.zeros(x_shape, weight.dtype), weight, dy, stride, padding,
-                                            dilation, need_input_grad=True, need_weight_grad=False,
-                                            need_bias_grad=False, n_threads=get_num_threads())
+        ctx.geometry = dict(x_shape=x_shape, w_shape=w_shape, stride=stride, padding=padding,
+                            dilation=dilation, data_format=data_format)
+        dy = cast(dy, weight.dtype)
+        dx, _, _ = _kernels.conv2d_backward(np.zeros(x_shape, weight.dtype), weight, dy, stride,
+                                            padding, dilation, need_input_grad=True,
+                                            need_weight_grad=False, need_bias_grad=False,
+                                            n_threads=get_num_threads(), data_format=data_format)
         return dx
 
     @staticmethod
@@ -377,7 +198,9 @@ class ConvInputGrad(Function):
         g_dy = g_w = None
         if ctx.needs_input_grad[0]:      # <conv_T(dy, W), gg> = <dy, conv(gg, W)>
             g_dy = Convolution.apply(gg, ctx.graph_input(1, weight), None, stride=geo["stride"],
-                                     padding=geo["padding"], dilation=geo["dilation"], out_size=dy.shape[2:])
+                                     padding=geo["padding"], dilation=geo["dilation"],
+                                     out_size=_out_hw(dy, geo["data_format"]),
+                                     data_format=geo["data_format"])
         if ctx.needs_input_grad[1]:
             g_w = ConvWeightGrad.apply(gg, ctx.graph_input(0, dy), **geo)
         return g_dy, g_w
@@ -391,13 +214,16 @@ class ConvWeightGrad(Function):
     node_name = "ConvolutionBackwardBackward"
 
     @staticmethod
-    def forward(ctx, x, dy, x_shape=None, w_shape=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1)):
+    def forward(ctx, x, dy, x_shape=None, w_shape=None, stride=(1, 1), padding=(0, 0),
+                dilation=(1, 1), data_format="channels_first"):
         ctx.save_for_backward(x, dy)
-        ctx.geometry = dict(x_shape=x_shape, w_shape=w_shape, stride=stride, padding=padding, dilation=dilation)
-        dy = _cast(dy, x.dtype)
-        _, dw, _ = _kernels.conv2d_backward(x, np.zeros(w_shape, x.dtype), dy, stride, padding, dilation,
-                                            need_input_grad=False, need_weight_grad=True,
-                                            need_bias_grad=False, n_threads=get_num_threads())
+        ctx.geometry = dict(x_shape=x_shape, w_shape=w_shape, stride=stride, padding=padding,
+                            dilation=dilation, data_format=data_format)
+        dy = cast(dy, x.dtype)
+        _, dw, _ = _kernels.conv2d_backward(x, np.zeros(w_shape, x.dtype), dy, stride, padding,
+                                            dilation, need_input_grad=False,
+                                            need_weight_grad=True, need_bias_grad=False,
+                                            n_threads=get_num_threads(), data_format=data_format)
         return dw
 
     @staticmethod
@@ -409,87 +235,154 @@ class ConvWeightGrad(Function):
             g_x = ConvInputGrad.apply(ctx.graph_input(1, dy), gg, **geo)
         if ctx.needs_input_grad[1]:      # ... = <dy, conv(x, gg)>
             g_dy = Convolution.apply(ctx.graph_input(0, x), gg, None, stride=geo["stride"],
-                                     padding=geo["padding"], dilation=geo["dilation"], out_size=dy.shape[2:])
+                                     padding=geo["padding"], dilation=geo["dilation"],
+                                     out_size=_out_hw(dy, geo["data_format"]),
+                                     data_format=geo["data_format"])
         return g_x, g_dy
 
     backward = backward_graph        # on arrays (no graph recorded) it is the same computation
 
 
-def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1):
-    """2-D cross-correlation over NCHW images (``torch.nn.functional.conv2d``).
+def _channel_slice(array, start, stop, data_format):
+    """Channels [start, stop) of an image batch, C-contiguous."""
+    if data_format == "channels_last":
+        return np.ascontiguousarray(array[..., start:stop])
+    return np.ascontiguousarray(array[:, start:stop])
+
+
+def _grouped(run, x, weight, bias, groups, data_format):
+    """A grouped convolution as ``groups`` convolutions of C/groups channels each."""
+    axis = 3 if data_format == "channels_last" else 1
+    c_in = x.shape[axis] // groups
+    f_out = weight.shape[0] // groups
+    outs = [run(_channel_slice(x, g * c_in, (g + 1) * c_in, data_format),
+                weight[g * f_out:(g + 1) * f_out],
+                None if bias is None else bias[g * f_out:(g + 1) * f_out])
+            for g in range(groups)]
+    return np.concatenate(outs, axis=axis)
+
+
+def _grouped_backward(x, weight, dy, groups, data_format, run):
+    axis = 3 if data_format == "channels_last" else 1
+    c_in = x.shape[axis] // groups
+    f_out = weight.shape[0] // groups
+    grads = [run(_channel_slice(x, g * c_in, (g + 1) * c_in, data_format),
+                 weight[g * f_out:(g + 1) * f_out],
+                 _channel_slice(dy, g * f_out, (g + 1) * f_out, data_format))
+             for g in range(groups)]
+    dx = dw = db = None
+    if grads[0][0] is not None:
+        dx = np.concatenate([g[0] for g in grads], axis=axis)
+    if grads[0][1] is not None:
+        dw = np.concatenate([g[1] for g in grads], axis=0)
+    if grads[0][2] is not None:
+        db = np.concatenate([g[2] for g in grads], axis=0)
+    return dx, dw, db
+
+
+_LAYOUTS = ("channels_first", "channels_last")
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *,
+           data_format="channels_first"):
+    """2-D cross-correlation (``torch.nn.functional.conv2d``), NCHW or NHWC.
 
     ``y[n, f, oh, ow] = bias[f] + sum_{c,i,j} weight[f, c, i, j] *
-    x_padded[n, c, oh*sh + i*dh, ow*sw + j*dw]``.  Computed as ``W_col @ im2col(x[n])``;
-    backward rebuilds the patches from the saved input (docs/math/convolution.md).
-    ``x`` is cast to the weight's dtype.
+    x_padded[n, g*C/groups + c, oh*sh + i*dh, ow*sw + j*dw]`` (``g`` the group of
+    filter ``f``).  Computed as a GEMM on the im2col patches of the input, in the input's
+    own layout; backward rebuilds the patches from the saved input
+    (docs/math/convolution.md).  ``input`` is cast to the weight's dtype.
 
     Args:
-        x: Tensor or array ``(N, C, H, W)`` (or ``(C, H, W)`` for one image).
-        weight: ``(F, C, kh, kw)``, float32 or float64.
+        input: Tensor or array ``(N, C, H, W)`` (``(N, H, W, C)`` with
+            ``data_format="channels_last"``), or one image without the batch axis.
+        weight: ``(F, C/groups, kh, kw)``, float32 or float64: PyTorch's layout in both
+            data layouts.
         bias: ``(F,)`` or None.
         stride: int or ``(sh, sw)``, >= 1.
         padding: int, ``(ph, pw)``, ``((top, bottom), (left, right))``, ``"valid"`` or
             ``"same"`` (stride 1 only; extra row/column at the bottom/right for an even
             effective kernel, as PyTorch).
         dilation: int or ``(dh, dw)``, >= 1.
+        groups: int >= 1 dividing both C and F (``groups == C``: depthwise).
+        data_format: ``"channels_first"`` (PyTorch's default, NCHW) or ``"channels_last"``
+            (NHWC in, NHWC out).
 
     Returns:
-        Tensor ``(N, F, out_h, out_w)`` with
+        Tensor ``(N, F, out_h, out_w)`` (channels_last: ``(N, out_h, out_w, F)``) with
         ``out_h = (H + top + bottom - dh*(kh-1) - 1) // sh + 1`` (likewise out_w).
-
-    Shape:
-        - x: ``(N, C, H, W)``; weight: ``(F, C, kh, kw)``; bias: ``(F,)``
-        - output: ``(N, F, out_h, out_w)``
 
     Example:
         >>> w = mn.Parameter(np.ones((8, 3, 3, 3), np.float32))
         >>> F.conv2d(np.ones((2, 3, 32, 32), np.float32), w, padding="same").shape
         (2, 8, 32, 32)
+        >>> F.conv2d(np.ones((2, 32, 32, 3), np.float32), w, padding="same",
+        ...          data_format="channels_last").shape
+        (2, 32, 32, 8)
     """
-    x = _as_input("x", x)
-    weight = _as_input("weight", weight)
-    dtype = _float_dtype("weight", weight)
-    _check_cast_source("x", x)
-    w_shape = _data(weight).shape
+    if data_format not in _LAYOUTS:
+        raise ValueError(f"Invalid value for argument `data_format`: expected "
+                         f"'channels_first' or 'channels_last'. "
+                         f"Received: data_format={data_format!r}")
+    channels_last = data_format == "channels_last"
+    layout = "(N, H, W, C)" if channels_last else "(N, C, H, W)"
+    x = as_input("input", input)
+    weight = as_input("weight", weight)
+    dtype = float_dtype("weight", weight)
+    check_cast_source("input", x)
+    w_shape = data(weight).shape
     if len(w_shape) != 4:
         raise ValueError(f"Invalid argument `weight`: expected a 4-D (filters, in_channels, "
                          f"kernel_height, kernel_width) array. Received: shape={w_shape}")
     if min(w_shape) < 1:
         raise ValueError(f"Invalid argument `weight`: expected non-zero dimensions. "
                          f"Received: shape={w_shape}")
-    unbatched = _data(x).ndim == 3
+    if isinstance(groups, bool) or not isinstance(groups, numbers.Integral) or groups < 1:
+        raise ValueError(f"Invalid value for argument `groups`: expected an int >= 1. "
+                         f"Received: groups={groups!r}")
+    groups = int(groups)
+    unbatched = data(x).ndim == 3
     if unbatched:
         x = x.reshape(1, *x.shape) if isinstance(x, Tensor) else x[None]
-    x_shape = _data(x).shape
+    x_shape = data(x).shape
     if len(x_shape) != 4:
-        raise ValueError(f"Invalid argument `x`: expected a 4-D (N, C, H, W) array (or 3-D "
-                         f"(C, H, W)). Received: shape={x_shape}")
-    if x_shape[1] != w_shape[1]:
-        raise ValueError(f"Invalid argument `x`: expected {w_shape[1]} input channels to match "
-                         f"weight of shape {w_shape}. Received: x of shape {x_shape}")
+        raise ValueError(f"Invalid argument `input`: expected a 4-D {layout} array (or 3-D "
+                         f"without the batch axis). Received: shape={x_shape}")
+    channels = x_shape[3] if channels_last else x_shape[1]
+    spatial = x_shape[1:3] if channels_last else x_shape[2:]
+    if channels != w_shape[1] * groups:
+        raise ValueError(f"Invalid argument `input`: expected {w_shape[1] * groups} input "
+                         f"channels (weight of shape {w_shape}, groups={groups}) on the "
+                         f"channel axis of {layout} ({data_format}). "
+                         f"Received: input of shape {x_shape}")
+    if w_shape[0] % groups:
+        raise ValueError(f"Invalid value for argument `groups`: expected a divisor of the "
+                         f"{w_shape[0]} filters. Received: groups={groups}")
     stride = _int_pair("stride", tuple(stride) if isinstance(stride, list) else stride, 1)
     dilation = _int_pair("dilation", tuple(dilation) if isinstance(dilation, list) else dilation, 1)
     (top, bottom), (left, right) = _resolve_padding(padding, w_shape[2:], stride, dilation)
     out_size = []
-    for size, k, s, d, p0, p1, axis in ((x_shape[2], w_shape[2], stride[0], dilation[0], top, bottom, "height"),
-                                        (x_shape[3], w_shape[3], stride[1], dilation[1], left, right, "width")):
+    for size, k, s, d, p0, p1, axis in ((spatial[0], w_shape[2], stride[0], dilation[0], top, bottom, "height"),
+                                        (spatial[1], w_shape[3], stride[1], dilation[1], left, right, "width")):
         effective = d * (k - 1) + 1
         if effective > size + p0 + p1:
             raise ValueError(
                 f"Invalid argument `weight`: the (dilated) kernel {axis} {effective} is larger "
                 f"than the padded input {axis} {size + p0 + p1} (input {size}, padding {p0}+{p1}). "
-                f"Received: x of shape {x_shape}, weight of shape {w_shape}, dilation={dilation}")
+                f"Received: input of shape {x_shape} ({data_format}), weight of shape "
+                f"{w_shape}, dilation={dilation}")
         out_size.append(_kernels.conv_output_size(size, k, s, p0, p1, d))
     if bias is not None:
-        bias = _as_input("bias", bias)
-        _check_cast_source("bias", bias)
-        if _data(bias).shape != (w_shape[0],):
+        bias = as_input("bias", bias)
+        check_cast_source("bias", bias)
+        if data(bias).shape != (w_shape[0],):
             raise ValueError(f"Invalid argument `bias`: expected shape ({w_shape[0]},). "
-                             f"Received: shape={_data(bias).shape}")
-        if _data(bias).dtype != dtype:
-            bias = bias.astype(dtype) if isinstance(bias, Tensor) else _cast(bias, dtype)
+                             f"Received: shape={data(bias).shape}")
+        if data(bias).dtype != dtype:
+            bias = bias.astype(dtype) if isinstance(bias, Tensor) else cast(bias, dtype)
     y = Convolution.apply(x, weight, bias, stride=stride, padding=(top, left),
-                          dilation=dilation, out_size=tuple(out_size))
+                          dilation=dilation, out_size=tuple(out_size), groups=groups,
+                          data_format=data_format)
     if unbatched:
         y = y.reshape(*y.shape[1:])
     return y

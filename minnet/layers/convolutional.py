@@ -1,15 +1,14 @@
-"""Conv2D: a 2-D convolution over NCHW images (PyTorch's ``Conv2d`` layout and numerics).
+"""Conv2D: a 2-D convolution over images in either layout (Keras 3's arguments and
+defaults; PyTorch's ``Conv2d`` weight layout and numerics).
 
-The math is ``minnet.functional.conv2d`` (im2col + GEMM kernels in ``minnet._ext``);
-see docs/layers.md and docs/math/ for the forward and backward formulas.
+The math is ``minnet.functional.conv2d`` (im2col + GEMM kernels in ``minnet._ext``, native
+in both layouts); see docs/layers.md and docs/math/convolution.md.
 """
-import math
-
 import numpy as np
 
-from minnet import activations, initializers
+from minnet import activations, config, initializers
+from minnet import functional as F
 from minnet.layers.base import Layer
-from minnet._utils import functional as _functional
 
 __all__ = ["Conv2D"]
 
@@ -75,44 +74,53 @@ def _padding_config(padding):
 
 
 class Conv2D(Layer):
-    """2-D convolution (cross-correlation) over NCHW images.
+    """2-D convolution (cross-correlation) over images, ``channels_last`` or ``channels_first``.
 
-    ``y[n, f] = bias[f] + sum_c kernel[f, c] * x[n, c]`` (a 2-D cross-correlation per
-    channel pair), with ``strides``, zero ``padding`` and ``dilation_rate``; then
-    ``activation``.  The weights use PyTorch's ``Conv2d`` layout: ``kernel`` is
-    ``(filters, in_channels, kh, kw)`` and ``bias`` is ``(filters,)``.  By default both
-    are U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with ``fan_in = in_channels*kh*kw`` (PyTorch).
+    ``y[n, f] = bias[f] + sum_c kernel[f, c] (*) x[n, c]`` (a 2-D cross-correlation per
+    channel pair of the filter's group), with ``strides``, zero ``padding`` and
+    ``dilation_rate``; then ``activation``.  Keras 3's arguments and defaults; the weights
+    keep PyTorch's ``Conv2d`` layout whatever ``data_format``: ``kernel`` is
+    ``(filters, in_channels // groups, kh, kw)`` and ``bias`` is ``(filters,)``.  A Keras
+    kernel ``(kh, kw, in, filters)`` converts with ``np.transpose(k, (3, 2, 0, 1))``.
 
     Args:
         filters: number of output channels (positive int).
         kernel_size: int or ``(kh, kw)``.
         strides: int or ``(sh, sw)`` (default 1).
         padding: ``"valid"`` (none, default), ``"same"`` (output size ceil(input / stride);
-            when the padding is odd the extra row/column of zeros goes at the bottom/right, as
-            Keras; at stride 1 this is PyTorch's "same"), or an int / ``(ph, pw)`` of zeros
-            added on each side.
+            an odd total padding puts the extra row/column at the bottom/right, as Keras;
+            at stride 1 this is PyTorch's "same"), or an int / ``(ph, pw)`` of zeros added on
+            each side (a minnet extension).
+        data_format: ``"channels_last"`` (``(N, H, W, C)``), ``"channels_first"``
+            (``(N, C, H, W)``) or None: ``mn.config.image_data_format()`` read when the
+            layer is created.
         dilation_rate: int or ``(dh, dw)`` (default 1).
-        use_bias: add ``bias`` (default True).
+        groups: int dividing the input channels and ``filters``: each group of
+            ``in_channels // groups`` channels gets its own ``filters // groups`` filters
+            (``groups == in_channels``: depthwise).
         activation: name, callable or None.
-        kernel_initializer, bias_initializer: None (PyTorch default) or a
-            name/Initializer/callable (fans: ``in_channels*kh*kw`` / ``filters*kh*kw``).
-        name, dtype, trainable: as for every layer.
+        use_bias: add ``bias`` (default True).
+        kernel_initializer: default ``"glorot_uniform"`` (Keras), fans ``in/groups*kh*kw``
+            and ``filters*kh*kw``.
+        bias_initializer: default ``"zeros"``.
+        **kwargs: ``name``, ``dtype``, ``trainable`` and the other arguments every layer takes.
 
     Shape:
-        - Input: ``(N, C, H, W)``.
-        - Output: ``(N, filters, H_out, W_out)`` with
-          ``H_out = floor((H + 2*ph - dh*(kh-1) - 1) / sh) + 1`` (int padding; 0 for "valid").
+        - Input: ``(N, H, W, C)`` (channels_last) or ``(N, C, H, W)`` (channels_first).
+        - Output: ``(N, H_out, W_out, filters)`` or ``(N, filters, H_out, W_out)`` with
+          ``H_out = floor((H + 2*ph - dh*(kh-1) - 1) / sh) + 1`` (int padding; 0 for
+          "valid"; ``ceil(H / sh)`` for "same").
 
     Example:
-        >>> conv = layers.Conv2D(8, 3, padding="same")
-        >>> conv(np.zeros((2, 1, 28, 28))).shape
-        (2, 8, 28, 28)
+        >>> conv = layers.Conv2D(8, 3, padding="same", data_format="channels_last")
+        >>> conv(np.zeros((2, 28, 28, 1))).shape
+        (2, 28, 28, 8)
     """
 
-    def __init__(self, filters, kernel_size, strides=1, padding="valid", dilation_rate=1,
-                 use_bias=True, activation=None, kernel_initializer=None, bias_initializer=None,
-                 name=None, dtype="float32", trainable=True):
-        super().__init__(name=name, dtype=dtype, trainable=trainable)
+    def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", data_format=None,
+                 dilation_rate=(1, 1), groups=1, activation=None, use_bias=True,
+                 kernel_initializer="glorot_uniform", bias_initializer="zeros", **kwargs):
+        super().__init__(**kwargs)
         if isinstance(filters, bool) or not isinstance(filters, (int, np.integer)) or filters <= 0:
             raise ValueError(f"Invalid value for argument `filters`: expected a positive int. "
                              f"Received: filters={filters!r}")
@@ -120,73 +128,144 @@ class Conv2D(Layer):
         self.kernel_size = _pair(kernel_size, "kernel_size")
         self.strides = _pair(strides, "strides")
         self.padding = _padding(padding)
+        self._data_format_explicit = data_format is not None
+        self.data_format = config.normalize_data_format(data_format)
         self.dilation_rate = _pair(dilation_rate, "dilation_rate")
+        if (isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1
+                or self.filters % groups):
+            raise ValueError(f"Invalid value for argument `groups`: expected a positive int "
+                             f"dividing filters={self.filters}. Received: groups={groups!r}")
+        self.groups = int(groups)
         self.use_bias = bool(use_bias)
         self.activation = activations.get(activation)
-        self.kernel_initializer = None if kernel_initializer is None else initializers.get(kernel_initializer)
-        self.bias_initializer = None if bias_initializer is None else initializers.get(bias_initializer)
+        self.kernel_initializer = initializers.get(kernel_initializer)
+        self.bias_initializer = initializers.get(bias_initializer)
         self.kernel = None
         self.bias = None
 
+    # ------------------------------------------------------------------ layout helpers
+    @property
+    def _channels_last(self):
+        return self.data_format == "channels_last"
+
+    def _layout_name(self):
+        return "(batch, height, width, channels)" if self._channels_last else \
+            "(batch, channels, height, width)"
+
+    def _split(self, shape):
+        """``(batch, channels, (height, width))`` of a 4-D shape in this layer's layout."""
+        if self._channels_last:
+            return shape[0], shape[3], (shape[1], shape[2])
+        return shape[0], shape[1], (shape[2], shape[3])
+
+    def _check_shape(self, input_shape):
+        """The 4-D input shape as a tuple, or a ValueError naming the layer and the layout."""
+        shape = tuple(input_shape)
+        if len(shape) != 4:
+            raise ValueError(f"Input 0 of layer '{self.name}' is incompatible with the layer: "
+                             f"expected ndim=4 {self._layout_name()} (data_format="
+                             f"'{self.data_format}'), found ndim={len(shape)}. Full shape "
+                             f"received: {shape}")
+        _, channels, spatial = self._split(shape)
+        kernel = tuple(d * (k - 1) + 1 for k, d in zip(self.kernel_size, self.dilation_rate))
+        for axis, size, k, s, d, p in zip(("height", "width"), spatial, self.kernel_size,
+                                          self.strides, self.dilation_rate,
+                                          _pad_or_none(self.padding)):
+            if size is None:
+                continue
+            out = _out_size(size, k, s, d, p)
+            if out is None or out < 1:
+                pad = 0 if p in ("valid", "same") else p
+                raise ValueError(
+                    f"Layer '{self.name}': the kernel does not fit the input. Input shape "
+                    f"{shape}, read as data_format='{self.data_format}' {self._layout_name()}, "
+                    f"has spatial size {tuple(spatial)}: with padding {self.padding!r} its "
+                    f"{axis} {size} (+{2 * pad}) is smaller than the (dilated) kernel "
+                    f"{kernel}, which would give an output {axis} of {out}. Use a smaller "
+                    f"kernel_size/dilation_rate, more padding (or padding='same'), or check "
+                    f"the layout (data_format=...).")
+        if channels is not None and channels % self.groups:
+            raise ValueError(f"Layer '{self.name}': the input's {channels} channels (shape "
+                             f"{shape}, data_format='{self.data_format}') are not divisible by "
+                             f"groups={self.groups}.")
+        return shape
+
+    # ------------------------------------------------------------------ Layer API
     def build(self, input_shape):
-        input_shape = tuple(input_shape)
-        if len(input_shape) != 4 or input_shape[1] is None:
-            raise ValueError(f"Layer '{self.name}' expects NCHW input (batch, channels, height, "
-                             f"width) with a known number of channels. Received input_shape="
-                             f"{input_shape}")
-        in_channels = int(input_shape[1])
+        shape = self._check_shape(input_shape)
+        _, channels, _ = self._split(shape)
+        if channels is None:
+            raise ValueError(f"Layer '{self.name}' needs a known number of channels on the "
+                             f"channel axis of {self._layout_name()} (data_format="
+                             f"'{self.data_format}'). Received input_shape={shape}")
+        in_channels = int(channels)
         self.in_channels = in_channels
         kh, kw = self.kernel_size
-        fan_in = in_channels * kh * kw
-        kernel_init = self.kernel_initializer or initializers.KaimingUniform(a=math.sqrt(5.0))
-        self.kernel = self.add_weight("kernel", (self.filters, in_channels, kh, kw), initializer=kernel_init)
+        self.kernel = self.add_weight("kernel", (self.filters, in_channels // self.groups, kh, kw),
+                                      initializer=self.kernel_initializer)
         if self.use_bias:
-            bias_init = self.bias_initializer or initializers.FanInUniform(fan_in)
-            self.bias = self.add_weight("bias", (self.filters,), initializer=bias_init)
+            self.bias = self.add_weight("bias", (self.filters,), initializer=self.bias_initializer)
         super().build(input_shape)
 
-    def _check_spatial(self, shape):
-        for axis, (size, k, d, p) in enumerate(zip(shape[2:], self.kernel_size, self.dilation_rate,
-                                                   (0, 0) if self.padding in ("valid", "same") else self.padding)):
-            if size is None or self.padding == "same":
-                continue
-            if size + 2 * p < d * (k - 1) + 1:
-                raise ValueError(
-                    f"Input 0 of layer '{self.name}' is too small: spatial size {tuple(shape[2:])} "
-                    f"with padding {self.padding} is smaller than the dilated kernel "
-                    f"{tuple(d_ * (k_ - 1) + 1 for k_, d_ in zip(self.kernel_size, self.dilation_rate))}.")
-
     def call(self, x, training=False):
-        self._check_input(x, ndim=4, axis=1, size=self.in_channels)
-        self._check_spatial(tuple(x.shape))
-        F = _functional()
+        axis = 3 if self._channels_last else 1
+        self._check_input(x, ndim=4, axis=axis, size=self.in_channels)
+        self._check_shape(tuple(x.shape))
         padding = self.padding
         if padding == "same" and self.strides != (1, 1):
-            padding = _same_padding(tuple(x.shape[2:]), self.kernel_size, self.strides, self.dilation_rate)
+            _, _, spatial = self._split(tuple(x.shape))
+            padding = _same_padding(spatial, self.kernel_size, self.strides, self.dilation_rate)
         y = F.conv2d(x, self.kernel, self.bias, stride=self.strides, padding=padding,
-                     dilation=self.dilation_rate)
+                     dilation=self.dilation_rate, groups=self.groups,
+                     data_format=self.data_format)
         return self.activation(y)
 
     def compute_output_shape(self, input_shape):
-        n, _, h, w = tuple(input_shape)
+        shape = self._check_shape(input_shape)
+        n, _, spatial = self._split(shape)
         pads = _pad_or_none(self.padding)
         out = [_out_size(size, k, s, d, p) for size, k, s, d, p in
-               zip((h, w), self.kernel_size, self.strides, self.dilation_rate, pads)]
+               zip(spatial, self.kernel_size, self.strides, self.dilation_rate, pads)]
+        if self._channels_last:
+            return (n, out[0], out[1], self.filters)
         return (n, self.filters, out[0], out[1])
 
+    def set_weights(self, weights):
+        """As ``Layer.set_weights``; a kernel of the wrong shape gets an error that states
+        minnet's (PyTorch's) kernel layout and how to convert a Keras kernel."""
+        weights = list(weights)
+        if self.kernel is not None and weights:
+            got = tuple(getattr(weights[0], "shape", np.shape(weights[0])))
+            want = tuple(self.kernel.shape)
+            if got != want:
+                keras = (want[2], want[3], want[1], want[0])
+                hint = (" It has the Keras layout (kh, kw, in, filters): convert it with "
+                        "np.transpose(kernel, (3, 2, 0, 1))." if got == keras else
+                        " A Keras kernel (kh, kw, in, filters) converts with "
+                        "np.transpose(kernel, (3, 2, 0, 1)).")
+                raise ValueError(f"Layer '{self.name}' weight 0 (kernel) has shape {want}: "
+                                 f"Conv2D kernels use PyTorch's layout (filters, in_channels"
+                                 f"/groups, kh, kw), whatever data_format. The array given "
+                                 f"has shape {got}.{hint}")
+        super().set_weights(weights)
+
     def count_flops(self, input_shape):
-        """``2 * N * filters * H_out * W_out * in_channels * kh * kw`` (+ one add per output for the bias)."""
-        n, c, _, _ = tuple(input_shape)
-        _, f, oh, ow = self.compute_output_shape(input_shape)
+        """``2 * N * filters * H_out * W_out * in_channels/groups * kh * kw`` (+ one add per
+        output for the bias)."""
+        shape = tuple(input_shape)
+        n, c, _ = self._split(shape)
+        _, _, (oh, ow) = self._split(self.compute_output_shape(shape))
         n = 1 if n is None else n
-        outputs = n * f * oh * ow
-        return 2 * outputs * c * self.kernel_size[0] * self.kernel_size[1] + (outputs if self.use_bias else 0)
+        outputs = n * self.filters * oh * ow
+        macs = (c // self.groups) * self.kernel_size[0] * self.kernel_size[1]
+        return 2 * outputs * macs + (outputs if self.use_bias else 0)
 
     def get_config(self):
         return {**super().get_config(), "filters": self.filters,
                 "kernel_size": list(self.kernel_size), "strides": list(self.strides),
-                "padding": _padding_config(self.padding), "dilation_rate": list(self.dilation_rate),
-                "use_bias": self.use_bias, "activation": activations.serialize(self.activation),
+                "padding": _padding_config(self.padding), "data_format": self.data_format,
+                "dilation_rate": list(self.dilation_rate), "groups": self.groups,
+                "activation": activations.serialize(self.activation), "use_bias": self.use_bias,
                 "kernel_initializer": initializers.serialize(self.kernel_initializer),
                 "bias_initializer": initializers.serialize(self.bias_initializer)}
 
@@ -199,8 +278,11 @@ class Conv2D(Layer):
             parts.append(f"strides={self.strides}")
         if self.padding != "valid":
             parts.append(f"padding={self.padding!r}" if isinstance(self.padding, str) else f"padding={self.padding}")
+        parts.append(f"data_format={self.data_format!r}")
         if self.dilation_rate != (1, 1):
             parts.append(f"dilation_rate={self.dilation_rate}")
+        if self.groups != 1:
+            parts.append(f"groups={self.groups}")
         if not self.use_bias:
             parts.append("use_bias=False")
         act = activations.serialize(self.activation)

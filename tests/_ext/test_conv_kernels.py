@@ -1,9 +1,10 @@
-"""Kernels of minnet._ext._conv against plain NumPy references (float32 and float64)."""
+"""Kernels of minnet._ext._conv and _im2col (channels_first) against plain NumPy references
+(float32 and float64); channels_last in test_conv_nhwc_kernels.py."""
 import numpy as np
 import pytest
 
 from minnet._config import get_num_threads
-from minnet._ext import _conv
+from minnet._ext import _conv, _im2col, _linear, _winograd
 
 
 
@@ -119,10 +120,10 @@ def test_direct_loop_reference_agrees_with_fancy_indexing(rng):
 def test_im2col_col2im(case, dtype, rng):
     x, weight, _, _, s, p, d, out = _make(case, dtype, rng)
     kh, kw = weight.shape[2:]
-    cols = _conv.im2col(x, (kh, kw), s, p, d, out, n_threads=2)
+    cols = _im2col.im2col(x, (kh, kw), s, p, d, out, n_threads=2)
     assert cols.dtype == dtype
     np.testing.assert_array_equal(cols, im2col_ref(x, kh, kw, s, p, d, out))
-    back = _conv.col2im(cols, x.shape, (kh, kw), s, p, d, out, n_threads=2)
+    back = _im2col.col2im(cols, x.shape, (kh, kw), s, p, d, out, n_threads=2)
     np.testing.assert_allclose(back, col2im_ref(cols, x.shape, kh, kw, s, p, d, out), **TOL[dtype])
 
 
@@ -196,25 +197,6 @@ def test_conv2d_without_bias(rng):
     np.testing.assert_allclose(y, conv_ref(x, weight, None, s, p, d, out), rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("shape", [(1, 1, 1), (5, 7, 3), (64, 33, 17), (3, 300, 1)])
-def test_linear(shape, dtype, rng):
-    n, n_in, n_out = shape
-    x = rng.standard_normal((n, n_in)).astype(dtype)
-    w = rng.standard_normal((n_out, n_in)).astype(dtype)
-    b = rng.standard_normal(n_out).astype(dtype)
-    dy = rng.standard_normal((n, n_out)).astype(dtype)
-    for n_threads in (1, 2):
-        y = _conv.linear_forward(x, w, b, n_threads=n_threads)
-        np.testing.assert_allclose(y, x.astype(np.float64) @ w.T + b, **TOL[dtype])
-        np.testing.assert_allclose(_conv.linear_forward(x, w, None, n_threads=n_threads),
-                                   x.astype(np.float64) @ w.T, **TOL[dtype])
-        dx, dw, db = _conv.linear_backward(x, w, dy, n_threads=n_threads)
-        np.testing.assert_allclose(dx, dy.astype(np.float64) @ w, **TOL[dtype])
-        np.testing.assert_allclose(dw, dy.astype(np.float64).T @ x, **TOL[dtype])
-        np.testing.assert_allclose(db, dy.astype(np.float64).sum(0), **TOL[dtype])
-
-
 def test_bias_sum_float32_uses_double_accumulator():
     # 2^24 + many small values: a float32 running sum would lose them all.
     dy = np.full((1, 1, 1, 4097), 1.0, np.float32)
@@ -223,7 +205,7 @@ def test_bias_sum_float32_uses_double_accumulator():
     w = np.zeros((1, 1, 1, 1), np.float32)
     _, _, db = _conv.conv2d_backward(x, w, dy)
     assert db[0] == np.float32(2.0 ** 24 + 4096)
-    _, _, db = _conv.linear_backward(np.zeros((4097, 1), np.float32), np.zeros((1, 1), np.float32),
+    _, _, db = _linear.linear_backward(np.zeros((4097, 1), np.float32), np.zeros((1, 1), np.float32),
                                      dy.reshape(4097, 1))
     assert db[0] == np.float32(2.0 ** 24 + 4096)
 
@@ -252,9 +234,9 @@ def test_kernel_wrappers_validate(rng):
     with pytest.raises(ValueError, match="`grad_output`"):
         _conv.conv2d_backward(x, w, np.zeros((2, 5, 3, 3)))
     with pytest.raises(ValueError, match="`cols`"):
-        _conv.col2im(np.zeros((2, 27, 8)), x.shape, 3)
+        _im2col.col2im(np.zeros((2, 27, 8)), x.shape, 3)
     with pytest.raises(ValueError, match="`weight`"):
-        _conv.linear_forward(np.zeros((2, 3)), np.zeros((4, 5)))
+        _linear.linear_forward(np.zeros((2, 3)), np.zeros((4, 5)))
 
 
 def test_out_of_range_geometry_is_safe(rng):
@@ -271,11 +253,11 @@ def test_out_of_range_geometry_is_safe(rng):
 
 def test_im2col_matches_torch_unfold(torch, rng):
     x = rng.standard_normal((2, 3, 9, 8))
-    cols = _conv.im2col(x, (2, 3), (2, 1), (1, 2), (2, 1))
+    cols = _im2col.im2col(x, (2, 3), (2, 1), (1, 2), (2, 1))
     want = torch.nn.functional.unfold(torch.tensor(x), (2, 3), dilation=(2, 1), padding=(1, 2),
                                       stride=(2, 1)).numpy()
     np.testing.assert_array_equal(cols, want)
-    back = _conv.col2im(cols, x.shape, (2, 3), (2, 1), (1, 2), (2, 1))
+    back = _im2col.col2im(cols, x.shape, (2, 3), (2, 1), (1, 2), (2, 1))
     want = torch.nn.functional.fold(torch.tensor(cols), (9, 8), (2, 3), dilation=(2, 1),
                                     padding=(1, 2), stride=(2, 1)).numpy()
     np.testing.assert_allclose(back, want, rtol=1e-12, atol=1e-12)
@@ -307,17 +289,31 @@ def test_conv2d_chunked_samples_match_reference(case, dtype, n_threads, force_ch
         np.testing.assert_allclose(alone[mask.index(True)], want, **TOL[dtype])
 
 
-def test_chunk_rule():
+def _plan(n, c, h, w, f, k=3, pad=1, channels_last=False, method="auto"):
+    g = _im2col.geometry((n, c, h, w), f, k, 1, pad, 1)
+    return _conv._plan(method, g, channels_last, 4)
+
+
+def test_plan_rule():
     # Large per-sample products keep one sample per GEMM ...
-    assert _conv._chunk(64, 288, 64, 784, 4, 1) == 1
+    assert _plan(64, 32, 28, 28, 64) == ("per_sample", 1, 16)
     # ... tiny ones too (OpenBLAS's small-matrix path is fastest unwidened) ...
-    assert _conv._chunk(64, 144, 32, 64, 4, 1) == 1
+    assert _plan(64, 16, 8, 8, 32)[:2] == ("per_sample", 1)
     # ... narrow but large ones (7x7 images, 128 filters) are widened to >= 256 columns,
-    chunk = _conv._chunk(64, 576, 128, 49, 4, 1)
-    assert chunk > 1 and chunk * 49 >= _conv._MIN_COLUMNS
-    # never beyond an equal share of the batch per thread.
-    assert _conv._chunk(5, 576, 128, 49, 4, 2) == 3
-    assert _conv._chunk(1, 576, 128, 49, 4, 1) == 1
+    strategy, chunk, parts = _plan(64, 64, 7, 7, 128)
+    assert chunk > 1 and chunk * 49 >= _conv._MIN_COLUMNS and parts == -(-64 // chunk)
+    # never beyond the batch; one sample runs batched (threads split the GEMMs).
+    assert _plan(5, 64, 7, 7, 128)[1] <= 5
+    assert _plan(1, 64, 7, 7, 128) == ("batched", 1, 1)
+    # channels_last chunks: about _NHWC_MIN_ROWS patch rows, at least 8 chunks.
+    strategy, chunk, parts = _plan(64, 16, 14, 14, 32, channels_last=True)
+    assert strategy == "per_sample" and chunk * 196 >= _conv._NHWC_MIN_ROWS and 64 // chunk >= 8
+    assert parts == min(16, -(-64 // chunk))
+
+
+def test_plan_never_depends_on_the_thread_count():
+    import inspect
+    assert "thread" not in str(inspect.signature(_conv._plan))
 
 
 def test_conv2d_widened_gemm_real_shape(rng):
@@ -327,7 +323,7 @@ def test_conv2d_widened_gemm_real_shape(rng):
     weight = rng.standard_normal((128, 64, 3, 3)) * 0.1
     bias = rng.standard_normal(128)
     dy = rng.standard_normal((7, 128, 7, 7))
-    assert _conv._chunk(7, 576, 128, 49, 8, 2) > 1
+    assert _plan(7, 64, 7, 7, 128)[1] > 1
     args = ((1, 1), (1, 1), (1, 1), (7, 7))
     y = _conv.conv2d_forward(x, weight, bias, *args, n_threads=2)
     np.testing.assert_allclose(y, conv_ref(x, weight, bias, *args), rtol=1e-10, atol=1e-10)
@@ -373,7 +369,7 @@ def test_winograd_matches_reference(case, dtype, n_threads, rng):
 @pytest.mark.parametrize("block", [1, 3, 10**6])
 def test_winograd_block_sizes(block, monkeypatch, rng):
     # One tile row per block, blocks cutting across samples, and the whole batch in one block.
-    monkeypatch.setattr(_conv, "_WINOGRAD_BLOCK", block)
+    monkeypatch.setattr(_winograd, "BLOCK_TILES", block)
     case = (3, 4, 9, 6, 5, 3, 3, (1, 1), (1, 1), (1, 1), None)
     x, weight, bias, dy, s, p, d, out = _make(case, np.float64, rng)
     for n_threads in (1, 2):
@@ -395,7 +391,7 @@ def test_winograd_auto_rule_and_real_shape(monkeypatch, rng):
     dy = rng.standard_normal((3, 32, 14, 14)).astype(np.float32)
     y_auto = _conv.conv2d_forward(x, weight, bias, 1, 1, n_threads=2)
     g_auto = _conv.conv2d_backward(x, weight, dy, 1, 1, n_threads=2)
-    monkeypatch.setattr(_conv, "_WINOGRAD", False)
+    monkeypatch.setattr(_winograd, "WINOGRAD", False)
     y_gemm = _conv.conv2d_forward(x, weight, bias, 1, 1, n_threads=2)
     g_gemm = _conv.conv2d_backward(x, weight, dy, 1, 1, n_threads=2)
     np.testing.assert_allclose(y_auto, y_gemm, **TOL[np.float32])
@@ -433,59 +429,3 @@ def test_winograd_rejects_other_geometries(rng):
             _conv.conv2d_forward(x, w, method="winograd", **kwargs)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("n_threads", [1, 2])
-@pytest.mark.parametrize("shape", [(64, 784, 256), (33, 600, 130), (2, 1000, 70), (17, 129, 1025)])
-def test_linear_forward_transposed_path_matches_numpy(dtype, n_threads, shape):
-    # out_features * in_features >= _conv._TRANSPOSED_LINEAR_MIN: computed as (W X^T)^T + b
-    n, k, m = shape
-    assert m * k >= _conv._TRANSPOSED_LINEAR_MIN
-    rng = np.random.default_rng(n + k + m)
-    x = rng.standard_normal((n, k)).astype(dtype)
-    w = rng.standard_normal((m, k)).astype(dtype)
-    b = rng.standard_normal(m).astype(dtype)
-    y = _conv.linear_forward(x, w, b, n_threads=n_threads)
-    ref = x.astype(np.float64) @ w.T.astype(np.float64) + b
-    tol = 1e-4 if dtype == np.float32 else 1e-11
-    assert y.shape == (n, m) and y.dtype == dtype and y.flags.c_contiguous
-    np.testing.assert_allclose(y, ref, rtol=tol, atol=tol * np.sqrt(k))
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("n_threads", [1, 2])
-@pytest.mark.parametrize("shape", [
-    (64, 784, 256),    # transposed path, every 4 x 4 SSE block full
-    (67, 600, 131),    # transposed path, 3 rows and 3 columns left over the 4 x 4 blocks
-    (3, 1000, 70),     # transposed path, fewer rows than one block
-    (300, 520, 129),   # transposed path, more than one 16-row task per thread
-    (64, 256, 128),    # direct path
-    (5, 7, 3),         # direct path, tiny
-    (4, 0, 3),         # no input features: Y is the bias
-])
-def test_linear_forward_fused_relu_is_relu_of_linear(dtype, n_threads, shape):
-    # relu=True must give exactly where(y < 0, 0, y) of the unfused output: the same add,
-    # then the select (NaN and -0.0 pass through, as the relu kernel and torch.relu).
-    n, k, m = shape
-    rng = np.random.default_rng(n * 7 + k + m)
-    x = rng.standard_normal((n, k)).astype(dtype)
-    w = rng.standard_normal((m, k)).astype(dtype)
-    b = rng.standard_normal(m).astype(dtype)
-    if k:
-        x[n // 2, 0] = np.nan                  # one NaN row in the output
-        w[m // 2] = 0.0                        # one output column of exactly the bias ...
-    b[m // 2] = -0.0                           # ... which is -0.0: stays -0.0
-    for bias in (b, None):
-        y = _conv.linear_forward(x, w, bias, n_threads=n_threads)
-        yr = _conv.linear_forward(x, w, bias, n_threads=n_threads, relu=True)
-        expected = np.where(y < 0, 0, y).astype(dtype)
-        assert yr.dtype == dtype and yr.shape == (n, m) and yr.flags.c_contiguous
-        np.testing.assert_array_equal(yr, expected)
-        assert np.array_equal(np.signbit(yr), np.signbit(expected))
-        if k:
-            assert np.isnan(yr[n // 2]).any()
-    ref = x.astype(np.float64) @ w.T.astype(np.float64) + b
-    ref = np.maximum(ref, 0)
-    tol = 1e-4 if dtype == np.float32 else 1e-11
-    rows = [i for i in range(n) if i != n // 2] if k else list(range(n))
-    np.testing.assert_allclose(_conv.linear_forward(x, w, b, n_threads=n_threads, relu=True)[rows],
-                               ref[rows], rtol=tol, atol=tol * np.sqrt(max(k, 1)))

@@ -1,4 +1,5 @@
-"""minnet.functional.conv2d / linear: NumPy reference, gradcheck, PyTorch parity, validation."""
+"""minnet.functional.conv2d (both layouts): NumPy reference, gradcheck, PyTorch parity,
+thread-count determinism, validation."""
 import numpy as np
 import pytest
 
@@ -108,22 +109,35 @@ def test_conv2d_matches_torch(case, dtype, torch, rng):
         np.testing.assert_allclose(mine.grad, theirs.grad.numpy(), **tol)
 
 
-def test_conv2d_thread_count_independent(rng):
-    x = rng.standard_normal((4, 8, 20, 19)).astype(np.float32)   # > 1 MFLOP: really threaded
-    w = rng.standard_normal((16, 8, 3, 3)).astype(np.float32)
+@pytest.mark.parametrize("data_format", ["channels_first", "channels_last"])
+@pytest.mark.parametrize("shape, w_shape, stride, padding", [
+    ((4, 8, 20, 19), (16, 8, 3, 3), 1, 1),        # > 1 MFLOP: really threaded
+    ((37, 32, 16, 16), (32, 32, 3, 3), 1, 1),     # Winograd (channels_first), odd batch
+    ((9, 16, 7, 7), (64, 16, 3, 3), 1, 1),        # small image: chunked GEMMs
+    ((1, 8, 21, 21), (16, 8, 3, 3), 2, 1),        # one sample: batched GEMM blocks
+    ((16, 8, 12, 12), (24, 8, 1, 1), 1, 0),       # 1x1
+])
+def test_conv2d_bit_identical_for_any_thread_count(shape, w_shape, stride, padding,
+                                                   data_format, rng):
+    x = rng.standard_normal(shape).astype(np.float32)
+    if data_format == "channels_last":
+        x = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+    w = rng.standard_normal(w_shape).astype(np.float32)
+    b = rng.standard_normal(w_shape[0]).astype(np.float32)
     results = []
     previous = mn.get_num_threads()
     try:
-        for n in (1, 2):
+        for n in (1, 2, 3, 4, 7):
             mn.set_num_threads(n)
-            mx, mw = mn.tensor(x, requires_grad=True), mn.Parameter(w)
-            y = F.conv2d(mx, mw, None, 1, 1)
-            y.sum().backward()
-            results.append((y.data, mx.grad, mw.grad))
+            mx, mw, mb = mn.tensor(x, requires_grad=True), mn.Parameter(w), mn.Parameter(b)
+            y = F.conv2d(mx, mw, mb, stride, padding, data_format=data_format)
+            (y * y).sum().backward()
+            results.append((y.data, mx.grad, mw.grad, mb.grad))
     finally:
         mn.set_num_threads(previous)
-    for a, b in zip(*results):
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6 * np.abs(a).max())
+    for other in results[1:]:
+        for a, b in zip(results[0], other):
+            np.testing.assert_array_equal(a, b)
 
 
 def test_conv2d_node_and_saved_arrays(rng):
@@ -161,9 +175,9 @@ def test_conv2d_unbatched(rng):
 
 
 @pytest.mark.parametrize("kwargs, error, match", [
-    (dict(x=np.zeros((2, 3, 5))), ValueError, "input channels"),
-    (dict(x=np.zeros((2, 5, 5))), ValueError, "input channels"),
-    (dict(x=np.zeros((5, 5))), ValueError, "`x`"),
+    (dict(input=np.zeros((2, 3, 5))), ValueError, "input channels"),
+    (dict(input=np.zeros((2, 5, 5))), ValueError, "input channels"),
+    (dict(input=np.zeros((5, 5))), ValueError, "`input`"),
     (dict(weight=np.zeros((4, 3, 3))), ValueError, "`weight`"),
     (dict(weight=np.zeros((4, 2, 3, 3))), ValueError, "input channels"),
     (dict(weight=np.zeros((4, 3, 9, 3))), ValueError, "larger than the padded input"),
@@ -177,92 +191,118 @@ def test_conv2d_unbatched(rng):
     (dict(padding="full"), ValueError, "`padding`"),
     (dict(padding="same", stride=2), ValueError, "strided"),
     (dict(bias=np.zeros(3)), ValueError, "`bias`"),
-    (dict(x=np.zeros((2, 3, 5, 5), dtype=object)), TypeError, "`x`"),
+    (dict(input=np.zeros((2, 3, 5, 5), dtype=object)), TypeError, "`input`"),
+    (dict(data_format="NHWC"), ValueError, "`data_format`"),
+    (dict(input=np.zeros((2, 5, 5, 4))), ValueError, "channels_first"),
+    (dict(input=np.zeros((2, 3, 5, 5)), data_format="channels_last"), ValueError,
+     "channels_last"),
+    (dict(groups=0), ValueError, "`groups`"),
+    (dict(groups=2), ValueError, "input channels"),
 ])
 def test_conv2d_validation(kwargs, error, match):
-    args = dict(x=np.zeros((2, 3, 5, 5)), weight=np.zeros((4, 3, 3, 3)), bias=None, stride=1,
+    args = dict(input=np.zeros((2, 3, 5, 5)), weight=np.zeros((4, 3, 3, 3)), bias=None, stride=1,
                 padding=0, dilation=1)
     args.update(kwargs)
     with pytest.raises(error, match=match):
         F.conv2d(**args)
 
 
-# --------------------------------------------------------------------------- linear
-
-LINEAR_SHAPES = [((1, 1), 1), ((5, 7), 3), ((4, 2, 6), 5), ((6,), 2), ((33, 17), 9)]
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("x_shape, out_features", LINEAR_SHAPES)
-def test_linear_matches_numpy(x_shape, out_features, dtype, rng):
-    x = rng.standard_normal(x_shape).astype(dtype)
-    w = rng.standard_normal((out_features, x_shape[-1])).astype(dtype)
-    b = rng.standard_normal(out_features).astype(dtype)
-    y = F.linear(x, mn.Parameter(w), mn.Parameter(b))
-    assert y.dtype == dtype and y.shape == x_shape[:-1] + (out_features,)
-    np.testing.assert_allclose(y.data, x.astype(np.float64) @ w.T + b, **TOL[dtype])
-    np.testing.assert_allclose(F.linear(x, w).data, x.astype(np.float64) @ w.T, **TOL[dtype])
-
-
-@pytest.mark.parametrize("x_shape, out_features", LINEAR_SHAPES)
-def test_linear_gradcheck(x_shape, out_features, rng):
-    x = mn.tensor(rng.standard_normal(x_shape), requires_grad=True)
-    w = mn.Parameter(rng.standard_normal((out_features, x_shape[-1])))
-    b = mn.Parameter(rng.standard_normal(out_features))
-    assert mn.gradcheck(lambda x, w, b: F.linear(x, w, b), (x, w, b))
-    assert mn.gradcheck(lambda x, w: F.linear(x, w), (x, w))
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("x_shape, out_features", LINEAR_SHAPES)
-def test_linear_matches_torch(x_shape, out_features, dtype, torch, rng):
-    x = rng.standard_normal(x_shape).astype(dtype)
-    w = rng.standard_normal((out_features, x_shape[-1])).astype(dtype)
-    b = rng.standard_normal(out_features).astype(dtype)
-    mx, mw, mb = mn.tensor(x, requires_grad=True), mn.Parameter(w), mn.Parameter(b)
-    y = F.linear(mx, mw, mb)
-    g = rng.standard_normal(y.shape).astype(dtype)
-    y.backward(g)
-    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
-    ty = torch.nn.functional.linear(tx, tw, tb)
-    ty.backward(torch.tensor(g))
-    np.testing.assert_allclose(y.data, ty.detach().numpy(), **TOL[dtype])
-    for mine, theirs in ((mx, tx), (mw, tw), (mb, tb)):
-        np.testing.assert_allclose(mine.grad, theirs.grad.numpy(), **TOL[dtype])
-
-
-def test_linear_nodes_and_partial_grads(rng):
-    x = rng.standard_normal((4, 3)).astype(np.float32)
-    w = mn.Parameter(rng.standard_normal((2, 3)).astype(np.float32))
-    b = mn.Parameter(np.zeros(2, np.float32))
-    y = F.linear(x, w, b)
-    assert y.grad_fn.name() == "AddmmBackward"
-    assert F.linear(x, w).grad_fn.name() == "MmBackward"
-    saved_x, saved_w = y.grad_fn.ctx.saved_tensors
-    assert saved_w is None            # x needs no gradient, so the weight is not kept
-    y.sum().backward()
-    np.testing.assert_allclose(w.grad, np.ones((4, 2)).T @ x, rtol=1e-6)
-    np.testing.assert_allclose(b.grad, [4, 4])
-    # Only the input requires grad: dx = dy @ W.
-    xt = mn.tensor(x, requires_grad=True)
-    F.linear(xt, w.data).sum().backward()
-    np.testing.assert_allclose(xt.grad, np.ones((4, 2)) @ w.data, rtol=1e-6)
-
-
-@pytest.mark.parametrize("kwargs, error, match", [
-    (dict(x=np.zeros((2, 4))), ValueError, "`x`"),
-    (dict(weight=np.zeros(3)), ValueError, "`weight`"),
-    (dict(weight=np.zeros((2, 3), np.int64)), TypeError, "`weight`"),
-    (dict(bias=np.zeros(3)), ValueError, "`bias`"),
-])
-def test_linear_validation(kwargs, error, match):
-    args = dict(x=np.zeros((2, 3)), weight=np.zeros((2, 3)), bias=None)
-    args.update(kwargs)
-    with pytest.raises(error, match=match):
-        F.linear(**args)
-
-
 def test_conv2d_rejects_a_linear_weight():
     # a 2-D weight must not be taken for a linear layer's
     with pytest.raises(ValueError, match="weight"):
         F.conv2d(mn.tensor(np.ones((2, 3), np.float32)), mn.Parameter(np.ones((4, 3), np.float32)))
+
+
+# --------------------------------------------------------------------------- channels_last
+
+def _nhwc(a):
+    return np.ascontiguousarray(np.moveaxis(a, 1, -1))
+
+
+def _nchw(a):
+    return np.moveaxis(np.asarray(a), -1, 1)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", CONV_CASES)
+def test_conv2d_channels_last_matches_numpy(case, dtype, rng):
+    x_shape, w_shape, stride, padding, dilation = case
+    x = rng.standard_normal(x_shape).astype(dtype)
+    w = rng.standard_normal(w_shape).astype(dtype)
+    b = rng.standard_normal(w_shape[0]).astype(dtype)
+    y = F.conv2d(_nhwc(x), mn.Parameter(w), mn.Parameter(b), stride, padding, dilation,
+                 data_format="channels_last")
+    pair = lambda v: (v, v) if isinstance(v, int) else tuple(v)
+    want = _conv_ref(x, w, b, pair(stride), _pads(padding, w_shape, dilation), pair(dilation))
+    assert y.dtype == dtype and y.shape == _nhwc(want).shape
+    np.testing.assert_allclose(_nchw(y.data), want, **TOL[dtype])
+
+
+@pytest.mark.parametrize("case", CONV_CASES)
+def test_conv2d_channels_last_gradcheck(case, rng):
+    x_shape, w_shape, stride, padding, dilation = case
+    x = mn.tensor(_nhwc(rng.standard_normal(x_shape)), requires_grad=True)
+    w = mn.Parameter(rng.standard_normal(w_shape))
+    b = mn.Parameter(rng.standard_normal(w_shape[0]))
+    assert mn.gradcheck(lambda x, w, b: F.conv2d(x, w, b, stride, padding, dilation,
+                                                 data_format="channels_last"), (x, w, b))
+
+
+@pytest.mark.parametrize("memory_format", ["contiguous", "channels_last"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", CONV_CASES)
+@pytest.mark.filterwarnings("ignore:Using padding=.same. with even kernel")
+def test_conv2d_channels_last_matches_torch(case, dtype, memory_format, torch, rng):
+    """NHWC minnet against torch on the same numbers, NCHW-contiguous or in torch's
+    channels_last memory format (permuted views compared)."""
+    x_shape, w_shape, stride, padding, dilation = case
+    x = rng.standard_normal(x_shape).astype(dtype)
+    w = rng.standard_normal(w_shape).astype(dtype)
+    b = rng.standard_normal(w_shape[0]).astype(dtype)
+    mx, mw, mb = mn.tensor(_nhwc(x), requires_grad=True), mn.Parameter(w), mn.Parameter(b)
+    y = F.conv2d(mx, mw, mb, stride, padding, dilation, data_format="channels_last")
+    g = rng.standard_normal(y.shape).astype(dtype)
+    y.backward(g)
+    fmt = getattr(torch, "channels_last" if memory_format == "channels_last" else "contiguous_format")
+    tx = torch.tensor(x).to(memory_format=fmt).requires_grad_(True)
+    tw = torch.tensor(w).to(memory_format=fmt).requires_grad_(True)
+    tb = torch.tensor(b, requires_grad=True)
+    ty = _torch_conv(torch, tx, tw, tb, stride, padding, dilation)
+    ty.backward(torch.tensor(_nchw(g)).to(memory_format=fmt))
+    tol = TOL[dtype] if dtype == np.float64 else dict(rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(_nchw(y.data), ty.detach().numpy(), **tol)
+    np.testing.assert_allclose(_nchw(mx.grad), tx.grad.numpy(), **tol)
+    np.testing.assert_allclose(mw.grad, tw.grad.numpy(), **tol)
+    np.testing.assert_allclose(mb.grad, tb.grad.numpy(), **tol)
+
+
+@pytest.mark.parametrize("data_format", ["channels_first", "channels_last"])
+@pytest.mark.parametrize("groups, c, f", [(2, 4, 6), (3, 3, 3), (4, 4, 8)])   # (3,3,3): depthwise
+def test_conv2d_groups_match_torch(groups, c, f, data_format, torch, rng):
+    x = rng.standard_normal((2, c, 7, 6))
+    w = rng.standard_normal((f, c // groups, 3, 2))
+    b = rng.standard_normal(f)
+    xin = _nhwc(x) if data_format == "channels_last" else x
+    mx, mw, mb = mn.tensor(xin, requires_grad=True), mn.Parameter(w), mn.Parameter(b)
+    y = F.conv2d(mx, mw, mb, (2, 1), 1, 1, groups, data_format=data_format)
+    g = rng.standard_normal(y.shape)
+    y.backward(g)
+    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
+    ty = torch.nn.functional.conv2d(tx, tw, tb, (2, 1), 1, 1, groups)
+    back = _nchw if data_format == "channels_last" else np.asarray
+    ty.backward(torch.tensor(np.ascontiguousarray(back(g))))
+    np.testing.assert_allclose(back(y.data), ty.detach().numpy(), **TOL[np.float64])
+    np.testing.assert_allclose(back(mx.grad), tx.grad.numpy(), **TOL[np.float64])
+    np.testing.assert_allclose(mw.grad, tw.grad.numpy(), **TOL[np.float64])
+    np.testing.assert_allclose(mb.grad, tb.grad.numpy(), **TOL[np.float64])
+    assert mn.gradcheck(lambda x, w, b: F.conv2d(x, w, b, (2, 1), 1, 1, groups,
+                                                 data_format=data_format), (mx, mw, mb))
+
+
+def test_conv2d_channels_last_unbatched(rng):
+    x = rng.standard_normal((5, 5, 2))
+    w = rng.standard_normal((3, 2, 3, 3))
+    y = F.conv2d(x, w, padding=1, data_format="channels_last")
+    assert y.shape == (5, 5, 3)
+    np.testing.assert_allclose(
+        y.data, F.conv2d(np.moveaxis(x, -1, 0), w, padding=1).data.transpose(1, 2, 0), rtol=1e-12)

@@ -17,6 +17,15 @@ import minnet as mn
 import minnet.functional as F
 from minnet import callbacks, layers, losses, metrics, optimizers
 
+
+@pytest.fixture(autouse=True, scope="module")
+def _channels_first_images():
+    # The image models here are built for NCHW data; Conv2D and the image layers follow
+    # mn.config.image_data_format(), whose default is Keras's channels_last.
+    mn.config.set_image_data_format("channels_first")
+    yield
+    mn.config.set_image_data_format("channels_last")
+
 BAD = (ValueError, TypeError)
 VE, TE = ValueError, TypeError
 
@@ -179,9 +188,9 @@ CASES = [
         [np.zeros((3, 4)), np.zeros(3)]), VE, ["w4"]),
 
     # ---- functional ops
-    ("F.conv2d: str x", lambda: F.conv2d(np.array([["a"]]), W4), TE, ["`x`", "<U1"]),
+    ("F.conv2d: str x", lambda: F.conv2d(np.array([["a"]]), W4), TE, ["`input`", "<U1"]),
     ("F.conv2d: weight 3-D", lambda: F.conv2d(X4, W4[0]), VE, ["weight", "(3, 3, 3)"]),
-    ("F.conv2d: channels", lambda: F.conv2d(_x(2, 4, 8, 8), W4), VE, ["`x`", "3"]),
+    ("F.conv2d: channels", lambda: F.conv2d(_x(2, 4, 8, 8), W4), VE, ["`input`", "3"]),
     ("F.conv2d: stride 0", lambda: F.conv2d(X4, W4, stride=0), VE, ["stride", "0"]),
     ("F.conv2d: stride 1.5", lambda: F.conv2d(X4, W4, stride=1.5), VE, ["stride", "1.5"]),
     ("F.conv2d: stride True", lambda: F.conv2d(X4, W4, stride=True), VE, ["stride", "True"]),

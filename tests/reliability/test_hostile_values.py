@@ -21,6 +21,15 @@ import minnet as mn
 import minnet.functional as F
 from minnet import callbacks, layers, losses, optimizers
 
+
+@pytest.fixture(autouse=True, scope="module")
+def _channels_first_images():
+    # The image models here are built for NCHW data; Conv2D and the image layers follow
+    # mn.config.image_data_format(), whose default is Keras's channels_last.
+    mn.config.set_image_data_format("channels_first")
+    yield
+    mn.config.set_image_data_format("channels_last")
+
 DTYPES = [np.float32, np.float64]
 
 

@@ -26,6 +26,15 @@ import minnet.functional as F
 from minnet._ext import _conv as _conv_kernels
 from minnet import layers, losses, optimizers
 
+
+@pytest.fixture(autouse=True, scope="module")
+def _channels_first_images():
+    # The image models here are built for NCHW data; Conv2D and the image layers follow
+    # mn.config.image_data_format(), whose default is Keras's channels_last.
+    mn.config.set_image_data_format("channels_first")
+    yield
+    mn.config.set_image_data_format("channels_last")
+
 FILE_ERRORS = (ValueError, OSError)
 
 

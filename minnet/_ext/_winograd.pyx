@@ -1,0 +1,317 @@
+"""Winograd F(2x2, 3x3) convolution: 3x3 kernels, stride 1, dilation 1, channels_first.
+
+Used by ``minnet._ext._conv`` for the forward and for the input gradient of the large 3x3
+layers (``use_winograd`` below decides; the weight gradient stays on im2col).  The math
+and the measurement behind the rule are in docs/math/convolution.md.  Every output is
+written once, by one thread, from GEMMs whose shapes depend only on the geometry, so the
+result does not depend on the thread count.
+"""
+from cython.parallel cimport prange, threadid
+from libc.string cimport memcpy, memset
+
+from minnet._ext._blas cimport floating, gemm
+
+import numpy as np
+
+
+# ----------------------------------------------------------------------------------------
+# Winograd F(2x2, 3x3): 3x3 kernels, stride 1, dilation 1 (docs/math/convolution.md)
+# ----------------------------------------------------------------------------------------
+#
+# Each 2x2 block of outputs ("tile") is computed from the 4x4 block of input under it:
+#     Y_tile = A^T [ (G g G^T) * (B^T d B) ] A        (* elementwise, summed over channels)
+# with
+#     B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]
+#     G   = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]
+#     A^T = [1 1 1 0; 0 1 -1 -1]
+# The sum over channels of the 16 elementwise products is 16 GEMMs
+#     M_k (F, P) = U_k (F, C) @ V_k (C, P),   k = 0..15, P = tiles in the block
+# with U = G g G^T (per filter and channel) and V = B^T d B (per channel and tile).
+
+cdef void _winograd_weight(const floating* w,     # IN  (F, C, 3, 3)
+                           int f, int c, bint flip,
+                           floating* u            # OUT (16, F, C), or (16, C, F) when flip
+                           ) noexcept nogil:
+    """U = G g G^T for every (filter, channel); with ``flip`` from the kernel rotated by 180
+    degrees with its two channel axes swapped (the kernel of the input gradient)."""
+    cdef int fi, ci, i, j, k
+    cdef double g[9]
+    cdef double t[12]     # G g: (4, 3)
+    cdef double a, b, e
+    cdef const floating* src
+    for fi in range(f):
+        for ci in range(c):
+            src = w + (<long> fi * c + ci) * 9
+            for i in range(9):
+                g[i] = src[8 - i] if flip else src[i]
+            for j in range(3):
+                a = g[j]
+                b = g[3 + j]
+                e = g[6 + j]
+                t[j] = a
+                t[3 + j] = 0.5 * (a + b + e)
+                t[6 + j] = 0.5 * (a - b + e)
+                t[9 + j] = e
+            for i in range(4):
+                a = t[3 * i]
+                b = t[3 * i + 1]
+                e = t[3 * i + 2]
+                k = 4 * i
+                if flip:
+                    u[(<long> k * c + ci) * f + fi] = <floating> a
+                    u[(<long> (k + 1) * c + ci) * f + fi] = <floating> (0.5 * (a + b + e))
+                    u[(<long> (k + 2) * c + ci) * f + fi] = <floating> (0.5 * (a - b + e))
+                    u[(<long> (k + 3) * c + ci) * f + fi] = <floating> e
+                else:
+                    u[(<long> k * f + fi) * c + ci] = <floating> a
+                    u[(<long> (k + 1) * f + fi) * c + ci] = <floating> (0.5 * (a + b + e))
+                    u[(<long> (k + 2) * f + fi) * c + ci] = <floating> (0.5 * (a - b + e))
+                    u[(<long> (k + 3) * f + fi) * c + ci] = <floating> e
+
+
+cdef void _winograd_input(const floating* x,      # IN  (N, C, H, W)
+                          int c, int h, int w, int pt, int pl, int tiles_h, int tiles_w,
+                          long r0, int rows,
+                          floating* v,            # OUT (16, C, rows * tiles_w)
+                          floating* buf           # OUT scratch, 8 * (2 * tiles_w + 2)
+                          ) noexcept nogil:
+    """V = B^T d B for the tile rows r0 .. r0 + rows - 1 (numbered over the whole batch).
+
+    Per (channel, tile row): the 4 input rows under it are copied into zero-padded row
+    buffers, ``t = B^T d`` is taken on whole rows, then ``t B`` per tile (contiguous in p).
+    """
+    cdef int wp = 2 * tiles_w + 2
+    cdef long count = <long> rows * tiles_w, kstride = <long> c * count, plane = <long> h * w
+    cdef int ci, row, s, th, i, q, lo, hi, iy
+    cdef long gr
+    cdef floating* d = buf               # 4 rows of wp
+    cdef floating* t = buf + 4 * wp      # 4 rows of wp
+    cdef floating* dst
+    cdef const floating* src
+    # input columns q = j - pl for j in [0, wp): valid j in [lo, hi)
+    lo = pl if pl > 0 else 0
+    hi = w + pl if w + pl < wp else wp
+    if hi < lo:
+        hi = lo
+    for ci in range(c):
+        for row in range(rows):
+            gr = r0 + row
+            s = <int> (gr // tiles_h)
+            th = <int> (gr % tiles_h)
+            src = x + (<long> s * c + ci) * plane
+            for i in range(4):
+                iy = 2 * th - pt + i
+                if iy < 0 or iy >= h or hi == lo:
+                    memset(d + i * wp, 0, wp * sizeof(floating))
+                else:
+                    for q in range(lo):
+                        d[i * wp + q] = 0
+                    memcpy(d + i * wp + lo, src + <long> iy * w + lo - pl,
+                           (hi - lo) * sizeof(floating))
+                    for q in range(hi, wp):
+                        d[i * wp + q] = 0
+            # t = B^T d on whole rows: t0 = d0 - d2, t1 = d1 + d2, t2 = d2 - d1, t3 = d1 - d3
+            _winograd_pair(d, d + 2 * wp, d + wp, d + 3 * wp, 1, wp, t, t + 3 * wp)
+            _winograd_sum_diff(d + wp, d + 2 * wp, 1, wp, t + wp, t + 2 * wp)
+            dst = v + <long> ci * count + <long> row * tiles_w
+            for i in range(4):
+                _winograd_input_row(t + i * wp, tiles_w, dst + 4 * i * kstride, kstride)
+
+
+cdef inline void _winograd_input_row(const floating* t, int tiles_w,
+                                     floating* dst, long kstride) noexcept nogil:
+    """One row of t B for every tile of a tile row: 4 outputs per tile, kstride apart.
+
+    Split in two loops with two outputs each, so that the compiler's runtime aliasing
+    checks stay few enough for it to vectorise them."""
+    _winograd_pair(t, t + 2, t + 1, t + 3, 2, tiles_w, dst, dst + 3 * kstride)
+    _winograd_sum_diff(t + 1, t + 2, 2, tiles_w, dst + kstride, dst + 2 * kstride)
+
+
+cdef inline void _winograd_pair(const floating* a, const floating* b, const floating* c,
+                                const floating* d, long step, long n,
+                                floating* out0, floating* out1) noexcept nogil:
+    """out0[p] = a[p*step] - b[p*step]; out1[p] = c[p*step] - d[p*step]."""
+    cdef long p
+    for p in range(n):
+        out0[p] = a[p * step] - b[p * step]
+        out1[p] = c[p * step] - d[p * step]
+
+
+cdef inline void _winograd_sum_diff(const floating* a, const floating* b, long step, long n,
+                                    floating* out0, floating* out1) noexcept nogil:
+    """out0[p] = a[p*step] + b[p*step]; out1[p] = b[p*step] - a[p*step]."""
+    cdef long p
+    for p in range(n):
+        out0[p] = a[p * step] + b[p * step]
+        out1[p] = b[p * step] - a[p * step]
+
+
+cdef void _winograd_output(const floating* m,     # IN  (16, F, rows * tiles_w)
+                           const floating* bias,  # IN  (F,) or NULL
+                           int f, int out_h, int out_w, int tiles_h, int tiles_w,
+                           long r0, int rows,
+                           floating* y,           # OUT (N, F, out_h, out_w)
+                           floating* buf          # OUT scratch, 8 * (2 * tiles_w + 2)
+                           ) noexcept nogil:
+    """Y_tile = A^T M A + b for the tile rows r0 .. r0 + rows - 1; each output written once."""
+    cdef long count = <long> rows * tiles_w, kstride = <long> f * count
+    cdef long plane = <long> out_h * out_w, gr
+    cdef int wp = 2 * tiles_w + 2
+    cdef int fi, row, s, th, i, tw, oh
+    cdef floating b
+    cdef floating* sr = buf              # s = A^T m: 2 rows x 4 columns per tile, (8, tiles_w)
+    cdef floating* out = buf + 8 * tiles_w   # 2 output rows of 2 * tiles_w
+    cdef const floating* src
+    cdef floating* dst
+    for fi in range(f):
+        b = bias[fi] if bias != NULL else 0
+        for row in range(rows):
+            gr = r0 + row
+            s = <int> (gr // tiles_h)
+            th = <int> (gr % tiles_h)
+            src = m + <long> fi * count + <long> row * tiles_w
+            for i in range(4):
+                _winograd_output_rows(src + i * kstride, src + (4 + i) * kstride,
+                                      src + (8 + i) * kstride, src + (12 + i) * kstride,
+                                      tiles_w, sr + i * tiles_w, sr + (4 + i) * tiles_w)
+            for i in range(2):
+                _winograd_output_cols(sr + 4 * i * tiles_w, tiles_w, b, out + 2 * i * tiles_w)
+            dst = y + <long> s * f * plane + <long> fi * plane
+            for i in range(2):
+                oh = 2 * th + i
+                if oh < out_h:
+                    memcpy(dst + <long> oh * out_w, out + 2 * i * tiles_w,
+                           out_w * sizeof(floating))
+
+
+cdef inline void _winograd_output_rows(const floating* m0, const floating* m1,
+                                       const floating* m2, const floating* m3, int n,
+                                       floating* s0,
+                                       floating* s1) noexcept nogil:
+    """Column i of A^T m for n tiles: s0 = m0 + m1 + m2, s1 = m1 - m2 - m3."""
+    cdef int p
+    for p in range(n):
+        s0[p] = m0[p] + m1[p] + m2[p]
+        s1[p] = m1[p] - m2[p] - m3[p]
+
+
+cdef inline void _winograd_output_cols(const floating* s, int n, floating b,
+                                       floating* out) noexcept nogil:
+    """One output row pair (s A + b): s holds 4 rows of n (the 4 columns of each tile)."""
+    cdef int p
+    for p in range(n):
+        out[2 * p] = s[p] + s[n + p] + s[2 * n + p] + b
+        out[2 * p + 1] = s[n + p] - s[2 * n + p] - s[3 * n + p] + b
+
+
+cdef void _winograd_conv(const floating* x,       # IN  (N, C, H, W)
+                         int n, int c, int h, int w,
+                         const floating* u,       # IN  (16, F, C) transformed kernel
+                         const floating* bias,    # IN  (F,) or NULL
+                         int f, int pt, int pl, int out_h, int out_w,
+                         floating* y,             # OUT (N, F, out_h, out_w)
+                         floating* workspace,     # OUT per-thread scratch (ws_stride each)
+                         long ws_stride, int block_rows, int n_threads) noexcept nogil:
+    """3x3 / stride 1 / dilation 1 correlation; ``pt``, ``pl`` may be negative.
+
+    The N * tiles_h rows of 2x2 output tiles of the batch are cut into blocks of
+    ``block_rows`` tile rows (a block may span samples); ``prange`` over the blocks: each
+    thread transforms its block's input, runs the 16 single-threaded GEMMs into its own
+    scratch and writes the block's outputs.  Scratch per thread:
+    ``16 (C + F) block_rows tiles_w + 8 (2 tiles_w + 2)``.
+    """
+    cdef int tiles_h = (out_h + 1) // 2, tiles_w = (out_w + 1) // 2
+    cdef long total = <long> n * tiles_h
+    cdef long n_jobs = (total + block_rows - 1) // block_rows
+    cdef long cap = <long> block_rows * tiles_w
+    cdef long job, r0
+    cdef int rows, k, count
+    cdef floating* v
+    cdef floating* m
+    cdef floating* buf
+    for job in prange(n_jobs, schedule="static", num_threads=n_threads):
+        v = workspace + threadid() * ws_stride
+        m = v + 16 * <long> c * cap
+        buf = m + 16 * <long> f * cap
+        r0 = job * block_rows
+        rows = <int> (total - r0 if total - r0 < block_rows else block_rows)
+        count = rows * tiles_w
+        _winograd_input(x, c, h, w, pt, pl, tiles_h, tiles_w, r0, rows, v, buf)
+        for k in range(16):
+            gemm(False, False, f, count, c, <floating> 1, u + <long> k * f * c, c,
+                 v + <long> k * c * count, count, <floating> 0, m + <long> k * f * count, count)
+        _winograd_output(m, bias, f, out_h, out_w, tiles_h, tiles_w, r0, rows, y, buf)
+
+
+# ----------------------------------------------------------------------------------------
+# The choice, and the Python-visible entry
+# ----------------------------------------------------------------------------------------
+
+# With ``WINOGRAD`` on, ``method="auto"`` uses Winograd for the forward and for the input
+# gradient when the image computed (output for the forward, input for dX) has at least
+# ``MIN_PIXELS`` pixels and both channel counts are at least ``MIN_CHANNELS``;
+# ``method="winograd"`` forces it.  Measured at 1 thread with benchmarks/bench_conv.py
+# (docs/math/convolution.md): with fewer channels the transforms cost more than the 2.25x
+# fewer multiplications save, and on small images OpenBLAS's small-matrix GEMMs on im2col
+# are as fast.
+WINOGRAD = True
+MIN_PIXELS = 196
+MIN_CHANNELS = 32
+# Output tiles per block (about the GEMM column count; whole rows of tiles, at least one):
+# a function of the geometry only, never of the thread count.  Scratch per thread:
+# 16 * (C + F) * block.
+BLOCK_TILES = 256
+
+
+def use_winograd(method, kh, kw, sh, sw, dh, dw, c, f, pixels):
+    """Whether a conv runs Winograd; ``method="winograd"`` on another geometry raises."""
+    fits = kh == 3 and kw == 3 and sh == 1 and sw == 1 and dh == 1 and dw == 1
+    if method == "winograd":
+        if not fits:
+            raise ValueError(f"Invalid value for argument `method`: 'winograd' needs a 3x3 "
+                             f"kernel with stride 1 and dilation 1. Received: kernel "
+                             f"{(kh, kw)}, stride {(sh, sw)}, dilation {(dh, dw)}")
+        return True
+    return (method == "auto" and WINOGRAD and fits and pixels >= MIN_PIXELS
+            and min(c, f) >= MIN_CHANNELS)
+
+
+def winograd_conv2d(x, w, bias, y, int pt, int pl, bint flip, int n_threads):
+    """``y = x (*) w`` (3x3 correlation, NCHW) by Winograd, written into ``y``.
+
+    ``flip``: with ``w`` rotated by 180 degrees and its channel axes swapped (``w`` is then
+    ``(C_in, C_out, 3, 3)``, the kernel of the input gradient).  ``pt``, ``pl`` may be
+    negative.  The caller has checked shapes and dtypes.
+    """
+    if x.dtype == np.float32:
+        _winograd_entry[float](x, w, bias, y, pt, pl, flip, n_threads)
+    else:
+        _winograd_entry[double](x, w, bias, y, pt, pl, flip, n_threads)
+    return y
+
+
+cdef _winograd_entry(const floating[:, :, :, ::1] x, const floating[:, :, :, ::1] w,
+                     object bias, floating[:, :, :, ::1] y, int pt, int pl, bint flip,
+                     int n_threads):
+    cdef int cin = x.shape[1], cout = y.shape[1]
+    cdef int tiles_w = (y.shape[3] + 1) // 2
+    cdef long total = <long> y.shape[0] * ((y.shape[2] + 1) // 2)    # tile rows
+    cdef int block = <int> min(max(1, BLOCK_TILES // tiles_w), total)
+    cdef const floating[::1] b
+    cdef const floating* pb = NULL
+    cdef floating[::1] u
+    cdef floating[:, ::1] ws
+    cdef long ws_stride = 16 * <long> (cin + cout) * block * tiles_w + 8 * (2 * tiles_w + 2)
+    dtype = np.float32 if floating is float else np.float64
+    if bias is not None:
+        b = bias
+        pb = &b[0]
+    n_threads = <int> max(1, min(n_threads, -(-total // block)))
+    u = np.empty(16 * cin * cout, dtype=dtype)
+    ws = np.empty((n_threads, ws_stride), dtype=dtype)
+    with nogil:
+        _winograd_weight(&w[0, 0, 0, 0], w.shape[0], w.shape[1], flip, &u[0])
+        _winograd_conv(&x[0, 0, 0, 0], x.shape[0], cin, x.shape[2], x.shape[3], &u[0], pb,
+                       cout, pt, pl, y.shape[2], y.shape[3], &y[0, 0, 0, 0], &ws[0, 0],
+                       ws_stride, block, n_threads)

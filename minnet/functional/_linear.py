@@ -1,0 +1,190 @@
+"""Differentiable ``linear`` (the math is in docs/math/linear.md).
+
+One ``Function`` (``Linear``, with or without bias) over the kernels in
+``minnet._ext._linear``, plus ``linear_no_graph``: Dense's path when no graph is recorded
+(one kernel call, the ReLU fused).  This module validates the arguments, casts the input to
+the weight's dtype, and keeps for backward only what backward will read.
+"""
+import numpy as np
+
+from minnet._config import get_num_threads
+from minnet._ext import _linear as _kernels
+from minnet.autograd import Function, Tensor
+from minnet.autograd.grad_mode import anomaly_state, grad_state
+from minnet.functional._conv import as_input, cast, check_cast_source, data, float_dtype
+
+__all__ = ["linear", "linear_no_graph", "Linear"]
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _rows(shape):
+    """Rows of the 2-D view (prod of leading dims); explicit, as reshape(-1, 0) is ambiguous."""
+    rows = 1
+    for n in shape[:-1]:
+        rows *= n
+    return rows
+
+
+def _as_2d(x, weight):
+    """``x`` as a C-contiguous ``(rows, in_features)`` array of the weight's dtype (no copy
+    and no reshape when it already is one: the usual Dense input)."""
+    if x.ndim == 2 and x.dtype == weight.dtype and x.flags.c_contiguous:
+        return x
+    return cast(x, weight.dtype).reshape(_rows(x.shape), weight.shape[1])
+
+
+class Linear(Function):
+    """``y = x @ weight.T (+ bias)``: the one linear Function (backward node
+    ``AddmmBackward``, as PyTorch names a linear with bias; ``bias`` may be None)."""
+
+    node_name = "AddmmBackward"
+
+    @staticmethod
+    def forward(ctx, x, weight, bias=None):
+        x2 = _as_2d(x, weight)
+        y = _kernels.linear_forward(x2, weight, bias, n_threads=get_num_threads())
+        # dW needs x, dX needs the weight; keep only what will be read.
+        ctx.save_for_backward(x2 if ctx.needs_input_grad[1] else None,
+                              weight if ctx.needs_input_grad[0] else None)
+        ctx.x_shape = x.shape
+        return y if x.ndim == 2 else y.reshape(x.shape[:-1] + (weight.shape[0],))
+
+    @staticmethod
+    def backward(ctx, grad_y):
+        x2, weight = ctx.saved_tensors
+        return _linear_backward(ctx, x2, weight, grad_y)
+
+    @staticmethod
+    def backward_graph(ctx, grad_y):
+        """Double backward: ``dx = dy @ W``, ``dW = dy2.T @ x2``, ``db = dy2.sum(0)`` in Tensor
+        operations (recorded, so they are differentiated again)."""
+        x2, weight = ctx.saved_arrays
+        needs = ctx.needs_input_grad
+        dy2 = grad_y.reshape(-1, grad_y.shape[-1])
+        dx = dw = db = None
+        if needs[0]:
+            dx = (grad_y @ ctx.graph_input(1, weight)).reshape(ctx.x_shape)
+        if needs[1]:
+            dw = dy2.transpose(0, 1) @ ctx.graph_input(0, x2.reshape(ctx.x_shape)).reshape(x2.shape)
+        if len(needs) > 2 and needs[2]:
+            db = dy2.sum(axis=0)
+        return dx, dw, db
+
+
+def _linear_backward(ctx, x2, weight, grad_y):
+    needs = ctx.needs_input_grad
+    need_bias = len(needs) > 2 and needs[2]
+    if not (needs[0] or needs[1] or need_bias):
+        return None, None, None
+    dtype = (weight if weight is not None else x2).dtype
+    out_features = grad_y.shape[-1]
+    if grad_y.ndim == 2 and grad_y.dtype == dtype and grad_y.flags.c_contiguous:
+        dy = grad_y
+    else:
+        dy = cast(grad_y, dtype).reshape(_rows(grad_y.shape), out_features)
+    in_features = (weight if weight is not None else x2).shape[1]
+    n_threads = get_num_threads()
+    # linear_backward wants all three operands; a zero-size stand-in is never read.
+    x_arg = x2 if x2 is not None else np.zeros((dy.shape[0], in_features), dtype)
+    w_arg = weight if weight is not None else np.zeros((out_features, in_features), dtype)
+    dx, dw, db = _kernels.linear_backward(x_arg, w_arg, dy, need_input_grad=needs[0],
+                                          need_weight_grad=needs[1], need_bias_grad=need_bias,
+                                          n_threads=n_threads)
+    if dx is not None and dx.shape != ctx.x_shape:
+        dx = dx.reshape(ctx.x_shape)
+    return dx, dw, db
+
+
+def linear(x, weight, bias=None):
+    """Affine map ``y = x @ weight.T + bias`` (``torch.nn.functional.linear``).
+
+    ``x`` is cast to the weight's dtype.  Backward: ``dx = dy @ weight``,
+    ``dweight = dy.T @ x``, ``dbias = dy.sum(0)`` (docs/math/linear.md).
+
+    Args:
+        x: Tensor or array of shape ``(..., in_features)``.
+        weight: ``(out_features, in_features)``, float32 or float64.
+        bias: ``(out_features,)`` or None.
+
+    Returns:
+        Tensor of shape ``(..., out_features)`` (backward node ``AddmmBackward``).
+
+    Shape:
+        - x: ``(N, in)`` or ``(*, in)``
+        - weight: ``(out, in)``; bias: ``(out,)``
+        - output: ``(N, out)`` or ``(*, out)``
+
+    Example:
+        >>> w = mn.Parameter(np.ones((3, 4), np.float32))
+        >>> F.linear(np.ones((2, 4), np.float32), w).shape
+        (2, 3)
+    """
+    if _ready(x, weight, bias) is not None:
+        # Fast path (what Dense passes): Tensors whose dtypes and shapes already fit.
+        return Linear.apply(x, weight, bias)
+    x = as_input("x", x)
+    weight = as_input("weight", weight)
+    dtype = float_dtype("weight", weight)
+    check_cast_source("x", x)
+    w_shape = data(weight).shape
+    x_shape = data(x).shape
+    if len(w_shape) != 2:
+        raise ValueError(f"Invalid argument `weight`: expected a 2-D (out_features, in_features) "
+                         f"array. Received: shape={w_shape}")
+    if len(x_shape) < 1 or x_shape[-1] != w_shape[1]:
+        raise ValueError(f"Invalid argument `x`: expected shape (..., {w_shape[1]}) to match "
+                         f"weight of shape {w_shape}. Received: shape={x_shape}")
+    if bias is None:
+        return Linear.apply(x, weight, None)
+    bias = as_input("bias", bias)
+    check_cast_source("bias", bias)
+    if data(bias).shape != (w_shape[0],):
+        raise ValueError(f"Invalid argument `bias`: expected shape ({w_shape[0]},). "
+                         f"Received: shape={data(bias).shape}")
+    if data(bias).dtype != dtype:
+        bias = bias.astype(dtype) if isinstance(bias, Tensor) else cast(bias, dtype)
+    return Linear.apply(x, weight, bias)
+
+
+def _ready(x, weight, bias):
+    """The arrays of ``x``, ``weight``, ``bias`` when they are Tensors whose dtypes and shapes
+    already fit (what Dense passes), else None: then ``linear`` converts and checks."""
+    if type(x) is not Tensor or not isinstance(weight, Tensor):
+        return None
+    w = weight.data
+    xd = x.data
+    if not (w.ndim == 2 and xd.ndim >= 1 and xd.shape[-1] == w.shape[1] and w.dtype in _FLOATS
+            and xd.dtype.kind in "fiub"):
+        return None
+    if bias is None:
+        return xd, w, None
+    if not isinstance(bias, Tensor):
+        return None
+    b = bias.data
+    if b.shape != (w.shape[0],) or b.dtype != w.dtype:
+        return None
+    return xd, w, b
+
+
+def linear_no_graph(x, weight, bias=None, relu=False):
+    """``linear`` (then ``relu`` when asked) as ONE kernel call, when there is no graph to record.
+
+    ``Dense`` calls this first: under ``no_grad`` (``predict``, ``evaluate``) nothing needs
+    a backward node, so the autograd bookkeeping of two Functions and a separate ReLU pass
+    over the output are skipped, and the ReLU is fused into the kernel's bias pass.  The
+    numbers are bit-identical to ``relu(linear(x, weight, bias))``.
+
+    Returns:
+        A Tensor without ``grad_fn``, or None when this fast path does not apply (grad
+        mode on, anomaly detection on, or inputs that need ``linear``'s conversions and
+        checks): then call ``linear``.
+    """
+    if grad_state.enabled or anomaly_state.enabled:
+        return None
+    ready = _ready(x, weight, bias)
+    if ready is None:
+        return None
+    xd, w, b = ready
+    y = _kernels.linear_forward(_as_2d(xd, w), w, b, n_threads=get_num_threads(), relu=relu)
+    return Tensor._make(y if xd.ndim == 2 else y.reshape(xd.shape[:-1] + (w.shape[0],)))

@@ -1,0 +1,91 @@
+"""Kernels of minnet._ext._linear against plain NumPy references (float32 and float64)."""
+import numpy as np
+import pytest
+
+from minnet._config import get_num_threads
+from minnet._ext import _linear
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _single_threaded_blas():
+    get_num_threads()
+
+
+TOL = {np.float32: dict(rtol=2e-4, atol=2e-5), np.float64: dict(rtol=1e-10, atol=1e-12)}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(1, 1, 1), (5, 7, 3), (64, 33, 17), (3, 300, 1)])
+def test_linear(shape, dtype, rng):
+    n, n_in, n_out = shape
+    x = rng.standard_normal((n, n_in)).astype(dtype)
+    w = rng.standard_normal((n_out, n_in)).astype(dtype)
+    b = rng.standard_normal(n_out).astype(dtype)
+    dy = rng.standard_normal((n, n_out)).astype(dtype)
+    for n_threads in (1, 2):
+        y = _linear.linear_forward(x, w, b, n_threads=n_threads)
+        np.testing.assert_allclose(y, x.astype(np.float64) @ w.T + b, **TOL[dtype])
+        np.testing.assert_allclose(_linear.linear_forward(x, w, None, n_threads=n_threads),
+                                   x.astype(np.float64) @ w.T, **TOL[dtype])
+        dx, dw, db = _linear.linear_backward(x, w, dy, n_threads=n_threads)
+        np.testing.assert_allclose(dx, dy.astype(np.float64) @ w, **TOL[dtype])
+        np.testing.assert_allclose(dw, dy.astype(np.float64).T @ x, **TOL[dtype])
+        np.testing.assert_allclose(db, dy.astype(np.float64).sum(0), **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("shape", [(64, 784, 256), (33, 600, 130), (2, 1000, 70), (17, 129, 1025)])
+def test_linear_forward_transposed_path_matches_numpy(dtype, n_threads, shape):
+    # out_features * in_features >= _linear.TRANSPOSED_MIN: computed as (W X^T)^T + b
+    n, k, m = shape
+    assert m * k >= _linear.TRANSPOSED_MIN
+    rng = np.random.default_rng(n + k + m)
+    x = rng.standard_normal((n, k)).astype(dtype)
+    w = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal(m).astype(dtype)
+    y = _linear.linear_forward(x, w, b, n_threads=n_threads)
+    ref = x.astype(np.float64) @ w.T.astype(np.float64) + b
+    tol = 1e-4 if dtype == np.float32 else 1e-11
+    assert y.shape == (n, m) and y.dtype == dtype and y.flags.c_contiguous
+    np.testing.assert_allclose(y, ref, rtol=tol, atol=tol * np.sqrt(k))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("shape", [
+    (64, 784, 256),    # transposed path, every 4 x 4 SSE block full
+    (67, 600, 131),    # transposed path, 3 rows and 3 columns left over the 4 x 4 blocks
+    (3, 1000, 70),     # transposed path, fewer rows than one block
+    (300, 520, 129),   # transposed path, more than one 16-row task per thread
+    (64, 256, 128),    # direct path
+    (5, 7, 3),         # direct path, tiny
+    (4, 0, 3),         # no input features: Y is the bias
+])
+def test_linear_forward_fused_relu_is_relu_of_linear(dtype, n_threads, shape):
+    # relu=True must give exactly where(y < 0, 0, y) of the unfused output: the same add,
+    # then the select (NaN and -0.0 pass through, as the relu kernel and torch.relu).
+    n, k, m = shape
+    rng = np.random.default_rng(n * 7 + k + m)
+    x = rng.standard_normal((n, k)).astype(dtype)
+    w = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal(m).astype(dtype)
+    if k:
+        x[n // 2, 0] = np.nan                  # one NaN row in the output
+        w[m // 2] = 0.0                        # one output column of exactly the bias ...
+    b[m // 2] = -0.0                           # ... which is -0.0: stays -0.0
+    for bias in (b, None):
+        y = _linear.linear_forward(x, w, bias, n_threads=n_threads)
+        yr = _linear.linear_forward(x, w, bias, n_threads=n_threads, relu=True)
+        expected = np.where(y < 0, 0, y).astype(dtype)
+        assert yr.dtype == dtype and yr.shape == (n, m) and yr.flags.c_contiguous
+        np.testing.assert_array_equal(yr, expected)
+        assert np.array_equal(np.signbit(yr), np.signbit(expected))
+        if k:
+            assert np.isnan(yr[n // 2]).any()
+    ref = x.astype(np.float64) @ w.T.astype(np.float64) + b
+    ref = np.maximum(ref, 0)
+    tol = 1e-4 if dtype == np.float32 else 1e-11
+    rows = [i for i in range(n) if i != n // 2] if k else list(range(n))
+    np.testing.assert_allclose(_linear.linear_forward(x, w, b, n_threads=n_threads, relu=True)[rows],
+                               ref[rows], rtol=tol, atol=tol * np.sqrt(max(k, 1)))
