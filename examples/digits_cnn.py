@@ -22,12 +22,12 @@ from minnet.datasets import load_digits
 def build_model():
     """Conv-BN-ReLU-MaxPool, Conv-BN-ReLU, Flatten-Dropout-Dense: 8x8x1 -> 10 logits."""
     return mn.Sequential([
-        layers.Input((1, 8, 8)),
-        layers.Conv2D(16, 3, padding="same"),     # (N, 16, 8, 8)
+        layers.Input((8, 8, 1)),                  # channels_last, Keras's default layout
+        layers.Conv2D(16, 3, padding="same"),     # (N, 8, 8, 16)
         layers.BatchNormalization(),
         layers.ReLU(),
-        layers.MaxPooling2D(2),                   # (N, 16, 4, 4)
-        layers.Conv2D(32, 3, padding="same"),     # (N, 32, 4, 4)
+        layers.MaxPooling2D(2),                   # (N, 4, 4, 16)
+        layers.Conv2D(32, 3, padding="same"),     # (N, 4, 4, 32)
         layers.BatchNormalization(),
         layers.ReLU(),
         layers.Flatten(),                         # (N, 512)

@@ -380,14 +380,14 @@ def test_kernel_and_bias_options_reach_layers_that_do_not_list_them():
     conv = layers.Conv2D(2, 3, kernel_regularizer=mn.regularizers.L2(0.5),
                          kernel_constraint=mn.constraints.MaxNorm(1.0, axis=[0, 1, 2]),
                          bias_constraint="non_neg", dtype="float64")
-    conv(np.ones((1, 2, 5, 5)))                       # 2 channels: the same in either layout
+    conv(np.ones((1, 5, 5, 2)))                       # channels_last (the default): 2 channels
     (term,) = conv.losses
     assert float(term.numpy()) == pytest.approx(0.5 * np.sum(conv.kernel.data ** 2))
     assert conv.kernel.constraint.axis == [0, 1, 2]
     assert isinstance(conv.bias.constraint, mn.constraints.NonNeg)
     config = json.loads(json.dumps(conv.get_config()))
     again = layers.Conv2D.from_config(config)
-    again(np.ones((1, 2, 5, 5)))
+    again(np.ones((1, 5, 5, 2)))
     assert len(again.losses) == 1 and again.get_config() == conv.get_config()
 
     class MyDense(layers.Dense):                      # a subclass passing **kwargs on
