@@ -11,7 +11,7 @@ pooling, fused losses) under a small, readable autograd and a Keras-style API::
 """
 import importlib as _importlib
 
-__version__ = "0.1.0"
+from ._version import __version__  # noqa: E402
 
 try:
     from ._ext import _openmp  # noqa: F401  (the compiled kernels)

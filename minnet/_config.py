@@ -12,6 +12,13 @@ import os
 import platform
 import sys
 
+import numpy
+import scipy
+import scipy.linalg.cython_blas  # noqa: F401  (loads scipy's BLAS into the process)
+
+from minnet._ext import _openmp
+from minnet._version import __version__
+
 try:
     import resource
 except ImportError:  # not on POSIX (Windows)
@@ -49,8 +56,6 @@ def _find_blas_libs():
     """Locate the OpenBLAS shared libraries loaded for scipy (and numpy): (path, CDLL) pairs."""
     if _state["blas_libs"] is not None:
         return _state["blas_libs"]
-    import scipy.linalg.cython_blas  # noqa: F401  (loads scipy's BLAS into the process)
-
     paths = set()
     maps = "/proc/self/maps"
     if os.path.exists(maps):
@@ -60,8 +65,6 @@ def _find_blas_libs():
                 if "openblas" in os.path.basename(path).lower():
                     paths.add(path)
     else:  # macOS / Windows: look beside the scipy and numpy packages
-        import numpy
-        import scipy
         for mod in (scipy, numpy):
             root = os.path.dirname(os.path.dirname(mod.__file__))
             for pattern in ("*.libs/*openblas*", "*/.dylibs/*openblas*"):
@@ -176,7 +179,6 @@ def set_num_threads(n):
         raise ValueError(f"Invalid value for argument `n`: expected an int in [1, {bound}] "
                          f"(64 threads per CPU, at most what the system lets a process "
                          f"create). Received: n={n}")
-    from minnet._ext import _openmp
     _openmp.omp_set_num_threads(n)
     _set_blas_threads(1)
     _state["num_threads"] = n
@@ -191,11 +193,6 @@ def get_num_threads():
 
 def config_dict():
     """The facts ``show_config`` prints, as a dict."""
-    import numpy
-    import scipy
-    from minnet import __version__
-    from minnet._ext import _openmp
-
     num_threads = get_num_threads()
     blas = "unknown"
     try:

@@ -38,9 +38,13 @@ import warnings
 import numpy as np
 
 from minnet import activations
+from minnet import functional as F
+from minnet import layers as L
 from minnet.config import normalize_data_format
 from minnet.autograd import Parameter, Tensor, enable_grad
 from minnet.layers.base import Layer
+from minnet.models import Sequential
+from minnet.optimizers import SGD
 
 __all__ = ["to_torch", "from_torch", "compare", "ComparisonReport", "ComparisonRow",
            "state_dict", "save_torch_state_dict", "load_torch_state_dict"]
@@ -81,7 +85,6 @@ class _Step:
 
 def _model_layers(model):
     """The layers of a Sequential (Input excluded), or ``[model]`` for a single layer."""
-    from minnet.models import Sequential
     if isinstance(model, Sequential):
         return model.layers
     if isinstance(model, Layer):
@@ -227,7 +230,6 @@ def _bn_dims(layer, state):
 
 def _plan_layer(layer, state=None):
     """The torch modules (as steps) one minnet layer becomes."""
-    from minnet import layers as L
     state = _LayoutState() if state is None else state
     _track_layout(layer, state)
     kind = type(layer)
@@ -895,8 +897,6 @@ def from_torch(module, input_shape, data_format=None):
     """
     torch = _torch()
     nn = torch.nn
-    from minnet import layers as L
-    from minnet.models import Sequential
     if not isinstance(module, nn.Sequential):
         raise TypeError(f"Invalid value for argument `module`: expected a torch.nn.Sequential. "
                         f"Received: {type(module).__name__} (wrap it: torch.nn.Sequential(module)).")
@@ -1206,7 +1206,6 @@ def compare(model, torch_module, x, y=None, loss=None, rtol=None, atol=None):
 def _minnet_loss(out, y, loss):
     if loss == "sum":
         return out.sum()
-    import minnet.functional as F
     if loss == "mse":
         return F.mse_loss(out, np.asarray(y, dtype=out.dtype))
     target = np.asarray(y)
@@ -1232,7 +1231,6 @@ def _sgd_step_rows(torch, pairs, rtol, atol):
     """One SGD step (lr 0.1) on copies of each parameter, minnet's SGD against torch's."""
     if not pairs:
         return []
-    from minnet.optimizers import SGD
     mine, theirs = [], []
     for _, data, grad, param in pairs:
         copy = Parameter(np.array(data, copy=True))

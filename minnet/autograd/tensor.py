@@ -723,13 +723,13 @@ class Tensor:
         return ops.MatMul.apply(self, other)
 
     def sigmoid(self):
-        return _functional().sigmoid(self)
+        return activation_ops.Sigmoid.apply(self)
 
     def tanh(self):
-        return _functional().tanh(self)
+        return activation_ops.Tanh.apply(self)
 
     def relu(self):
-        return _functional().relu(self)
+        return activation_ops.Relu.apply(self)
 
     def softmax(self, dim=-1, *, axis=None):
         return ops.Softmax.apply(self, dim=dim if axis is None else axis)
@@ -867,18 +867,8 @@ def root_gradient(t, gradient, create_graph, name):
     return Tensor._make(g) if create_graph else g
 
 
-_modules = {}
-
-
-def _functional():
-    mod = _modules.get("functional")
-    if mod is None:
-        import minnet.functional as mod
-        _modules["functional"] = mod
-    return mod
-
-
-from . import ops  # noqa: E402  (ops needs Tensor; imported once Tensor exists)
+from . import activation_ops  # noqa: E402  (these need Tensor; imported once Tensor exists)
+from . import ops  # noqa: E402
 
 ops.Tensor = Tensor
 register_tensor_class(Tensor)

@@ -16,6 +16,7 @@ from minnet._config import get_num_threads
 from minnet._ext import _activations as _kernels
 from minnet.functional._common import as_float_input as _as_float_input
 from minnet.autograd import Function
+from minnet.autograd.activation_ops import Relu, Sigmoid, Tanh
 
 __all__ = ["relu", "leaky_relu", "elu", "selu", "sigmoid", "tanh", "softmax", "log_softmax",
            "gelu", "silu", "softplus", "softsign", "relu6", "hardsigmoid", "hardswish", "mish",
@@ -62,72 +63,8 @@ def _contiguous(a, dtype):
 # Elementwise activations
 # ---------------------------------------------------------------------------------------
 
-class Sigmoid(Function):
-    """``y = 1 / (1 + exp(-x))``; backward ``dx = g * y * (1 - y)`` (saves ``y``)."""
-
-    @staticmethod
-    def forward(ctx, x):
-        y = _kernels.sigmoid_forward(_contiguous(x, x.dtype), n_threads=get_num_threads())
-        ctx.save_for_backward(y)
-        return y
-
-    @staticmethod
-    def backward(ctx, grad):
-        (y,) = ctx.saved_tensors
-        g = _contiguous(grad, y.dtype)
-        # a fresh contiguous copy of grad (e.g. from sum's broadcast view) takes dx in place
-        return _kernels.sigmoid_backward(y, g, out=None if g is grad else g,
-                                         n_threads=get_num_threads())
-
-    @staticmethod
-    def backward_graph(ctx, grad):
-        # double backward: the same formula in Tensor operations (recorded)
-        y = ctx.graph_output(0, ctx.saved_arrays[0])
-        return grad * y * (1 - y)
-
-
-class Tanh(Function):
-    """``y = tanh(x)``; backward ``dx = g * (1 - y**2)`` (saves ``y``)."""
-
-    @staticmethod
-    def forward(ctx, x):
-        y = _kernels.tanh_forward(_contiguous(x, x.dtype), n_threads=get_num_threads())
-        ctx.save_for_backward(y)
-        return y
-
-    @staticmethod
-    def backward(ctx, grad):
-        (y,) = ctx.saved_tensors
-        g = _contiguous(grad, y.dtype)
-        return _kernels.tanh_backward(y, g, out=None if g is grad else g,
-                                      n_threads=get_num_threads())
-
-    @staticmethod
-    def backward_graph(ctx, grad):
-        y = ctx.graph_output(0, ctx.saved_arrays[0])
-        return grad * (1 - y * y)
-
-
-class Relu(Function):
-    """``y = max(x, 0)``; backward ``dx = g * (y > 0)`` (saves ``y``)."""
-
-    @staticmethod
-    def forward(ctx, x):
-        y = _kernels.leaky_relu_forward(_contiguous(x, x.dtype), 0.0,
-                                        n_threads=get_num_threads())
-        ctx.save_for_backward(y)
-        return y
-
-    @staticmethod
-    def backward(ctx, grad):
-        (y,) = ctx.saved_tensors
-        return _kernels.leaky_relu_backward(y, _contiguous(grad, y.dtype), 0.0,
-                                            n_threads=get_num_threads())
-
-    @staticmethod
-    def backward_graph(ctx, grad):
-        (y,) = ctx.saved_arrays
-        return grad * (y > 0).astype(y.dtype)
+# Sigmoid, Tanh and Relu are autograd operations (the Tensor methods x.sigmoid(), x.tanh(),
+# x.relu() call them): minnet/autograd/activation_ops.py.
 
 
 class LeakyRelu(Function):

@@ -1,0 +1,189 @@
+"""The floors rule, kept by a test: imports go down only, at module top, no private names across modules.
+
+Floors, from the bottom (docs/internals.md draws them)::
+
+    _ext  <-  autograd  <-  functional  <-  initializers, activations, regularizers, constraints
+          <-  layers  <-  losses, metrics, optimizers  <-  callbacks  <-  trainers
+          <-  saving  <-  models  <-  interop, distributed
+
+Beside them, importing nothing above themselves: ``config``, ``utils``, ``datasets``,
+``data``, the registry (``_registry``), the shared checks (``_checks``), ``_config``,
+``_random``, ``_utils``, ``_version``. A module may import its own floor and any floor below it.
+
+What the test parses (with ``ast``, so nothing is imported):
+
+* every ``import`` / ``from ... import`` of a ``minnet`` module, at any depth of the file;
+* an import inside a function or method fails unless it names an optional third-party
+  package (``OPTIONAL``) or sits in ``minnet/__init__.py`` (the lazy submodule loading);
+* ``from minnet.x import _name`` fails when ``_name`` is not itself a module: private
+  helpers are not shared across modules (promote them to a named internal module).
+"""
+import ast
+import pathlib
+
+import pytest
+
+PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "minnet"
+
+# floor number of each top-level part of the package (bigger = higher).
+FLOORS = {
+    "_ext": 0,
+    "autograd": 1,
+    "functional": 2,
+    "initializers": 3, "activations": 3, "regularizers": 3, "constraints": 3,
+    "layers": 4,
+    "losses": 5, "metrics": 5, "optimizers": 5,
+    "callbacks": 6,
+    "trainers": 7,
+    "saving": 8,
+    "models": 9,
+    "interop": 10, "distributed": 10,
+}
+# Beside the floors: they may import one another and _ext, nothing on a floor above _ext.
+SIDE = {"config", "utils", "datasets", "data", "_registry", "_checks", "_config", "_random",
+        "_utils", "_version", "__init__"}
+OPTIONAL = {"torch", "matplotlib", "mpi4py", "PIL", "h5py", "hypothesis"}
+
+
+def _modules():
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if "__pycache__" in path.parts:
+            continue
+        yield path
+
+
+def _part(dotted):
+    """Top-level part ('layers', '_ext', ...) of a dotted minnet module name."""
+    parts = dotted.split(".")
+    assert parts[0] == "minnet"
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _module_name(path):
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__" and len(parts) > 1:
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _is_module(dotted):
+    rel = pathlib.Path(*dotted.split(".")[1:])
+    base = PACKAGE / rel
+    return (base.with_suffix(".py").exists() or (base / "__init__.py").exists()
+            or any(base.parent.glob(base.name + ".*.so")) or base.with_suffix(".pyx").exists())
+
+
+def _resolve(node, module, is_package):
+    """Absolute dotted name imported by an ImportFrom node (relative imports resolved)."""
+    if node.level == 0:
+        return node.module or ""
+    base = module.split(".")
+    if not is_package:
+        base = base[:-1]
+    if node.level > 1:
+        base = base[:-(node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _imports(path, source):
+    """Yield (lineno, imported dotted module, imported names, inside_function)."""
+    tree = ast.parse(source, filename=str(path))
+    module = _module_name(path)
+    is_package = path.name == "__init__.py"
+    parents = {}
+    for parent in ast.walk(tree):
+        for child in ast.iter_child_nodes(parent):
+            parents[child] = parent
+
+    def in_function(node):
+        while node in parents:
+            node = parents[node]
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                return True
+        return False
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name, [], in_function(node)
+        elif isinstance(node, ast.ImportFrom):
+            target = _resolve(node, module, is_package)
+            yield node.lineno, target, [a.name for a in node.names], in_function(node)
+
+
+def _violations(sources=None):
+    """Every broken rule, as readable lines; ``sources`` maps paths to text (default: the package)."""
+    if sources is None:
+        sources = {path: path.read_text() for path in _modules()}
+    found = []
+    for path, source in sources.items():
+        module = _module_name(path)
+        here = _part(module)
+        rel = path.relative_to(PACKAGE.parent)
+        for lineno, target, names, inside in _imports(path, source):
+            top = target.split(".")[0]
+            where = f"{rel}:{lineno}"
+            if inside and top not in OPTIONAL and path != PACKAGE / "__init__.py":
+                found.append(f"{where}: function-level import of {target!r}")
+            if top != "minnet":
+                continue
+            # `from minnet import layers` names a submodule: judge the submodule.
+            targets = [target]
+            if target == "minnet":  # `from minnet import x`: x is a submodule or the package's own name
+                targets = [f"minnet.{n}" for n in names if _is_module(f"minnet.{n}")]
+            elif names and all(_is_module(f"{target}.{n}") for n in names):
+                targets = [f"{target}.{n}" for n in names]
+            for dotted in targets:
+                there = _part(dotted)
+                if here == "__init__" or there == "__init__":
+                    continue
+                if here in SIDE:
+                    if there not in SIDE and there != "_ext":
+                        found.append(f"{where}: {module} (beside the floors) imports {dotted} "
+                                     f"(floor '{there}')")
+                    continue
+                if there in SIDE:
+                    continue
+                if here not in FLOORS or there not in FLOORS:
+                    found.append(f"{where}: {module} or {dotted} is on no floor: add it to FLOORS "
+                                 f"or SIDE in tests/test_architecture.py and docs/internals.md")
+                    continue
+                if FLOORS[there] > FLOORS[here]:
+                    found.append(f"{where}: upward import: {module} (floor '{here}') imports "
+                                 f"{dotted} (floor '{there}')")
+            for name in names:
+                if (name.startswith("_") and not name.startswith("__")
+                        and not _is_module(f"{target}.{name}") and target != module):
+                    found.append(f"{where}: private name {name!r} imported from {target}")
+    return found
+
+
+def test_imports_follow_the_floors():
+    violations = _violations()
+    assert not violations, "import rule broken:\n" + "\n".join(violations)
+
+
+def test_every_part_is_placed():
+    parts = {p.relative_to(PACKAGE).parts[0].removesuffix(".py") for p in _modules()}
+    unplaced = sorted(parts - set(FLOORS) - SIDE)
+    assert not unplaced, f"parts of minnet on no floor (add them to FLOORS or SIDE): {unplaced}"
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("def f():\n    import minnet.layers\n", "function-level import"),
+    ("from minnet.layers.base import _shape_str\n", "private name"),
+    ("from minnet import models\n", "upward import"),
+    ("import minnet.trainers\n", "upward import"),
+])
+def test_the_checker_catches(source, expected):
+    # The rule can fail: a planted module on the functional floor breaking it is reported.
+    planted = PACKAGE / "functional" / "_planted_for_test.py"
+    assert any(expected in v for v in _violations({planted: source}))
+
+
+def test_the_checker_allows_optional_and_downward_imports():
+    planted = PACKAGE / "layers" / "_planted_for_test.py"
+    source = ("import numpy as np\nfrom minnet import functional as F\nfrom minnet._ext import _conv\n"
+              "from minnet import _checks\n\ndef f():\n    import torch\n")
+    assert _violations({planted: source}) == []
