@@ -12,6 +12,7 @@ its forward and backward math in ``docs/math/``.
 | ``_dropout`` | ``dropout``, ``alpha_dropout``, ``spatial_dropout2d`` |
 | ``_normalization`` | ``batch_norm`` |
 | ``_pooling`` | ``max_pool2d``, ``avg_pool2d``, ``global_avg_pool2d`` |
+| ``_recurrent`` | ``lstm``, ``gru``, ``rnn``, ``embedding`` |
 """
 from ._activations import (SELU_ALPHA, SELU_SCALE, elu, leaky_relu, log_softmax, relu, selu,
                            sigmoid, softmax, tanh)
@@ -21,9 +22,11 @@ from ._losses import (binary_cross_entropy, binary_cross_entropy_with_logits, cr
                       huber_loss, l1_loss, mse_loss, nll_loss)
 from ._normalization import batch_norm
 from ._pooling import avg_pool2d, global_avg_pool2d, max_pool2d
+from ._recurrent import concat_features, embedding, gru, lstm, reverse_sequence, rnn
 
 __all__ = ["linear", "conv2d", "relu", "leaky_relu", "elu", "selu", "sigmoid", "tanh", "softmax",
            "log_softmax", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "huber_loss",
            "binary_cross_entropy", "binary_cross_entropy_with_logits", "dropout", "alpha_dropout",
            "spatial_dropout2d", "batch_norm", "max_pool2d", "avg_pool2d", "global_avg_pool2d",
            "SELU_ALPHA", "SELU_SCALE"]
+__all__ += ["lstm", "gru", "rnn", "embedding", "reverse_sequence", "concat_features"]

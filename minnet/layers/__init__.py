@@ -15,6 +15,7 @@ registered with the ``register_layer`` decorator::
 """
 import inspect
 
+from minnet import _registry
 from minnet._utils import did_you_mean
 
 from minnet.layers.base import Layer
@@ -24,6 +25,8 @@ from minnet.layers.pooling import AveragePooling2D, GlobalAveragePooling2D, MaxP
 from minnet.layers.normalization import BatchNormalization
 from minnet.layers.regularization import AlphaDropout, Dropout, SpatialDropout2D
 from minnet.layers.activation import ELU, LeakyReLU, ReLU, SELU, Sigmoid, Softmax, Tanh
+from minnet.layers.embedding import Embedding, Masking
+from minnet.layers.recurrent import GRU, LSTM, Bidirectional, SimpleRNN, TimeDistributed
 
 __all__ = [
     "Layer", "Input", "Dense", "Flatten", "Reshape", "Lambda", "Activation", "Conv2D",
@@ -31,10 +34,17 @@ __all__ = [
     "Dropout", "AlphaDropout", "SpatialDropout2D", "ReLU", "LeakyReLU", "ELU", "SELU",
     "Sigmoid", "Tanh", "Softmax", "serialize", "deserialize", "register_layer", "get",
 ]
+_SEQUENCE_LAYERS = (Embedding, Masking, SimpleRNN, LSTM, GRU, Bidirectional, TimeDistributed)
+__all__ += [cls.__name__ for cls in _SEQUENCE_LAYERS]
 
 _BUILTINS = (Input, Dense, Flatten, Reshape, Lambda, Activation, Conv2D, MaxPooling2D,
              AveragePooling2D, GlobalAveragePooling2D, BatchNormalization, Dropout,
              AlphaDropout, SpatialDropout2D, ReLU, LeakyReLU, ELU, SELU, Sigmoid, Tanh, Softmax)
+
+_BUILTINS = _BUILTINS + _SEQUENCE_LAYERS
+# The wrappers (Bidirectional, TimeDistributed) rebuild their inner layer through the one registry.
+for _cls in _BUILTINS:
+    _registry.register("layer", _cls)
 
 # name -> class or function. Built-ins first; register_layer adds to it.
 _REGISTRY = {cls.__name__: cls for cls in _BUILTINS}
