@@ -34,6 +34,124 @@ from libc.stdint cimport uint8_t, int64_t
 from libc.string cimport memcpy, memset
 
 from minnet._ext._blas cimport floating, gemm_parallel
+from minnet._ext._fastmath cimport minnet_exp_nonpos_f, minnet_tanh_f
+
+# float32 gate passes in C: branch-free exp/tanh from _fastmath.pxd, so GCC vectorises the
+# loop over the units (libm's expf/tanhf are a call per element). float64 uses libm below.
+cdef extern from *:
+    """
+    static inline float minnet_rnn_sigmoid_f(float v) {
+        float e = minnet_exp_nonpos_f(v < 0.0f ? v : -v);     /* exp(-|v|), never overflows */
+        float r = 1.0f / (1.0f + e);
+        return v >= 0.0f ? r : e * r;
+    }
+
+    /* `save` is a literal at each call of these bodies, so every loop compiles without
+     * branches; `restrict` tells GCC the rows do not overlap, so it can vectorise them. */
+    #define MINNET_INLINE static inline __attribute__((always_inline))
+    MINNET_INLINE void minnet_lstm_fwd_body(const float *restrict xr, const float *restrict hr,
+                                            const float *restrict bi, const float *restrict bh,
+                                            float *restrict h, float *restrict c,
+                                            float *restrict s, const int save, int H) {
+        for (int j = 0; j < H; j++) {
+            float gi = minnet_rnn_sigmoid_f((xr[j] + bi[j]) + (hr[j] + bh[j]));
+            float gf = minnet_rnn_sigmoid_f((xr[H + j] + bi[H + j]) + (hr[H + j] + bh[H + j]));
+            float gg = minnet_tanh_f((xr[2*H + j] + bi[2*H + j]) + (hr[2*H + j] + bh[2*H + j]));
+            float go = minnet_rnn_sigmoid_f((xr[3*H + j] + bi[3*H + j]) + (hr[3*H + j] + bh[3*H + j]));
+            float cn = gf * c[j] + gi * gg;
+            c[j] = cn;
+            h[j] = go * minnet_tanh_f(cn);
+            if (save) { s[j] = gi; s[H + j] = gf; s[2*H + j] = gg; s[3*H + j] = go; }
+        }
+    }
+    MINNET_FAST_CLONES
+    static void minnet_lstm_fwd_row_f(const float *xr, const float *hr, const float *bi,
+                                      const float *bh, float *h, float *c, float *s,
+                                      int save, int H) {
+        if (save) minnet_lstm_fwd_body(xr, hr, bi, bh, h, c, s, 1, H);
+        else minnet_lstm_fwd_body(xr, hr, bi, bh, h, c, s, 0, H);
+    }
+
+    MINNET_FAST_CLONES
+    static void minnet_lstm_bwd_row_f(const float *restrict s, const float *restrict cp,
+                                      const float *restrict dh, const float *restrict dy,
+                                      float *restrict dc, float *restrict gx,
+                                      float *restrict dnext, int H) {
+        for (int j = 0; j < H; j++) {
+            float d = dh[j] + dy[j];
+            float gi = s[j], gf = s[H + j], gg = s[2*H + j], go = s[3*H + j];
+            float tc = minnet_tanh_f(gf * cp[j] + gi * gg);
+            float dcj = dc[j] + d * go * (1.0f - tc * tc);
+            gx[j] = dcj * gg * gi * (1.0f - gi);
+            gx[H + j] = dcj * cp[j] * gf * (1.0f - gf);
+            gx[2*H + j] = dcj * gi * (1.0f - gg * gg);
+            gx[3*H + j] = d * tc * go * (1.0f - go);
+            dc[j] = dcj * gf;
+            dnext[j] = 0.0f;
+        }
+    }
+
+    MINNET_INLINE void minnet_gru_fwd_body(const float *restrict xr, const float *restrict hr,
+                                           const float *restrict bi, const float *restrict bh,
+                                           float *restrict h, float *restrict s, const int save,
+                                           int H) {
+        for (int j = 0; j < H; j++) {
+            float r = minnet_rnn_sigmoid_f((xr[j] + bi[j]) + (hr[j] + bh[j]));
+            float z = minnet_rnn_sigmoid_f((xr[H + j] + bi[H + j]) + (hr[H + j] + bh[H + j]));
+            float hh = hr[2*H + j] + bh[2*H + j];
+            float n = minnet_tanh_f((xr[2*H + j] + bi[2*H + j]) + r * hh);
+            h[j] = n + z * (h[j] - n);
+            if (save) { s[j] = r; s[H + j] = z; s[2*H + j] = n; s[3*H + j] = hh; }
+        }
+    }
+    MINNET_FAST_CLONES
+    static void minnet_gru_fwd_row_f(const float *xr, const float *hr, const float *bi,
+                                     const float *bh, float *h, float *s, int save, int H) {
+        if (save) minnet_gru_fwd_body(xr, hr, bi, bh, h, s, 1, H);
+        else minnet_gru_fwd_body(xr, hr, bi, bh, h, s, 0, H);
+    }
+
+    MINNET_FAST_CLONES
+    static void minnet_gru_bwd_row_f(const float *restrict s, const float *restrict hp,
+                                     const float *restrict dh, const float *restrict dy,
+                                     float *restrict gx, float *restrict gh,
+                                     float *restrict dnext, int H) {
+        for (int j = 0; j < H; j++) {
+            float d = dh[j] + dy[j];
+            float r = s[j], z = s[H + j], n = s[2*H + j], hh = s[3*H + j];
+            float dn = d * (1.0f - z) * (1.0f - n * n);
+            float dz = d * (hp[j] - n) * z * (1.0f - z);
+            float dr = dn * hh * r * (1.0f - r);
+            gx[j] = dr; gx[H + j] = dz; gx[2*H + j] = dn;
+            gh[j] = dr; gh[H + j] = dz; gh[2*H + j] = dn * r;
+            dnext[j] = d * z;
+        }
+    }
+
+    MINNET_FAST_CLONES
+    static void minnet_rnn_tanh_fwd_row_f(const float *restrict xr, const float *restrict hr,
+                                          const float *restrict bi, const float *restrict bh,
+                                          float *restrict h, float *restrict s, int save, int H) {
+        for (int j = 0; j < H; j++)
+            h[j] = minnet_tanh_f((xr[j] + bi[j]) + (hr[j] + bh[j]));
+        if (save)
+            for (int j = 0; j < H; j++) s[j] = h[j];
+    }
+    """
+    void minnet_lstm_fwd_row_f(const float* xr, const float* hr, const float* bi,
+                               const float* bh, float* h, float* c, float* s, int save,
+                               int H) noexcept nogil
+    void minnet_lstm_bwd_row_f(const float* s, const float* cp, const float* dh,
+                               const float* dy, float* dc, float* gx, float* dnext,
+                               int H) noexcept nogil
+    void minnet_gru_fwd_row_f(const float* xr, const float* hr, const float* bi,
+                              const float* bh, float* h, float* s, int save, int H) noexcept nogil
+    void minnet_gru_bwd_row_f(const float* s, const float* hp, const float* dh,
+                              const float* dy, float* gx, float* gh, float* dnext,
+                              int H) noexcept nogil
+    void minnet_rnn_tanh_fwd_row_f(const float* xr, const float* hr, const float* bi,
+                                   const float* bh, float* h, float* s, int save,
+                                   int H) noexcept nogil
 
 import numpy as np
 
@@ -124,6 +242,16 @@ cdef void _forward_rows(int mode, int n, int tt, int T, int H,
             memcpy(cprev + row * H, cn, H * sizeof(floating))
     if masked:
         return
+    if floating is float:
+        if mode == _LSTM:
+            minnet_lstm_fwd_row_f(xr, hr, b_ih, b_hh, hn, cn, s, save, H)
+            return
+        if mode == _GRU:
+            minnet_gru_fwd_row_f(xr, hr, b_ih, b_hh, hn, s, save, H)
+            return
+        if mode == _RNN_TANH:
+            minnet_rnn_tanh_fwd_row_f(xr, hr, b_ih, b_hh, hn, s, save, H)
+            return
     if mode == _LSTM:
         for j in range(H):
             gi = _sigmoid((xr[j] + b_ih[j]) + (hr[j] + b_hh[j]))
@@ -220,6 +348,13 @@ cdef void _backward_rows(int mode, int n, int tt, int T, int H,
         if mode == _GRU:
             memset(gh, 0, G * sizeof(floating))
         return
+    if floating is float:
+        if mode == _LSTM:
+            minnet_lstm_bwd_row_f(s, cp, dhr, dyr, dcr, gx, dnext, H)
+            return
+        if mode == _GRU:
+            minnet_gru_bwd_row_f(s, hp, dhr, dyr, gx, gh, dnext, H)
+            return
     if mode == _LSTM:
         for j in range(H):
             d = dhr[j] + dyr[j] if has_dy else dhr[j]
@@ -445,11 +580,12 @@ def recurrent_backward(int mode, x, w_ih, w_hh, hprev, cprev, saved, mask, bint 
     has_mask = mask is not None
     if not has_mask:
         mask = np.ones((1, 1), dtype=np.uint8)
-    has_dy = dy is not None
-    if has_dy:
-        dy = _contig("dy", np.ascontiguousarray(dy, dtype=dtype), dtype, (N, T, H))
+    # The float32 gate passes always read dy (no branch in their loops): zeros when absent.
+    has_dy = True
+    if dy is None:
+        dy = np.zeros((N, T, H), dtype=dtype)
     else:
-        dy = np.empty((1, 1, 1), dtype=dtype)
+        dy = _contig("dy", np.ascontiguousarray(dy, dtype=dtype), dtype, (N, T, H))
     dh = np.zeros((N, H), dtype=dtype) if dh_n is None else np.array(dh_n, dtype=dtype, order="C")
     dc = np.zeros((N, H) if is_lstm else (1, 1), dtype=dtype)
     if is_lstm and dc_n is not None:
