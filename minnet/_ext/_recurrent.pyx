@@ -46,30 +46,40 @@ cdef extern from *:
         return v >= 0.0f ? r : e * r;
     }
 
-    /* `save` is a literal at each call of these bodies, so every loop compiles without
-     * branches; `restrict` tells GCC the rows do not overlap, so it can vectorise them. */
+    /* Each row is done in short single-purpose loops over the gate values (pre-activation,
+     * then sigmoid or tanh in place, then the state update): loops this simple GCC
+     * vectorises (one long loop with several selects it left scalar). `hr` is the row of
+     * the step's scratch h @ W_hhᵀ, overwritten with the gates; `restrict`: rows never
+     * overlap. */
     #define MINNET_INLINE static inline __attribute__((always_inline))
-    MINNET_INLINE void minnet_lstm_fwd_body(const float *restrict xr, const float *restrict hr,
-                                            const float *restrict bi, const float *restrict bh,
-                                            float *restrict h, float *restrict c,
-                                            float *restrict s, const int save, int H) {
-        for (int j = 0; j < H; j++) {
-            float gi = minnet_rnn_sigmoid_f((xr[j] + bi[j]) + (hr[j] + bh[j]));
-            float gf = minnet_rnn_sigmoid_f((xr[H + j] + bi[H + j]) + (hr[H + j] + bh[H + j]));
-            float gg = minnet_tanh_f((xr[2*H + j] + bi[2*H + j]) + (hr[2*H + j] + bh[2*H + j]));
-            float go = minnet_rnn_sigmoid_f((xr[3*H + j] + bi[3*H + j]) + (hr[3*H + j] + bh[3*H + j]));
-            float cn = gf * c[j] + gi * gg;
-            c[j] = cn;
-            h[j] = go * minnet_tanh_f(cn);
-            if (save) { s[j] = gi; s[H + j] = gf; s[2*H + j] = gg; s[3*H + j] = go; }
-        }
+    MINNET_INLINE void minnet_sigmoid_inplace(float *restrict v, int n) {
+        for (int j = 0; j < n; j++) v[j] = minnet_rnn_sigmoid_f(v[j]);
     }
+    MINNET_INLINE void minnet_tanh_inplace(float *restrict v, int n) {
+        for (int j = 0; j < n; j++) v[j] = minnet_tanh_f(v[j]);
+    }
+    MINNET_INLINE void minnet_preact(const float *restrict xr, float *restrict hr,
+                                     const float *restrict bi, const float *restrict bh, int n) {
+        for (int j = 0; j < n; j++) hr[j] = (xr[j] + bi[j]) + (hr[j] + bh[j]);
+    }
+
     MINNET_FAST_CLONES
-    static void minnet_lstm_fwd_row_f(const float *xr, const float *hr, const float *bi,
-                                      const float *bh, float *h, float *c, float *s,
-                                      int save, int H) {
-        if (save) minnet_lstm_fwd_body(xr, hr, bi, bh, h, c, s, 1, H);
-        else minnet_lstm_fwd_body(xr, hr, bi, bh, h, c, s, 0, H);
+    static void minnet_lstm_fwd_row_f(const float *restrict xr, float *restrict hr,
+                                      const float *restrict bi, const float *restrict bh,
+                                      float *restrict h, float *restrict c,
+                                      float *restrict s, int save, int H) {
+        minnet_preact(xr, hr, bi, bh, 4 * H);
+        minnet_sigmoid_inplace(hr, 2 * H);
+        minnet_tanh_inplace(hr + 2 * H, H);
+        minnet_sigmoid_inplace(hr + 3 * H, H);
+        for (int j = 0; j < H; j++) {
+            float cn = hr[H + j] * c[j] + hr[j] * hr[2 * H + j];
+            c[j] = cn;
+            h[j] = cn;
+        }
+        minnet_tanh_inplace(h, H);
+        for (int j = 0; j < H; j++) h[j] *= hr[3 * H + j];
+        if (save) memcpy(s, hr, 4 * (size_t)H * sizeof(float));
     }
 
     MINNET_FAST_CLONES
@@ -77,38 +87,44 @@ cdef extern from *:
                                       const float *restrict dh, const float *restrict dy,
                                       float *restrict dc, float *restrict gx,
                                       float *restrict dnext, int H) {
+        const float *gi = s, *gf = s + H, *gg = s + 2 * H, *go = s + 3 * H;
+        for (int j = 0; j < H; j++) dnext[j] = gf[j] * cp[j] + gi[j] * gg[j];
+        minnet_tanh_inplace(dnext, H);            /* tanh(c_t), recomputed */
         for (int j = 0; j < H; j++) {
             float d = dh[j] + dy[j];
-            float gi = s[j], gf = s[H + j], gg = s[2*H + j], go = s[3*H + j];
-            float tc = minnet_tanh_f(gf * cp[j] + gi * gg);
-            float dcj = dc[j] + d * go * (1.0f - tc * tc);
-            gx[j] = dcj * gg * gi * (1.0f - gi);
-            gx[H + j] = dcj * cp[j] * gf * (1.0f - gf);
-            gx[2*H + j] = dcj * gi * (1.0f - gg * gg);
-            gx[3*H + j] = d * tc * go * (1.0f - go);
-            dc[j] = dcj * gf;
-            dnext[j] = 0.0f;
+            float tc = dnext[j];
+            float dcj = dc[j] + d * go[j] * (1.0f - tc * tc);
+            gx[j] = dcj * gg[j] * gi[j] * (1.0f - gi[j]);
+            gx[H + j] = dcj * cp[j] * gf[j] * (1.0f - gf[j]);
+            gx[2 * H + j] = dcj * gi[j] * (1.0f - gg[j] * gg[j]);
+            gx[3 * H + j] = d * tc * go[j] * (1.0f - go[j]);
+            dc[j] = dcj * gf[j];
         }
+        for (int j = 0; j < H; j++) dnext[j] = 0.0f;
     }
 
-    MINNET_INLINE void minnet_gru_fwd_body(const float *restrict xr, const float *restrict hr,
-                                           const float *restrict bi, const float *restrict bh,
-                                           float *restrict h, float *restrict s, const int save,
-                                           int H) {
-        for (int j = 0; j < H; j++) {
-            float r = minnet_rnn_sigmoid_f((xr[j] + bi[j]) + (hr[j] + bh[j]));
-            float z = minnet_rnn_sigmoid_f((xr[H + j] + bi[H + j]) + (hr[H + j] + bh[H + j]));
-            float hh = hr[2*H + j] + bh[2*H + j];
-            float n = minnet_tanh_f((xr[2*H + j] + bi[2*H + j]) + r * hh);
-            h[j] = n + z * (h[j] - n);
-            if (save) { s[j] = r; s[H + j] = z; s[2*H + j] = n; s[3*H + j] = hh; }
-        }
-    }
+    /* GRU: hr has 4H columns, [h W_rᵀ, h W_zᵀ, h W_nᵀ, scratch]. */
     MINNET_FAST_CLONES
-    static void minnet_gru_fwd_row_f(const float *xr, const float *hr, const float *bi,
-                                     const float *bh, float *h, float *s, int save, int H) {
-        if (save) minnet_gru_fwd_body(xr, hr, bi, bh, h, s, 1, H);
-        else minnet_gru_fwd_body(xr, hr, bi, bh, h, s, 0, H);
+    static void minnet_gru_fwd_row_f(const float *restrict xr, float *restrict hr,
+                                     const float *restrict bi, const float *restrict bh,
+                                     float *restrict h, float *restrict s, int save, int H) {
+        minnet_preact(xr, hr, bi, bh, 2 * H);
+        minnet_sigmoid_inplace(hr, 2 * H);
+        for (int j = 0; j < H; j++) {
+            float hh = hr[2 * H + j] + bh[2 * H + j];
+            hr[2 * H + j] = hh;
+            hr[3 * H + j] = (xr[2 * H + j] + bi[2 * H + j]) + hr[j] * hh;
+        }
+        minnet_tanh_inplace(hr + 3 * H, H);
+        for (int j = 0; j < H; j++) {
+            float n = hr[3 * H + j];
+            h[j] = n + hr[H + j] * (h[j] - n);
+        }
+        if (save) {   /* saved order: r, z, n, W_hn h + b_hn */
+            memcpy(s, hr, 2 * (size_t)H * sizeof(float));
+            memcpy(s + 2 * H, hr + 3 * H, (size_t)H * sizeof(float));
+            memcpy(s + 3 * H, hr + 2 * H, (size_t)H * sizeof(float));
+        }
     }
 
     MINNET_FAST_CLONES
@@ -129,27 +145,27 @@ cdef extern from *:
     }
 
     MINNET_FAST_CLONES
-    static void minnet_rnn_tanh_fwd_row_f(const float *restrict xr, const float *restrict hr,
+    static void minnet_rnn_tanh_fwd_row_f(const float *restrict xr, float *restrict hr,
                                           const float *restrict bi, const float *restrict bh,
                                           float *restrict h, float *restrict s, int save, int H) {
-        for (int j = 0; j < H; j++)
-            h[j] = minnet_tanh_f((xr[j] + bi[j]) + (hr[j] + bh[j]));
-        if (save)
-            for (int j = 0; j < H; j++) s[j] = h[j];
+        minnet_preact(xr, hr, bi, bh, H);
+        minnet_tanh_inplace(hr, H);
+        memcpy(h, hr, (size_t)H * sizeof(float));
+        if (save) memcpy(s, hr, (size_t)H * sizeof(float));
     }
     """
-    void minnet_lstm_fwd_row_f(const float* xr, const float* hr, const float* bi,
+    void minnet_lstm_fwd_row_f(const float* xr, float* hr, const float* bi,
                                const float* bh, float* h, float* c, float* s, int save,
                                int H) noexcept nogil
     void minnet_lstm_bwd_row_f(const float* s, const float* cp, const float* dh,
                                const float* dy, float* dc, float* gx, float* dnext,
                                int H) noexcept nogil
-    void minnet_gru_fwd_row_f(const float* xr, const float* hr, const float* bi,
+    void minnet_gru_fwd_row_f(const float* xr, float* hr, const float* bi,
                               const float* bh, float* h, float* s, int save, int H) noexcept nogil
     void minnet_gru_bwd_row_f(const float* s, const float* hp, const float* dh,
                               const float* dy, float* gx, float* gh, float* dnext,
                               int H) noexcept nogil
-    void minnet_rnn_tanh_fwd_row_f(const float* xr, const float* hr, const float* bi,
+    void minnet_rnn_tanh_fwd_row_f(const float* xr, float* hr, const float* bi,
                                    const float* bh, float* h, float* s, int save,
                                    int H) noexcept nogil
 
@@ -218,7 +234,7 @@ def saved_per_step(int mode):
 # ----------------------------------------------------------------------- forward
 
 cdef void _forward_rows(int mode, int n, int tt, int T, int H,
-                        const floating* xp, const floating* hp,
+                        const floating* xp, floating* hp,
                         const floating* b_ih, const floating* b_hh,
                         floating* h, floating* c,                          # INOUT (N, H)
                         floating* hprev, floating* cprev, floating* sv,    # OUT saved
@@ -228,7 +244,8 @@ cdef void _forward_rows(int mode, int n, int tt, int T, int H,
     cdef int S = 4 * H if mode == _LSTM or mode == _GRU else H
     cdef int64_t row = <int64_t> n * T + tt
     cdef const floating* xr = xp + row * G
-    cdef const floating* hr = hp + <int64_t> n * G
+    # hp rows hold h @ W_hhᵀ (G values; GRU rows have H more for scratch)
+    cdef floating* hr = hp + <int64_t> n * (4 * H if mode == _GRU else G)
     cdef floating* hn = h + <int64_t> n * H
     cdef floating* cn = c + <int64_t> n * H
     cdef floating* s = sv + row * S
@@ -308,7 +325,7 @@ cdef void _forward(int mode, int N, int T, int I, int H,
     for step in range(T):
         tt = T - 1 - step if reverse else step
         gemm_parallel(False, True, N, G, H, <floating> 1, h, H, w_hh, H,
-                      <floating> 0, hp, G, n_threads)
+                      <floating> 0, hp, 4 * H if mode == _GRU else G, n_threads)
         for n in prange(N, schedule="static", num_threads=team):
             masked = has_mask and mask[<int64_t> n * T + tt] == 0
             _forward_rows(mode, n, tt, T, H, xp, hp, b_ih, b_hh, h, c, hprev, cprev, sv,
@@ -525,7 +542,7 @@ def recurrent_forward(int mode, x, w_ih, w_hh, b_ih, b_hh, h0, c0, mask, bint re
     cprev = np.empty((N, T, H), dtype=dtype) if save and is_lstm else np.empty((1, 1, 1), dtype=dtype)
     sv = np.empty((N, T, S), dtype=dtype) if save else np.empty((1, 1, 1), dtype=dtype)
     xp = np.empty((N, T, G), dtype=dtype)
-    hp = np.empty((N, G), dtype=dtype)
+    hp = np.empty((N, 4 * H if mode == GRU else G), dtype=dtype)   # GRU rows: H of scratch
     if N > 0 and T > 0:
         if dtype == np.float32:
             _forward_dispatch[float](mode, x, w_ih, w_hh, b_ih, b_hh, mask, has_mask, reverse,
