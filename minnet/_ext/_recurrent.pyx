@@ -418,13 +418,16 @@ cdef void _backward_rows(int mode, int n, int tt, int T, int H,
 
 cdef void _column_sums(int64_t rows, int cols, const floating* a, floating* out,
                        int n_threads) noexcept nogil:
-    """out[j] = sum_i a[i, j], rows added in order (threads split the columns)."""
-    cdef int n_blocks = (cols + 31) // 32
+    """out[j] = sum_i a[i, j], rows added in order; threads split the columns into
+    contiguous chunks (one streaming pass over the rows each)."""
+    cdef int team = _team(rows * cols, n_threads)
+    cdef int chunk = ((cols + team - 1) // team + 15) // 16 * 16
+    cdef int n_chunks = (cols + chunk - 1) // chunk
     cdef int block, j, j0, j1
     cdef int64_t i
-    for block in prange(n_blocks, schedule="static", num_threads=_team(rows * cols, n_threads)):
-        j0 = block * 32
-        j1 = j0 + 32 if j0 + 32 < cols else cols
+    for block in prange(n_chunks, schedule="static", num_threads=team):
+        j0 = block * chunk
+        j1 = j0 + chunk if j0 + chunk < cols else cols
         for j in range(j0, j1):
             out[j] = 0
         for i in range(rows):
