@@ -27,6 +27,8 @@ from minnet.layers.regularization import AlphaDropout, Dropout, SpatialDropout2D
 from minnet.layers.activation import ELU, LeakyReLU, ReLU, SELU, Sigmoid, Softmax, Tanh
 from minnet.layers.embedding import Embedding, Masking
 from minnet.layers.recurrent import GRU, LSTM, Bidirectional, SimpleRNN, TimeDistributed
+from minnet.layers.convolutional1d import (AveragePooling1D, Conv1D, GlobalAveragePooling1D,
+                                           GlobalMaxPooling1D, MaxPooling1D)
 
 __all__ = [
     "Layer", "Input", "Dense", "Flatten", "Reshape", "Lambda", "Activation", "Conv2D",
@@ -34,7 +36,9 @@ __all__ = [
     "Dropout", "AlphaDropout", "SpatialDropout2D", "ReLU", "LeakyReLU", "ELU", "SELU",
     "Sigmoid", "Tanh", "Softmax", "serialize", "deserialize", "register_layer", "get",
 ]
-_SEQUENCE_LAYERS = (Embedding, Masking, SimpleRNN, LSTM, GRU, Bidirectional, TimeDistributed)
+_SEQUENCE_LAYERS = (Embedding, Masking, SimpleRNN, LSTM, GRU, Bidirectional, TimeDistributed,
+                    Conv1D, MaxPooling1D, AveragePooling1D, GlobalMaxPooling1D,
+                    GlobalAveragePooling1D)
 __all__ += [cls.__name__ for cls in _SEQUENCE_LAYERS]
 
 _BUILTINS = (Input, Dense, Flatten, Reshape, Lambda, Activation, Conv2D, MaxPooling2D,
