@@ -14,6 +14,7 @@ import os
 import numpy as np
 
 from minnet import _random
+from minnet.datasets.sequence_tasks import make_sequence_task  # noqa: F401
 
 __all__ = ["load_digits", "make_blobs", "make_regression"]
 
