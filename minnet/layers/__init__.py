@@ -29,6 +29,7 @@ from minnet.layers.embedding import Embedding, Masking
 from minnet.layers.recurrent import GRU, LSTM, Bidirectional, SimpleRNN, TimeDistributed
 from minnet.layers.convolutional1d import (AveragePooling1D, Conv1D, GlobalAveragePooling1D,
                                            GlobalMaxPooling1D, MaxPooling1D)
+from minnet.layers.text_vectorization import TextVectorization
 
 __all__ = [
     "Layer", "Input", "Dense", "Flatten", "Reshape", "Lambda", "Activation", "Conv2D",
@@ -38,7 +39,7 @@ __all__ = [
 ]
 _SEQUENCE_LAYERS = (Embedding, Masking, SimpleRNN, LSTM, GRU, Bidirectional, TimeDistributed,
                     Conv1D, MaxPooling1D, AveragePooling1D, GlobalMaxPooling1D,
-                    GlobalAveragePooling1D)
+                    GlobalAveragePooling1D, TextVectorization)
 __all__ += [cls.__name__ for cls in _SEQUENCE_LAYERS]
 
 _BUILTINS = (Input, Dense, Flatten, Reshape, Lambda, Activation, Conv2D, MaxPooling2D,
