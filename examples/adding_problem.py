@@ -6,8 +6,9 @@ is the sum of their values (mn.datasets.make_sequence_task("adding")). Always an
 marked value across up to SEQ_LEN steps.
 
 Fixed setup: seed 0, SEQ_LEN = 40, 32 units, Adam(learning rate 0.01), batch 64, STEPS
-gradient steps on fresh batches, then the test MSE on 1,000 new sequences. Expect the
-LSTM's MSE far below 0.167 and the SimpleRNN's near it.
+gradient steps on fresh batches, then the test MSE on 1,000 new sequences. Measured
+(full run, 2026-11-30): LSTM test MSE 0.0003, SimpleRNN 0.1505 (guessing 1.0: 0.156);
+|dL/dx_t| first/last step 1.6 for the LSTM, 4.9e-06 for the SimpleRNN.
 
 Why: the printout shows, for each model, the norm of d(loss)/d(input at step t) for the
 first, middle and last steps of a test batch. Through a SimpleRNN it shrinks by a factor
