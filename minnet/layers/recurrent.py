@@ -202,6 +202,11 @@ class _RNN(_SequenceLayer):
     def compute_mask(self, inputs, mask=None):
         return mask if self.return_sequences else None
 
+    def count_flops(self, input_shape):
+        """The two GEMMs per step, ``2 * N * T * G*units * (features + units)`` (gates excluded)."""
+        n, t, features = (1 if s is None else int(s) for s in tuple(input_shape))
+        return 2 * n * t * self._gates * self.units * (features + self.units)
+
     def compute_output_shape(self, input_shape):
         input_shape = tuple(input_shape)
         out = (input_shape[0], input_shape[1], self.units) if self.return_sequences \
