@@ -63,6 +63,19 @@ cdef extern from *:
         for (int j = 0; j < n; j++) hr[j] = (xr[j] + bi[j]) + (hr[j] + bh[j]);
     }
 
+    MINNET_FAST_CLONES __attribute__((noinline))
+    static void minnet_lstm_update(const float *restrict gi, const float *restrict gf,
+                                   const float *restrict gg, const float *restrict go,
+                                   float *restrict c, float *restrict h, int H) {
+        for (int j = 0; j < H; j++) {
+            float cn = gf[j] * c[j] + gi[j] * gg[j];
+            c[j] = cn;
+            h[j] = cn;
+        }
+        minnet_tanh_inplace(h, H);
+        for (int j = 0; j < H; j++) h[j] *= go[j];
+    }
+
     MINNET_FAST_CLONES
     static void minnet_lstm_fwd_row_f(const float *restrict xr, float *restrict hr,
                                       const float *restrict bi, const float *restrict bh,
@@ -72,54 +85,80 @@ cdef extern from *:
         minnet_sigmoid_inplace(hr, 2 * H);
         minnet_tanh_inplace(hr + 2 * H, H);
         minnet_sigmoid_inplace(hr + 3 * H, H);
-        for (int j = 0; j < H; j++) {
-            float cn = hr[H + j] * c[j] + hr[j] * hr[2 * H + j];
-            c[j] = cn;
-            h[j] = cn;
-        }
-        minnet_tanh_inplace(h, H);
-        for (int j = 0; j < H; j++) h[j] *= hr[3 * H + j];
+        minnet_lstm_update(hr, hr + H, hr + 2 * H, hr + 3 * H, c, h, H);
         if (save) memcpy(s, hr, 4 * (size_t)H * sizeof(float));
     }
 
-    MINNET_FAST_CLONES
-    static void minnet_lstm_bwd_row_f(const float *restrict s, const float *restrict cp,
-                                      const float *restrict dh, const float *restrict dy,
-                                      float *restrict dc, float *restrict gx,
-                                      float *restrict dnext, int H) {
-        const float *gi = s, *gf = s + H, *gg = s + 2 * H, *go = s + 3 * H;
-        for (int j = 0; j < H; j++) dnext[j] = gf[j] * cp[j] + gi[j] * gg[j];
-        minnet_tanh_inplace(dnext, H);            /* tanh(c_t), recomputed */
+    /* The gate blocks of a row are passed as separate restrict pointers: with one pointer
+     * and offsets H, 2H, 3H GCC could not prove the blocks disjoint and fell back to its
+     * scalar loop at run time. */
+    MINNET_FAST_CLONES __attribute__((noinline))
+    static void minnet_lstm_bwd_body(const float *restrict gi, const float *restrict gf,
+                                     const float *restrict gg, const float *restrict go,
+                                     const float *restrict cp, const float *restrict dh,
+                                     const float *restrict dy, const float *restrict tc,
+                                     float *restrict dc, float *restrict dai,
+                                     float *restrict daf, float *restrict dag,
+                                     float *restrict dao, int H) {
         for (int j = 0; j < H; j++) {
             float d = dh[j] + dy[j];
-            float tc = dnext[j];
-            float dcj = dc[j] + d * go[j] * (1.0f - tc * tc);
-            gx[j] = dcj * gg[j] * gi[j] * (1.0f - gi[j]);
-            gx[H + j] = dcj * cp[j] * gf[j] * (1.0f - gf[j]);
-            gx[2 * H + j] = dcj * gi[j] * (1.0f - gg[j] * gg[j]);
-            gx[3 * H + j] = d * tc * go[j] * (1.0f - go[j]);
+            float dcj = dc[j] + d * go[j] * (1.0f - tc[j] * tc[j]);
+            dai[j] = dcj * gg[j] * gi[j] * (1.0f - gi[j]);
+            daf[j] = dcj * cp[j] * gf[j] * (1.0f - gf[j]);
+            dag[j] = dcj * gi[j] * (1.0f - gg[j] * gg[j]);
+            dao[j] = d * tc[j] * go[j] * (1.0f - go[j]);
             dc[j] = dcj * gf[j];
         }
-        for (int j = 0; j < H; j++) dnext[j] = 0.0f;
+    }
+
+    MINNET_FAST_CLONES __attribute__((noinline))
+    static void minnet_lstm_cell_tanh(const float *restrict gi, const float *restrict gf,
+                                      const float *restrict gg, const float *restrict cp,
+                                      float *restrict out, int H) {
+        for (int j = 0; j < H; j++) out[j] = gf[j] * cp[j] + gi[j] * gg[j];
+        minnet_tanh_inplace(out, H);
+    }
+
+    static void minnet_lstm_bwd_row_f(const float *s, const float *cp, const float *dh,
+                                      const float *dy, float *dc, float *gx, float *dnext,
+                                      int H) {
+        minnet_lstm_cell_tanh(s, s + H, s + 2 * H, cp, dnext, H);   /* tanh(c_t), recomputed */
+        minnet_lstm_bwd_body(s, s + H, s + 2 * H, s + 3 * H, cp, dh, dy, dnext, dc,
+                             gx, gx + H, gx + 2 * H, gx + 3 * H, H);
+        memset(dnext, 0, (size_t)H * sizeof(float));
     }
 
     /* GRU: hr has 4H columns, [h W_rᵀ, h W_zᵀ, h W_nᵀ, scratch]. */
-    MINNET_FAST_CLONES
-    static void minnet_gru_fwd_row_f(const float *restrict xr, float *restrict hr,
-                                     const float *restrict bi, const float *restrict bh,
-                                     float *restrict h, float *restrict s, int save, int H) {
-        minnet_preact(xr, hr, bi, bh, 2 * H);
-        minnet_sigmoid_inplace(hr, 2 * H);
+    MINNET_FAST_CLONES __attribute__((noinline))
+    static void minnet_gru_n_pre(const float *restrict xn, const float *restrict bin,
+                                 const float *restrict bhn, const float *restrict r,
+                                 float *restrict hn, float *restrict npre, int H) {
         for (int j = 0; j < H; j++) {
-            float hh = hr[2 * H + j] + bh[2 * H + j];
-            hr[2 * H + j] = hh;
-            hr[3 * H + j] = (xr[2 * H + j] + bi[2 * H + j]) + hr[j] * hh;
+            float hh = hn[j] + bhn[j];
+            hn[j] = hh;
+            npre[j] = (xn[j] + bin[j]) + r[j] * hh;
         }
-        minnet_tanh_inplace(hr + 3 * H, H);
-        for (int j = 0; j < H; j++) {
-            float n = hr[3 * H + j];
-            h[j] = n + hr[H + j] * (h[j] - n);
-        }
+        minnet_tanh_inplace(npre, H);
+    }
+
+    MINNET_FAST_CLONES __attribute__((noinline))
+    static void minnet_gru_update(const float *restrict z, const float *restrict n,
+                                  float *restrict h, int H) {
+        for (int j = 0; j < H; j++) h[j] = n[j] + z[j] * (h[j] - n[j]);
+    }
+
+    MINNET_FAST_CLONES __attribute__((noinline))
+    static void minnet_gru_gates_rz(const float *restrict xr, float *restrict hr,
+                                    const float *restrict bi, const float *restrict bh, int n) {
+        minnet_preact(xr, hr, bi, bh, n);
+        minnet_sigmoid_inplace(hr, n);
+    }
+
+    static void minnet_gru_fwd_row_f(const float *xr, float *hr, const float *bi,
+                                     const float *bh, float *h, float *s, int save, int H) {
+        minnet_gru_gates_rz(xr, hr, bi, bh, 2 * H);
+        minnet_gru_n_pre(xr + 2 * H, bi + 2 * H, bh + 2 * H, hr, hr + 2 * H, hr + 3 * H, H);
+        minnet_gru_update(hr + H, hr + 3 * H, h, H);
         if (save) {   /* saved order: r, z, n, W_hn h + b_hn */
             memcpy(s, hr, 2 * (size_t)H * sizeof(float));
             memcpy(s + 2 * H, hr + 3 * H, (size_t)H * sizeof(float));
@@ -127,21 +166,30 @@ cdef extern from *:
         }
     }
 
-    MINNET_FAST_CLONES
-    static void minnet_gru_bwd_row_f(const float *restrict s, const float *restrict hp,
-                                     const float *restrict dh, const float *restrict dy,
-                                     float *restrict gx, float *restrict gh,
-                                     float *restrict dnext, int H) {
+    MINNET_FAST_CLONES __attribute__((noinline))
+    static void minnet_gru_bwd_body(const float *restrict r, const float *restrict z,
+                                    const float *restrict n, const float *restrict hh,
+                                    const float *restrict hp, const float *restrict dh,
+                                    const float *restrict dy, float *restrict dxr,
+                                    float *restrict dxz, float *restrict dxn,
+                                    float *restrict dhr, float *restrict dhz,
+                                    float *restrict dhn, float *restrict dnext, int H) {
         for (int j = 0; j < H; j++) {
             float d = dh[j] + dy[j];
-            float r = s[j], z = s[H + j], n = s[2*H + j], hh = s[3*H + j];
-            float dn = d * (1.0f - z) * (1.0f - n * n);
-            float dz = d * (hp[j] - n) * z * (1.0f - z);
-            float dr = dn * hh * r * (1.0f - r);
-            gx[j] = dr; gx[H + j] = dz; gx[2*H + j] = dn;
-            gh[j] = dr; gh[H + j] = dz; gh[2*H + j] = dn * r;
-            dnext[j] = d * z;
+            float dn = d * (1.0f - z[j]) * (1.0f - n[j] * n[j]);
+            float dz = d * (hp[j] - n[j]) * z[j] * (1.0f - z[j]);
+            float dr = dn * hh[j] * r[j] * (1.0f - r[j]);
+            dxr[j] = dr; dxz[j] = dz; dxn[j] = dn;
+            dhr[j] = dr; dhz[j] = dz; dhn[j] = dn * r[j];
+            dnext[j] = d * z[j];
         }
+    }
+
+    static void minnet_gru_bwd_row_f(const float *s, const float *hp, const float *dh,
+                                     const float *dy, float *gx, float *gh, float *dnext,
+                                     int H) {
+        minnet_gru_bwd_body(s, s + H, s + 2 * H, s + 3 * H, hp, dh, dy, gx, gx + H, gx + 2 * H,
+                            gh, gh + H, gh + 2 * H, dnext, H);
     }
 
     MINNET_FAST_CLONES
