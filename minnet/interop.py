@@ -218,6 +218,8 @@ def _plan_layer(layer):
         return [_Step("act", layer, name="softmax", dim=layer.axis)]
     if kind is L.Activation:
         return [_activation_step(_activation_name(layer.activation, layer), layer)]
+    if kind in (L.SimpleRNN, L.LSTM, L.GRU, L.Bidirectional):
+        return _recurrent_plan(layer, L)
     raise ValueError(f"Layer '{layer.name}' of type {type(layer).__name__} has no PyTorch twin in "
                      f"minnet.interop. Supported layers: Input, Dense, Conv2D, BatchNormalization, "
                      f"MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, Flatten, Reshape, "
@@ -264,6 +266,8 @@ def _slots(step):
         if layer.use_bias:
             slots.append(("bias", layer.bias, None, True))
         return slots
+    if step.kind == "rnn":
+        return _recurrent_slots(step)
     if step.kind == "bn":
         slots = []
         channels = layer.num_features
@@ -477,7 +481,66 @@ def _module(nn, step):
         return nn.Dropout2d(args["p"])
     if kind == "act":
         return _activation_module(nn, step)
+    if kind == "rnn":
+        return _recurrent_module(nn, step)
     raise AssertionError(f"unknown step kind {kind!r}")
+
+
+# ---------------------------------------------------------------------------- recurrent layers
+# SimpleRNN / LSTM / GRU (and Bidirectional over one of them, merge_mode="concat") become a
+# torch.nn.RNN / LSTM / GRU (batch_first=True) whose forward returns what the minnet layer
+# returns: the output sequence, or the last hidden state. Same weight layouts, so the
+# weights copy as they are. Masks, go_backwards and return_state have no twin here.
+
+def _recurrent_plan(layer, L):
+    inner = layer.forward_layer if isinstance(layer, L.Bidirectional) else layer
+    bidirectional = isinstance(layer, L.Bidirectional)
+    if bidirectional and layer.merge_mode != "concat":
+        raise ValueError(f"Layer '{layer.name}': only merge_mode='concat' has a PyTorch twin "
+                         f"(bidirectional=True). Received merge_mode={layer.merge_mode!r}")
+    if inner.go_backwards or inner.return_state or inner.stateful:
+        raise ValueError(f"Layer '{layer.name}': go_backwards, return_state and stateful have no "
+                         f"PyTorch twin in minnet.interop.")
+    _input_shape(layer)
+    cell = {L.LSTM: "LSTM", L.GRU: "GRU", L.SimpleRNN: "RNN"}[type(inner)]
+    return [_Step("rnn", layer, cell=cell, bidirectional=bidirectional, inner=inner)]
+
+
+def _recurrent_slots(step):
+    layers_and_suffix = [(step.args["inner"], "_l0")]
+    if step.args["bidirectional"]:
+        layers_and_suffix = [(step.layer.forward_layer, "_l0"),
+                             (step.layer.backward_layer, "_l0_reverse")]
+    slots = []
+    for layer, suffix in layers_and_suffix:
+        names = ("weight_ih", "weight_hh") + (("bias_ih", "bias_hh") if layer.use_bias else ())
+        slots.extend((name + suffix, getattr(layer, name), None, True) for name in names)
+    return slots
+
+
+_RECURRENT_CLASSES = {}
+
+
+def _recurrent_module(nn, step):
+    inner = step.args["inner"]
+    base = getattr(nn, step.args["cell"])
+    cls = _RECURRENT_CLASSES.get(base)
+    if cls is None:
+        def forward(self, x):
+            y, state = base.forward(self, x)
+            if self.return_sequences:
+                return y
+            h = state[0] if isinstance(state, tuple) else state
+            return h.transpose(0, 1).reshape(h.shape[1], -1)   # (N, directions * units)
+
+        cls = type(f"Keras{base.__name__}", (base,), {"forward": forward})
+        _RECURRENT_CLASSES[base] = cls
+    kwargs = dict(batch_first=True, bias=inner.use_bias, bidirectional=step.args["bidirectional"])
+    if step.args["cell"] == "RNN":
+        kwargs["nonlinearity"] = "relu" if inner._mode == "relu" else "tanh"
+    module = cls(inner.input_dim, inner.units, **kwargs)
+    module.return_sequences = inner.return_sequences
+    return module
 
 
 def to_torch(model):
