@@ -543,6 +543,23 @@ def _recurrent_module(nn, step):
     return module
 
 
+def _recurrent_from_module(nn, module, common, L):
+    """SimpleRNN/LSTM/GRU (or Bidirectional) for a one-layer, batch-first torch RNN, such as
+    ``to_torch`` makes (its ``return_sequences`` attribute; True when absent)."""
+    if not module.batch_first or module.num_layers != 1 or getattr(module, "proj_size", 0):
+        raise ValueError("only one-layer, batch_first=True recurrent modules without proj_size "
+                         "have a minnet twin")
+    options = dict(use_bias=bool(module.bias),
+                   return_sequences=bool(getattr(module, "return_sequences", True)), **common)
+    if isinstance(module, nn.LSTM):
+        layer = L.LSTM(module.hidden_size, unit_forget_bias=False, **options)
+    elif isinstance(module, nn.GRU):
+        layer = L.GRU(module.hidden_size, **options)
+    else:
+        layer = L.SimpleRNN(module.hidden_size, activation=module.nonlinearity, **options)
+    return L.Bidirectional(layer) if module.bidirectional else layer
+
+
 def to_torch(model):
     """An equivalent ``torch.nn.Sequential`` with copies of the model's weights.
 
@@ -639,6 +656,8 @@ def _layer_from_module(nn, modules, i, shape, dtype, L):
     common = {"dtype": dtype}
     if kind is nn.Linear:
         return L.Dense(module.out_features, use_bias=module.bias is not None, **common), 1
+    if isinstance(module, (nn.RNN, nn.LSTM, nn.GRU)):
+        return _recurrent_from_module(nn, module, common, L), 1
     if kind is nn.Conv2d:
         return _conv_from_module(module, i, module.padding, common, L), 1
     if kind in (nn.ZeroPad2d, nn.ConstantPad2d):

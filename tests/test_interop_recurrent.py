@@ -28,3 +28,16 @@ def test_unsupported_options_raise(torch):
     model = mn.Sequential([layers.Input((6, 4)), layers.LSTM(3, go_backwards=True)])
     with pytest.raises(ValueError, match="go_backwards"):
         interop.to_torch(model)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: layers.LSTM(5, return_sequences=True),
+    lambda: layers.Bidirectional(layers.GRU(2)),
+    lambda: layers.SimpleRNN(3, activation="relu"),
+])
+def test_round_trip_through_torch(torch, make):
+    mn.manual_seed(1)
+    x = np.random.default_rng(1).standard_normal((2, 5, 4)).astype(np.float32)
+    model = mn.Sequential([layers.Input((5, 4)), make(), layers.Dense(2)])
+    back = interop.from_torch(interop.to_torch(model), (5, 4))
+    np.testing.assert_allclose(back.predict(x), model.predict(x), rtol=1e-6, atol=1e-7)
