@@ -41,3 +41,13 @@ def test_round_trip_through_torch(torch, make):
     model = mn.Sequential([layers.Input((5, 4)), make(), layers.Dense(2)])
     back = interop.from_torch(interop.to_torch(model), (5, 4))
     np.testing.assert_allclose(back.predict(x), model.predict(x), rtol=1e-6, atol=1e-7)
+
+
+def test_compare_recurrent_model(torch):
+    mn.manual_seed(0)
+    model = mn.Sequential([layers.Input((6, 4)), layers.LSTM(3, return_sequences=True),
+                           layers.GRU(2), layers.Dense(2)])
+    x = np.random.default_rng(2).standard_normal((3, 6, 4)).astype(np.float32)
+    report = interop.compare(model, interop.to_torch(model), x, np.array([0, 1, 1]),
+                             loss="cross_entropy")
+    assert report.ok, str(report)
