@@ -2,9 +2,10 @@
 
 One Python-level call runs a whole sequence; the time loop is in C:
 
-* forward: the input projection of all time steps is ONE GEMM, ``XP = X (N*T, I) @ W_ihᵀ``;
-  then per step one GEMM ``HP = h @ W_hhᵀ`` and ONE fused pass over the gates (``prange``
-  over the batch rows: biases, activations, the cell/state update, the mask);
+* forward: per step the input projection ``XP = X_t @ W_ihᵀ`` and ``HP = h @ W_hhᵀ`` (two
+  GEMMs; one GEMM over all N*T rows of X was measured slower: its (N, T, G) result came back
+  from memory step by step) and ONE fused pass over the gates (``prange`` over the batch
+  rows: biases, activations, the cell/state update, the mask);
 * backward (BPTT): per step one fused pass that turns ``dh`` (and ``dc``) into the gate
   gradients ``dG`` and one GEMM ``dh_prev += dG_t @ W_hh``; after the loop the weight
   gradients are ONE GEMM each (``dW_ih = dGᵀ @ X``, ``dW_hh = dGᵀ @ H_prev``), the input
@@ -291,7 +292,7 @@ cdef void _forward_rows(int mode, int n, int tt, int T, int H,
     cdef int G = 4 * H if mode == _LSTM else (3 * H if mode == _GRU else H)
     cdef int S = 4 * H if mode == _LSTM or mode == _GRU else H
     cdef int64_t row = <int64_t> n * T + tt
-    cdef const floating* xr = xp + row * G
+    cdef const floating* xr = xp + <int64_t> n * G
     # hp rows hold h @ W_hhᵀ (G values; GRU rows have H more for scratch)
     cdef floating* hr = hp + <int64_t> n * (4 * H if mode == _GRU else G)
     cdef floating* hn = h + <int64_t> n * H
@@ -367,11 +368,13 @@ cdef void _forward(int mode, int N, int T, int I, int H,
     cdef int step, tt, n
     cdef int team = _team(<int64_t> N * G, n_threads)
     cdef bint masked
-    # All steps' input projections at once: XP (N*T, G) = X (N*T, I) @ W_ihᵀ.
-    gemm_parallel(False, True, N * T, G, I, <floating> 1, x, I, w_ih, I,
-                  <floating> 0, xp, G, n_threads)
     for step in range(T):
         tt = T - 1 - step if reverse else step
+        # This step's input projection XP (N, G) = X[:, tt] @ W_ihᵀ (rows T*I apart): computed
+        # here rather than for all steps at once, it is still in cache when the gate pass
+        # reads it (one (N*T, G) array read back step by step came from memory).
+        gemm_parallel(False, True, N, G, I, <floating> 1, x + <int64_t> tt * I, T * I, w_ih, I,
+                      <floating> 0, xp, G, n_threads)
         gemm_parallel(False, True, N, G, H, <floating> 1, h, H, w_hh, H,
                       <floating> 0, hp, 4 * H if mode == _GRU else G, n_threads)
         for n in prange(N, schedule="static", num_threads=team):
@@ -592,7 +595,7 @@ def recurrent_forward(int mode, x, w_ih, w_hh, b_ih, b_hh, h0, c0, mask, bint re
     hprev = np.empty((N, T, H), dtype=dtype) if save else np.empty((1, 1, 1), dtype=dtype)
     cprev = np.empty((N, T, H), dtype=dtype) if save and is_lstm else np.empty((1, 1, 1), dtype=dtype)
     sv = np.empty((N, T, S), dtype=dtype) if save else np.empty((1, 1, 1), dtype=dtype)
-    xp = np.empty((N, T, G), dtype=dtype)
+    xp = np.empty((N, G), dtype=dtype)
     hp = np.empty((N, 4 * H if mode == GRU else G), dtype=dtype)   # GRU rows: H of scratch
     if N > 0 and T > 0:
         if dtype == np.float32:
@@ -608,14 +611,14 @@ def recurrent_forward(int mode, x, w_ih, w_hh, b_ih, b_hh, h0, c0, mask, bint re
 cdef _forward_dispatch(int mode, floating[:, :, ::1] x, floating[:, ::1] w_ih,
                        floating[:, ::1] w_hh, floating[::1] b_ih, floating[::1] b_hh,
                        const uint8_t[:, ::1] mask, bint has_mask, bint reverse,
-                       floating[:, :, ::1] xp, floating[:, ::1] hp, floating[:, ::1] h,
+                       floating[:, ::1] xp, floating[:, ::1] hp, floating[:, ::1] h,
                        floating[:, ::1] c, floating[:, :, ::1] y, bint write_seq,
                        floating[:, :, ::1] hprev, floating[:, :, ::1] cprev,
                        floating[:, :, ::1] sv, bint save, int n_threads):
     cdef int N = x.shape[0], T = x.shape[1], I = x.shape[2], H = w_hh.shape[1]
     with nogil:
         _forward(mode, N, T, I, H, &x[0, 0, 0], &w_ih[0, 0], &w_hh[0, 0], &b_ih[0], &b_hh[0],
-                 &mask[0, 0], has_mask, reverse, &xp[0, 0, 0], &hp[0, 0], &h[0, 0], &c[0, 0],
+                 &mask[0, 0], has_mask, reverse, &xp[0, 0], &hp[0, 0], &h[0, 0], &c[0, 0],
                  &y[0, 0, 0], write_seq, &hprev[0, 0, 0], &cprev[0, 0, 0], &sv[0, 0, 0], save,
                  n_threads)
 
