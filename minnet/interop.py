@@ -326,6 +326,8 @@ def _plan_layer(layer, state=None):
         return [_Step("act", layer, name="softmax", dim=layer.axis)]
     if kind is L.Activation:
         return [_activation_step(_activation_name(layer.activation, layer), layer)]
+    if kind in (L.SimpleRNN, L.LSTM, L.GRU, L.Bidirectional):
+        return _recurrent_plan(layer, L)
     raise ValueError(f"Layer '{layer.name}' of type {type(layer).__name__} has no PyTorch twin in "
                      f"minnet.interop. Supported layers: Input, Dense, Conv2D, BatchNormalization, "
                      f"MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, GlobalMaxPooling2D, "
@@ -396,6 +398,8 @@ def _slots(step):
         if layer.use_bias:
             slots.append(("bias", layer.bias, None, True))
         return slots
+    if step.kind == "rnn":
+        return _recurrent_slots(step)
     if step.kind == "bn":
         slots = []
         channels = layer.num_features
@@ -613,7 +617,83 @@ def _module(nn, step):
         return nn.Dropout2d(args["p"])
     if kind == "act":
         return _activation_module(nn, step)
+    if kind == "rnn":
+        return _recurrent_module(nn, step)
     raise AssertionError(f"unknown step kind {kind!r}")
+
+
+# ---------------------------------------------------------------------------- recurrent layers
+# SimpleRNN / LSTM / GRU (and Bidirectional over one of them, merge_mode="concat") become a
+# torch.nn.RNN / LSTM / GRU (batch_first=True) whose forward returns what the minnet layer
+# returns: the output sequence, or the last hidden state. Same weight layouts, so the
+# weights copy as they are. Masks, go_backwards and return_state have no twin here.
+
+def _recurrent_plan(layer, L):
+    inner = layer.forward_layer if isinstance(layer, L.Bidirectional) else layer
+    bidirectional = isinstance(layer, L.Bidirectional)
+    if bidirectional and layer.merge_mode != "concat":
+        raise ValueError(f"Layer '{layer.name}': only merge_mode='concat' has a PyTorch twin "
+                         f"(bidirectional=True). Received merge_mode={layer.merge_mode!r}")
+    if inner.go_backwards or inner.return_state or inner.stateful:
+        raise ValueError(f"Layer '{layer.name}': go_backwards, return_state and stateful have no "
+                         f"PyTorch twin in minnet.interop.")
+    _input_shape(layer)
+    cell = {L.LSTM: "LSTM", L.GRU: "GRU", L.SimpleRNN: "RNN"}[type(inner)]
+    return [_Step("rnn", layer, cell=cell, bidirectional=bidirectional, inner=inner)]
+
+
+def _recurrent_slots(step):
+    layers_and_suffix = [(step.args["inner"], "_l0")]
+    if step.args["bidirectional"]:
+        layers_and_suffix = [(step.layer.forward_layer, "_l0"),
+                             (step.layer.backward_layer, "_l0_reverse")]
+    slots = []
+    for layer, suffix in layers_and_suffix:
+        names = ("weight_ih", "weight_hh") + (("bias_ih", "bias_hh") if layer.use_bias else ())
+        slots.extend((name + suffix, getattr(layer, name), None, True) for name in names)
+    return slots
+
+
+_RECURRENT_CLASSES = {}
+
+
+def _recurrent_module(nn, step):
+    inner = step.args["inner"]
+    base = getattr(nn, step.args["cell"])
+    cls = _RECURRENT_CLASSES.get(base)
+    if cls is None:
+        def forward(self, x):
+            y, state = base.forward(self, x)
+            if self.return_sequences:
+                return y
+            h = state[0] if isinstance(state, tuple) else state
+            return h.transpose(0, 1).reshape(h.shape[1], -1)   # (N, directions * units)
+
+        cls = type(f"Keras{base.__name__}", (base,), {"forward": forward})
+        _RECURRENT_CLASSES[base] = cls
+    kwargs = dict(batch_first=True, bias=inner.use_bias, bidirectional=step.args["bidirectional"])
+    if step.args["cell"] == "RNN":
+        kwargs["nonlinearity"] = "relu" if inner._mode == "relu" else "tanh"
+    module = cls(inner.input_dim, inner.units, **kwargs)
+    module.return_sequences = inner.return_sequences
+    return module
+
+
+def _recurrent_from_module(nn, module, common, L):
+    """SimpleRNN/LSTM/GRU (or Bidirectional) for a one-layer, batch-first torch RNN, such as
+    ``to_torch`` makes (its ``return_sequences`` attribute; True when absent)."""
+    if not module.batch_first or module.num_layers != 1 or getattr(module, "proj_size", 0):
+        raise ValueError("only one-layer, batch_first=True recurrent modules without proj_size "
+                         "have a minnet twin")
+    options = dict(use_bias=bool(module.bias),
+                   return_sequences=bool(getattr(module, "return_sequences", True)), **common)
+    if isinstance(module, nn.LSTM):
+        layer = L.LSTM(module.hidden_size, unit_forget_bias=False, **options)
+    elif isinstance(module, nn.GRU):
+        layer = L.GRU(module.hidden_size, **options)
+    else:
+        layer = L.SimpleRNN(module.hidden_size, activation=module.nonlinearity, **options)
+    return L.Bidirectional(layer) if module.bidirectional else layer
 
 
 def to_torch(model):
@@ -730,6 +810,8 @@ def _layer_from_module(nn, modules, i, shape, dtype, L, data_format="channels_fi
     last = data_format == "channels_last"
     if kind is nn.Linear:
         return L.Dense(module.out_features, use_bias=module.bias is not None, **common), 1
+    if isinstance(module, (nn.RNN, nn.LSTM, nn.GRU)):
+        return _recurrent_from_module(nn, module, common, L), 1
     if kind is nn.Conv2d:
         return _conv_from_module(module, i, module.padding,
                                  {**common, **_conv_layout_kwargs(L, data_format)}, L), 1

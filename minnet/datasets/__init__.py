@@ -16,6 +16,7 @@ import numpy as np
 from minnet import _random
 from minnet.datasets import cifar10, cifar100, fashion_mnist, mnist
 from minnet.config import normalize_data_format
+from minnet.datasets.sequence_tasks import make_sequence_task  # noqa: F401
 
 __all__ = ["load_digits", "make_blobs", "make_regression", "mnist", "fashion_mnist", "cifar10",
            "cifar100"]

@@ -13,6 +13,7 @@ its forward and backward math in ``docs/math/``.
 | ``_dropout`` | ``dropout``, ``alpha_dropout``, ``spatial_dropout2d`` |
 | ``_normalization`` | ``batch_norm`` |
 | ``_pooling`` | ``max_pool2d``, ``avg_pool2d``, ``global_avg_pool2d``, ``global_max_pool2d`` |
+| ``_recurrent`` | ``lstm``, ``gru``, ``rnn``, ``embedding`` |
 """
 from ._activations import (SELU_ALPHA, SELU_SCALE, elu, leaky_relu, log_softmax, relu, selu,
                            sigmoid, softmax, tanh)
@@ -27,6 +28,7 @@ from ._losses import (binary_cross_entropy, binary_cross_entropy_with_logits, cr
                       huber_loss, l1_loss, mse_loss, nll_loss)
 from ._normalization import NativeBatchNorm, batch_norm
 from ._pooling import avg_pool2d, global_avg_pool2d, global_max_pool2d, max_pool2d
+from ._recurrent import concat_features, embedding, gru, lstm, reverse_sequence, rnn
 
 __all__ = ["linear", "conv2d", "relu", "leaky_relu", "elu", "selu", "sigmoid", "tanh", "softmax",
            "log_softmax", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "huber_loss",
@@ -37,3 +39,4 @@ __all__ = ["linear", "conv2d", "relu", "leaky_relu", "elu", "selu", "sigmoid", "
 __all__ += ["gelu", "silu", "softplus", "softsign", "relu6", "hardsigmoid", "hardswish", "mish",
             "prelu", "prelu_broadcast", "layer_norm", "group_norm", "interpolate", "pad2d",
             "resize_bilinear2d", "upsample_nearest2d"]
+__all__ += ["lstm", "gru", "rnn", "embedding", "reverse_sequence", "concat_features"]

@@ -15,6 +15,7 @@ registered with the ``register_layer`` decorator::
 """
 import inspect
 
+from minnet import _registry
 from minnet._utils import did_you_mean
 
 from minnet.layers.base import Layer
@@ -35,6 +36,11 @@ from minnet.layers.preprocessing import (CenterCrop, Normalization, RandomContra
                                          RandomFlip, RandomRotation, RandomTranslation,
                                          RandomZoom, Rescaling, Resizing)
 from minnet import _registry
+from minnet.layers.embedding import Embedding, Masking
+from minnet.layers.recurrent import GRU, LSTM, Bidirectional, SimpleRNN, TimeDistributed
+from minnet.layers.convolutional1d import (AveragePooling1D, Conv1D, GlobalAveragePooling1D,
+                                           GlobalMaxPooling1D, MaxPooling1D)
+from minnet.layers.text_vectorization import TextVectorization
 
 __all__ = [
     "Layer", "Input", "Dense", "Flatten", "Reshape", "Lambda", "Activation", "Conv2D",
@@ -48,6 +54,10 @@ __all__ += ["PReLU", "UpSampling2D", "ZeroPadding2D", "Cropping2D", "Permute", "
             "LayerNormalization", "GroupNormalization", "GaussianNoise", "GaussianDropout",
             "Rescaling", "Normalization", "Resizing", "CenterCrop", "RandomFlip",
             "RandomTranslation", "RandomRotation", "RandomZoom", "RandomCrop", "RandomContrast"]
+_SEQUENCE_LAYERS = (Embedding, Masking, SimpleRNN, LSTM, GRU, Bidirectional, TimeDistributed,
+                    Conv1D, MaxPooling1D, AveragePooling1D, GlobalMaxPooling1D,
+                    GlobalAveragePooling1D, TextVectorization)
+__all__ += [cls.__name__ for cls in _SEQUENCE_LAYERS]
 
 _BUILTINS = (Dense, Flatten, Reshape, Lambda, Activation, Conv2D, MaxPooling2D,
              AveragePooling2D, GlobalAveragePooling2D, BatchNormalization, Dropout,
@@ -59,6 +69,9 @@ _BUILTINS += (PReLU, UpSampling2D, ZeroPadding2D, Cropping2D, Permute, RepeatVec
               LayerNormalization, GroupNormalization, GaussianNoise, GaussianDropout,
               Rescaling, Normalization, Resizing, CenterCrop, RandomFlip, RandomTranslation,
               RandomRotation, RandomZoom, RandomCrop, RandomContrast)
+_BUILTINS = _BUILTINS + _SEQUENCE_LAYERS
+# The one registry (the wrappers Bidirectional and TimeDistributed rebuild their inner layer
+# through it).
 for _cls in _BUILTINS:
     _registry.register("layer", _cls)
 

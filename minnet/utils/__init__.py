@@ -1,11 +1,12 @@
 """Keras's utilities (``keras.utils``): ``to_categorical``, ``set_random_seed``, ``PyDataset``,
 ``unpack_x_y_sample_weight`` / ``pack_x_y_sample_weight``, data-set splitting, ``normalize``,
-``image_dataset_from_directory``."""
+``image_dataset_from_directory``, ``pad_sequences``."""
 from minnet.utils._dataset_utils import (ImageDataset, image_dataset_from_directory, normalize,
                                          split_dataset, train_test_split)
+from minnet.utils._sequence import pad_sequences
 from minnet.utils._general import (PyDataset, pack_x_y_sample_weight, set_random_seed, to_categorical,
                                    unpack_x_y_sample_weight)
 
 __all__ = ["to_categorical", "set_random_seed", "PyDataset", "unpack_x_y_sample_weight",
            "pack_x_y_sample_weight", "split_dataset", "train_test_split", "normalize",
-           "image_dataset_from_directory", "ImageDataset"]
+           "image_dataset_from_directory", "ImageDataset", "pad_sequences"]

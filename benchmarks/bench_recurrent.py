@@ -1,0 +1,188 @@
+"""Recurrent layers vs PyTorch CPU: LSTM/GRU forward+backward, bytes saved, a text classifier fit.
+
+    python benchmarks/bench_recurrent.py [--threads 1,2] [--repeat 15] [--skip-fit]
+
+1. ``LSTM(128)`` / ``GRU(128)``, ``return_sequences=True``, float32, batch 64 x 50 steps x
+   64 features: median time of forward + backward (gradient of the output sequence given)
+   for minnet and ``torch.nn.LSTM/GRU(batch_first=True)``, run interleaved in this process
+   at the same thread count; ratio = torch time / minnet time (> 1: minnet faster).
+2. Bytes kept for backward per time step: minnet's saved arrays (read from the graph's
+   ctx, parameters excluded, the input included) and PyTorch's (``saved_tensors_hooks``,
+   unique storages, parameters excluded), divided by the 50 steps.
+3. Text classifier ``Embedding(10000, 64) -> LSTM(64) -> Dense(2)``, batch 64 x 100 tokens,
+   Adam, cross-entropy from logits: minnet ``fit`` (one epoch of ``--fit-batches`` batches)
+   vs the equivalent PyTorch loop; median samples/s over ``--epochs`` epochs.
+
+JSON -> benchmarks/results/recurrent.json
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _common import median_ms, write_results  # noqa: E402
+
+import minnet as mn  # noqa: E402
+from minnet import layers  # noqa: E402
+from minnet.autograd.function import BackwardNode  # noqa: E402
+
+N, T, I, H = 64, 50, 64, 128
+
+
+def minnet_step(kind, x, g):
+    layer = (layers.LSTM if kind == "lstm" else layers.GRU)(H, return_sequences=True)
+    layer(x)
+
+    def step():
+        for p in layer.parameters():
+            p.grad = None
+        xt = mn.tensor(x, requires_grad=True)
+        y = layer(xt, training=True)
+        y.backward(g)
+    return layer, step
+
+
+def torch_step(torch, kind, x, g):
+    module = (torch.nn.LSTM if kind == "lstm" else torch.nn.GRU)(I, H, batch_first=True)
+    xt0 = torch.from_numpy(x)
+    gt = torch.from_numpy(g)
+
+    def step():
+        module.zero_grad(set_to_none=True)
+        xt = xt0.clone().requires_grad_(True)
+        y, _ = module(xt)
+        y.backward(gt)
+    return module, step
+
+
+def minnet_saved_bytes(layer, x):
+    params = {id(p.data) for p in layer.parameters()}
+    y = layer(mn.tensor(x, requires_grad=True), training=True)
+    seen, total, stack = set(params), 0, [y.grad_fn]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, BackwardNode):
+            continue
+        for a in list(node.ctx._saved) + list(vars(node.ctx).values()):
+            if isinstance(a, np.ndarray) and id(a) not in seen:
+                seen.add(id(a))
+                total += a.nbytes
+        stack.extend(c for c, _ in node.next_functions)
+    return total
+
+
+def torch_saved_bytes(torch, module, x):
+    params = {p.untyped_storage().data_ptr() for p in module.parameters()}
+    storages = {}
+
+    def pack(t):
+        ptr = t.untyped_storage().data_ptr()
+        if ptr not in params:
+            storages[ptr] = t.untyped_storage().nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        module(torch.from_numpy(x).requires_grad_(True))
+    return sum(storages.values())
+
+
+def text_data(n_samples, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.integers(1, 10000, size=(n_samples, 100))
+    y = (x[:, :10].mean(axis=1) > 5000).astype(np.int64)
+    return x, y
+
+
+def fit_minnet(x, y):
+    mn.manual_seed(0)
+    model = mn.Sequential([layers.Embedding(10000, 64), layers.LSTM(64), layers.Dense(2)])
+    model.compile(optimizer="adam", loss=mn.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return lambda: model.fit(x, y, batch_size=64, epochs=1, verbose=0, shuffle=False)
+
+
+def fit_torch(torch, x, y):
+    torch.manual_seed(0)
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = torch.nn.Embedding(10000, 64)
+            self.lstm = torch.nn.LSTM(64, 64, batch_first=True)
+            self.out = torch.nn.Linear(64, 2)
+
+        def forward(self, ids):
+            _, (h, _) = self.lstm(self.emb(ids))
+            return self.out(h[0])
+
+    model = Net()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+
+    def epoch():
+        for start in range(0, len(x), 64):
+            opt.zero_grad()
+            loss = loss_fn(model(xt[start:start + 64]), yt[start:start + 64])
+            loss.backward()
+            opt.step()
+    return epoch
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--fit-batches", type=int, default=10)
+    parser.add_argument("--skip-fit", action="store_true")
+    args = parser.parse_args()
+    import torch
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((N, T, I)).astype(np.float32)
+    g = rng.standard_normal((N, T, H)).astype(np.float32)
+    rows = []
+    for threads in [int(t) for t in args.threads.split(",")]:
+        mn.set_num_threads(threads)
+        torch.set_num_threads(threads)
+        for kind in ("lstm", "gru"):
+            layer, ours = minnet_step(kind, x, g)
+            module, theirs = torch_step(torch, kind, x, g)
+            ours(), theirs()
+            t_ours, t_theirs = [], []
+            for _ in range(3):      # interleave: the machine's load hits both alike
+                t_ours.append(median_ms(ours, max(1, args.repeat // 3), warmup=1))
+                t_theirs.append(median_ms(theirs, max(1, args.repeat // 3), warmup=1))
+            ms_ours, ms_theirs = float(np.median(t_ours)), float(np.median(t_theirs))
+            row = {"workload": f"{kind.upper()}({H}) fwd+bwd {N}x{T}x{I}", "threads": threads,
+                   "minnet_ms": round(ms_ours, 2), "torch_ms": round(ms_theirs, 2),
+                   "ratio_torch_over_minnet": round(ms_theirs / ms_ours, 2),
+                   "minnet_saved_bytes_per_step": minnet_saved_bytes(layer, x) // T,
+                   "torch_saved_bytes_per_step": torch_saved_bytes(torch, module, x) // T}
+            rows.append(row)
+            print(row, flush=True)
+        if not args.skip_fit:
+            xs, ys = text_data(64 * args.fit_batches)
+            ours, theirs = fit_minnet(xs, ys), fit_torch(torch, xs, ys)
+            ours(), theirs()
+            t_ours, t_theirs = [], []
+            for _ in range(args.epochs):
+                t_ours.append(median_ms(ours, 1, warmup=0))
+                t_theirs.append(median_ms(theirs, 1, warmup=0))
+            ms_ours, ms_theirs = float(np.median(t_ours)), float(np.median(t_theirs))
+            row = {"workload": "text classifier fit: Embedding(10000,64)-LSTM(64)-Dense(2), "
+                               "batch 64 x 100 tokens", "threads": threads,
+                   "minnet_samples_per_s": round(len(xs) / ms_ours * 1e3, 1),
+                   "torch_samples_per_s": round(len(xs) / ms_theirs * 1e3, 1),
+                   "ratio_minnet_over_torch": round(ms_theirs / ms_ours, 2)}
+            rows.append(row)
+            print(row, flush=True)
+    write_results("recurrent.json", "recurrent layers vs torch", rows, torch=torch)
+
+
+if __name__ == "__main__":
+    main()

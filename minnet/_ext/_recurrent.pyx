@@ -1,0 +1,762 @@
+"""Recurrent kernels (LSTM, GRU, Elman RNN) over whole sequences, and the embedding scatter-add.
+
+One Python-level call runs a whole sequence; the time loop is in C:
+
+* forward: per step the input projection ``XP = X_t @ W_ihᵀ`` and ``HP = h @ W_hhᵀ`` (two
+  GEMMs; one GEMM over all N*T rows of X was measured slower: its (N, T, G) result came back
+  from memory step by step) and ONE fused pass over the gates (``prange`` over the batch
+  rows: biases, activations, the cell/state update, the mask);
+* backward (BPTT): per step one fused pass that turns ``dh`` (and ``dc``) into the gate
+  gradients ``dG`` and one GEMM ``dh_prev += dG_t @ W_hh``; after the loop the weight
+  gradients are ONE GEMM each (``dW_ih = dGᵀ @ X``, ``dW_hh = dGᵀ @ H_prev``), the input
+  gradient one GEMM (``dX = dG @ W_ih``) and the bias gradients fixed-order column sums.
+
+All arrays are batch-major, ``(N, T, ...)``: a step's rows are strided (row stride
+``T * width``), which BLAS reads directly, so nothing is ever transposed.
+
+Gate orders are PyTorch's: LSTM ``i, f, g, o``; GRU ``r, z, n`` with
+``n = tanh(W_in x + b_in + r * (W_hn h + b_hn))`` (Keras's ``reset_after=True``).
+
+What forward keeps for backward, per sample and step (``H`` = units):
+
+* LSTM: ``h_{t-1}``, ``c_{t-1}`` and the four activated gates: 6H values;
+* GRU: ``h_{t-1}``, ``r, z, n`` and ``W_hn h_{t-1} + b_hn``: 5H values;
+* RNN: ``h_{t-1}`` and ``h_t``: 2H values.
+
+Masks (``uint8`` (N, T), 0 = padded): a padded step leaves ``h`` (and ``c``) unchanged
+and its gate gradients are zero; the gradient reaching it passes straight to the step
+before.  Every reduction runs in a fixed order and every GEMM is split only over its
+output rows or columns, so results do not depend on the thread count.
+The math, with the same symbols, is in docs/math/recurrent.md.
+"""
+from cython.parallel cimport prange
+from libc.math cimport exp, expf, tanh, tanhf
+from libc.stdint cimport uint8_t, int64_t
+from libc.string cimport memcpy, memset
+
+from minnet._ext._blas cimport floating, gemm_parallel
+from minnet._ext._fastmath cimport minnet_exp_nonpos_f, minnet_tanh_f
+
+# float32 gate passes in C: branch-free exp/tanh from _fastmath.pxd, so GCC vectorises the
+# loop over the units (libm's expf/tanhf are a call per element). float64 uses libm below.
+cdef extern from *:
+    """
+    static inline float minnet_rnn_sigmoid_f(float v) {
+        float e = minnet_exp_nonpos_f(v < 0.0f ? v : -v);     /* exp(-|v|), never overflows */
+        float r = 1.0f / (1.0f + e);
+        return v >= 0.0f ? r : e * r;
+    }
+
+    /* Each row is done in short single-purpose loops over the gate values (pre-activation,
+     * then sigmoid or tanh in place, then the state update): loops this simple GCC
+     * vectorises (one long loop with several selects it left scalar). `hr` is the row of
+     * the step's scratch h @ W_hhᵀ, overwritten with the gates; `restrict`: rows never
+     * overlap. */
+    #define MINNET_INLINE static inline __attribute__((always_inline))
+    MINNET_INLINE void minnet_sigmoid_inplace(float *restrict v, int n) {
+        for (int j = 0; j < n; j++) v[j] = minnet_rnn_sigmoid_f(v[j]);
+    }
+    MINNET_INLINE void minnet_tanh_inplace(float *restrict v, int n) {
+        for (int j = 0; j < n; j++) v[j] = minnet_tanh_f(v[j]);
+    }
+    MINNET_INLINE void minnet_preact(const float *restrict xr, float *restrict hr,
+                                     const float *restrict bi, const float *restrict bh, int n) {
+        for (int j = 0; j < n; j++) hr[j] = (xr[j] + bi[j]) + (hr[j] + bh[j]);
+    }
+
+    MINNET_FAST_CLONES __attribute__((noinline))
+    static void minnet_lstm_update(const float *restrict gi, const float *restrict gf,
+                                   const float *restrict gg, const float *restrict go,
+                                   float *restrict c, float *restrict h, int H) {
+        for (int j = 0; j < H; j++) {
+            float cn = gf[j] * c[j] + gi[j] * gg[j];
+            c[j] = cn;
+            h[j] = cn;
+        }
+        minnet_tanh_inplace(h, H);
+        for (int j = 0; j < H; j++) h[j] *= go[j];
+    }
+
+    MINNET_FAST_CLONES
+    static void minnet_lstm_fwd_row_f(const float *restrict xr, float *restrict hr,
+                                      const float *restrict bi, const float *restrict bh,
+                                      float *restrict h, float *restrict c,
+                                      float *restrict s, int save, int H) {
+        minnet_preact(xr, hr, bi, bh, 4 * H);
+        minnet_sigmoid_inplace(hr, 2 * H);
+        minnet_tanh_inplace(hr + 2 * H, H);
+        minnet_sigmoid_inplace(hr + 3 * H, H);
+        minnet_lstm_update(hr, hr + H, hr + 2 * H, hr + 3 * H, c, h, H);
+        if (save) memcpy(s, hr, 4 * (size_t)H * sizeof(float));
+    }
+
+    /* The gate blocks of a row are passed as separate restrict pointers: with one pointer
+     * and offsets H, 2H, 3H GCC could not prove the blocks disjoint and fell back to its
+     * scalar loop at run time. */
+    MINNET_FAST_CLONES __attribute__((noinline))
+    static void minnet_lstm_bwd_body(const float *restrict gi, const float *restrict gf,
+                                     const float *restrict gg, const float *restrict go,
+                                     const float *restrict cp, const float *restrict dh,
+                                     const float *restrict dy, const float *restrict tc,
+                                     float *restrict dc, float *restrict dai,
+                                     float *restrict daf, float *restrict dag,
+                                     float *restrict dao, int H) {
+        for (int j = 0; j < H; j++) {
+            float d = dh[j] + dy[j];
+            float dcj = dc[j] + d * go[j] * (1.0f - tc[j] * tc[j]);
+            dai[j] = dcj * gg[j] * gi[j] * (1.0f - gi[j]);
+            daf[j] = dcj * cp[j] * gf[j] * (1.0f - gf[j]);
+            dag[j] = dcj * gi[j] * (1.0f - gg[j] * gg[j]);
+            dao[j] = d * tc[j] * go[j] * (1.0f - go[j]);
+            dc[j] = dcj * gf[j];
+        }
+    }
+
+    MINNET_FAST_CLONES __attribute__((noinline))
+    static void minnet_lstm_cell_tanh(const float *restrict gi, const float *restrict gf,
+                                      const float *restrict gg, const float *restrict cp,
+                                      float *restrict out, int H) {
+        for (int j = 0; j < H; j++) out[j] = gf[j] * cp[j] + gi[j] * gg[j];
+        minnet_tanh_inplace(out, H);
+    }
+
+    static void minnet_lstm_bwd_row_f(const float *s, const float *cp, const float *dh,
+                                      const float *dy, float *dc, float *gx, float *dnext,
+                                      int H) {
+        minnet_lstm_cell_tanh(s, s + H, s + 2 * H, cp, dnext, H);   /* tanh(c_t), recomputed */
+        minnet_lstm_bwd_body(s, s + H, s + 2 * H, s + 3 * H, cp, dh, dy, dnext, dc,
+                             gx, gx + H, gx + 2 * H, gx + 3 * H, H);
+        memset(dnext, 0, (size_t)H * sizeof(float));
+    }
+
+    /* GRU: hr has 4H columns, [h W_rᵀ, h W_zᵀ, h W_nᵀ, scratch]. */
+    MINNET_FAST_CLONES __attribute__((noinline))
+    static void minnet_gru_n_pre(const float *restrict xn, const float *restrict bin,
+                                 const float *restrict bhn, const float *restrict r,
+                                 float *restrict hn, float *restrict npre, int H) {
+        for (int j = 0; j < H; j++) {
+            float hh = hn[j] + bhn[j];
+            hn[j] = hh;
+            npre[j] = (xn[j] + bin[j]) + r[j] * hh;
+        }
+        minnet_tanh_inplace(npre, H);
+    }
+
+    MINNET_FAST_CLONES __attribute__((noinline))
+    static void minnet_gru_update(const float *restrict z, const float *restrict n,
+                                  float *restrict h, int H) {
+        for (int j = 0; j < H; j++) h[j] = n[j] + z[j] * (h[j] - n[j]);
+    }
+
+    MINNET_FAST_CLONES __attribute__((noinline))
+    static void minnet_gru_gates_rz(const float *restrict xr, float *restrict hr,
+                                    const float *restrict bi, const float *restrict bh, int n) {
+        minnet_preact(xr, hr, bi, bh, n);
+        minnet_sigmoid_inplace(hr, n);
+    }
+
+    static void minnet_gru_fwd_row_f(const float *xr, float *hr, const float *bi,
+                                     const float *bh, float *h, float *s, int save, int H) {
+        minnet_gru_gates_rz(xr, hr, bi, bh, 2 * H);
+        minnet_gru_n_pre(xr + 2 * H, bi + 2 * H, bh + 2 * H, hr, hr + 2 * H, hr + 3 * H, H);
+        minnet_gru_update(hr + H, hr + 3 * H, h, H);
+        if (save) {   /* saved order: r, z, n, W_hn h + b_hn */
+            memcpy(s, hr, 2 * (size_t)H * sizeof(float));
+            memcpy(s + 2 * H, hr + 3 * H, (size_t)H * sizeof(float));
+            memcpy(s + 3 * H, hr + 2 * H, (size_t)H * sizeof(float));
+        }
+    }
+
+    MINNET_FAST_CLONES __attribute__((noinline))
+    static void minnet_gru_bwd_body(const float *restrict r, const float *restrict z,
+                                    const float *restrict n, const float *restrict hh,
+                                    const float *restrict hp, const float *restrict dh,
+                                    const float *restrict dy, float *restrict dxr,
+                                    float *restrict dxz, float *restrict dxn,
+                                    float *restrict dhr, float *restrict dhz,
+                                    float *restrict dhn, float *restrict dnext, int H) {
+        for (int j = 0; j < H; j++) {
+            float d = dh[j] + dy[j];
+            float dn = d * (1.0f - z[j]) * (1.0f - n[j] * n[j]);
+            float dz = d * (hp[j] - n[j]) * z[j] * (1.0f - z[j]);
+            float dr = dn * hh[j] * r[j] * (1.0f - r[j]);
+            dxr[j] = dr; dxz[j] = dz; dxn[j] = dn;
+            dhr[j] = dr; dhz[j] = dz; dhn[j] = dn * r[j];
+            dnext[j] = d * z[j];
+        }
+    }
+
+    static void minnet_gru_bwd_row_f(const float *s, const float *hp, const float *dh,
+                                     const float *dy, float *gx, float *gh, float *dnext,
+                                     int H) {
+        minnet_gru_bwd_body(s, s + H, s + 2 * H, s + 3 * H, hp, dh, dy, gx, gx + H, gx + 2 * H,
+                            gh, gh + H, gh + 2 * H, dnext, H);
+    }
+
+    MINNET_FAST_CLONES
+    static void minnet_rnn_tanh_fwd_row_f(const float *restrict xr, float *restrict hr,
+                                          const float *restrict bi, const float *restrict bh,
+                                          float *restrict h, float *restrict s, int save, int H) {
+        minnet_preact(xr, hr, bi, bh, H);
+        minnet_tanh_inplace(hr, H);
+        memcpy(h, hr, (size_t)H * sizeof(float));
+        if (save) memcpy(s, hr, (size_t)H * sizeof(float));
+    }
+    """
+    void minnet_lstm_fwd_row_f(const float* xr, float* hr, const float* bi,
+                               const float* bh, float* h, float* c, float* s, int save,
+                               int H) noexcept nogil
+    void minnet_lstm_bwd_row_f(const float* s, const float* cp, const float* dh,
+                               const float* dy, float* dc, float* gx, float* dnext,
+                               int H) noexcept nogil
+    void minnet_gru_fwd_row_f(const float* xr, float* hr, const float* bi,
+                              const float* bh, float* h, float* s, int save, int H) noexcept nogil
+    void minnet_gru_bwd_row_f(const float* s, const float* hp, const float* dh,
+                              const float* dy, float* gx, float* gh, float* dnext,
+                              int H) noexcept nogil
+    void minnet_rnn_tanh_fwd_row_f(const float* xr, float* hr, const float* bi,
+                                   const float* bh, float* h, float* s, int save,
+                                   int H) noexcept nogil
+
+import numpy as np
+
+# Cell kinds (the ``mode`` argument).
+cdef enum:
+    _LSTM = 0
+    _GRU = 1
+    _RNN_TANH = 2
+    _RNN_RELU = 3
+
+LSTM = _LSTM
+GRU = _GRU
+RNN_TANH = _RNN_TANH
+RNN_RELU = _RNN_RELU
+
+# Below this many gate values per step a thread team costs more than it saves.
+cdef int64_t _PARALLEL_MIN = 8192
+
+
+def _set_parallel_min(n):
+    """Set the per-step size below which the fused passes run on one thread; returns the old value."""
+    global _PARALLEL_MIN
+    old = _PARALLEL_MIN
+    _PARALLEL_MIN = int(n)
+    return old
+
+
+cdef inline int _team(int64_t n_values, int n_threads) noexcept nogil:
+    return n_threads if n_values >= _PARALLEL_MIN else 1
+
+
+cdef inline floating _sigmoid(floating x) noexcept nogil:
+    cdef floating one = 1
+    cdef floating e
+    if floating is float:
+        if x >= 0:
+            return one / (one + expf(-x))
+        e = expf(x)
+        return e / (one + e)
+    else:
+        if x >= 0:
+            return one / (one + exp(-x))
+        e = exp(x)
+        return e / (one + e)
+
+
+cdef inline floating _tanh(floating x) noexcept nogil:
+    if floating is float:
+        return tanhf(x)
+    else:
+        return tanh(x)
+
+
+def gates_per_cell(int mode):
+    """Number of gate blocks of ``H`` rows in ``W_ih``: 4 (LSTM), 3 (GRU), 1 (RNN)."""
+    return 4 if mode == _LSTM else (3 if mode == _GRU else 1)
+
+
+def saved_per_step(int mode):
+    """Width of the per-step gate buffer forward saves, in units of ``H``."""
+    return 4 if mode == _LSTM or mode == _GRU else 1
+
+
+# ----------------------------------------------------------------------- forward
+
+cdef void _forward_rows(int mode, int n, int tt, int T, int H,
+                        const floating* xp, floating* hp,
+                        const floating* b_ih, const floating* b_hh,
+                        floating* h, floating* c,                          # INOUT (N, H)
+                        floating* hprev, floating* cprev, floating* sv,    # OUT saved
+                        bint save, bint masked) noexcept nogil:
+    """Advance sample ``n`` by one step (time index ``tt``): the fused gate pass."""
+    cdef int G = 4 * H if mode == _LSTM else (3 * H if mode == _GRU else H)
+    cdef int S = 4 * H if mode == _LSTM or mode == _GRU else H
+    cdef int64_t row = <int64_t> n * T + tt
+    cdef const floating* xr = xp + <int64_t> n * G
+    # hp rows hold h @ W_hhᵀ (G values; GRU rows have H more for scratch)
+    cdef floating* hr = hp + <int64_t> n * (4 * H if mode == _GRU else G)
+    cdef floating* hn = h + <int64_t> n * H
+    cdef floating* cn = c + <int64_t> n * H
+    cdef floating* s = sv + row * S
+    cdef floating one = 1
+    cdef floating zero = 0
+    cdef floating gi, gf, gg, go, r, z, nn, hh, pre, cnew
+    cdef int j
+    if save:
+        memcpy(hprev + row * H, hn, H * sizeof(floating))
+        if mode == _LSTM:
+            memcpy(cprev + row * H, cn, H * sizeof(floating))
+    if masked:
+        return
+    if floating is float:
+        if mode == _LSTM:
+            minnet_lstm_fwd_row_f(xr, hr, b_ih, b_hh, hn, cn, s, save, H)
+            return
+        if mode == _GRU:
+            minnet_gru_fwd_row_f(xr, hr, b_ih, b_hh, hn, s, save, H)
+            return
+        if mode == _RNN_TANH:
+            minnet_rnn_tanh_fwd_row_f(xr, hr, b_ih, b_hh, hn, s, save, H)
+            return
+    if mode == _LSTM:
+        for j in range(H):
+            gi = _sigmoid((xr[j] + b_ih[j]) + (hr[j] + b_hh[j]))
+            gf = _sigmoid((xr[H + j] + b_ih[H + j]) + (hr[H + j] + b_hh[H + j]))
+            gg = _tanh((xr[2 * H + j] + b_ih[2 * H + j]) + (hr[2 * H + j] + b_hh[2 * H + j]))
+            go = _sigmoid((xr[3 * H + j] + b_ih[3 * H + j]) + (hr[3 * H + j] + b_hh[3 * H + j]))
+            cnew = gf * cn[j] + gi * gg
+            cn[j] = cnew
+            hn[j] = go * _tanh(cnew)
+            if save:
+                s[j] = gi
+                s[H + j] = gf
+                s[2 * H + j] = gg
+                s[3 * H + j] = go
+    elif mode == _GRU:
+        for j in range(H):
+            r = _sigmoid((xr[j] + b_ih[j]) + (hr[j] + b_hh[j]))
+            z = _sigmoid((xr[H + j] + b_ih[H + j]) + (hr[H + j] + b_hh[H + j]))
+            hh = hr[2 * H + j] + b_hh[2 * H + j]
+            nn = _tanh((xr[2 * H + j] + b_ih[2 * H + j]) + r * hh)
+            hn[j] = nn + z * (hn[j] - nn)
+            if save:
+                s[j] = r
+                s[H + j] = z
+                s[2 * H + j] = nn
+                s[3 * H + j] = hh
+    else:
+        for j in range(H):
+            pre = (xr[j] + b_ih[j]) + (hr[j] + b_hh[j])
+            if mode == _RNN_TANH:
+                hn[j] = _tanh(pre)
+            else:
+                hn[j] = pre if pre > zero else zero
+            if save:
+                s[j] = hn[j]
+
+
+cdef void _forward(int mode, int N, int T, int I, int H,
+                   const floating* x, const floating* w_ih, const floating* w_hh,   # IN
+                   const floating* b_ih, const floating* b_hh,                      # IN
+                   const uint8_t* mask, bint has_mask, bint reverse,                # IN
+                   floating* xp, floating* hp,                                      # scratch
+                   floating* h, floating* c,                                        # INOUT
+                   floating* y, bint write_seq,                                     # OUT
+                   floating* hprev, floating* cprev, floating* sv, bint save,       # OUT
+                   int n_threads) noexcept nogil:
+    cdef int G = 4 * H if mode == _LSTM else (3 * H if mode == _GRU else H)
+    cdef int step, tt, n
+    cdef int team = _team(<int64_t> N * G, n_threads)
+    cdef bint masked
+    for step in range(T):
+        tt = T - 1 - step if reverse else step
+        # This step's input projection XP (N, G) = X[:, tt] @ W_ihᵀ (rows T*I apart): computed
+        # here rather than for all steps at once, it is still in cache when the gate pass
+        # reads it (one (N*T, G) array read back step by step came from memory).
+        gemm_parallel(False, True, N, G, I, <floating> 1, x + <int64_t> tt * I, T * I, w_ih, I,
+                      <floating> 0, xp, G, n_threads)
+        gemm_parallel(False, True, N, G, H, <floating> 1, h, H, w_hh, H,
+                      <floating> 0, hp, 4 * H if mode == _GRU else G, n_threads)
+        for n in prange(N, schedule="static", num_threads=team):
+            masked = has_mask and mask[<int64_t> n * T + tt] == 0
+            _forward_rows(mode, n, tt, T, H, xp, hp, b_ih, b_hh, h, c, hprev, cprev, sv,
+                          save, masked)
+            if write_seq:
+                memcpy(y + (<int64_t> n * T + tt) * H, h + <int64_t> n * H, H * sizeof(floating))
+
+
+# ----------------------------------------------------------------------- backward
+
+cdef void _backward_rows(int mode, int n, int tt, int T, int H,
+                         const floating* hprev, const floating* cprev, const floating* sv,
+                         const floating* dy, bint has_dy,
+                         const floating* dh, floating* dc, floating* dh_next,
+                         floating* dgx, floating* dgh, bint masked) noexcept nogil:
+    """Gate gradients of sample ``n`` at time ``tt``; ``dh_next`` gets the direct part of dh_{t-1}."""
+    cdef int G = 4 * H if mode == _LSTM else (3 * H if mode == _GRU else H)
+    cdef int S = 4 * H if mode == _LSTM or mode == _GRU else H
+    cdef int64_t row = <int64_t> n * T + tt
+    cdef const floating* s = sv + row * S
+    cdef const floating* hp = hprev + row * H
+    cdef const floating* cp = cprev + row * H
+    cdef const floating* dyr = dy + row * H
+    cdef const floating* dhr = dh + <int64_t> n * H
+    cdef floating* dcr = dc + <int64_t> n * H
+    cdef floating* dnext = dh_next + <int64_t> n * H
+    cdef floating* gx = dgx + row * G
+    cdef floating* gh = dgh + row * G
+    cdef floating one = 1
+    cdef floating zero = 0
+    cdef floating d, dcj, gi, gf, gg, go, cnew, tc, r, z, nn, hh, dn, dr, dz, hv
+    cdef int j
+    if masked:
+        for j in range(H):
+            dnext[j] = dhr[j] + dyr[j] if has_dy else dhr[j]
+        memset(gx, 0, G * sizeof(floating))
+        if mode == _GRU:
+            memset(gh, 0, G * sizeof(floating))
+        return
+    if floating is float:
+        if mode == _LSTM:
+            minnet_lstm_bwd_row_f(s, cp, dhr, dyr, dcr, gx, dnext, H)
+            return
+        if mode == _GRU:
+            minnet_gru_bwd_row_f(s, hp, dhr, dyr, gx, gh, dnext, H)
+            return
+    if mode == _LSTM:
+        for j in range(H):
+            d = dhr[j] + dyr[j] if has_dy else dhr[j]
+            gi = s[j]
+            gf = s[H + j]
+            gg = s[2 * H + j]
+            go = s[3 * H + j]
+            cnew = gf * cp[j] + gi * gg
+            tc = _tanh(cnew)
+            dcj = dcr[j] + d * go * (one - tc * tc)
+            gx[j] = dcj * gg * gi * (one - gi)
+            gx[H + j] = dcj * cp[j] * gf * (one - gf)
+            gx[2 * H + j] = dcj * gi * (one - gg * gg)
+            gx[3 * H + j] = d * tc * go * (one - go)
+            dcr[j] = dcj * gf
+            dnext[j] = zero
+    elif mode == _GRU:
+        for j in range(H):
+            d = dhr[j] + dyr[j] if has_dy else dhr[j]
+            r = s[j]
+            z = s[H + j]
+            nn = s[2 * H + j]
+            hh = s[3 * H + j]
+            dn = d * (one - z) * (one - nn * nn)
+            dz = d * (hp[j] - nn) * z * (one - z)
+            dr = dn * hh * r * (one - r)
+            gx[j] = dr
+            gx[H + j] = dz
+            gx[2 * H + j] = dn
+            gh[j] = dr
+            gh[H + j] = dz
+            gh[2 * H + j] = dn * r
+            dnext[j] = d * z
+    else:
+        for j in range(H):
+            d = dhr[j] + dyr[j] if has_dy else dhr[j]
+            hv = s[j]
+            if mode == _RNN_TANH:
+                gx[j] = d * (one - hv * hv)
+            else:
+                gx[j] = d if hv > zero else zero
+            dnext[j] = zero
+
+
+cdef void _column_sums(int64_t rows, int cols, const floating* a, floating* out,
+                       int n_threads) noexcept nogil:
+    """out[j] = sum_i a[i, j], rows added in order; threads split the columns into
+    contiguous chunks (one streaming pass over the rows each)."""
+    cdef int team = _team(rows * cols, n_threads)
+    cdef int chunk = ((cols + team - 1) // team + 15) // 16 * 16
+    cdef int n_chunks = (cols + chunk - 1) // chunk
+    cdef int block, j, j0, j1
+    cdef int64_t i
+    for block in prange(n_chunks, schedule="static", num_threads=team):
+        j0 = block * chunk
+        j1 = j0 + chunk if j0 + chunk < cols else cols
+        for j in range(j0, j1):
+            out[j] = 0
+        for i in range(rows):
+            for j in range(j0, j1):
+                out[j] += a[i * cols + j]
+
+
+cdef void _backward(int mode, int N, int T, int I, int H,
+                    const floating* x, const floating* w_ih, const floating* w_hh,     # IN
+                    const floating* hprev, const floating* cprev, const floating* sv,  # IN
+                    const uint8_t* mask, bint has_mask, bint reverse,                  # IN
+                    const floating* dy, bint has_dy,                                   # IN
+                    floating* dh, floating* dc, floating* dh_next,                     # INOUT
+                    floating* dgx, floating* dgh,                                      # scratch
+                    floating* dx, floating* dw_ih, floating* dw_hh,                    # OUT
+                    floating* db_ih, floating* db_hh, bint want_bias,                  # OUT
+                    int n_threads) noexcept nogil:
+    cdef int G = 4 * H if mode == _LSTM else (3 * H if mode == _GRU else H)
+    cdef int step, tt, n
+    cdef int team = _team(<int64_t> N * G, n_threads)
+    cdef bint masked
+    cdef floating* cur = dh
+    cdef floating* nxt = dh_next
+    cdef floating* tmp
+    cdef const floating* gh = dgh if mode == _GRU else dgx
+    cdef int64_t rows = <int64_t> N * T
+    cdef int64_t ld = <int64_t> T * G
+    for step in range(T):
+        tt = step if reverse else T - 1 - step
+        for n in prange(N, schedule="static", num_threads=team):
+            masked = has_mask and mask[<int64_t> n * T + tt] == 0
+            _backward_rows(mode, n, tt, T, H, hprev, cprev, sv, dy, has_dy, cur, dc, nxt,
+                           dgx, dgh, masked)
+        # dh_{t-1} += dG_t (N, G) @ W_hh (G, H); a step's rows of dG are T*G apart.
+        gemm_parallel(False, False, N, H, G, <floating> 1, gh + <int64_t> tt * G, <int> ld,
+                      w_hh, H, <floating> 1, nxt, H, n_threads)
+        tmp = cur
+        cur = nxt
+        nxt = tmp
+    if cur != dh:
+        memcpy(dh, cur, <int64_t> N * H * sizeof(floating))
+    # The weight and input gradients of all steps: one GEMM each.
+    if dw_ih != NULL:
+        gemm_parallel(True, False, G, I, <int> rows, <floating> 1, dgx, G, x, I,
+                      <floating> 0, dw_ih, I, n_threads)
+    if dw_hh != NULL:
+        gemm_parallel(True, False, G, H, <int> rows, <floating> 1, gh, G, hprev, H,
+                      <floating> 0, dw_hh, H, n_threads)
+    if dx != NULL:
+        gemm_parallel(False, False, <int> rows, I, G, <floating> 1, dgx, G, w_ih, I,
+                      <floating> 0, dx, I, n_threads)
+    if want_bias:
+        _column_sums(rows, G, dgx, db_ih, n_threads)
+        _column_sums(rows, G, gh, db_hh, n_threads)
+
+
+# ----------------------------------------------------------------------- Python wrappers
+
+def _contig(name, a, dtype, shape):
+    if not isinstance(a, np.ndarray) or a.dtype != dtype or a.shape != shape \
+            or not a.flags.c_contiguous:
+        raise ValueError(f"Invalid argument `{name}`: expected a C-contiguous {np.dtype(dtype).name} "
+                         f"array of shape {shape}. Received: "
+                         + (f"shape={a.shape}, dtype={a.dtype}" if isinstance(a, np.ndarray)
+                            else type(a).__name__))
+    return a
+
+
+def recurrent_forward(int mode, x, w_ih, w_hh, b_ih, b_hh, h0, c0, mask, bint reverse=False,
+                      bint write_seq=True, bint save=True, int n_threads=1):
+    """Run a whole sequence forward.
+
+    Args:
+        mode: LSTM, GRU, RNN_TANH or RNN_RELU.
+        x: (N, T, I) C-contiguous float32/float64.
+        w_ih: (G*H, I); w_hh: (G*H, H); b_ih, b_hh: (G*H,) or None (no bias).
+        h0: (N, H) or None (zeros); c0: (N, H) or None (zeros; LSTM only).
+        mask: (N, T) uint8 (0 = padded step) or None.
+        reverse: run from the last time step to the first (outputs stay aligned with inputs).
+        write_seq: fill the (N, T, H) output sequence (else ``y`` is None).
+        save: keep what backward needs (else the saved arrays are None).
+
+    Returns:
+        ``(y, h_n, c_n, hprev, cprev, saved)``; ``c_n``/``cprev`` are None except for LSTM.
+    """
+    dtype = x.dtype
+    if dtype != np.float32 and dtype != np.float64:
+        raise TypeError(f"Invalid argument `x`: expected float32 or float64. Received: dtype={dtype}")
+    if x.ndim != 3:
+        raise ValueError(f"Invalid argument `x`: expected (N, T, I). Received: shape={x.shape}")
+    N, T, I = x.shape
+    H = w_hh.shape[1]
+    G = gates_per_cell(mode) * H
+    _contig("x", x, dtype, (N, T, I))
+    _contig("w_ih", w_ih, dtype, (G, I))
+    _contig("w_hh", w_hh, dtype, (G, H))
+    has_bias = b_ih is not None
+    if has_bias:
+        _contig("b_ih", b_ih, dtype, (G,))
+        _contig("b_hh", b_hh, dtype, (G,))
+    else:
+        b_ih = b_hh = np.zeros(G, dtype=dtype)
+    h = np.zeros((N, H), dtype=dtype) if h0 is None else np.array(_contig("h0", h0, dtype, (N, H)))
+    is_lstm = mode == _LSTM
+    c = np.zeros((N, H) if is_lstm else (1, 1), dtype=dtype) if c0 is None or not is_lstm \
+        else np.array(_contig("c0", c0, dtype, (N, H)))
+    has_mask = mask is not None
+    if has_mask:
+        _contig("mask", mask, np.uint8, (N, T))
+    else:
+        mask = np.ones((1, 1), dtype=np.uint8)
+    S = saved_per_step(mode) * H
+    y = np.empty((N, T, H), dtype=dtype) if write_seq else np.empty((1, 1, 1), dtype=dtype)
+    hprev = np.empty((N, T, H), dtype=dtype) if save else np.empty((1, 1, 1), dtype=dtype)
+    cprev = np.empty((N, T, H), dtype=dtype) if save and is_lstm else np.empty((1, 1, 1), dtype=dtype)
+    sv = np.empty((N, T, S), dtype=dtype) if save else np.empty((1, 1, 1), dtype=dtype)
+    xp = np.empty((N, G), dtype=dtype)
+    hp = np.empty((N, 4 * H if mode == GRU else G), dtype=dtype)   # GRU rows: H of scratch
+    if N > 0 and T > 0:
+        if dtype == np.float32:
+            _forward_dispatch[float](mode, x, w_ih, w_hh, b_ih, b_hh, mask, has_mask, reverse,
+                                     xp, hp, h, c, y, write_seq, hprev, cprev, sv, save, n_threads)
+        else:
+            _forward_dispatch[double](mode, x, w_ih, w_hh, b_ih, b_hh, mask, has_mask, reverse,
+                                      xp, hp, h, c, y, write_seq, hprev, cprev, sv, save, n_threads)
+    return (y if write_seq else None, h, c if is_lstm else None, hprev if save else None,
+            cprev if save and is_lstm else None, sv if save else None)
+
+
+cdef _forward_dispatch(int mode, floating[:, :, ::1] x, floating[:, ::1] w_ih,
+                       floating[:, ::1] w_hh, floating[::1] b_ih, floating[::1] b_hh,
+                       const uint8_t[:, ::1] mask, bint has_mask, bint reverse,
+                       floating[:, ::1] xp, floating[:, ::1] hp, floating[:, ::1] h,
+                       floating[:, ::1] c, floating[:, :, ::1] y, bint write_seq,
+                       floating[:, :, ::1] hprev, floating[:, :, ::1] cprev,
+                       floating[:, :, ::1] sv, bint save, int n_threads):
+    cdef int N = x.shape[0], T = x.shape[1], I = x.shape[2], H = w_hh.shape[1]
+    with nogil:
+        _forward(mode, N, T, I, H, &x[0, 0, 0], &w_ih[0, 0], &w_hh[0, 0], &b_ih[0], &b_hh[0],
+                 &mask[0, 0], has_mask, reverse, &xp[0, 0], &hp[0, 0], &h[0, 0], &c[0, 0],
+                 &y[0, 0, 0], write_seq, &hprev[0, 0, 0], &cprev[0, 0, 0], &sv[0, 0, 0], save,
+                 n_threads)
+
+
+def recurrent_backward(int mode, x, w_ih, w_hh, hprev, cprev, saved, mask, bint reverse,
+                       dy, dh_n, dc_n, bint want_x=True, bint want_weights=True,
+                       bint want_bias=True, int n_threads=1):
+    """Backpropagation through time for ``recurrent_forward``'s saved arrays.
+
+    Args:
+        dy: (N, T, H) gradient of the output sequence, or None.
+        dh_n, dc_n: (N, H) gradients of the final states, or None.
+
+    Returns:
+        ``(dx, dw_ih, dw_hh, db_ih, db_hh, dh0, dc0)``; entries not asked for are None
+        (``dc0`` is None except for LSTM).
+    """
+    dtype = x.dtype
+    N, T, I = x.shape
+    H = w_hh.shape[1]
+    G = gates_per_cell(mode) * H
+    S = saved_per_step(mode) * H
+    is_lstm = mode == _LSTM
+    _contig("hprev", hprev, dtype, (N, T, H))
+    _contig("saved", saved, dtype, (N, T, S))
+    if is_lstm:
+        _contig("cprev", cprev, dtype, (N, T, H))
+    else:
+        cprev = np.empty((1, 1, 1), dtype=dtype)
+    has_mask = mask is not None
+    if not has_mask:
+        mask = np.ones((1, 1), dtype=np.uint8)
+    # The float32 gate passes always read dy (no branch in their loops): zeros when absent.
+    has_dy = True
+    if dy is None:
+        dy = np.zeros((N, T, H), dtype=dtype)
+    else:
+        dy = _contig("dy", np.ascontiguousarray(dy, dtype=dtype), dtype, (N, T, H))
+    dh = np.zeros((N, H), dtype=dtype) if dh_n is None else np.array(dh_n, dtype=dtype, order="C")
+    dc = np.zeros((N, H) if is_lstm else (1, 1), dtype=dtype)
+    if is_lstm and dc_n is not None:
+        dc[...] = dc_n
+    dh_next = np.empty((N, H), dtype=dtype)
+    dgx = np.empty((N, T, G), dtype=dtype)
+    dgh = np.empty((N, T, G) if mode == _GRU else (1, 1, 1), dtype=dtype)
+    dx = np.empty((N, T, I), dtype=dtype) if want_x else None
+    dw_ih = np.empty((G, I), dtype=dtype) if want_weights else None
+    dw_hh = np.empty((G, H), dtype=dtype) if want_weights else None
+    db_ih = np.empty(G, dtype=dtype) if want_bias else None
+    db_hh = np.empty(G, dtype=dtype) if want_bias else None
+    if N > 0 and T > 0:
+        if dtype == np.float32:
+            _backward_dispatch[float](mode, x, w_ih, w_hh, hprev, cprev, saved, mask, has_mask,
+                                      reverse, dy, has_dy, dh, dc, dh_next, dgx, dgh, dx, dw_ih,
+                                      dw_hh, db_ih, db_hh, want_bias, n_threads)
+        else:
+            _backward_dispatch[double](mode, x, w_ih, w_hh, hprev, cprev, saved, mask, has_mask,
+                                       reverse, dy, has_dy, dh, dc, dh_next, dgx, dgh, dx, dw_ih,
+                                       dw_hh, db_ih, db_hh, want_bias, n_threads)
+    else:
+        for a in (dx, dw_ih, dw_hh, db_ih, db_hh):
+            if a is not None:
+                a[...] = 0
+    return dx, dw_ih, dw_hh, db_ih, db_hh, dh, dc if is_lstm else None
+
+
+cdef inline floating* _ptr2(floating[:, ::1] a) noexcept:
+    return NULL if a is None else &a[0, 0]
+
+
+cdef _backward_dispatch(int mode, floating[:, :, ::1] x, floating[:, ::1] w_ih,
+                        floating[:, ::1] w_hh, floating[:, :, ::1] hprev,
+                        floating[:, :, ::1] cprev, floating[:, :, ::1] sv,
+                        const uint8_t[:, ::1] mask, bint has_mask, bint reverse,
+                        floating[:, :, ::1] dy, bint has_dy, floating[:, ::1] dh,
+                        floating[:, ::1] dc, floating[:, ::1] dh_next,
+                        floating[:, :, ::1] dgx, floating[:, :, ::1] dgh,
+                        floating[:, :, ::1] dx, floating[:, ::1] dw_ih, floating[:, ::1] dw_hh,
+                        floating[::1] db_ih, floating[::1] db_hh, bint want_bias, int n_threads):
+    cdef int N = x.shape[0], T = x.shape[1], I = x.shape[2], H = w_hh.shape[1]
+    cdef floating* pdx = NULL if dx is None else &dx[0, 0, 0]
+    cdef floating* pw_ih = _ptr2(dw_ih)
+    cdef floating* pw_hh = _ptr2(dw_hh)
+    cdef floating* pb_ih = NULL if db_ih is None else &db_ih[0]
+    cdef floating* pb_hh = NULL if db_hh is None else &db_hh[0]
+    with nogil:
+        _backward(mode, N, T, I, H, &x[0, 0, 0], &w_ih[0, 0], &w_hh[0, 0], &hprev[0, 0, 0],
+                  &cprev[0, 0, 0], &sv[0, 0, 0], &mask[0, 0], has_mask, reverse,
+                  &dy[0, 0, 0], has_dy, &dh[0, 0], &dc[0, 0], &dh_next[0, 0],
+                  &dgx[0, 0, 0], &dgh[0, 0, 0], pdx, pw_ih, pw_hh, pb_ih, pb_hh, want_bias,
+                  n_threads)
+
+
+# ----------------------------------------------------------------------- embedding
+
+def embedding_backward(indices, grad, int input_dim, int n_threads=1):
+    """``dW[indices[i]] += grad[i]`` for i in order: deterministic for any thread count.
+
+    Threads split the embedding dimension (blocks of columns); each walks all rows in
+    order, so no two threads write the same element and every sum has one order.
+
+    Args:
+        indices: (M,) int64, each in [0, input_dim) (checked by the caller).
+        grad: (M, D) C-contiguous float32/float64.
+        input_dim: number of rows of the table.
+
+    Returns:
+        (input_dim, D) gradient of the table.
+    """
+    indices = np.ascontiguousarray(indices, dtype=np.int64)
+    grad = np.ascontiguousarray(grad)
+    if grad.ndim != 2 or grad.shape[0] != indices.shape[0]:
+        raise ValueError(f"Invalid argument `grad`: expected shape ({indices.shape[0]}, D). "
+                         f"Received: shape={grad.shape}")
+    out = np.zeros((input_dim, grad.shape[1]), dtype=grad.dtype)
+    if grad.dtype == np.float32:
+        _embedding_backward[float](indices, grad, out, n_threads)
+    elif grad.dtype == np.float64:
+        _embedding_backward[double](indices, grad, out, n_threads)
+    else:
+        raise TypeError(f"Invalid argument `grad`: expected float32 or float64. Received: "
+                        f"dtype={grad.dtype}")
+    return out
+
+
+cdef _embedding_backward(const int64_t[::1] indices, floating[:, ::1] grad,
+                         floating[:, ::1] out, int n_threads):
+    cdef int64_t M = grad.shape[0], i, row
+    cdef int D = grad.shape[1]
+    cdef int n_blocks = (D + 15) // 16
+    cdef int block, j, j0, j1
+    if M == 0 or D == 0:
+        return
+    for block in prange(n_blocks, nogil=True, schedule="static",
+                        num_threads=_team(M * D, n_threads)):
+        j0 = block * 16
+        j1 = j0 + 16 if j0 + 16 < D else D
+        for i in range(M):
+            row = indices[i]
+            for j in range(j0, j1):
+                out[row, j] += grad[i, j]

@@ -1,0 +1,184 @@
+"""TextVectorization: strings to sequences of token indices (Keras 3's surface, ``output_mode="int"``).
+
+Index 0 is the padding token ``""`` and index 1 the out-of-vocabulary token ``"[UNK]"``;
+``adapt`` fills the rest with the most frequent tokens (ties: the token that sorts last
+comes first, as Keras's lookup orders them).
+"""
+import collections
+import re
+
+import numpy as np
+
+from minnet._checks import check_choice, check_int, invalid
+from minnet.autograd import Tensor
+from minnet.layers.base import Layer
+
+__all__ = ["TextVectorization"]
+
+_PUNCTUATION = re.compile(r'[!"#$%&()\*\+,\-\./:;<=>?@\[\\\]^_`{|}~\']')
+_PAD, _OOV = "", "[UNK]"
+
+
+class TextVectorization(Layer):
+    """Maps strings to integer token sequences, as ``keras.layers.TextVectorization``.
+
+    Args:
+        max_tokens: vocabulary size including the padding and OOV tokens (None: no limit).
+        standardize: ``"lower_and_strip_punctuation"`` (default), ``"lower"``,
+            ``"strip_punctuation"``, None, or a callable ``str -> str``.
+        split: ``"whitespace"`` (default), ``"character"``, None (the whole string is one
+            token) or a callable ``str -> list of str``.
+        output_mode: ``"int"`` (the only mode implemented).
+        output_sequence_length: pad (with 0, at the end) or cut every output to this length;
+            None pads to the longest string of the batch.
+        vocabulary: an optional list of tokens (without the two special ones) to use
+            instead of ``adapt``.
+
+    Shape:
+        - Input: a list (or 1-D array) of N strings. Output: ``(N, length)`` int64 Tensor.
+
+    Example:
+        >>> tv = layers.TextVectorization(output_sequence_length=4)
+        >>> tv.adapt(["the cat sat", "the dog"])
+        >>> tv.get_vocabulary()[:3]
+        ['', '[UNK]', 'the']
+        >>> tv(["the bird sat"]).numpy()
+        array([[2, 1, 4, 0]])
+    """
+
+    def __init__(self, max_tokens=None, standardize="lower_and_strip_punctuation",
+                 split="whitespace", ngrams=None, output_mode="int",
+                 output_sequence_length=None, pad_to_max_tokens=False, vocabulary=None,
+                 name=None, dtype="float32", trainable=True, **kwargs):
+        super().__init__(name=name, dtype=dtype, trainable=trainable, **kwargs)
+        self.max_tokens = None if max_tokens is None else check_int("max_tokens", max_tokens,
+                                                                     minimum=3)
+        if not callable(standardize):
+            check_choice("standardize", standardize,
+                         ("lower_and_strip_punctuation", "lower", "strip_punctuation", None))
+        if not callable(split):
+            check_choice("split", split, ("whitespace", "character", None))
+        if ngrams is not None:
+            raise NotImplementedError(f"Invalid value for argument `ngrams`: not implemented; "
+                                      f"expected None. Received: ngrams={ngrams!r}")
+        check_choice("output_mode", output_mode, ("int",))
+        self.standardize = standardize
+        self.split = split
+        self.output_mode = output_mode
+        self.output_sequence_length = None if output_sequence_length is None else check_int(
+            "output_sequence_length", output_sequence_length, minimum=1)
+        self.pad_to_max_tokens = bool(pad_to_max_tokens)
+        self._vocabulary = [_PAD, _OOV]
+        self._index = {}
+        if vocabulary is not None:
+            self.set_vocabulary(vocabulary)
+        self.built = True
+
+    # ------------------------------------------------------------------ text -> tokens
+    def _tokens(self, text):
+        if isinstance(text, bytes):
+            text = text.decode("utf-8")
+        if not isinstance(text, str):
+            raise invalid("inputs", "strings", type(text).__name__, TypeError)
+        if callable(self.standardize):
+            text = self.standardize(text)
+        elif self.standardize is not None:
+            if "lower" in self.standardize:
+                text = text.lower()
+            if "punctuation" in self.standardize:
+                text = _PUNCTUATION.sub("", text)
+        if callable(self.split):
+            return list(self.split(text))
+        if self.split == "whitespace":
+            return text.split()
+        if self.split == "character":
+            return list(text)
+        return [text]
+
+    @staticmethod
+    def _strings(data):
+        if isinstance(data, (str, bytes)):
+            return [data]
+        if isinstance(data, Tensor):
+            data = data.data
+        array = np.asarray(data, dtype=object)
+        return list(array.reshape(-1))
+
+    # ------------------------------------------------------------------ vocabulary
+    def adapt(self, data, batch_size=None, steps=None):
+        """Build the vocabulary from ``data`` (strings, or an iterable of batches of strings)."""
+        counts = collections.Counter()
+        if isinstance(data, (str, bytes, np.ndarray, Tensor)) or (
+                isinstance(data, (list, tuple)) and all(isinstance(d, (str, bytes)) for d in data)):
+            batches = [data]
+        else:
+            batches = data
+        for batch in batches:
+            for text in self._strings(batch):
+                counts.update(self._tokens(text))
+        counts.pop(_PAD, None)
+        counts.pop(_OOV, None)
+        ordered = sorted(counts.items(), key=lambda item: (item[1], item[0]), reverse=True)
+        tokens = [token for token, _ in ordered]
+        if self.max_tokens is not None:
+            tokens = tokens[:self.max_tokens - 2]
+        self._set(tokens)
+
+    def set_vocabulary(self, vocabulary):
+        """Use ``vocabulary`` (a list of tokens; leading ``""``/``"[UNK]"`` are accepted)."""
+        tokens = [t.decode("utf-8") if isinstance(t, bytes) else t for t in vocabulary]
+        if tokens[:1] == [_PAD]:
+            tokens = tokens[1:]
+        if tokens[:1] == [_OOV]:
+            tokens = tokens[1:]
+        if len(set(tokens)) != len(tokens) or any(not isinstance(t, str) for t in tokens):
+            raise invalid("vocabulary", "a list of distinct strings", vocabulary)
+        if self.max_tokens is not None and len(tokens) + 2 > self.max_tokens:
+            raise invalid("vocabulary", f"at most max_tokens - 2 = {self.max_tokens - 2} tokens",
+                          f"{len(tokens)} tokens")
+        self._set(tokens)
+
+    def _set(self, tokens):
+        self._vocabulary = [_PAD, _OOV] + list(tokens)
+        self._index = {token: i for i, token in enumerate(self._vocabulary) if i >= 2}
+
+    def get_vocabulary(self, include_special_tokens=True):
+        """The tokens by index: ``["", "[UNK]", most frequent, ...]``."""
+        return list(self._vocabulary if include_special_tokens else self._vocabulary[2:])
+
+    def vocabulary_size(self):
+        """Number of indices the output may hold (special tokens included)."""
+        return len(self._vocabulary)
+
+    # ------------------------------------------------------------------ call
+    def __call__(self, x, training=None):
+        return self.call(x, training=False)
+
+    def call(self, x, training=False):
+        rows = [[self._index.get(token, 1) for token in self._tokens(text)]
+                for text in self._strings(x)]
+        length = self.output_sequence_length
+        if length is None:
+            length = max((len(r) for r in rows), default=0)
+        out = np.zeros((len(rows), length), np.int64)
+        for i, row in enumerate(rows):
+            row = row[:length]
+            out[i, :len(row)] = row
+        return Tensor(out)
+
+    def compute_output_shape(self, input_shape):
+        return (tuple(input_shape)[0], self.output_sequence_length)
+
+    def get_config(self):
+        if callable(self.standardize) or callable(self.split):
+            raise ValueError(f"Layer '{self.name}' uses a callable `standardize`/`split`, which "
+                             f"cannot be serialised; use the built-in names.")
+        return {**super().get_config(), "max_tokens": self.max_tokens,
+                "standardize": self.standardize, "split": self.split,
+                "output_mode": self.output_mode,
+                "output_sequence_length": self.output_sequence_length,
+                "pad_to_max_tokens": self.pad_to_max_tokens,
+                "vocabulary": self.get_vocabulary(include_special_tokens=False)}
+
+    def extra_repr(self):
+        return f"vocabulary_size={self.vocabulary_size()}, output_mode={self.output_mode!r}"
