@@ -22,6 +22,9 @@ _normalised = {kind: {} for kind in _KINDS}    # kind -> {normalised name: objec
 _canonical = {kind: {} for kind in _KINDS}     # kind -> {id(object): registered name}
 
 
+_HOW_TO_REGISTER = {"layer": "@mn.register_layer on the class or function"}
+
+
 def snake_case(name):
     """``"Conv2D"`` -> ``"conv2d"``, ``"BatchNormalization"`` -> ``"batch_normalization"``.
 
@@ -58,13 +61,23 @@ def register(kind, obj, name=None, aliases=()):
     name = name or obj.__name__
     for key in (name,) + tuple(aliases):
         existing = _tables[kind].get(key)
-        if existing is not None and existing is not obj:
+        if existing is not None and existing is not obj and not _same_definition(existing, obj):
             raise ValueError(f"A different {kind} is already registered under the name {key!r} "
-                             f"({existing!r}). Pick another name.")
+                             f"({existing!r}). Register this one under another name, such as "
+                             f"'package>{key}'.")
         _tables[kind][key] = obj
-        _normalised[kind].setdefault(normalize_name(key), obj)
-    _canonical[kind].setdefault(id(obj), name)
+        if existing is not None and existing is not obj:   # a re-run definition replaces its twin
+            _normalised[kind][normalize_name(key)] = obj
+        else:
+            _normalised[kind].setdefault(normalize_name(key), obj)
+    _canonical[kind][id(obj)] = _canonical[kind].get(id(obj), name)
     return obj
+
+
+def _same_definition(a, b):
+    """The same class or function defined again (a notebook cell or a script run twice)."""
+    return ((getattr(a, "__module__", None), getattr(a, "__qualname__", None))
+            == (getattr(b, "__module__", None), getattr(b, "__qualname__", None)))
 
 
 def names(kind):
@@ -86,8 +99,10 @@ def lookup(kind, name, custom_objects=None):
         if found is not None:
             return found
     candidates = list(table) + list(custom_objects or ())
-    raise ValueError(f"Unknown {kind}: {name!r}.{did_you_mean(name, candidates)} "
-                     f"Known names: {', '.join(sorted(candidates)) or '(none)'}.")
+    known = (f" Known names: {', '.join(sorted(candidates))}." if len(candidates) <= 30 else "")
+    raise ValueError(f"Unknown {kind}: {name!r}.{did_you_mean(name, candidates)} A custom {kind} "
+                     f"loads when it is registered ({_HOW_TO_REGISTER.get(kind, 'register it')}) or "
+                     f"passed in `custom_objects`.{known}")
 
 
 def registered_name(kind, obj):

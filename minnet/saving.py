@@ -33,11 +33,13 @@ import struct
 import tempfile
 import time
 import zipfile
+import warnings
 import zlib
 
 import numpy as np
 
-from minnet import _random
+from minnet import _random, _registry
+from minnet._version import __version__
 from minnet import layers as layers_module
 from minnet import losses, metrics, optimizers
 from minnet.layers import serialize as serialize_layer
@@ -247,7 +249,6 @@ def _compile_config(model):
         else:
             metric_entries.append(entry)
     if warnings_list:
-        import warnings
         warnings.warn(f"Could not serialize {', '.join(warnings_list)} (made from plain functions); "
                       f"the loaded model will need `compile()` again for them. Subclass Loss / "
                       f"Metric to make them savable.", UserWarning, stacklevel=4)
@@ -276,7 +277,6 @@ def save_model(model, path):
         path: file path; conventionally ``*.minnet``. An existing file is replaced
             atomically.
     """
-    from minnet import __version__
     path = _fspath(path)
     _refuse_foreign_suffix(path, "model", "'net.minnet'")
     weights = model.get_weights()
@@ -718,31 +718,30 @@ def _check_sequential(model_config, path, custom_objects):
 
 
 def _build_model(config, path, custom_objects):
-    from minnet.models import Model, Sequential
-
+    """The model a file describes, built through the one registry (saving imports no model
+    class: Sequential and Model register themselves, custom models with ``register_layer``)."""
     model_entry = config["model"]
     class_name = model_entry.get("class_name")
     model_config = model_entry.get("config", {})
     if not isinstance(model_config, dict):
         raise _file_error(path, "the model's config", f"expected a dict, found "
                                                       f"{_short(model_config)}")
-    classes = {"Sequential": Sequential, "Model": Model, "Functional": Model}
-    classes.update(custom_objects or {})
-    cls = classes.get(class_name) if isinstance(class_name, str) else None
-    if cls is None and isinstance(class_name, str):
-        cls = getattr(layers_module, "_REGISTRY", {}).get(class_name)
-    if cls is None:
+    try:
+        cls = _registry.lookup("layer", class_name, custom_objects) \
+            if isinstance(class_name, str) else None
+    except ValueError:
+        cls = None
+    if not isinstance(cls, type):
         raise ModelFileError(f"{path!r}: unknown model class {_short(class_name)}; pass it in "
-                             f"`custom_objects`.")
-    if isinstance(cls, type) and issubclass(cls, Sequential):
+                             f"`custom_objects` (or import minnet.models, where Sequential and "
+                             f"Model register themselves).")
+    if getattr(cls, "_config_is_layer_stack", False):
         _check_sequential(model_config, path, custom_objects)
     try:
-        if cls in (Sequential, Model):
+        if "custom_objects" in inspect.signature(cls.from_config).parameters:
             model = cls.from_config(dict(model_config), custom_objects=custom_objects)
-        else:   # a registered subclass: its from_config may or may not take custom_objects
-            model = layers_module.deserialize(
-                {"class_name": class_name, "config": dict(model_config)},
-                custom_objects={**(custom_objects or {}), class_name: cls})
+        else:   # a registered subclass whose from_config takes only the config
+            model = cls.from_config(dict(model_config))
         if not model.weights and model_entry.get("build_config"):
             model.build_from_config(model_entry["build_config"])     # a subclassed model
     except _CONFIG_ERRORS as error:

@@ -172,7 +172,7 @@ def test_every_part_is_placed():
 
 @pytest.mark.parametrize("source, expected", [
     ("def f():\n    import minnet.layers\n", "function-level import"),
-    ("from minnet.layers.base import _shape_str\n", "private name"),
+    ("from minnet.layers.base import _unique_name\n", "private name"),
     ("from minnet import models\n", "upward import"),
     ("import minnet.trainers\n", "upward import"),
 ])

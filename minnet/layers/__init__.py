@@ -16,7 +16,6 @@ registered with the ``register_layer`` decorator::
 import inspect
 
 from minnet import _registry
-from minnet._utils import did_you_mean
 
 from minnet.layers.base import Layer
 from minnet.layers.core import Activation, Dense, Flatten, Input, InputLayer, Lambda, Reshape
@@ -35,7 +34,6 @@ from minnet.layers.noise import GaussianDropout, GaussianNoise
 from minnet.layers.preprocessing import (CenterCrop, Normalization, RandomContrast, RandomCrop,
                                          RandomFlip, RandomRotation, RandomTranslation,
                                          RandomZoom, Rescaling, Resizing)
-from minnet import _registry
 from minnet.layers.embedding import Embedding, Masking
 from minnet.layers.recurrent import GRU, LSTM, Bidirectional, SimpleRNN, TimeDistributed
 from minnet.layers.convolutional1d import (AveragePooling1D, Conv1D, GlobalAveragePooling1D,
@@ -70,19 +68,17 @@ _BUILTINS += (PReLU, UpSampling2D, ZeroPadding2D, Cropping2D, Permute, RepeatVec
               Rescaling, Normalization, Resizing, CenterCrop, RandomFlip, RandomTranslation,
               RandomRotation, RandomZoom, RandomCrop, RandomContrast)
 _BUILTINS = _BUILTINS + _SEQUENCE_LAYERS
-# The one registry (the wrappers Bidirectional and TimeDistributed rebuild their inner layer
-# through it).
+# The one registry (minnet/_registry.py): built-ins under their class names and Keras's other
+# spellings; register_layer adds custom layers and Lambda functions; Sequential and Model
+# register themselves when minnet.models loads.
 for _cls in _BUILTINS:
     _registry.register("layer", _cls)
-
-# name -> class or function. Built-ins first; register_layer adds to it.
-_REGISTRY = {cls.__name__: cls for cls in _BUILTINS}
-_REGISTRY["Input"] = InputLayer     # files name it "Input"; Keras's "InputLayer" is an alias
-# Keras spells a few of them differently.
-_ALIASES = {"MaxPool2D": MaxPooling2D, "AvgPool2D": AveragePooling2D,
-            "AveragePool2D": AveragePooling2D, "GlobalAvgPool2D": GlobalAveragePooling2D,
-            "Convolution2D": Conv2D, "BatchNorm": BatchNormalization, "InputLayer": InputLayer}
-_ALIASES["GlobalMaxPool2D"] = GlobalMaxPooling2D
+_registry.register("layer", InputLayer, name="Input", aliases=("InputLayer",))  # files say "Input"
+for _alias, _cls in {"MaxPool2D": MaxPooling2D, "AvgPool2D": AveragePooling2D,
+                     "AveragePool2D": AveragePooling2D, "GlobalAvgPool2D": GlobalAveragePooling2D,
+                     "GlobalMaxPool2D": GlobalMaxPooling2D, "Convolution2D": Conv2D,
+                     "BatchNorm": BatchNormalization}.items():
+    _registry.register("layer", _cls, name=_cls.__name__, aliases=(_alias,))
 
 
 def register_layer(cls_or_name=None):
@@ -104,15 +100,7 @@ def register_layer(cls_or_name=None):
         if not (isinstance(obj, type) and issubclass(obj, Layer)) and not callable(obj):
             raise TypeError(f"Invalid value for argument `cls_or_name`: expected a Layer subclass "
                             f"or a function. Received: {obj!r}")
-        existing = _REGISTRY.get(name)
-        if existing is not None and existing is not obj and (
-                getattr(existing, "__module__", None), getattr(existing, "__qualname__", None)) != (
-                getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)):
-            raise ValueError(f"A different object is already registered under the name {name!r}: "
-                             f"{existing!r}. Register this one under another name: "
-                             f"@register_layer('package>{name}').")
-        _REGISTRY[name] = obj
-        return obj
+        return _registry.register("layer", obj, name=name)
 
     if cls_or_name is None:
         return lambda obj: _register(obj, obj.__name__)
@@ -122,35 +110,11 @@ def register_layer(cls_or_name=None):
     return _register(cls_or_name, cls_or_name.__name__)
 
 
-def _registered_name(obj):
-    for name, value in _REGISTRY.items():
-        if value is obj:
-            return name
-    return None
-
-
-def _lookup_object(name):
-    return _REGISTRY.get(name)
-
-
 def _resolve_class(name, custom_objects):
-    if custom_objects and name in custom_objects:
-        return custom_objects[name]
-    cls = _REGISTRY.get(name) or _ALIASES.get(name)
-    if cls is None:
-        # Sequential (minnet.models) and any other model class registered on import.
-        import importlib
-        try:
-            models = importlib.import_module("minnet.models")
-        except ImportError:
-            models = None
-        cls = _REGISTRY.get(name) or (getattr(models, name, None) if models else None)
-    if cls is None or not (isinstance(cls, type) and issubclass(cls, Layer)):
-        raise ValueError(f"Unknown layer class {name!r}. Expected a built-in layer "
-                         f"({', '.join(sorted(c.__name__ for c in _BUILTINS))}), a class registered "
-                         f"with @mn.register_layer, or a key of `custom_objects`."
-                         + did_you_mean(name, list(_REGISTRY) + list(_ALIASES)
-                                        + list(custom_objects or ())))
+    cls = _registry.lookup("layer", name, custom_objects)
+    if not (isinstance(cls, type) and issubclass(cls, Layer)):
+        raise ValueError(f"Unknown layer class {name!r}: it is registered as a function (for a "
+                         f"Lambda layer), not a Layer subclass.")
     return cls
 
 
@@ -163,7 +127,7 @@ def serialize(layer):
     if not isinstance(layer, Layer):
         raise TypeError(f"Invalid value for argument `layer`: expected a minnet Layer. "
                         f"Received: {type(layer).__name__}")
-    name = _registered_name(type(layer)) or type(layer).__name__
+    name = _registry.registered_name("layer", type(layer)) or type(layer).__name__
     return {"class_name": name, "config": layer.get_config()}
 
 

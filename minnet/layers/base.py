@@ -65,7 +65,7 @@ def _check_dtype(dtype):
     return dt
 
 
-def _shape_str(shape):
+def shape_str(shape):
     return "(" + ", ".join("None" if s is None else str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
@@ -560,7 +560,7 @@ class Layer:
         input_shape = tuple(input_shape)
         if any(s is None for s in input_shape[1:]):
             raise ValueError(f"Layer '{self.name}' cannot infer its output shape from "
-                             f"{_shape_str(input_shape)}: only the batch size may be None.")
+                             f"{shape_str(input_shape)}: only the batch size may be None.")
         probe = tuple(1 if s is None else s for s in input_shape)
         with no_grad():
             out = self(np.zeros(probe, dtype=self.dtype), training=False)

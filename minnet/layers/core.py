@@ -7,10 +7,10 @@ import math
 
 import numpy as np
 
-from minnet import activations, config, constraints, initializers, regularizers
+from minnet import _registry, activations, config, constraints, initializers, regularizers
 from minnet import functional as F
 from minnet.layers import symbolic
-from minnet.layers.base import Layer, _shape_str
+from minnet.layers.base import Layer, shape_str
 from minnet.config import normalize_data_format
 
 __all__ = ["Input", "InputLayer", "Dense", "Flatten", "Reshape", "Lambda", "Activation"]
@@ -83,8 +83,8 @@ class InputLayer(Layer):
                 want is not None and got is not None and want != got
                 for want, got in zip(self.shape, sample)):
             raise ValueError(f"Input 0 of layer '{self.name}' is incompatible with the layer: "
-                             f"expected shape {_shape_str((None,) + self.shape)}, but received input "
-                             f"with shape {_shape_str(tuple(input_shape))}")
+                             f"expected shape {shape_str((None,) + self.shape)}, but received input "
+                             f"with shape {shape_str(tuple(input_shape))}")
 
     def call(self, x, training=False):
         self._check_shape(x.shape)
@@ -106,7 +106,7 @@ class InputLayer(Layer):
         return cls(**config)
 
     def extra_repr(self):
-        return f"shape={_shape_str(self.shape)}"
+        return f"shape={shape_str(self.shape)}"
 
 
 def Input(shape=None, batch_size=None, dtype=None, name=None, batch_shape=None, **kwargs):
@@ -200,7 +200,7 @@ class Dense(Layer):
         if len(input_shape) < 2 or input_shape[-1] is None:
             raise ValueError(f"Layer '{self.name}' needs inputs of shape (batch, ..., features) "
                              f"with a known number of features. Received input_shape="
-                             f"{_shape_str(input_shape)}")
+                             f"{shape_str(input_shape)}")
         in_features = int(input_shape[-1])
         self.in_features = in_features
         self.kernel = self.add_weight("kernel", (self.units, in_features),
@@ -340,9 +340,9 @@ class Reshape(Layer):
         return self.target_shape
 
     def _mismatch(self, sample_shape):
-        return (f"Layer '{self.name}' cannot reshape samples of shape {_shape_str(tuple(sample_shape))} "
+        return (f"Layer '{self.name}' cannot reshape samples of shape {shape_str(tuple(sample_shape))} "
                 f"({int(np.prod(sample_shape))} values) to target_shape "
-                f"{_shape_str(self.target_shape)}.")
+                f"{shape_str(self.target_shape)}.")
 
     def call(self, x, training=False):
         return x.reshape((x.shape[0],) + self._resolve(tuple(x.shape[1:])))
@@ -363,7 +363,7 @@ class Reshape(Layer):
         return cls(**config)
 
     def extra_repr(self):
-        return f"target_shape={_shape_str(self.target_shape)}"
+        return f"target_shape={shape_str(self.target_shape)}"
 
 
 class Lambda(Layer):
@@ -415,8 +415,7 @@ class Lambda(Layer):
         return getattr(self.function, "__name__", type(self.function).__name__)
 
     def get_config(self):
-        from minnet.layers import _registered_name
-        registered = _registered_name(self.function)
+        registered = _registry.registered_name("layer", self.function)
         name = registered or self._function_name()
         is_builtin_activation = activations.is_builtin(name, self.function)
         config = {**super().get_config(), "function": name,
@@ -427,11 +426,12 @@ class Lambda(Layer):
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
-        from minnet.layers import _lookup_object
         config = dict(config)
         name = config.pop("function")
         config.pop("function_serializable", None)
-        function = (custom_objects or {}).get(name) or _lookup_object(name)
+        function = (custom_objects or {}).get(name)
+        if function is None and name in _registry.names("layer"):
+            function = _registry.lookup("layer", name)
         if function is None and activations.is_builtin(name):
             function = activations.get(name)
         if function is None:

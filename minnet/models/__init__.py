@@ -6,7 +6,7 @@ describes structure (``model.py``: layers, summary, config; ``functional.py``: t
 """
 import json
 
-from minnet import saving
+from minnet import _registry, saving
 from minnet.layers import deserialize as deserialize_layer
 from minnet.models.cloning import clone_model
 from minnet.models.model import Model
@@ -18,6 +18,10 @@ __all__ = ["Model", "Functional", "Sequential", "load_model", "clone_model", "mo
 
 # Keras's name for a model built from inputs and outputs (files and JSON use it).
 Functional = Model
+
+# Model files and configs name these classes; saving builds them through the one registry.
+_registry.register("layer", Sequential)
+_registry.register("layer", Model, aliases=("Functional",))
 
 
 def load_model(path, custom_objects=None, compile=True, restore_random_state=True):

@@ -83,6 +83,10 @@ class Sequential(Model):
         >>> history = model.fit(x_train, y_train, epochs=5)
     """
 
+    # saving.py checks a Sequential's config layer by layer (sizes, parameter budget)
+    # before building it.
+    _config_is_layer_stack = True
+
     def __init__(self, layers=None, name=None, dtype="float32", trainable=True):
         super().__init__(name=name, dtype=dtype, trainable=trainable)
         self._input_layer = None      # set first so repr lists the Input layer first
