@@ -20,6 +20,9 @@ import pytest
 
 import minnet
 
+# Slow (every docs code block): CI runs this once, not again under the debug build (-m "not slow_once").
+pytestmark = pytest.mark.slow_once
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FILES = [ROOT / "README.md"] + sorted((ROOT / "docs").rglob("*.md"))
 _BLOCK = re.compile(r"^```python[ \t]*\n(.*?)^```", re.M | re.S)

@@ -8,6 +8,9 @@ import pytest
 
 import minnet
 
+# Slow (example scripts in subprocesses): CI runs this once, not again under the debug build (-m "not slow_once").
+pytestmark = pytest.mark.slow_once
+
 EXAMPLES = sorted((pathlib.Path(__file__).resolve().parent.parent / "examples").glob("*.py"))
 
 

@@ -17,6 +17,9 @@ import pytest
 
 import minnet
 
+# Slow (tutorial scripts in subprocesses): CI runs this once, not again under the debug build (-m "not slow_once").
+pytestmark = pytest.mark.slow_once
+
 HERE = pathlib.Path(__file__).resolve().parent / "keras_scripts"
 sys.path.insert(0, str(HERE))
 import make_data  # noqa: E402
