@@ -20,6 +20,7 @@ import numbers
 import numpy as np
 
 from minnet.autograd import no_grad
+from minnet.layers._layout import check_user_layout
 
 __all__ = ["KerasTensor", "Node", "is_symbolic", "flatten", "pack_like", "shape_str",
            "record_call", "describe"]
@@ -193,6 +194,11 @@ def record_call(layer, arguments):
                             f"{type(value).__name__}; in a functional model every input of a layer "
                             f"must come from `mn.Input` or another layer's output.")
     shapes = _shapes(arguments)
+    if isinstance(shapes, tuple) and isinstance(arguments, KerasTensor) and \
+            arguments.node is not None and not arguments.node.parents:
+        # The user's own array enters here (straight from mn.Input): an image layer whose
+        # layout was left to the default checks that the shape fits it.
+        check_user_layout(layer, shapes)
     try:
         if not layer.built:
             layer.build(shapes)

@@ -13,6 +13,7 @@ from minnet.data import as_array
 from minnet.layers import deserialize as deserialize_layer
 from minnet.layers import serialize as serialize_layer
 from minnet.layers import symbolic
+from minnet.layers._layout import check_user_layout
 from minnet.layers.base import Layer
 from minnet.layers.core import InputLayer
 from minnet.models.model import Model, format_bytes, format_count
@@ -185,7 +186,14 @@ class Sequential(Model):
             self.build(tuple(declared))
         elif self.built:
             shape = self._output_shapes[-1] if self._output_shapes else self._build_input_shape
-            self._output_shapes.append(_build_layer(layer, shape))
+            try:
+                if getattr(layer, "data_format", None) is not None and not any(
+                        getattr(e, "data_format", None) is not None for e in self._layers[:-1]):
+                    check_user_layout(layer, shape)     # the first image layer (see build)
+                self._output_shapes.append(_build_layer(layer, shape))
+            except (ValueError, TypeError):
+                self._layers = self._layers[:-1]        # a layer that does not fit is not kept
+                raise
             self._optimizer_params_changed()
 
     def pop(self):
@@ -226,7 +234,13 @@ class Sequential(Model):
                              f"first, e.g. (None, 16). Received: input_shape={input_shape!r}")
         shape = (None,) + input_shape[1:]
         shapes = []
+        checked_layout = False
         for layer in self._layers:
+            if not checked_layout and getattr(layer, "data_format", None) is not None:
+                # The first image layer sees the user's array (shape-preserving layers such as
+                # Rescaling may come before it): a layout left to the default must fit it.
+                check_user_layout(layer, shape)
+                checked_layout = True
             shape = _build_layer(layer, shape)
             shapes.append(shape)
         self._output_shapes = shapes
