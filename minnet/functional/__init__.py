@@ -21,7 +21,7 @@ from ._activations import (gelu, hardsigmoid, hardswish, mish, prelu, prelu_broa
                            silu, softplus, softsign)
 from ._image import interpolate, pad2d, resize_bilinear2d, upsample_nearest2d
 from ._layernorm import group_norm, layer_norm
-from ._conv import conv2d
+from ._conv import conv2d, conv_transpose2d
 from ._linear import linear, linear_no_graph  # noqa: F401 (Dense's no-graph path)
 from ._dropout import alpha_dropout, dropout, spatial_dropout2d
 from ._losses import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy,
@@ -30,7 +30,7 @@ from ._normalization import NativeBatchNorm, batch_norm
 from ._pooling import avg_pool2d, global_avg_pool2d, global_max_pool2d, max_pool2d
 from ._recurrent import concat_features, embedding, gru, lstm, reverse_sequence, rnn
 
-__all__ = ["linear", "conv2d", "relu", "leaky_relu", "elu", "selu", "sigmoid", "tanh", "softmax",
+__all__ = ["linear", "conv2d", "conv_transpose2d", "relu", "leaky_relu", "elu", "selu", "sigmoid", "tanh", "softmax",
            "log_softmax", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "huber_loss",
            "binary_cross_entropy", "binary_cross_entropy_with_logits", "dropout", "alpha_dropout",
            "spatial_dropout2d", "batch_norm", "max_pool2d", "avg_pool2d", "global_avg_pool2d",

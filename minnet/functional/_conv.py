@@ -13,7 +13,7 @@ from minnet._config import get_num_threads
 from minnet._ext import _conv as _kernels
 from minnet.autograd import Function, Tensor
 
-__all__ = ["conv2d", "Convolution", "as_input", "cast", "check_cast_source", "data",
+__all__ = ["conv2d", "conv_transpose2d", "Convolution", "as_input", "cast", "check_cast_source", "data",
            "float_dtype"]
 
 
@@ -386,3 +386,83 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, 
     if unbatched:
         y = y.reshape(*y.shape[1:])
     return y
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, dilation=1,
+                     *, data_format="channels_first"):
+    """2-D transposed convolution (``torch.nn.functional.conv_transpose2d``, groups=1).
+
+    The input gradient of a convolution, used as a layer: each input pixel scatters
+    ``weight[c_in, :, :, :]`` into the output (col2im of ``W_colᵀ @ x``), so the backward of
+    ``conv2d`` and the forward of this op are one computation (``ConvInputGrad``), and this
+    op's own backward is a convolution (docs/math/convolution.md).
+
+    Args:
+        input: ``(N, C_in, H, W)`` (``(N, H, W, C_in)`` with ``data_format="channels_last"``).
+        weight: ``(C_in, C_out, kh, kw)``, PyTorch's ``ConvTranspose2d`` layout.
+        bias: ``(C_out,)`` or None.
+        stride, dilation: int or pair, >= 1.
+        padding: int or pair >= 0 (rows/columns removed from each side of the full output),
+            or ``((top, bottom), (left, right))``.
+        output_padding: int or pair, added to the bottom/right of the output (< stride or
+            < dilation, as PyTorch requires).
+
+    Returns:
+        Tensor ``(N, C_out, H_out, W_out)`` with ``H_out = (H - 1)*sh - top - bottom +
+        dh*(kh - 1) + output_padding + 1`` (channels_last: ``(N, H_out, W_out, C_out)``).
+    """
+    if data_format not in _LAYOUTS:
+        raise ValueError(f"Invalid value for argument `data_format`: expected "
+                         f"'channels_first' or 'channels_last'. "
+                         f"Received: data_format={data_format!r}")
+    x = as_input("input", input)
+    weight = as_input("weight", weight)
+    dtype = float_dtype("weight", weight)
+    check_cast_source("input", x)
+    w_shape = data(weight).shape
+    x_shape = data(x).shape
+    channels_last = data_format == "channels_last"
+    if len(w_shape) != 4:
+        raise ValueError(f"Invalid argument `weight`: expected a 4-D (C_in, C_out, kh, kw) array. "
+                         f"Received: shape={w_shape}")
+    if len(x_shape) != 4 or x_shape[3 if channels_last else 1] != w_shape[0]:
+        layout = "(N, H, W, C_in)" if channels_last else "(N, C_in, H, W)"
+        raise ValueError(f"Invalid argument `input`: expected a 4-D {layout} array with "
+                         f"C_in={w_shape[0]} (weight {w_shape}). Received: shape={x_shape}")
+    stride = _int_pair("stride", stride, 1)
+    dilation = _int_pair("dilation", dilation, 1)
+    output_padding = _int_pair("output_padding", output_padding, 0)
+    if isinstance(padding, (tuple, list)) and len(padding) == 2 and all(
+            isinstance(p, (tuple, list)) for p in padding):
+        pads = [_int_pair("padding", tuple(p), 0) for p in padding]
+    else:
+        ph, pw = _int_pair("padding", padding, 0)
+        pads = [(ph, ph), (pw, pw)]
+    for name, op, s, d in zip(("height", "width"), output_padding, stride, dilation):
+        if op >= s and op >= d:
+            raise ValueError(f"Invalid value for argument `output_padding`: expected each value "
+                             f"smaller than the stride or the dilation. Received: "
+                             f"output_padding={tuple(output_padding)} with stride={stride}")
+    spatial = x_shape[1:3] if channels_last else x_shape[2:]
+    out = []
+    for size, k, s, d, (top, bottom), op in zip(spatial, w_shape[2:], stride, dilation, pads,
+                                                 output_padding):
+        length = (size - 1) * s - top - bottom + d * (k - 1) + op + 1
+        if length < 1:
+            raise ValueError(f"conv_transpose2d: padding {tuple(pads)} removes the whole output "
+                             f"(input {x_shape}, kernel {w_shape[2:]}, stride {stride}).")
+        out.append(length)
+    n = x_shape[0]
+    out_shape = (n, out[0], out[1], w_shape[1]) if channels_last else (n, w_shape[1], out[0], out[1])
+    x = x if data(x).dtype == dtype else (x.astype(dtype) if isinstance(x, Tensor) else cast(x, dtype))
+    y = ConvInputGrad.apply(x, weight, x_shape=out_shape, w_shape=w_shape, stride=stride,
+                            padding=(pads[0][0], pads[1][0]), dilation=dilation,
+                            data_format=data_format)
+    if bias is None:
+        return y
+    bias = as_input("bias", bias)
+    if data(bias).shape != (w_shape[1],):
+        raise ValueError(f"Invalid argument `bias`: expected shape ({w_shape[1]},). "
+                         f"Received: shape={data(bias).shape}")
+    bias = bias if isinstance(bias, Tensor) else Tensor(cast(bias, dtype))
+    return y + (bias if channels_last else bias.reshape(-1, 1, 1))

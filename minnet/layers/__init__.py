@@ -22,6 +22,7 @@ from minnet.layers.core import Activation, Dense, Flatten, Input, InputLayer, La
 from minnet.layers.merging import (Add, Average, Concatenate, Maximum, Minimum, Multiply, Subtract,
                                   TensorOperation)
 from minnet.layers.convolutional import Conv2D
+from minnet.layers.convolutional_variants import Conv2DTranspose, DepthwiseConv2D, SeparableConv2D
 from minnet.layers.pooling import AveragePooling2D, GlobalAveragePooling2D, MaxPooling2D
 from minnet.layers.pooling import GlobalMaxPooling2D
 from minnet.layers.normalization import BatchNormalization
@@ -67,7 +68,8 @@ _BUILTINS += (PReLU, UpSampling2D, ZeroPadding2D, Cropping2D, Permute, RepeatVec
               LayerNormalization, GroupNormalization, GaussianNoise, GaussianDropout,
               Rescaling, Normalization, Resizing, CenterCrop, RandomFlip, RandomTranslation,
               RandomRotation, RandomZoom, RandomCrop, RandomContrast)
-_BUILTINS = _BUILTINS + _SEQUENCE_LAYERS
+_BUILTINS = _BUILTINS + _SEQUENCE_LAYERS + (Conv2DTranspose, DepthwiseConv2D, SeparableConv2D)
+__all__ += ["Conv2DTranspose", "DepthwiseConv2D", "SeparableConv2D"]
 # The one registry (minnet/_registry.py): built-ins under their class names and Keras's other
 # spellings; register_layer adds custom layers and Lambda functions; Sequential and Model
 # register themselves when minnet.models loads.

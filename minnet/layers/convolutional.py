@@ -51,7 +51,7 @@ def _out_size(size, kernel, stride, dilation, padding):
     return (size + 2 * pad - effective) // stride + 1
 
 
-def _same_padding(spatial, kernel_size, strides, dilation):
+def same_padding(spatial, kernel_size, strides, dilation):
     """Keras/TensorFlow "same": output ceil(size / stride), the odd pixel of padding at the end.
 
     Returns ``((top, bottom), (left, right))``; for stride 1 this equals PyTorch's "same".
@@ -214,7 +214,7 @@ class Conv2D(Layer):
         padding = self.padding
         if padding == "same" and self.strides != (1, 1):
             _, _, spatial = self._split(tuple(x.shape))
-            padding = _same_padding(spatial, self.kernel_size, self.strides, self.dilation_rate)
+            padding = same_padding(spatial, self.kernel_size, self.strides, self.dilation_rate)
         y = F.conv2d(x, self.kernel, self.bias, stride=self.strides, padding=padding,
                      dilation=self.dilation_rate, groups=self.groups,
                      data_format=self.data_format)

@@ -1,0 +1,252 @@
+"""Conv2DTranspose, DepthwiseConv2D and SeparableConv2D: Keras 3's arguments, PyTorch's weights.
+
+* ``Conv2DTranspose`` (``torch.nn.ConvTranspose2d``): kernel ``(in_channels, filters, kh, kw)``;
+  a Keras kernel ``(kh, kw, filters, in)`` converts with ``np.transpose(k, (3, 2, 0, 1))``.
+* ``DepthwiseConv2D`` (``Conv2d(C, C*m, k, groups=C)``): kernel ``(C*m, 1, kh, kw)``; a Keras
+  depthwise kernel ``(kh, kw, C, m)`` converts with ``k.transpose(2, 3, 0, 1).reshape(C*m, 1, kh, kw)``.
+* ``SeparableConv2D``: a depthwise kernel as above, then a pointwise ``(filters, C*m, 1, 1)``
+  kernel and one bias on the output.
+
+All three are ``Conv2D``'s geometry (``strides``, ``padding``, ``data_format``,
+``dilation_rate``) over ``functional.conv2d``/``conv_transpose2d``; the math is in
+docs/math/convolution.md.
+"""
+from minnet import initializers
+from minnet._checks import check_int_tuple
+from minnet import functional as F
+from minnet.layers.convolutional import Conv2D, same_padding
+
+__all__ = ["Conv2DTranspose", "DepthwiseConv2D", "SeparableConv2D"]
+
+
+class DepthwiseConv2D(Conv2D):
+    """Depthwise 2-D convolution: each input channel gets ``depth_multiplier`` filters of its own.
+
+    Args:
+        kernel_size, strides, padding, data_format, dilation_rate, activation, use_bias: as
+            ``Conv2D``.
+        depth_multiplier: output channels per input channel (default 1).
+        depthwise_initializer: default ``"glorot_uniform"``; bias_initializer ``"zeros"``.
+
+    Shape:
+        ``(N, H, W, C)`` -> ``(N, H_out, W_out, C * depth_multiplier)`` (channels_last).
+    """
+
+    def __init__(self, kernel_size, strides=(1, 1), padding="valid", depth_multiplier=1,
+                 data_format=None, dilation_rate=(1, 1), activation=None, use_bias=True,
+                 depthwise_initializer="glorot_uniform", bias_initializer="zeros", **kwargs):
+        super().__init__(1, kernel_size, strides=strides, padding=padding, data_format=data_format,
+                         dilation_rate=dilation_rate, activation=activation, use_bias=use_bias,
+                         kernel_initializer=depthwise_initializer,
+                         bias_initializer=bias_initializer, **kwargs)
+        if isinstance(depth_multiplier, bool) or not isinstance(depth_multiplier, int) or \
+                depth_multiplier < 1:
+            raise ValueError(f"Invalid value for argument `depth_multiplier`: expected a positive "
+                             f"int. Received: depth_multiplier={depth_multiplier!r}")
+        self.depth_multiplier = depth_multiplier
+
+    def build(self, input_shape):
+        _, channels, _ = self._split(tuple(input_shape))
+        if channels is not None:
+            self.groups = int(channels)
+            self.filters = int(channels) * self.depth_multiplier
+        super().build(input_shape)
+
+    def compute_output_shape(self, input_shape):
+        _, channels, _ = self._split(tuple(input_shape))
+        if channels is not None:
+            self.filters = int(channels) * self.depth_multiplier
+            self.groups = int(channels)
+        return super().compute_output_shape(input_shape)
+
+    def get_config(self):
+        config = super().get_config()
+        for key in ("filters", "groups"):
+            config.pop(key)
+        config["depthwise_initializer"] = config.pop("kernel_initializer")
+        config["depth_multiplier"] = self.depth_multiplier
+        return config
+
+
+class SeparableConv2D(Conv2D):
+    """Depthwise convolution, then a 1x1 pointwise convolution to ``filters`` channels.
+
+    Weights: ``depthwise_kernel`` ``(C*m, 1, kh, kw)``, ``pointwise_kernel``
+    ``(filters, C*m, 1, 1)``, ``bias`` ``(filters,)``.
+    """
+
+    def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", data_format=None,
+                 dilation_rate=(1, 1), depth_multiplier=1, activation=None, use_bias=True,
+                 depthwise_initializer="glorot_uniform", pointwise_initializer="glorot_uniform",
+                 bias_initializer="zeros", **kwargs):
+        super().__init__(filters, kernel_size, strides=strides, padding=padding,
+                         data_format=data_format, dilation_rate=dilation_rate,
+                         activation=activation, use_bias=use_bias,
+                         kernel_initializer=depthwise_initializer,
+                         bias_initializer=bias_initializer, **kwargs)
+        if isinstance(depth_multiplier, bool) or not isinstance(depth_multiplier, int) or \
+                depth_multiplier < 1:
+            raise ValueError(f"Invalid value for argument `depth_multiplier`: expected a positive "
+                             f"int. Received: depth_multiplier={depth_multiplier!r}")
+        self.depth_multiplier = depth_multiplier
+        self.pointwise_initializer = initializers.get(pointwise_initializer)
+
+    def build(self, input_shape):
+        shape = self._check_shape(input_shape)
+        _, channels, _ = self._split(shape)
+        if channels is None:
+            raise ValueError(f"Layer '{self.name}' needs a known number of channels. "
+                             f"Received input_shape={shape}")
+        self.in_channels = int(channels)
+        middle = self.in_channels * self.depth_multiplier
+        kh, kw = self.kernel_size
+        self.depthwise_kernel = self.add_weight("depthwise_kernel", (middle, 1, kh, kw),
+                                                initializer=self.kernel_initializer)
+        self.pointwise_kernel = self.add_weight("pointwise_kernel", (self.filters, middle, 1, 1),
+                                                initializer=self.pointwise_initializer)
+        if self.use_bias:
+            self.bias = self.add_weight("bias", (self.filters,), initializer=self.bias_initializer)
+        self.built = True
+        self._build_input_shape = tuple(input_shape)
+
+    def call(self, x, training=False):
+        axis = 3 if self._channels_last else 1
+        self._check_input(x, ndim=4, axis=axis, size=self.in_channels)
+        self._check_shape(tuple(x.shape))
+        padding = self.padding
+        if padding == "same" and self.strides != (1, 1):
+            _, _, spatial = self._split(tuple(x.shape))
+            padding = same_padding(spatial, self.kernel_size, self.strides, self.dilation_rate)
+        h = F.conv2d(x, self.depthwise_kernel, None, stride=self.strides, padding=padding,
+                     dilation=self.dilation_rate, groups=self.in_channels,
+                     data_format=self.data_format)
+        y = F.conv2d(h, self.pointwise_kernel, self.bias, data_format=self.data_format)
+        return self.activation(y)
+
+    def count_flops(self, input_shape):
+        return 0
+
+    def get_config(self):
+        config = super().get_config()
+        config.pop("groups")
+        config["depthwise_initializer"] = config.pop("kernel_initializer")
+        config["pointwise_initializer"] = initializers.serialize(self.pointwise_initializer)
+        config["depth_multiplier"] = self.depth_multiplier
+        return config
+
+
+class Conv2DTranspose(Conv2D):
+    """Transposed 2-D convolution (upsampling by learned filters), Keras 3's arguments.
+
+    Output size per axis (Keras's ``deconv_output_length``): ``"valid"``: ``H*s + max(k - s, 0)``;
+    ``"same"``: ``H*s``; with ``output_padding`` ``op``: ``(H - 1)*s + k - 2*pad + op`` with
+    ``pad = 0`` ("valid") or ``k // 2`` ("same"). ``k`` is the dilated kernel size.
+
+    Args:
+        filters, kernel_size, strides, padding ("valid"/"same"), data_format, dilation_rate,
+        activation, use_bias, kernel_initializer, bias_initializer: as ``Conv2D``.
+        output_padding: None, an int or a pair (< strides).
+
+    Weights: ``kernel`` ``(in_channels, filters, kh, kw)`` (PyTorch's ``ConvTranspose2d``),
+    ``bias`` ``(filters,)``.
+    """
+
+    def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", output_padding=None,
+                 data_format=None, dilation_rate=(1, 1), activation=None, use_bias=True,
+                 kernel_initializer="glorot_uniform", bias_initializer="zeros", **kwargs):
+        super().__init__(filters, kernel_size, strides=strides, padding=padding,
+                         data_format=data_format, dilation_rate=dilation_rate,
+                         activation=activation, use_bias=use_bias,
+                         kernel_initializer=kernel_initializer,
+                         bias_initializer=bias_initializer, **kwargs)
+        if self.padding not in ("valid", "same"):
+            raise ValueError(f"Invalid value for argument `padding`: expected 'valid' or 'same'. "
+                             f"Received: padding={padding!r}")
+        self.output_padding = None if output_padding is None else check_int_tuple(
+            "output_padding", output_padding, 2, minimum=0)
+        if self.output_padding is not None and any(
+                op >= s and op >= d for op, s, d in zip(self.output_padding, self.strides,
+                                                         self.dilation_rate)):
+            raise ValueError(f"Invalid value for argument `output_padding`: expected values smaller "
+                             f"than the strides {self.strides}. Received: "
+                             f"output_padding={output_padding!r}")
+
+    def _geometry(self, spatial):
+        """Per axis: (output length, rows cropped at the top, at the bottom, zero rows added
+        at the end) of ``conv_transpose2d``'s full output ``(size - 1)*s + k``."""
+        result = []
+        for i, size in enumerate(spatial):
+            k = self.dilation_rate[i] * (self.kernel_size[i] - 1) + 1
+            s = self.strides[i]
+            if self.output_padding is None:
+                length = size * s + max(k - s, 0) if self.padding == "valid" else size * s
+                total = (size - 1) * s + k - length
+                top = max(total, 0) // 2          # TensorFlow's "same": the odd row at the end
+            else:
+                pad = 0 if self.padding == "valid" else k // 2
+                length = (size - 1) * s + k - 2 * pad + self.output_padding[i]
+                total = (size - 1) * s + k - length
+                top = pad
+            if total >= 0:
+                result.append((length, top, total - top, 0))
+            else:
+                result.append((length, top, 0, -total - top))
+        return result
+
+    def _check_shape(self, input_shape):
+        shape = tuple(input_shape)
+        if len(shape) != 4:
+            raise ValueError(f"Input 0 of layer '{self.name}' is incompatible with the layer: "
+                             f"expected ndim=4 {self._layout_name()} (data_format="
+                             f"'{self.data_format}'), found ndim={len(shape)}. Full shape "
+                             f"received: {shape}")
+        return shape
+
+    def build(self, input_shape):
+        shape = self._check_shape(input_shape)
+        _, channels, _ = self._split(shape)
+        if channels is None:
+            raise ValueError(f"Layer '{self.name}' needs a known number of channels. "
+                             f"Received input_shape={shape}")
+        self.in_channels = int(channels)
+        kh, kw = self.kernel_size
+        # Keras's fans for a transposed kernel: fan_in = filters*kh*kw, fan_out = in*kh*kw.
+        self.kernel = self.add_weight("kernel", (self.in_channels, self.filters, kh, kw),
+                                      initializer=self.kernel_initializer)
+        if self.use_bias:
+            self.bias = self.add_weight("bias", (self.filters,), initializer=self.bias_initializer)
+        self.built = True
+        self._build_input_shape = tuple(input_shape)
+
+    def call(self, x, training=False):
+        axis = 3 if self._channels_last else 1
+        self._check_input(x, ndim=4, axis=axis, size=self.in_channels)
+        _, _, spatial = self._split(tuple(x.shape))
+        geometry = self._geometry(spatial)
+        padding = tuple((top, bottom) for _, top, bottom, _ in geometry)
+        y = F.conv_transpose2d(x, self.kernel, self.bias, stride=self.strides, padding=padding,
+                               output_padding=tuple(extra for *_, extra in geometry),
+                               dilation=self.dilation_rate, data_format=self.data_format)
+        return self.activation(y)
+
+    def compute_output_shape(self, input_shape):
+        shape = self._check_shape(input_shape)
+        n, _, spatial = self._split(shape)
+        out = [None if size is None else g[0] for size, g in
+               zip(spatial, self._geometry([s or 1 for s in spatial]))]
+        if self._channels_last:
+            return (n, out[0], out[1], self.filters)
+        return (n, self.filters, out[0], out[1])
+
+    def set_weights(self, weights):
+        super(Conv2D, self).set_weights(weights)
+
+    def count_flops(self, input_shape):
+        return 0
+
+    def get_config(self):
+        config = super().get_config()
+        config.pop("groups")
+        config["output_padding"] = None if self.output_padding is None else list(self.output_padding)
+        return config
+
