@@ -32,6 +32,7 @@ and the last call's output, with their graphs), which a training step adds to it
 """
 import functools
 import inspect
+import math
 
 import numpy as np
 
@@ -43,6 +44,9 @@ from minnet.autograd.hooks import HookDict, call_with_hooks
 __all__ = ["Layer"]
 
 _NAME_COUNTS = {}
+# One weight larger than this is refused with a ValueError naming the layer, before anything
+# is allocated (a typo such as units=2**31 must not end in a MemoryError or a swapping machine).
+MAX_WEIGHT_BYTES = 16 * 2**30
 
 
 def _unique_name(base):
@@ -304,9 +308,20 @@ class Layer:
             raise ValueError(f"Invalid value for argument `shape` of weight '{name}' in layer "
                              f"'{self.name}': expected non-negative sizes. Received: shape={shape}")
         dtype = self.dtype if dtype is None else _check_dtype(dtype)
+        n_bytes = math.prod(shape) * np.dtype(dtype).itemsize
+        if n_bytes > MAX_WEIGHT_BYTES:
+            raise ValueError(f"Layer '{self.name}': weight '{name}' of shape {shape} would need "
+                             f"{n_bytes / 2**30:.1f} GiB, more than minnet.layers.base."
+                             f"MAX_WEIGHT_BYTES ({MAX_WEIGHT_BYTES / 2**30:.0f} GiB). Check the "
+                             f"layer's arguments (units, filters, kernel_size, input size).")
         init = initializers.get(initializer)
-        value = initializers.checked_call(init, shape, dtype, where=f"weight '{name}' of layer "
-                                                                    f"'{self.name}'")
+        try:
+            value = initializers.checked_call(init, shape, dtype, where=f"weight '{name}' of layer "
+                                                                        f"'{self.name}'")
+        except MemoryError:
+            raise ValueError(f"Layer '{self.name}': weight '{name}' of shape {shape} "
+                             f"({n_bytes / 2**30:.1f} GiB) does not fit in memory. Check the "
+                             f"layer's arguments (units, filters, kernel_size, input size).") from None
         options = self.__dict__.get("_weight_options") or {}
         regularizer = regularizers.get(regularizer) or options.get(f"{name}_regularizer")
         constraint = constraints.get(constraint) or (options.get(f"{name}_constraint")

@@ -18,8 +18,10 @@ def _pair(value, arg, minimum=1):
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         value = (int(value), int(value))
     if (not isinstance(value, (tuple, list)) or len(value) != 2 or not all(
-            isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= minimum for v in value)):
+            isinstance(v, (int, np.integer)) and not isinstance(v, bool) and minimum <= v < 2**31
+            for v in value)):
         what = "a positive int" if minimum == 1 else f"an int >= {minimum}"
+        what += " (below 2**31)"
         raise ValueError(f"Invalid value for argument `{arg}`: expected {what} or a pair of them. "
                          f"Received: {arg}={value!r}")
     return (int(value[0]), int(value[1]))
