@@ -1,6 +1,7 @@
 """Regenerate docs/api.md from minnet's docstrings.
 
-    python docs/make_api_reference.py
+    python docs/make_api_reference.py      (from the repository root; PYTHONPATH=. when
+                                           minnet is not installed)
 
 Lists every public name of each namespace with its signature and the first paragraph
 of its docstring (the full docstrings, with Args/Returns/Shape, are one `help()` away).
@@ -11,18 +12,25 @@ import os
 import minnet as mn
 
 NAMESPACES = [
-    ("minnet", mn, ["Tensor", "Parameter", "tensor", "Function", "no_grad", "enable_grad",
-                    "is_grad_enabled", "gradcheck", "print_graph", "graph_to_dot", "detect_anomaly",
-                    "manual_seed", "set_num_threads", "get_num_threads", "show_config",
-                    "Sequential", "load_model", "register_layer", "buffer_cache"]),
-    ("minnet.layers", mn.layers, None),
+    ("minnet", mn, None),
+    ("minnet.config", mn.config, None),
+    ("minnet.autograd", mn.autograd, None),
+    ("minnet.autograd.functional", mn.autograd.functional, None),
     ("minnet.functional", mn.functional, None),
+    ("minnet.initializers", mn.initializers, None),
+    ("minnet.activations", mn.activations, None),
+    ("minnet.regularizers", mn.regularizers, None),
+    ("minnet.constraints", mn.constraints, None),
+    ("minnet.layers", mn.layers, None),
     ("minnet.losses", mn.losses, None),
     ("minnet.metrics", mn.metrics, None),
     ("minnet.optimizers", mn.optimizers, None),
     ("minnet.optimizers.schedules", mn.optimizers.schedules, None),
     ("minnet.callbacks", mn.callbacks, None),
-    ("minnet.initializers", mn.initializers, None),
+    ("minnet.trainers", mn.trainers, None),
+    ("minnet.saving", mn.saving, None),
+    ("minnet.models", mn.models, None),
+    ("minnet.utils", mn.utils, None),
     ("minnet.data", mn.data, None),
     ("minnet.datasets", mn.datasets, None),
     ("minnet.interop", mn.interop, None),
@@ -32,6 +40,8 @@ NAMESPACES = [
 def public_names(module, names):
     if names is not None:
         return names
+    if module is mn:      # the top level: every public name that is not a subpackage
+        return [n for n in dir(mn) if not n.startswith("_") and not inspect.ismodule(getattr(mn, n))]
     if hasattr(module, "__all__"):
         return list(module.__all__)
     return [n for n, v in vars(module).items()
@@ -59,6 +69,14 @@ def main():
         lines += [f"## `{title}`", ""]
         for name in public_names(module, names):
             obj = getattr(module, name, None)
+            if inspect.ismodule(obj):     # e.g. minnet.datasets.mnist: list its functions
+                for sub in public_names(obj, None):
+                    fn = getattr(obj, sub)
+                    lines.append(f"- `{signature(name + '.' + sub, fn)}`  ")
+                    text = summary(fn)
+                    if text:
+                        lines.append(f"  {text}")
+                continue
             if obj is None or not (inspect.isclass(obj) or callable(obj)):
                 continue
             lines.append(f"- `{signature(name, obj)}`  ")

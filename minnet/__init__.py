@@ -1,13 +1,26 @@
 """minnet: a small, fast deep-learning framework for coursework.
 
 Typed Cython kernels (im2col + BLAS convolution, activations, dropout, batch norm,
-pooling, fused losses) under a small, readable autograd and a Keras-style API::
+pooling, fused losses) under a small, readable autograd and a Keras-style API. Images
+are channels_last ``(N, H, W, C)`` by default, as in Keras:
 
-    import minnet as mn
-    from minnet import layers
-    model = mn.Sequential([layers.Dense(64, activation="relu"), layers.Dense(10)])
-    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
-    model.fit(x, y, epochs=5)
+>>> import minnet as mn
+>>> from minnet import layers
+>>> mn.utils.set_random_seed(0)
+>>> (x, y), (x_test, y_test) = mn.datasets.load_digits()
+>>> x.shape
+(1437, 8, 8, 1)
+>>> model = mn.Sequential([
+...     layers.Flatten(),
+...     layers.Dense(64, activation="relu"),
+...     layers.Dense(10),                      # logits
+... ])
+>>> loss = mn.losses.SparseCategoricalCrossentropy(from_logits=True)
+>>> model.compile(optimizer="adam", loss=loss, metrics=["accuracy"])
+>>> history = model.fit(x, y, epochs=5, batch_size=32, verbose=0)
+>>> test_loss, test_acc = model.evaluate(x_test, y_test, verbose=0)
+>>> test_acc > 0.85
+True
 """
 import importlib as _importlib
 
