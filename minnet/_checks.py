@@ -127,3 +127,11 @@ def check_labels(name, labels, n_classes, ignore_index=None):
                                                     None else "")
                              + f". Received: {labels.ravel()[i]!r} at flat index {i}")
     return labels.astype(np.int64, copy=False)
+
+
+class UnsupportedArgumentError(ValueError, NotImplementedError):
+    """A valid Keras argument value that minnet does not implement (yet).
+
+    A ``ValueError`` (the argument cannot be taken, and the message names it, what minnet
+    takes and what it received) and a ``NotImplementedError`` (it is a gap, not a mistake).
+    """

@@ -844,7 +844,7 @@ class AUC(Metric):
             self.num_thresholds = len(values) + 2
             inner = np.sort(values)
         else:
-            self.num_thresholds = check_int("num_thresholds", num_thresholds, minimum=2)
+            self.num_thresholds = check_int("num_thresholds", num_thresholds, minimum=2, maximum=10**6)
             self._init_thresholds = None
             n = self.num_thresholds
             inner = np.array([(i + 1) * 1.0 / (n - 1) for i in range(n - 2)])

@@ -46,7 +46,7 @@ __all__ = ["Layer"]
 _NAME_COUNTS = {}
 # One weight larger than this is refused with a ValueError naming the layer, before anything
 # is allocated (a typo such as units=2**31 must not end in a MemoryError or a swapping machine).
-MAX_WEIGHT_BYTES = 16 * 2**30
+MAX_WEIGHT_BYTES = 4 * 2**30
 
 
 def _unique_name(base):

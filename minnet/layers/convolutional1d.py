@@ -10,11 +10,11 @@ The math is the 2-D kernels' on a height-1 image: a sequence ``(N, C, L)`` is vi
 ``(N, C, 1, L)`` and goes through ``functional.conv2d`` (im2col + GEMM) or
 ``max_pool2d`` / ``avg_pool2d``; docs/math/convolution.md and pooling.md hold the formulas.
 """
-import numpy as np
 
 from minnet import activations, config, initializers
 from minnet import functional as F
-from minnet._checks import check_choice, check_int, check_int_tuple, check_padding, invalid
+from minnet._checks import (UnsupportedArgumentError, check_choice, check_int, check_int_tuple,
+                            check_padding, invalid)
 from minnet.layers.base import Layer
 
 __all__ = ["Conv1D", "MaxPooling1D", "AveragePooling1D", "GlobalMaxPooling1D",
@@ -94,7 +94,7 @@ class Conv1D(Layer):
         self.data_format = config.normalize_data_format(data_format)
         self.dilation_rate = _one("dilation_rate", dilation_rate)
         if groups != 1:
-            raise NotImplementedError(f"Invalid value for argument `groups`: minnet's Conv1D "
+            raise UnsupportedArgumentError(f"Invalid value for argument `groups`: minnet's Conv1D "
                                       f"supports groups=1. Received: groups={groups!r}")
         if self.strides > 1 and self.dilation_rate > 1:
             raise invalid("dilation_rate", "1 when strides > 1 (as Keras)", dilation_rate)

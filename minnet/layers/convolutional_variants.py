@@ -45,18 +45,19 @@ class DepthwiseConv2D(Conv2D):
                              f"int. Received: depth_multiplier={depth_multiplier!r}")
         self.depth_multiplier = depth_multiplier
 
-    def build(self, input_shape):
-        _, channels, _ = self._split(tuple(input_shape))
+    def _set_channels(self, input_shape):
+        shape = self._check_shape(input_shape)       # the 4-D check comes first
+        _, channels, _ = self._split(shape)
         if channels is not None:
             self.groups = int(channels)
             self.filters = int(channels) * self.depth_multiplier
+
+    def build(self, input_shape):
+        self._set_channels(input_shape)
         super().build(input_shape)
 
     def compute_output_shape(self, input_shape):
-        _, channels, _ = self._split(tuple(input_shape))
-        if channels is not None:
-            self.filters = int(channels) * self.depth_multiplier
-            self.groups = int(channels)
+        self._set_channels(input_shape)
         return super().compute_output_shape(input_shape)
 
     def get_config(self):

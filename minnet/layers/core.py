@@ -236,6 +236,22 @@ class Dense(Layer):
         flops = 2 * rows * int(input_shape[-1]) * self.units
         return flops + (rows * self.units if self.use_bias else 0)
 
+    def set_weights(self, weights):
+        """As ``Layer.set_weights``; a kernel of the wrong shape gets an error that states
+        minnet's (PyTorch's) ``(units, in_features)`` layout and how to convert a Keras kernel."""
+        weights = list(weights)
+        if self.kernel is not None and weights:
+            got = tuple(getattr(weights[0], "shape", np.shape(weights[0])))
+            want = tuple(self.kernel.shape)
+            if got != want:
+                hint = (" It has the Keras layout (in_features, units): pass kernel.T."
+                        if got == want[::-1] else
+                        " A Keras kernel (in_features, units) converts with kernel.T.")
+                raise ValueError(f"Layer '{self.name}' weight 0 (kernel) has shape {want}: Dense "
+                                 f"kernels use PyTorch's layout (units, in_features). The array "
+                                 f"given has shape {got}.{hint}")
+        super().set_weights(weights)
+
     def get_config(self):
         return {**super().get_config(), "units": self.units,
                 "activation": activations.serialize(self.activation), "use_bias": self.use_bias,

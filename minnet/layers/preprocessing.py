@@ -504,8 +504,8 @@ class Resizing(_ImageLayer):
     def __init__(self, height, width, interpolation="bilinear", crop_to_aspect_ratio=False,
                  data_format=None, name=None, dtype=None, trainable=True, **kwargs):
         super().__init__(data_format, None, name, dtype, trainable, **kwargs)
-        self.height = check_int("height", height, 1)
-        self.width = check_int("width", width, 1)
+        self.height = check_int("height", height, 1, 65536)
+        self.width = check_int("width", width, 1, 65536)
         self.interpolation = check_choice("interpolation", interpolation, _INTERPOLATIONS)
         self.crop_to_aspect_ratio = bool(crop_to_aspect_ratio)
 
@@ -569,8 +569,8 @@ class CenterCrop(_ImageLayer):
     def __init__(self, height, width, data_format=None, name=None, dtype=None, trainable=True,
                  **kwargs):
         super().__init__(data_format, None, name, dtype, trainable, **kwargs)
-        self.height = check_int("height", height, 1)
-        self.width = check_int("width", width, 1)
+        self.height = check_int("height", height, 1, 65536)
+        self.width = check_int("width", width, 1, 65536)
 
     def call(self, x, training=False):
         self._check(x)
@@ -610,8 +610,8 @@ class RandomCrop(_ImageLayer):
     def __init__(self, height, width, seed=None, data_format=None, name=None, dtype=None,
                  trainable=True, **kwargs):
         super().__init__(data_format, seed, name, dtype, trainable, **kwargs)
-        self.height = check_int("height", height, 1)
-        self.width = check_int("width", width, 1)
+        self.height = check_int("height", height, 1, 65536)
+        self.width = check_int("width", width, 1, 65536)
 
     def call(self, x, training=False):
         self._check(x)

@@ -26,7 +26,7 @@ import scipy.linalg
 
 from minnet import _registry, activations, initializers
 from minnet import functional as F
-from minnet._checks import check_choice, check_float, check_int, invalid
+from minnet._checks import UnsupportedArgumentError, check_choice, check_float, check_int, invalid
 from minnet.autograd import Tensor
 from minnet.layers.base import Layer
 from minnet.layers.embedding import get_keras_mask, set_keras_mask
@@ -129,7 +129,7 @@ class _RNN(_SequenceLayer):
         self.recurrent_dropout = check_float("recurrent_dropout", recurrent_dropout, 0.0, 1.0,
                                              high_open=True)
         if self.recurrent_dropout > 0:
-            raise NotImplementedError(
+            raise UnsupportedArgumentError(
                 f"Invalid value for argument `recurrent_dropout`: minnet's fused recurrent kernels "
                 f"do not implement recurrent dropout yet; expected 0.0. Received: "
                 f"recurrent_dropout={recurrent_dropout!r}. Use `dropout=` (on the inputs) instead.")
@@ -439,8 +439,12 @@ def _layer_config(layer):
 def _layer_from_config(config, custom_objects=None):
     if isinstance(config, Layer):
         return config
+    if not (isinstance(config, dict) and isinstance(config.get("class_name"), str)
+            and isinstance(config.get("config", {}), dict)):
+        raise TypeError(f"Invalid value for argument `layer`: expected a recurrent layer (LSTM, "
+                        f"GRU, SimpleRNN) or its serialized config. Received: {config!r}")
     cls = _registry.lookup("layer", config["class_name"], custom_objects)
-    return cls.from_config(dict(config["config"]))
+    return cls.from_config(dict(config.get("config", {})))
 
 
 class Bidirectional(_SequenceLayer):

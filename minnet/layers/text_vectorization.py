@@ -9,7 +9,7 @@ import re
 
 import numpy as np
 
-from minnet._checks import check_choice, check_int, invalid
+from minnet._checks import UnsupportedArgumentError, check_choice, check_int, invalid
 from minnet.autograd import Tensor
 from minnet.layers.base import Layer
 
@@ -59,7 +59,7 @@ class TextVectorization(Layer):
         if not callable(split):
             check_choice("split", split, ("whitespace", "character", None))
         if ngrams is not None:
-            raise NotImplementedError(f"Invalid value for argument `ngrams`: not implemented; "
+            raise UnsupportedArgumentError(f"Invalid value for argument `ngrams`: not implemented; "
                                       f"expected None. Received: ngrams={ngrams!r}")
         check_choice("output_mode", output_mode, ("int",))
         self.standardize = standardize

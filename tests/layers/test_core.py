@@ -334,3 +334,12 @@ def test_predict_matches_the_recorded_forward_with_fused_relu(rng):
                            layers.Dense(16, activation="relu"), layers.Dense(3)])
     x = rng.standard_normal((50, 20)).astype(np.float32)
     np.testing.assert_array_equal(model.predict(x, batch_size=50), model(x).numpy())
+
+
+def test_dense_kernel_in_keras_layout_gets_the_conversion_in_the_error():
+    dense = layers.Dense(3)
+    dense.build((None, 5))
+    with pytest.raises(ValueError, match=r"\(units, in_features\).*kernel\.T"):
+        dense.set_weights([np.zeros((5, 3), "float32"), np.zeros(3, "float32")])
+    dense.set_weights([np.ones((3, 5), "float32"), np.zeros(3, "float32")])
+    assert dense.kernel.numpy().sum() == 15
