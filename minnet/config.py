@@ -5,7 +5,10 @@
 every layer whose ``data_format`` is left to ``None`` to PyTorch's ``(batch, channels,
 height, width)``. ``floatx()`` is the dtype layers create their weights in (``"float32"``).
 
-This module imports nothing above itself, so every floor of minnet may read it.
+``set_deterministic(True)`` makes every result bit-identical whatever ``mn.set_num_threads``
+says (GEMMs split by shape, not by thread count), at a cost: off by default.
+
+This module imports nothing above itself (the kernels only), so every floor may read it.
 
 Example:
     >>> import minnet as mn
@@ -16,8 +19,10 @@ Example:
     'channels_first'
     >>> mn.config.set_image_data_format("channels_last")
 """
+from minnet._ext import _im2col
+
 __all__ = ["image_data_format", "set_image_data_format", "floatx", "set_floatx",
-           "normalize_data_format", "channel_axis"]
+           "normalize_data_format", "channel_axis", "set_deterministic", "is_deterministic"]
 
 _DATA_FORMATS = ("channels_last", "channels_first")
 _FLOATX = ("float32", "float64")
@@ -78,3 +83,27 @@ def normalize_data_format(data_format):
 def channel_axis(data_format, ndim):
     """The channel axis of a tensor of ``ndim`` dimensions (batch first) in ``data_format``."""
     return ndim - 1 if normalize_data_format(data_format) == "channels_last" else 1
+
+
+def set_deterministic(flag=True):
+    """Bit-identical results for any thread count (``torch.use_deterministic_algorithms``).
+
+    With ``True``, minnet's GEMMs (Dense, convolution, recurrent projections) are split into
+    blocks chosen by the matrix shapes alone, so 1, 2, 3 or 64 threads give the same bits;
+    the other kernels (convolution weight gradients, batch-norm statistics, sums, dropout
+    masks, embedding scatter-adds) reduce in a fixed order in either mode. Off by default:
+    the fixed split re-packs a GEMM operand once per block and made the MLP benchmark's
+    Dense layers up to 2.9x slower at one thread (docs/performance.md).
+
+    Args:
+        flag: bool.
+    """
+    if not isinstance(flag, bool):
+        raise TypeError(f"Invalid value for argument `flag`: expected True or False. "
+                        f"Received: flag={flag!r}")
+    _im2col.set_deterministic(flag)
+
+
+def is_deterministic():
+    """Whether ``set_deterministic(True)`` is in force."""
+    return bool(_im2col.is_deterministic())

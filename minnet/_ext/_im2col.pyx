@@ -29,7 +29,7 @@ is summed in one fixed order.
 from cython.parallel cimport prange
 from libc.string cimport memcpy, memset
 
-from minnet._ext._blas cimport floating, gemm
+from minnet._ext._blas cimport floating, gemm, gemm_parallel
 
 import numpy as np
 
@@ -369,6 +369,22 @@ cdef enum:
     _GEMM_BLOCKS = 12
     _GEMM_MIN_ROWS = 32
 
+# Off by default: the fixed split re-packs the shared operand once per block, which made the
+# MLP workload's Dense GEMMs 1.3-2.9x slower at one thread (benchmarks/bench_training.py,
+# measured 2026-11-30). mn.config.set_deterministic(True) turns it on.
+cdef bint _deterministic = False
+
+
+def set_deterministic(bint flag):
+    """Split GEMMs by shape only (bit-identical for any thread count) when ``flag`` is true;
+    else by the thread count (one BLAS call at one thread), the faster default."""
+    global _deterministic
+    _deterministic = flag
+
+
+def is_deterministic():
+    return _deterministic
+
 
 cdef void gemm_blocks(bint trans_a, bint trans_b, int m, int n, int k,
                       floating alpha, const floating* a, int lda,
@@ -377,6 +393,9 @@ cdef void gemm_blocks(bint trans_a, bint trans_b, int m, int n, int k,
                       int n_threads) noexcept nogil:
     cdef int n_blocks, block, start, stop, size, dim
     cdef long flops = <long> m * n * k
+    if not _deterministic:
+        gemm_parallel(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, n_threads)
+        return
     dim = m if m >= n else n
     n_blocks = dim // _GEMM_MIN_ROWS
     if n_blocks > _GEMM_BLOCKS:

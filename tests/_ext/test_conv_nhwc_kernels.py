@@ -181,7 +181,7 @@ def test_conv2d_nhwc_validation(rng):
     (1, 8, 21, 21, 16, 3),     # one sample
     (16, 8, 12, 12, 24, 1),    # 1x1
 ])
-def test_kernels_bit_identical_for_any_thread_count(shape, method, data_format, rng):
+def test_kernels_bit_identical_for_any_thread_count(shape, method, data_format, rng, deterministic):
     n, c, h, w, f, k = shape
     x_shape = (n, h, w, c) if data_format == "channels_last" else (n, c, h, w)
     x = rng.standard_normal(x_shape).astype(np.float32)

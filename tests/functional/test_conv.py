@@ -118,7 +118,7 @@ def test_conv2d_matches_torch(case, dtype, torch, rng):
     ((16, 8, 12, 12), (24, 8, 1, 1), 1, 0),       # 1x1
 ])
 def test_conv2d_bit_identical_for_any_thread_count(shape, w_shape, stride, padding,
-                                                   data_format, rng):
+                                                   data_format, rng, deterministic):
     x = rng.standard_normal(shape).astype(np.float32)
     if data_format == "channels_last":
         x = np.ascontiguousarray(x.transpose(0, 2, 3, 1))

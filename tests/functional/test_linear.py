@@ -84,7 +84,7 @@ def test_linear_validation(kwargs, error, match):
 
 
 
-def test_linear_bit_identical_for_any_thread_count(rng):
+def test_linear_bit_identical_for_any_thread_count(rng, deterministic):
     x = rng.standard_normal((96, 784)).astype(np.float32)
     w = rng.standard_normal((256, 784)).astype(np.float32)
     b = rng.standard_normal(256).astype(np.float32)

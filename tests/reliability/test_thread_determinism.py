@@ -1,4 +1,5 @@
-"""The same seed trains to bit-identical weights whatever the thread count (issue #17 item 2).
+"""With mn.config.set_deterministic(True), the same seed trains to bit-identical weights
+whatever the thread count (issue #17 item 2).
 
 A CNN epoch (conv, batch norm, ReLU, max pooling, dropout, dense, Adam) in the default
 channels_last layout, run at 1, 2, 3, 4 and 7 threads: every weight must be identical to the
@@ -9,6 +10,13 @@ import pytest
 
 import minnet as mn
 from minnet import layers
+
+
+@pytest.fixture(autouse=True)
+def _deterministic():
+    mn.config.set_deterministic(True)
+    yield
+    mn.config.set_deterministic(False)
 
 
 def _train(threads, data_format):
