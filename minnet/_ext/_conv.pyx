@@ -41,7 +41,7 @@ from minnet._ext._im2col cimport (Geometry, col2im_nchw_batch, col2im_nchw_sampl
 import numpy as np
 
 from minnet._ext._im2col import (check_array, check_data_format, check_threads,
-                                 conv_output_size, geometry)
+                                 conv_output_size, geometry, is_deterministic)
 from minnet._ext._winograd import use_winograd, winograd_conv2d
 
 __all__ = ["conv2d_forward", "conv2d_backward", "conv_output_size"]
@@ -741,6 +741,10 @@ def conv2d_backward(x, weight, grad_output, stride=1, padding=0, dilation=1,
                          "channels_first data only. Received: method='winograd' with "
                          "data_format='channels_last'")
     strategy, chunk, n_parts = _plan(method, g_obj, nhwc, x.itemsize)
+    if not is_deterministic():
+        # One weight-gradient partial per thread (fewer partials to zero and add); the sum
+        # then depends on the thread count, unless mn.config.set_deterministic(True).
+        n_parts = min(n_parts, n_threads)
     dtype = x.dtype
     dx = np.empty(x.shape, dtype=dtype) if need_input_grad else None
     dw = np.empty(weight.shape, dtype=dtype) if need_weight_grad else None
