@@ -49,13 +49,15 @@ def build_minnet(name, mn):
         if DATA_FORMAT == "channels_last":   # needs the image layers' data_format (issue #13)
             image = dict(data_format=DATA_FORMAT)
             shape, bn = (28, 28, 1), dict(axis=-1)
-        else:                                # runs with or without data_format on them
-            image, shape, bn = {}, (1, 28, 28), {}
+        else:        # every image layer told channels_first (the default is channels_last)
+            image, shape, bn = dict(data_format=DATA_FORMAT), (1, 28, 28), dict(axis=1)
         try:
             layers.MaxPooling2D(2, **image)
         except TypeError as error:
-            raise SystemExit(f"--data-format {DATA_FORMAT}: this minnet's image layers do not "
-                             f"take data_format yet ({error})") from None
+            if DATA_FORMAT == "channels_last":
+                raise SystemExit(f"--data-format {DATA_FORMAT}: this minnet's image layers do not "
+                                 f"take data_format yet ({error})") from None
+            image = {}       # a minnet from before issue #13: its image layers are NCHW only
         model = mn.Sequential([layers.Input(shape),
                                layers.Conv2D(16, 3, padding=1, **df), layers.BatchNormalization(**bn),
                                layers.ReLU(), layers.MaxPooling2D(2, **image),
