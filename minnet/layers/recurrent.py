@@ -248,7 +248,7 @@ class _RNN(_SequenceLayer):
 def _check_activation(layer, which, value, allowed):
     if value is not allowed:
         name = activations.serialize(value)
-        raise NotImplementedError(
+        raise UnsupportedArgumentError(
             f"Invalid value for argument `{which}` of {type(layer).__name__}: the fused kernels "
             f"implement {activations.serialize(allowed)!r}. Received: {which}={name!r}")
 
@@ -404,9 +404,9 @@ class GRU(_RNN):
                  return_sequences=False, return_state=False, go_backwards=False, stateful=False,
                  unroll=False, reset_after=True, **kwargs):
         if reset_after is not True:
-            raise NotImplementedError(f"Invalid value for argument `reset_after`: minnet's GRU is "
-                                      f"the reset_after=True cell (PyTorch's). Received: "
-                                      f"reset_after={reset_after!r}")
+            raise UnsupportedArgumentError(
+                f"Invalid value for argument `reset_after`: minnet's GRU is the reset_after=True "
+                f"cell (PyTorch's). Received: reset_after={reset_after!r}")
         super().__init__(units, activation=activation, recurrent_activation=recurrent_activation,
                          use_bias=use_bias, kernel_initializer=kernel_initializer,
                          recurrent_initializer=recurrent_initializer,
