@@ -125,7 +125,16 @@ class SeparableConv2D(Conv2D):
         return self.activation(y)
 
     def count_flops(self, input_shape):
-        return 0
+        """Depthwise ``2*N*C*m*H_out*W_out*kh*kw`` plus pointwise ``2*N*H_out*W_out*filters*C*m``
+        (plus one add per output for the bias)."""
+        n, c, _ = self._split(tuple(input_shape))
+        _, _, (oh, ow) = self._split(self.compute_output_shape(tuple(input_shape)))
+        n = 1 if n is None else n
+        middle = c * self.depth_multiplier
+        kh, kw = self.kernel_size
+        outputs = n * self.filters * oh * ow
+        return (2 * n * middle * oh * ow * kh * kw + 2 * outputs * middle
+                + (outputs if self.use_bias else 0))
 
     def get_config(self):
         config = super().get_config()
@@ -243,7 +252,15 @@ class Conv2DTranspose(Conv2D):
         super(Conv2D, self).set_weights(weights)
 
     def count_flops(self, input_shape):
-        return 0
+        """``2 * N * in_channels * H * W * filters * kh * kw`` (each input pixel scatters one
+        filters x kh x kw block), plus one add per output for the bias."""
+        shape = tuple(input_shape)
+        n, c, (h, w) = self._split(shape)
+        _, _, (oh, ow) = self._split(self.compute_output_shape(shape))
+        n = 1 if n is None else n
+        kh, kw = self.kernel_size
+        return (2 * n * c * h * w * self.filters * kh * kw
+                + (n * self.filters * oh * ow if self.use_bias else 0))
 
     def get_config(self):
         config = super().get_config()

@@ -121,3 +121,13 @@ def test_in_a_keras_autoencoder():
     model.compile(optimizer="adam", loss="mse")
     history = model.fit(x, x, epochs=3, batch_size=16, verbose=0)
     assert history.history["loss"][-1] < history.history["loss"][0]
+
+
+def test_flop_counts_follow_the_arithmetic():
+    sep = layers.SeparableConv2D(6, 3, depth_multiplier=2, data_format="channels_last")
+    sep.build((None, 8, 8, 4))
+    # depthwise: 2*N*(4*2)*6*6*3*3; pointwise: 2*N*6*6*6*8; bias: N*6*6*6 (N = 1)
+    assert sep.count_flops((1, 8, 8, 4)) == 2 * 8 * 36 * 9 + 2 * 216 * 8 + 216
+    up = layers.Conv2DTranspose(5, 3, strides=2, padding="same", data_format="channels_last")
+    up.build((None, 7, 7, 3))
+    assert up.count_flops((2, 7, 7, 3)) == 2 * 2 * 3 * 49 * 5 * 9 + 2 * 5 * 14 * 14
