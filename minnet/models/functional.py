@@ -248,21 +248,9 @@ class FunctionalGraph:
         """Run the plan on ``x`` (array/Tensor, or a list/dict for several inputs)."""
         inputs = self.input_values(x)
         self.check_inputs(inputs)
-        values = [None] * self.n_slots
-        for slot, value in zip(self.input_slots, inputs):
-            values[slot] = value
-        for layer, mode, argument_slots, output_slots in self.plan:
-            if mode == _SINGLE:
-                out = layer(values[argument_slots], training=training)
-            elif mode == _LIST:
-                out = layer([values[s] for s in argument_slots], training=training)
-            else:
-                out = layer({key: values[s] for key, s in argument_slots.items()}, training=training)
-            if type(output_slots) is int:
-                values[output_slots] = out
-            else:
-                for slot, value in zip(output_slots, out):
-                    values[slot] = value
+        values = self._input_slots(inputs)
+        for _ in self._execute(values, training):
+            pass
         outputs = [values[s] for s in self.output_slots]
         outputs = [o if isinstance(o, Tensor) else Tensor(np.asarray(o)) for o in outputs]
         if self.output_kind == _SINGLE:
@@ -273,10 +261,18 @@ class FunctionalGraph:
 
     def layer_outputs(self, x, training):
         """Yield ``(layer, output)`` node by node (to find the first non-finite output)."""
-        inputs = self.input_values(x)
+        yield from self._execute(self._input_slots(self.input_values(x)), training)
+
+    def _input_slots(self, inputs):
         values = [None] * self.n_slots
         for slot, value in zip(self.input_slots, inputs):
             values[slot] = value
+        return values
+
+    def _execute(self, values, training):
+        """Run the plan over ``values`` (one per slot, filled in place), yielding
+        ``(layer, output)`` for each output as it is computed: the one loop behind ``run``
+        and ``layer_outputs``."""
         for layer, mode, argument_slots, output_slots in self.plan:
             if mode == _SINGLE:
                 out = layer(values[argument_slots], training=training)
@@ -284,11 +280,13 @@ class FunctionalGraph:
                 out = layer([values[s] for s in argument_slots], training=training)
             else:
                 out = layer({key: values[s] for key, s in argument_slots.items()}, training=training)
-            slots = [output_slots] if type(output_slots) is int else output_slots
-            outs = [out] if type(output_slots) is int else list(out)
-            for slot, value in zip(slots, outs):
-                values[slot] = value
-                yield layer, value
+            if type(output_slots) is int:
+                values[output_slots] = out
+                yield layer, out
+            else:
+                for slot, value in zip(output_slots, out):
+                    values[slot] = value
+                    yield layer, value
 
     # ---- description ------------------------------------------------------------------
     def node_references(self):
