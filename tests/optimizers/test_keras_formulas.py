@@ -93,3 +93,36 @@ def test_sgd_momentum_equals_keras_for_constant_rate_and_differs_after_a_change(
     ours = _run(make, grads, schedule)
     keras = _keras_sgd(grads, changed, 0.9)
     assert np.abs(ours - keras).max() > 1e-3
+
+
+def _keras_adagrad(grads, lr, init, eps):
+    w, acc = np.ones_like(grads[0]), np.full_like(grads[0], init)
+    for g in grads:
+        acc = acc + g * g
+        w = w - lr * g / np.sqrt(acc + eps)                   # epsilon inside the root
+    return w
+
+
+def _keras_adamax(grads, lr, b1, b2, eps):
+    w, m, u = np.ones_like(grads[0]), np.zeros_like(grads[0]), np.zeros_like(grads[0])
+    for t, g in enumerate(grads, start=1):
+        m = m + (g - m) * (1 - b1)
+        u = np.maximum(b2 * u, np.abs(g))
+        w = w - lr * m / ((1 - b1 ** t) * (u + eps))
+    return w
+
+
+def test_adagrad_agrees_with_keras_thanks_to_the_initial_accumulator():
+    rng = np.random.default_rng(3)
+    grads = [1e-4 * rng.standard_normal(40) for _ in range(20)]     # even tiny gradients
+    make = lambda ps: optimizers.Adagrad(ps, learning_rate=0.01)    # init 0.1, epsilon 1e-7
+    np.testing.assert_allclose(_run(make, grads) - 1, _keras_adagrad(grads, 0.01, 0.1, 1e-7) - 1,
+                               rtol=2e-6)
+
+
+def test_adamax_differs_from_keras_by_epsilon_only():
+    rng = np.random.default_rng(4)
+    grads = [rng.standard_normal(40) for _ in range(20)]
+    make = lambda ps: optimizers.Adamax(ps, learning_rate=0.01)      # epsilon 1e-7
+    np.testing.assert_allclose(_run(make, grads) - 1, _keras_adamax(grads, 0.01, 0.9, 0.999, 1e-7) - 1,
+                               rtol=1e-5, atol=1e-9)
