@@ -16,6 +16,7 @@ from minnet import layers as L
 from minnet.config import normalize_data_format
 from minnet.interop.plan import (flip_momentum, from_torch_value, plan, same_pads,
                                  set_num_batches_tracked, slots, to_torch_value)
+from minnet.interop.torch_modules import build_module
 from minnet.interop.torch_support import require_torch, torch_dtype
 from minnet.models import Sequential
 
@@ -29,93 +30,6 @@ class Translated(NamedTuple):
     layer: Any
     source: Any
     index: int
-
-
-def _activation_module(nn, step):
-    name = step.args["name"]
-    if name == "relu":
-        return nn.ReLU()
-    if name == "sigmoid":
-        return nn.Sigmoid()
-    if name == "tanh":
-        return nn.Tanh()
-    if name == "softmax":
-        return nn.Softmax(dim=step.args.get("dim", -1))
-    if name == "elu":
-        return nn.ELU(alpha=step.args.get("alpha", 1.0))
-    if name == "selu":
-        return nn.SELU()
-    if name == "leaky_relu":
-        return nn.LeakyReLU(negative_slope=step.args.get("negative_slope", 0.01))
-    return nn.Identity()       # "linear"
-
-
-def _module(nn, step):
-    layer, args = step.layer, step.args
-    kind = step.kind
-    if kind == "linear":
-        return nn.Linear(layer.in_features, layer.units, bias=layer.use_bias)
-    if kind == "conv":
-        return nn.Conv2d(layer.in_channels, layer.filters, layer.kernel_size, stride=layer.strides,
-                         padding=args["padding"], dilation=layer.dilation_rate, bias=layer.use_bias)
-    if kind == "pad":
-        if args["value"] == 0.0:
-            return nn.ZeroPad2d(args["pads"])
-        return nn.ConstantPad2d(args["pads"], args["value"])
-    if kind == "bn":
-        cls = nn.BatchNorm1d if args["dims"] == 1 else nn.BatchNorm2d
-        # Keras's momentum weighs the old statistic, PyTorch's the new batch
-        return cls(layer.num_features, eps=layer.epsilon, momentum=flip_momentum(layer.momentum),
-                   affine=layer.scale or layer.center)
-    if kind == "maxpool":
-        return nn.MaxPool2d(layer.pool_size, stride=layer.strides, padding=args["padding"])
-    if kind == "avgpool":
-        return nn.AvgPool2d(layer.pool_size, stride=layer.strides, padding=args["padding"],
-                            count_include_pad=args["count_include_pad"])
-    if kind == "adaptive_avg":
-        return nn.AdaptiveAvgPool2d(1)
-    if kind == "adaptive_max":
-        return nn.AdaptiveMaxPool2d(1)
-    if kind == "flatten":
-        return nn.Flatten()
-    if kind == "unflatten":
-        return nn.Unflatten(1, args["sizes"])
-    if kind == "dropout":
-        return nn.Dropout(args["p"])
-    if kind == "alpha_dropout":
-        return nn.AlphaDropout(args["p"])
-    if kind == "dropout2d":
-        return nn.Dropout2d(args["p"])
-    if kind == "act":
-        return _activation_module(nn, step)
-    if kind == "rnn":
-        return _recurrent_module(nn, step)
-    raise AssertionError(f"unknown step kind {kind!r}")
-
-
-_RECURRENT_CLASSES = {}
-
-
-def _recurrent_module(nn, step):
-    inner = step.args["inner"]
-    base = getattr(nn, step.args["cell"])
-    cls = _RECURRENT_CLASSES.get(base)
-    if cls is None:
-        def forward(self, x):
-            y, state = base.forward(self, x)
-            if self.return_sequences:
-                return y
-            h = state[0] if isinstance(state, tuple) else state
-            return h.transpose(0, 1).reshape(h.shape[1], -1)   # (N, directions * units)
-
-        cls = type(f"Keras{base.__name__}", (base,), {"forward": forward})
-        _RECURRENT_CLASSES[base] = cls
-    kwargs = dict(batch_first=True, bias=inner.use_bias, bidirectional=step.args["bidirectional"])
-    if step.args["cell"] == "RNN":
-        kwargs["nonlinearity"] = "relu" if inner._mode == "relu" else "tanh"
-    module = cls(inner.input_dim, inner.units, **kwargs)
-    module.return_sequences = inner.return_sequences
-    return module
 
 
 def _recurrent_from_module(nn, module, common):
@@ -177,10 +91,10 @@ def to_torch(model):
     modules = []
     with torch.no_grad():
         for step in steps:
-            module = _module(nn, step)
+            module = build_module(nn, step)
             module.to(torch_dtype(torch, step.layer.dtype))
-            params = dict(module.named_parameters(recurse=False))
-            buffers = dict(module.named_buffers(recurse=False))
+            params = dict(module.named_parameters())
+            buffers = dict(module.named_buffers())
             for slot in slots(step):
                 weight = slot.weight
                 target = params[slot.suffix] if slot.is_parameter else buffers[slot.suffix]

@@ -340,13 +340,254 @@ def plan_layer(layer, state=None):
         return [activation_step(activation_name(layer.activation, layer), layer)]
     if kind in (L.SimpleRNN, L.LSTM, L.GRU, L.Bidirectional):
         return recurrent_plan(layer)
+    planner = EXTRA_PLANS.get(kind.__name__)
+    if planner is not None and kind is getattr(L, kind.__name__, None):
+        return planner(layer, state)
+    why = NO_TWIN.get(kind.__name__) if kind is getattr(L, kind.__name__, None) else None
     raise ValueError(f"Layer '{layer.name}' of type {type(layer).__name__} has no PyTorch twin in "
-                     f"minnet.interop. Supported layers: Input, Dense, Conv2D, BatchNormalization, "
-                     f"MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, GlobalMaxPooling2D, "
-                     f"Flatten, Reshape, "
-                     f"Dropout, AlphaDropout, SpatialDropout2D, ReLU, LeakyReLU, ELU, SELU, "
-                     f"Sigmoid, Tanh, Softmax, Activation. Replace Lambda and custom layers by "
+                     f"minnet.interop" + (f": {why}" if why else "") + ". Supported layers: "
+                     f"{', '.join(SUPPORTED_LAYERS)}. Replace Lambda and custom layers by "
                      f"built-in ones (or write the torch module by hand).")
+
+
+# ---------------------------------------------------------------------------- more layers
+def conv_variant_plan(layer, state):
+    """``DepthwiseConv2D`` (a grouped Conv2D): the Conv2D plan, ``groups`` included."""
+    return conv_plan(layer)
+
+
+def separable_plan(layer, state):
+    """``SeparableConv2D``: one ``nn.Sequential([ZeroPad2d,] depthwise Conv2d, 1x1 Conv2d)``."""
+    input_shape_of(layer)
+    padding = layer.padding
+    pads = None
+    if padding == "valid":
+        torch_padding = (0, 0)
+    elif padding == "same" and layer.strides == (1, 1):
+        torch_padding = "same"
+    elif padding == "same":
+        pads = spatial_same_pads(layer, layer.kernel_size, layer.strides, layer.dilation_rate)
+        pads = pads if any(pads) else None
+        torch_padding = (0, 0)
+    else:
+        torch_padding = tuple(padding)
+    steps = [make_step("separable", layer, padding=torch_padding, pads=pads,
+                       offset=0 if pads is None else 1)]
+    name = activation_name(layer.activation, layer)
+    return steps + ([] if name == "linear" else [activation_step(name, layer)])
+
+
+def transposed_geometry(layer):
+    """``ConvTranspose2d``'s ``padding``/``output_padding`` and the crop after it that give
+    ``Conv2DTranspose``'s output, or ValueError when torch cannot express it."""
+    shape = input_shape_of(layer)
+    spatial = hw_of(layer)
+    if None in spatial:
+        raise ValueError(f"Layer '{layer.name}' (Conv2DTranspose) needs a known image size to "
+                         f"be translated; received input shape {shape}.")
+    padding, output_padding, crop = [], [], []
+    for axis, geometry in enumerate(layer._geometry(spatial)):
+        length, top = geometry[0], geometry[1]
+        k = layer.dilation_rate[axis] * (layer.kernel_size[axis] - 1) + 1
+        full = (spatial[axis] - 1) * layer.strides[axis] + k
+        # torch: output row j is row j + padding of the full output, length
+        # full - 2*padding + output_padding; minnet's row j is row j + top.
+        need = length - full + 2 * top
+        if need >= max(layer.strides[axis], layer.dilation_rate[axis]):
+            raise ValueError(f"Layer '{layer.name}' (Conv2DTranspose): its output on axis {axis} "
+                             f"(length {length} from row {top} of the full output) needs "
+                             f"output_padding={need}, which torch.nn.ConvTranspose2d refuses "
+                             f"(it must be smaller than the stride or the dilation).")
+        padding.append(top)
+        output_padding.append(max(need, 0))
+        crop.append(max(-need, 0))                  # rows cut at the end
+    return tuple(padding), tuple(output_padding), (0, -crop[1], 0, -crop[0])
+
+
+def transposed_plan(layer, state):
+    """``Conv2DTranspose``: ConvTranspose2d [+ ZeroPad2d(negative: a crop)] [+ activation]."""
+    padding, output_padding, crop = transposed_geometry(layer)
+    steps = [make_step("conv_transpose", layer, padding=padding, output_padding=output_padding)]
+    if any(crop):
+        steps.append(make_step("pad", layer, pads=crop, value=0.0))
+    name = activation_name(layer.activation, layer)
+    return steps + ([] if name == "linear" else [activation_step(name, layer)])
+
+
+def layer_norm_plan(layer, state):
+    """``LayerNormalization`` over the last axes -> ``nn.LayerNorm(shape)``."""
+    shape = input_shape_of(layer)
+    ndim = len(shape)
+    axes = layer._resolve(ndim)
+    last = list(range(ndim - len(axes), ndim))
+    value_axes = None
+    image_last = ndim == 4 and state.layout == "channels_last"
+    if image_last and axes == [1, 2, 3]:
+        normalized = (shape[3], shape[1], shape[2])          # torch sees (C, H, W)
+        value_axes = (2, 0, 1)
+    elif axes == last and not image_last:
+        normalized = tuple(shape[a] for a in axes)
+    else:
+        raise ValueError(f"Layer '{layer.name}' (LayerNormalization, axis={layer.axis}) normalises "
+                         f"axes {axes} of input {shape}"
+                         + (" (channels_last images, which torch holds as NCHW)" if image_last else "")
+                         + "; torch.nn.LayerNorm normalises the last axes of the tensor it gets. "
+                         "Use axis=-1 on (N, ..., features) input, all of [1, 2, 3] on images, "
+                         "or data_format='channels_first'.")
+    return [make_step("layernorm", layer, shape=tuple(int(s) for s in normalized),
+                      value_axes=value_axes)]
+
+
+def group_norm_plan(layer, state):
+    """``GroupNormalization`` whose axis is torch's channel axis -> ``nn.GroupNorm``."""
+    shape = input_shape_of(layer)
+    ndim = len(shape)
+    axis = layer._channel_axis(ndim)
+    if ndim == 4:
+        layout = state.layout or ("channels_last" if axis == 3 else "channels_first")
+        ok = axis == (3 if layout == "channels_last" else 1)
+        if ok:
+            state.layout = layout
+            if state.input_layout is None:
+                state.input_layout = layout
+    else:
+        ok = axis == 1
+    if not ok:
+        raise ValueError(f"Layer '{layer.name}' (GroupNormalization, axis={layer.axis}) groups "
+                         f"axis {axis} of input {shape}; torch.nn.GroupNorm groups axis 1 of "
+                         f"(N, C, ...) input (the channel axis of NCHW images). Use the channel "
+                         f"axis of the layout.")
+    return [make_step("groupnorm", layer, channels=int(shape[axis]))]
+
+
+def upsampling_plan(layer, state):
+    """``UpSampling2D`` -> ``nn.Upsample(scale_factor=size, mode=..., align_corners=False)``."""
+    return [make_step("upsample", layer)]
+
+
+def zero_padding_plan(layer, state):
+    """``ZeroPadding2D`` -> ``nn.ZeroPad2d((left, right, top, bottom))``."""
+    (top, bottom), (left, right) = layer.padding
+    return [make_step("pad", layer, pads=(left, right, top, bottom), value=0.0)]
+
+
+def cropping_plan(layer, state):
+    """``Cropping2D`` -> ``nn.ZeroPad2d`` with negative padding (torch crops then)."""
+    (top, bottom), (left, right) = layer.cropping
+    return [make_step("pad", layer, pads=(-left, -right, -top, -bottom), value=0.0)]
+
+
+def prelu_plan(layer, state):
+    """``PReLU`` with one slope per channel (axis 1 of the torch tensor) or one in all."""
+    shape = input_shape_of(layer)
+    alpha = tuple(layer.alpha.shape)
+    if all(a == 1 for a in alpha):
+        return [make_step("prelu", layer, count=1, minnet_shape=alpha)]
+    channel = 3 if (len(shape) == 4 and state.layout == "channels_last") else 1
+    others = [a for i, a in enumerate(alpha, start=1) if i != channel]
+    if all(a == 1 for a in others):
+        return [make_step("prelu", layer, count=int(alpha[channel - 1]), minnet_shape=alpha)]
+    raise ValueError(f"Layer '{layer.name}' (PReLU) has slopes of shape {alpha} for input {shape}; "
+                     f"torch.nn.PReLU holds one slope, or one per channel (axis 1 of the torch "
+                     f"tensor). Share the other axes: shared_axes=[1, 2] on channels_last "
+                     f"images, [2, 3] on channels_first ones, or all axes.")
+
+
+def embedding_plan(layer, state):
+    """``Embedding`` -> ``nn.Embedding`` (without ``mask_zero``: torch has no masks)."""
+    input_shape_of(layer)
+    if layer.mask_zero:
+        raise ValueError(f"Layer '{layer.name}' (Embedding, mask_zero=True) has no PyTorch twin: "
+                         f"torch.nn.Embedding returns no mask (padding_idx only freezes row 0), "
+                         f"so the layers after it would see the padded steps.")
+    return [make_step("embedding", layer)]
+
+
+def length_pads(layer, length, kernel, stride, dilation, padding):
+    """``(left, right)`` zero padding of a 1-D layer for a sequence of ``length`` steps."""
+    effective = dilation * (kernel - 1) + 1
+    if padding == "valid":
+        return 0, 0
+    if padding == "causal":
+        return effective - 1, 0
+    if padding == "same":
+        if length is None:
+            raise ValueError(f"Layer '{layer.name}' uses padding='same': its padding depends on the "
+                             f"number of steps, which is unknown. Build the model with a full "
+                             f"input shape.")
+        return same_pads(length, kernel, stride, dilation)
+    return int(padding[0]), int(padding[0])
+
+
+def steps_of(layer):
+    shape = input_shape_of(layer)
+    return shape[1] if layer.data_format == "channels_last" else shape[2]
+
+
+def conv1d_plan(layer, state):
+    """``Conv1D`` -> ``nn.Conv1d`` (channels_last or uneven padding: minnet's subclass that
+    transposes (N, L, C) <-> (N, C, L) and pads around it) [+ activation]."""
+    pads = length_pads(layer, steps_of(layer), layer.kernel_size, layer.strides,
+                       layer.dilation_rate, layer.padding)
+    steps = [make_step("conv1d", layer, pads=pads)]
+    name = activation_name(layer.activation, layer)
+    return steps + ([] if name == "linear" else [activation_step(name, layer)])
+
+
+def pool1d_plan(layer, state):
+    """``MaxPooling1D`` / ``AveragePooling1D`` -> ``nn.MaxPool1d`` / ``nn.AvgPool1d``."""
+    is_max = type(layer).__name__ == "MaxPooling1D"
+    pads = length_pads(layer, steps_of(layer), layer.pool_size, layer.strides, 1, layer.padding)
+    include_pad = True
+    if not is_max and layer.padding == "same":
+        if pads[0] != pads[1]:
+            raise ValueError(f"Layer '{layer.name}' (AveragePooling1D, padding='same') pads its "
+                             f"input {input_shape_of(layer)} unevenly ({pads[0]} left, {pads[1]} "
+                             f"right) and leaves the padding out of the mean; torch.nn.AvgPool1d "
+                             f"cannot express that. Use padding='valid' or a length for which "
+                             f"the padding is symmetric.")
+        include_pad = False
+    return [make_step("maxpool1d" if is_max else "avgpool1d", layer, pads=pads,
+                      count_include_pad=include_pad)]
+
+
+def global_pool1d_plan(layer, state):
+    """``GlobalAverage/MaxPooling1D`` -> ``nn.AdaptiveAvg/MaxPool1d(1)`` [+ Flatten]."""
+    input_shape_of(layer)
+    kind = "adaptive_avg1d" if type(layer).__name__ == "GlobalAveragePooling1D" else "adaptive_max1d"
+    step = make_step(kind, layer)
+    return [step] if layer.keepdims else [step, make_step("flatten", layer)]
+
+
+EXTRA_PLANS = {
+    "DepthwiseConv2D": conv_variant_plan, "SeparableConv2D": separable_plan,
+    "Conv2DTranspose": transposed_plan, "LayerNormalization": layer_norm_plan,
+    "GroupNormalization": group_norm_plan, "UpSampling2D": upsampling_plan,
+    "ZeroPadding2D": zero_padding_plan, "Cropping2D": cropping_plan, "PReLU": prelu_plan,
+    "Embedding": embedding_plan, "Conv1D": conv1d_plan, "MaxPooling1D": pool1d_plan,
+    "AveragePooling1D": pool1d_plan, "GlobalAveragePooling1D": global_pool1d_plan,
+    "GlobalMaxPooling1D": global_pool1d_plan,
+}
+
+SUPPORTED_LAYERS = (
+    "Input", "Dense", "Conv2D (groups too)", "DepthwiseConv2D", "SeparableConv2D",
+    "Conv2DTranspose", "Conv1D", "BatchNormalization", "LayerNormalization",
+    "GroupNormalization", "MaxPooling1D/2D", "AveragePooling1D/2D",
+    "GlobalAveragePooling1D/2D", "GlobalMaxPooling1D/2D", "UpSampling2D", "ZeroPadding2D",
+    "Cropping2D", "Flatten", "Reshape", "Embedding", "Dropout", "AlphaDropout",
+    "SpatialDropout2D", "ReLU", "LeakyReLU", "PReLU", "ELU", "SELU", "Sigmoid", "Tanh",
+    "Softmax", "Activation", "SimpleRNN", "LSTM", "GRU", "Bidirectional")
+
+# Why a built-in layer has no twin (the error says it).
+NO_TWIN = {
+    "GaussianNoise": "it adds noise in training mode, and torch.nn has no such module (at "
+                     "inference it is the identity: drop it before converting)",
+    "GaussianDropout": "it multiplies by noise in training mode, and torch.nn has no such "
+                       "module (at inference it is the identity: drop it before converting)",
+    "Permute": "torch.nn has no permute module",
+    "RepeatVector": "torch.nn has no repeat module",
+    "Lambda": "its function is Python code minnet cannot translate",
+}
 
 
 # SimpleRNN / LSTM / GRU (and Bidirectional over one of them, merge_mode="concat") become a
@@ -378,20 +619,32 @@ def plan(model, state=None):
 
 # ---------------------------------------------------------------------------- state slots
 def to_torch_value(step, suffix, array):
-    """A minnet weight as torch holds it: Dense columns after a channels_last Flatten permuted."""
-    perm = step.args.get("perm") if step.kind == "linear" and suffix == "weight" else None
-    return array if perm is None else np.ascontiguousarray(np.asarray(array)[:, perm])
+    """A minnet weight as torch holds it: Dense columns after a channels_last Flatten permuted,
+    a channels_last LayerNorm's (H, W, C) weights as (C, H, W), PReLU slopes as a vector."""
+    args = step.args
+    if step.kind == "linear" and suffix == "weight" and args.get("perm") is not None:
+        return np.ascontiguousarray(np.asarray(array)[:, args["perm"]])
+    if args.get("value_axes") is not None:
+        return np.ascontiguousarray(np.transpose(np.asarray(array), args["value_axes"]))
+    if step.kind == "prelu":
+        return np.asarray(array).reshape(-1)
+    return array
 
 
 def from_torch_value(step, suffix, array):
     """The inverse of ``to_torch_value``."""
-    perm = step.args.get("perm") if step.kind == "linear" and suffix == "weight" else None
-    if perm is None:
-        return array
-    array = np.asarray(array)
-    out = np.empty_like(array)
-    out[:, perm] = array
-    return out
+    args = step.args
+    if step.kind == "linear" and suffix == "weight" and args.get("perm") is not None:
+        array = np.asarray(array)
+        out = np.empty_like(array)
+        out[:, args["perm"]] = array
+        return out
+    if args.get("value_axes") is not None:
+        return np.ascontiguousarray(np.transpose(np.asarray(array),
+                                                 np.argsort(args["value_axes"])))
+    if step.kind == "prelu":
+        return np.asarray(array).reshape(args["minnet_shape"])
+    return array
 
 
 def num_batches_tracked(layer):
@@ -430,8 +683,35 @@ def slots(step):
         if layer.use_bias:
             result.append(Slot("bias", layer.bias, None, True))
         return result
+    if step.kind in ("conv_transpose", "conv1d"):
+        result = [Slot("weight", layer.kernel, None, True)]
+        if layer.use_bias:
+            result.append(Slot("bias", layer.bias, None, True))
+        return result
+    if step.kind == "separable":
+        first = step.args["offset"]
+        result = [Slot(f"{first}.weight", layer.depthwise_kernel, None, True),
+                  Slot(f"{first + 1}.weight", layer.pointwise_kernel, None, True)]
+        if layer.use_bias:
+            result.append(Slot(f"{first + 1}.bias", layer.bias, None, True))
+        return result
     if step.kind == "rnn":
         return recurrent_slots(step)
+    if step.kind in ("layernorm", "groupnorm"):
+        shape = tuple(layer.gamma.shape if layer.gamma is not None else
+                      layer.beta.shape if layer.beta is not None else ())
+        if step.args.get("value_axes") is not None:
+            shape = tuple(shape[a] for a in step.args["value_axes"])
+        result = []
+        if layer.scale or layer.center:
+            result.append(Slot("weight", layer.gamma, np.ones(shape, layer.dtype), True))
+        if layer.center or (layer.scale and step.kind == "groupnorm"):
+            result.append(Slot("bias", layer.beta, np.zeros(shape, layer.dtype), True))
+        return result
+    if step.kind == "prelu":
+        return [Slot("weight", layer.alpha, None, True)]
+    if step.kind == "embedding":
+        return [Slot("weight", layer.embeddings, None, True)]
     if step.kind == "bn":
         result = []
         channels = layer.num_features

@@ -144,7 +144,8 @@ def load_torch_state_dict(model, path):
     for slot in slots:
         value = as_numpy(arrays[slot.key], slot.key)
         weight, suffix = slot.weight, slot.suffix
-        want = tuple(weight.shape) if weight is not None else slot.default.shape
+        want = (np.shape(to_torch_value(slot.step, suffix, weight.data)) if weight is not None
+                else slot.default.shape)
         if value.shape != want:
             raise ValueError(f"State entry {slot.key!r} (layer '{slot.step.layer.name}') has shape "
                              f"{value.shape}; expected {want}.")
