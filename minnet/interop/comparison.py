@@ -200,7 +200,9 @@ def compare(model, torch_module, x, y=None, loss=None, rtol=None, atol=None):
         notes.append("dropout is active (training mode): the two frameworks draw different masks, "
                      "so outputs differ; compare in eval mode or with rate 0.")
 
-    x_array = np.ascontiguousarray(np.asarray(x), dtype=dtype)
+    # an Embedding reads integer indices: they stay integers and get no gradient
+    indices = bool(layers) and type(layers[0]).__name__ == "Embedding"
+    x_array = np.ascontiguousarray(np.asarray(x), dtype=np.int64 if indices else dtype)
     # channels_last images cross the boundary as NCHW; image outputs and gradients come back
     nhwc_in = state.input_layout == "channels_last" and x_array.ndim == 4
     nhwc_out = state.layout == "channels_last"
@@ -220,17 +222,21 @@ def compare(model, torch_module, x, y=None, loss=None, rtol=None, atol=None):
             p.grad = None
         # ---- minnet
         with enable_grad():
-            x_mn = Tensor(x_array.copy(), requires_grad=True)
+            x_mn = Tensor(x_array.copy(), requires_grad=not indices)
             out_mn = model(x_mn)
             loss_mn = _minnet_loss(out_mn, y, loss)
             loss_mn.backward()
         # ---- torch
         with torch.enable_grad():
             x_torch = x_array.transpose(0, 3, 1, 2) if nhwc_in else x_array
-            x_t = torch.tensor(np.ascontiguousarray(x_torch), dtype=dtype_t,
-                               requires_grad=True)
+            x_t = torch.tensor(np.ascontiguousarray(x_torch),
+                               dtype=torch.int64 if indices else dtype_t,
+                               requires_grad=not indices)
             out_t = torch_module(x_t)
-            loss_t = _torch_loss(torch, out_t, y, loss)
+            y_t = y
+            if nhwc_out and loss == "mse" and np.ndim(y) == 4:     # targets like the output
+                y_t = np.ascontiguousarray(np.asarray(y).transpose(0, 3, 1, 2))
+            loss_t = _torch_loss(torch, out_t, y_t, loss)
             loss_t.backward()
 
         rows = [_row("output", out_mn.data, back(out_t.detach().cpu().numpy(), nhwc_out),

@@ -16,6 +16,7 @@ from minnet import layers as L
 from minnet.config import normalize_data_format
 from minnet.interop.plan import (flip_momentum, from_torch_value, plan, same_pads,
                                  set_num_batches_tracked, slots, to_torch_value)
+from minnet.interop.layers_from_torch import layer_from_module, module_dtype
 from minnet.interop.torch_modules import build_module
 from minnet.interop.torch_support import require_torch, torch_dtype
 from minnet.models import Sequential
@@ -32,21 +33,21 @@ class Translated(NamedTuple):
     index: int
 
 
-def _recurrent_from_module(nn, module, common):
-    """SimpleRNN/LSTM/GRU (or Bidirectional) for a one-layer, batch-first torch RNN, such as
-    ``to_torch`` makes (its ``return_sequences`` attribute; True when absent)."""
-    if not module.batch_first or module.num_layers != 1 or getattr(module, "proj_size", 0):
-        raise ValueError("only one-layer, batch_first=True recurrent modules without proj_size "
-                         "have a minnet twin")
-    options = dict(use_bias=bool(module.bias),
-                   return_sequences=bool(getattr(module, "return_sequences", True)), **common)
-    if isinstance(module, nn.LSTM):
-        layer = L.LSTM(module.hidden_size, unit_forget_bias=False, **options)
-    elif isinstance(module, nn.GRU):
-        layer = L.GRU(module.hidden_size, **options)
-    else:
-        layer = L.SimpleRNN(module.hidden_size, activation=module.nonlinearity, **options)
-    return L.Bidirectional(layer) if module.bidirectional else layer
+def holder(modules):
+    """The module of a group that holds state (the last one when none does)."""
+    for module in modules:
+        if any(True for _ in module.parameters()) or any(True for _ in module.buffers()):
+            return module
+    return modules[-1]
+
+
+def attribute(module, dotted):
+    """``module.a.b`` for ``"a.b"`` (a state_dict suffix inside a nested module), or None."""
+    for name in dotted.split("."):
+        module = getattr(module, name, None)
+        if module is None:
+            return None
+    return module
 
 
 def to_torch(model):
@@ -110,188 +111,6 @@ def to_torch(model):
     return sequential
 
 
-def _module_dtype(module):
-    import torch
-    for tensor in list(module.parameters()) + list(module.buffers()):
-        if tensor.is_floating_point():
-            if tensor.dtype not in (torch.float32, torch.float64):
-                raise ValueError(f"Invalid value for argument `module`: minnet supports float32 and "
-                                 f"float64 weights. Received a module with {tensor.dtype} weights; "
-                                 f"convert it with `module.float()` first.")
-            return "float64" if tensor.dtype == torch.float64 else "float32"
-    return "float32"
-
-
-def _pair_of(value):
-    return tuple(value) if isinstance(value, (tuple, list)) else (value, value)
-
-
-def _unsupported(module, index, why=""):
-    return ValueError(f"Module {index} of the torch Sequential ({module!r}) has no minnet twin"
-                      + (f": {why}" if why else "") + ". Supported: Linear, Conv2d, BatchNorm1d, "
-                      "BatchNorm2d, ReLU, LeakyReLU, ELU, SELU, Sigmoid, Tanh, Softmax(dim=...), "
-                      "Identity, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d(1), Flatten, Unflatten, "
-                      "Dropout, AlphaDropout, Dropout2d (and ZeroPad2d before a Conv2d).")
-
-
-def _is_same_padding(pads, shape, kernel, stride, dilation):
-    if shape is None or len(shape) != 4 or shape[2] is None:
-        return False
-    top, bottom = same_pads(shape[2], kernel[0], stride[0], dilation[0])
-    left, right = same_pads(shape[3], kernel[1], stride[1], dilation[1])
-    return tuple(pads) == (left, right, top, bottom)
-
-
-def _conv_layout_kwargs(L, data_format):
-    """``data_format`` for Conv2D where it has the argument; a Conv2D without it is NCHW."""
-    if "data_format" in inspect.signature(L.Conv2D.__init__).parameters:
-        return {"data_format": data_format}
-    if data_format != "channels_first":
-        raise ValueError("this build's Conv2D reads channels_first (NCHW) images only: pass "
-                         "data_format='channels_first' to from_torch")
-    return {}
-
-
-def _layer_from_module(nn, modules, i, shape, dtype, L, data_format="channels_first"):
-    """The minnet layer for ``modules[i]`` (and how many modules it used).
-
-    ``shape`` is the input shape as the torch module sees it (NCHW for images).
-    """
-    module = modules[i]
-    kind = type(module)
-    common = {"dtype": dtype}
-    spatial = {"dtype": dtype, "data_format": data_format}
-    last = data_format == "channels_last"
-    if kind is nn.Linear:
-        return L.Dense(module.out_features, use_bias=module.bias is not None, **common), 1
-    if isinstance(module, (nn.RNN, nn.LSTM, nn.GRU)):
-        return _recurrent_from_module(nn, module, common), 1
-    if kind is nn.Conv2d:
-        return _conv_from_module(module, i, module.padding,
-                                 {**common, **_conv_layout_kwargs(L, data_format)}, L), 1
-    if kind in (nn.ZeroPad2d, nn.ConstantPad2d):
-        following = modules[i + 1] if i + 1 < len(modules) else None
-        pads = tuple(module.padding)
-        value = float(getattr(module, "value", 0.0))
-        if type(following) is nn.Conv2d and value == 0.0 and tuple(following.padding) == (0, 0) \
-                and _is_same_padding(pads, shape, following.kernel_size, following.stride,
-                                     following.dilation):
-            return _conv_from_module(following, i + 1, "same",
-                                     {**common, **_conv_layout_kwargs(L, data_format)}, L), 2
-        if type(following) is nn.MaxPool2d and value == -math.inf and _pair_of(following.padding) == (0, 0) \
-                and _is_same_padding(pads, shape, _pair_of(following.kernel_size),
-                                     _pair_of(following.stride or following.kernel_size), (1, 1)):
-            return _pool_from_module(nn, following, i + 1, L, spatial, "same", shape), 2
-        raise _unsupported(module, i, "padding modules are only supported as the TensorFlow-style "
-                                      "'same' padding right before a Conv2d (zeros) or a MaxPool2d (-inf)")
-    if kind in (nn.BatchNorm1d, nn.BatchNorm2d):
-        if not module.track_running_stats or module.running_mean is None:
-            raise _unsupported(module, i, "track_running_stats=False")
-        if module.momentum is None:
-            raise _unsupported(module, i, "momentum=None (cumulative averages)")
-        want = 2 if kind is nn.BatchNorm1d else 4
-        if shape is not None and len(shape) != want:
-            raise _unsupported(module, i, f"its input would have shape {shape} (BatchNorm1d over "
-                                          f"(N, C, L) input is not supported)")
-        # PyTorch's momentum weighs the new batch, Keras's the old statistic
-        axis = -1 if (last or want == 2) else 1
-        with warnings.catch_warnings():
-            # a torch momentum above 0.5 is translated exactly: no "Keras meaning" warning
-            warnings.simplefilter("ignore", UserWarning)
-            return L.BatchNormalization(axis=axis, momentum=flip_momentum(module.momentum),
-                                        epsilon=float(module.eps), center=module.affine,
-                                        scale=module.affine, **common), 1
-    if kind in (nn.MaxPool2d, nn.AvgPool2d):
-        return _pool_from_module(nn, module, i, L, spatial, None, shape), 1
-    if kind in (nn.AdaptiveAvgPool2d, nn.AdaptiveMaxPool2d):
-        if _pair_of(module.output_size) != (1, 1):
-            raise _unsupported(module, i, "only output_size=1 (global pooling)")
-        if kind is nn.AdaptiveMaxPool2d and module.return_indices:
-            raise _unsupported(module, i, "return_indices=True")
-        cls = L.GlobalAveragePooling2D if kind is nn.AdaptiveAvgPool2d else L.GlobalMaxPooling2D
-        following = modules[i + 1] if i + 1 < len(modules) else None
-        if type(following) is nn.Flatten and following.start_dim == 1 and following.end_dim == -1:
-            return cls(**spatial), 2
-        return cls(keepdims=True, **spatial), 1
-    if kind is nn.Flatten:
-        if module.start_dim != 1 or module.end_dim != -1:
-            raise _unsupported(module, i, "only Flatten(start_dim=1, end_dim=-1)")
-        return L.Flatten(**spatial), 1
-    if kind is nn.Unflatten:
-        if module.dim not in (1, -1) or (module.dim == -1 and shape is not None and len(shape) != 2):
-            raise _unsupported(module, i, "only Unflatten(1, sizes) of (N, features) input")
-        if last and len(module.unflattened_size) > 1:
-            raise _unsupported(module, i, "Unflatten to images under channels_last (torch's "
-                                          "(C, H, W) order); use data_format='channels_first'")
-        return L.Reshape(tuple(int(s) for s in module.unflattened_size), **common), 1
-    if kind is nn.Dropout:
-        return L.Dropout(float(module.p), **common), 1
-    if kind is nn.AlphaDropout:
-        return L.AlphaDropout(float(module.p), **common), 1
-    if kind is nn.Dropout2d:
-        return L.SpatialDropout2D(float(module.p), **spatial), 1
-    if kind is nn.ReLU:
-        return L.ReLU(**common), 1
-    if kind is nn.LeakyReLU:
-        return L.LeakyReLU(float(module.negative_slope), **common), 1
-    if kind is nn.ELU:
-        return L.ELU(alpha=float(module.alpha), **common), 1
-    if kind is nn.SELU:
-        return L.SELU(**common), 1
-    if kind is nn.Sigmoid:
-        return L.Sigmoid(**common), 1
-    if kind is nn.Tanh:
-        return L.Tanh(**common), 1
-    if kind is nn.Softmax:
-        if module.dim is None:
-            raise _unsupported(module, i, "Softmax needs an explicit dim")
-        return L.Softmax(axis=int(module.dim), **common), 1
-    if kind is nn.Identity:
-        return L.Activation("linear", **common), 1
-    raise _unsupported(module, i)
-
-
-def _conv_from_module(module, i, padding, common, L):
-    if module.groups != 1:
-        raise _unsupported(module, i, "groups != 1")
-    if module.padding_mode != "zeros":
-        raise _unsupported(module, i, f"padding_mode={module.padding_mode!r}")
-    if isinstance(padding, str):
-        minnet_padding = padding
-    else:
-        minnet_padding = tuple(int(p) for p in padding)
-        if minnet_padding == (0, 0):
-            minnet_padding = "valid"
-    return L.Conv2D(module.out_channels, tuple(module.kernel_size), strides=tuple(module.stride),
-                    padding=minnet_padding, dilation_rate=tuple(module.dilation),
-                    use_bias=module.bias is not None, **common)
-
-
-def _pool_from_module(nn, module, i, L, common, padding, shape=None):
-    is_max = type(module) is nn.MaxPool2d
-    if module.ceil_mode:
-        raise _unsupported(module, i, "ceil_mode=True")
-    if is_max and _pair_of(module.dilation) != (1, 1):
-        raise _unsupported(module, i, "dilation != 1")
-    if not is_max and module.divisor_override is not None:
-        raise _unsupported(module, i, "divisor_override")
-    pool = _pair_of(module.kernel_size)
-    strides = _pair_of(module.stride or module.kernel_size)
-    if padding is None:
-        padding = _pair_of(module.padding)
-        if padding == (0, 0):
-            padding = "valid"
-        elif not is_max and not module.count_include_pad:
-            # Keras "same" leaves the padding out of the mean; only a symmetric "same" matches.
-            ph, pw = padding
-            if not _is_same_padding((pw, pw, ph, ph), shape, pool, strides, (1, 1)):
-                raise _unsupported(module, i, "count_include_pad=False with a padding that is not "
-                                              "Keras's 'same' padding for this input")
-            padding = "same"
-    cls = L.MaxPooling2D if is_max else L.AveragePooling2D
-    return cls(pool, strides=strides, padding=padding, **common)
-
-
 def from_torch(module, input_shape, data_format=None):
     """A built minnet ``Sequential`` equivalent to a ``torch.nn.Sequential``.
 
@@ -345,7 +164,7 @@ def from_torch(module, input_shape, data_format=None):
                          f"Received: input_shape={input_shape!r}")
     data_format = normalize_data_format(data_format)
     last = data_format == "channels_last"
-    dtype = _module_dtype(module)
+    dtype = module_dtype(module)
     modules = list(module.children())
     sample = tuple(int(s) for s in input_shape)
     if last and len(sample) == 3:
@@ -359,20 +178,20 @@ def from_torch(module, input_shape, data_format=None):
         if last and shape is not None and len(shape) == 4:
             torch_shape = (shape[0], shape[3], shape[1], shape[2])
         try:
-            layer, used = _layer_from_module(nn, modules, i, torch_shape, dtype, L, data_format)
+            layer, used = layer_from_module(nn, modules, i, torch_shape, dtype, data_format)
         except ValueError as error:
             if str(error).startswith("Module "):
                 raise
             raise ValueError(f"Module {i} of the torch Sequential ({modules[i]!r}) cannot be "
                              f"translated: {error}") from error
-        source = modules[i + used - 1]             # the module holding the state
+        source = holder(modules[i:i + used])       # the module holding the state
         try:
             model.add(layer)
         except ValueError as error:
             raise ValueError(f"Module {i} of the torch Sequential ({modules[i]!r}) does not fit "
                              f"input of shape {shape}: {error}") from error
         shape = model._output_shapes[-1]
-        pairs.append(Translated(layer, source, i + used - 1))
+        pairs.append(Translated(layer, source, i + modules[i:i + used].index(source)))
         i += used
     # Copy the state through the same slots (and column permutations) to_torch uses.
     steps_of = {}
@@ -383,7 +202,7 @@ def from_torch(module, input_shape, data_format=None):
             for step in steps_of.get(id(layer), []):
                 for slot in slots(step):
                     suffix, weight = slot.suffix, slot.weight
-                    tensor = getattr(source, suffix, None)
+                    tensor = attribute(source, suffix)
                     if tensor is None:
                         continue
                     value = from_torch_value(step, suffix, tensor.detach().cpu().numpy())
