@@ -5,17 +5,14 @@ the weights through the plan's slots; ``from_torch`` maps each torch module back
 minnet layer, then copies the state through the same slots, so the two are inverses.
 PyTorch is imported when a function runs (``torch_support.require_torch``).
 """
-import inspect
-import math
-import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from minnet import layers as L
 from minnet.config import normalize_data_format
-from minnet.interop.plan import (flip_momentum, from_torch_value, plan, same_pads,
-                                 set_num_batches_tracked, slots, to_torch_value)
+from minnet.interop.plan import (from_torch_value, plan, set_num_batches_tracked, slots,
+                                 to_torch_value)
 from minnet.interop.layers_from_torch import layer_from_module, module_dtype
 from minnet.interop.torch_modules import build_module
 from minnet.interop.torch_support import require_torch, torch_dtype
@@ -62,7 +59,14 @@ def to_torch(model):
     AvgPool2d, GlobalAveragePooling2D -> AdaptiveAvgPool2d(1) + Flatten, Flatten ->
     Flatten, Reshape -> Unflatten, Dropout/AlphaDropout/SpatialDropout2D ->
     Dropout/AlphaDropout/Dropout2d, activation layers -> their torch modules; Input is
-    skipped.
+    skipped.  Also: Conv2D(groups) / DepthwiseConv2D -> Conv2d(groups), SeparableConv2D ->
+    an ``nn.Sequential`` of a depthwise and a 1x1 Conv2d, Conv2DTranspose ->
+    ConvTranspose2d (+ a cropping ZeroPad2d for Keras's "same"), Conv1D and the 1-D
+    poolings -> Conv1d / MaxPool1d / AvgPool1d / AdaptiveAvg/MaxPool1d(1) (minnet's
+    ``Keras*`` subclasses where they read (N, L, C) or pad unevenly), LayerNormalization ->
+    LayerNorm, GroupNormalization -> GroupNorm, UpSampling2D -> Upsample, ZeroPadding2D /
+    Cropping2D -> ZeroPad2d (negative to crop), PReLU -> PReLU, Embedding -> Embedding
+    (docs/moving_to_pytorch.md has the table).
 
     Args:
         model: a built minnet ``Sequential`` (or a single layer).
@@ -116,10 +120,15 @@ def from_torch(module, input_shape, data_format=None):
 
     The inverse of ``to_torch``: weights, BatchNorm buffers (``num_batches_tracked`` is kept
     on the layer), train/eval mode and dtype are copied.  Supported modules: Linear,
-    Conv2d (zeros padding, groups 1), BatchNorm1d/2d, ReLU, LeakyReLU, ELU, SELU, Sigmoid,
-    Tanh, Softmax(dim), Identity, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d(1) + Flatten,
-    Flatten, Unflatten, Dropout, AlphaDropout, Dropout2d, and the ``ZeroPad2d`` + ``Conv2d``
-    pair ``to_torch`` writes for a strided ``"same"`` convolution.  Each module becomes its
+    Conv2d (zeros padding; ``groups`` = in_channels gives DepthwiseConv2D),
+    ConvTranspose2d, Conv1d, BatchNorm1d/2d, LayerNorm, GroupNorm, ReLU, LeakyReLU, PReLU,
+    ELU, SELU, Sigmoid, Tanh, Softmax(dim), Identity, MaxPool1d/2d, AvgPool1d/2d,
+    AdaptiveAvg/MaxPool1d/2d(1) (+ Flatten), Upsample, ZeroPad2d, Flatten, Unflatten,
+    Embedding, Dropout, AlphaDropout, Dropout2d, RNN/LSTM/GRU, the ``ZeroPad2d`` +
+    ``Conv2d`` pair ``to_torch`` writes for a strided ``"same"`` convolution and the
+    ``nn.Sequential`` it writes for a SeparableConv2D.  A plain Conv1d or 1-D pooling
+    gives a channels_first layer (the model takes ``(N, C, L)`` as torch does); minnet's
+    ``Keras*`` subclasses keep their ``channels_last``.  Each module becomes its
     own layer (a Linear followed by a ReLU gives Dense + ReLU), so
     ``state_dict(from_torch(m, shape))`` has the keys of ``m.state_dict()``.
 

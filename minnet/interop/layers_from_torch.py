@@ -357,7 +357,7 @@ def upsample_from_module(module, i, spatial):
     return L.UpSampling2D(tuple(int(f) for f in factors), interpolation=module.mode, **spatial)
 
 
-def keras_pad_padding(layer_kind, pads, length, kernel, stride, dilation, allow_causal):
+def keras_pad_padding(pads, length, kernel, stride, dilation, allow_causal):
     """Keras's padding for a 1-D layer whose torch twin pads ``(left, right)``, or None."""
     left, right = pads
     if (left, right) == (0, 0):
@@ -398,7 +398,7 @@ def one_d_from_module(nn, module, following, i, shape, dtype):
             padding = "same"
         else:
             inner = int(module.padding[0])
-            padding = keras_pad_padding("conv", (pads[0] + inner, pads[1] + inner), length,
+            padding = keras_pad_padding((pads[0] + inner, pads[1] + inner), length,
                                         kernel, stride, dilation, True)
         if padding is None:
             raise unsupported(module, i, f"the padding {pads} has no Conv1D twin")
@@ -411,7 +411,7 @@ def one_d_from_module(nn, module, following, i, shape, dtype):
     if is_max:
         if int(pair_of(module.dilation)[0]) != 1 or inner:
             raise unsupported(module, i, "dilation or padding= (minnet pads 'same' with -inf)")
-        padding = keras_pad_padding("pool", pads, length, kernel, stride, 1, False)
+        padding = keras_pad_padding(pads, length, kernel, stride, 1, False)
     elif inner and not module.count_include_pad and pads == (0, 0):
         padding = "same" if length is not None and same_pads(length, kernel, stride, 1) == (
             inner, inner) else None

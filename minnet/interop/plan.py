@@ -519,7 +519,8 @@ def length_pads(layer, length, kernel, stride, dilation, padding):
     return int(padding[0]), int(padding[0])
 
 
-def steps_of(layer):
+def sequence_length(layer):
+    """The number of steps of a built 1-D layer's input (None when unknown)."""
     shape = input_shape_of(layer)
     return shape[1] if layer.data_format == "channels_last" else shape[2]
 
@@ -527,7 +528,7 @@ def steps_of(layer):
 def conv1d_plan(layer, state):
     """``Conv1D`` -> ``nn.Conv1d`` (channels_last or uneven padding: minnet's subclass that
     transposes (N, L, C) <-> (N, C, L) and pads around it) [+ activation]."""
-    pads = length_pads(layer, steps_of(layer), layer.kernel_size, layer.strides,
+    pads = length_pads(layer, sequence_length(layer), layer.kernel_size, layer.strides,
                        layer.dilation_rate, layer.padding)
     steps = [make_step("conv1d", layer, pads=pads)]
     name = activation_name(layer.activation, layer)
@@ -537,7 +538,7 @@ def conv1d_plan(layer, state):
 def pool1d_plan(layer, state):
     """``MaxPooling1D`` / ``AveragePooling1D`` -> ``nn.MaxPool1d`` / ``nn.AvgPool1d``."""
     is_max = type(layer).__name__ == "MaxPooling1D"
-    pads = length_pads(layer, steps_of(layer), layer.pool_size, layer.strides, 1, layer.padding)
+    pads = length_pads(layer, sequence_length(layer), layer.pool_size, layer.strides, 1, layer.padding)
     include_pad = True
     if not is_max and layer.padding == "same":
         if pads[0] != pads[1]:
