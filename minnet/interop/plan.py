@@ -613,9 +613,34 @@ def plan(model, state=None):
     """Every step of ``model``, in torch module order (``state`` is updated as it goes)."""
     steps = []
     state = LayoutState() if state is None else state
-    for layer in model_layers(model):
+    layers = model_layers(model)
+    if state.layout is None:
+        # Layers before the first image layer (LayerNorm, GroupNorm, PReLU, BatchNorm) read
+        # the model's input images, whose layout is the first image layer's.
+        state.layout = state.input_layout = first_image_layout(layers)
+    for layer in layers:
         steps.extend(plan_layer(layer, state))
     return steps
+
+
+def first_image_layout(layers):
+    """The ``data_format`` of the first layer that reads 4-D input, if the model's input is
+    4-D images and every layer before it keeps them 4-D; else None."""
+    for layer in layers:
+        shape = getattr(layer, "_build_input_shape", None)
+        if type(layer).__name__ == "Input":
+            continue
+        if shape is None or len(shape) != 4:
+            return None
+        if getattr(layer, "data_format", None) is not None:
+            return layout_of(layer)
+        try:
+            out = layer.compute_output_shape(tuple(shape))
+        except (AttributeError, NotImplementedError, TypeError, ValueError):
+            return None
+        if out is None or len(out) != 4:
+            return None
+    return None
 
 
 # ---------------------------------------------------------------------------- state slots

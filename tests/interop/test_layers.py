@@ -165,6 +165,26 @@ def test_round_trip_and_compare(torch, name, df, dtype):
     assert not interop.compare(model, module, x).ok
 
 
+@pytest.mark.parametrize("df", LAYOUTS)
+def test_layout_dependent_layers_before_the_first_image_layer(torch, df):
+    # LayerNorm / GroupNorm / PReLU right after Input read the model's input images, whose
+    # layout is the Conv2D's: compare hands torch NCHW, so they must be planned for it.
+    mn.manual_seed(0)
+    t = dict(dtype="float64")
+    model = mn.Sequential([layers.Input(_image(df, 2, 5, 4), **t),
+                           layers.GroupNormalization(2, axis=_channel_axis(df), **t),
+                           layers.PReLU(shared_axes=_spatial_axes(df), **t),
+                           layers.LayerNormalization(axis=[1, 2, 3], **t),
+                           layers.Conv2D(3, 3, data_format=df, **t)])
+    for weight in model.parameters():
+        weight.data[...] += 0.3
+    x = np.random.default_rng(0).standard_normal((2,) + _image(df, 2, 5, 4))
+    module = interop.to_torch(model)
+    assert interop.compare(model, module, x).ok
+    back = interop.from_torch(module, (2, 5, 4), data_format=df)
+    np.testing.assert_array_equal(_predict(back, x), _predict(model, x))
+
+
 def test_module_types(torch):
     nn = torch.nn
     model, _ = _make("separable", "channels_first", "float32")
