@@ -172,9 +172,9 @@ def test_layout_dependent_layers_before_the_first_image_layer(torch, df):
     mn.manual_seed(0)
     t = dict(dtype="float64")
     model = mn.Sequential([layers.Input(_image(df, 2, 5, 4), **t),
-                           layers.GroupNormalization(2, axis=_channel_axis(df), **t),
-                           layers.PReLU(shared_axes=_spatial_axes(df), **t),
                            layers.LayerNormalization(axis=[1, 2, 3], **t),
+                           layers.PReLU(shared_axes=_spatial_axes(df), **t),
+                           layers.GroupNormalization(2, axis=_channel_axis(df), **t),
                            layers.Conv2D(3, 3, data_format=df, **t)])
     for weight in model.parameters():
         weight.data[...] += 0.3
