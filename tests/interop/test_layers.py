@@ -313,6 +313,7 @@ def test_from_torch_handwritten_modules(torch):
     for df in LAYOUTS:
         model = interop.from_torch(module, (2, 6, 6), data_format=df)
         assert type(model.layers[5]) is layers.Conv2DTranspose
+        assert model.layers[6].epsilon == 1e-5 and model.layers[1].epsilon == 1e-5   # torch's
         x = np.random.default_rng(0).standard_normal((2, 2, 6, 6))
         x_mn = x if df == "channels_first" else np.ascontiguousarray(x.transpose(0, 2, 3, 1))
         np.testing.assert_allclose(_predict(model, x_mn), _run_torch(torch, module, x),
@@ -329,3 +330,19 @@ def test_from_torch_handwritten_modules(torch):
     assert model.layers[0].data_format == "channels_first" and model.layers[0].padding == "same"
     x = np.random.default_rng(1).standard_normal((2, 3, 8))
     np.testing.assert_allclose(_predict(model, x), _run_torch(torch, conv, x), **TOL["float64"])
+
+
+def test_keras_same_transposed_keeps_the_first_rows(torch):
+    # Keras's "same" Conv2DTranspose (k=3, s=2) keeps rows 0..2H-1 of the full output;
+    # torch's usual ConvTranspose2d(padding=1, output_padding=1) keeps rows 1..2H: a shift.
+    mn.manual_seed(0)
+    layer = layers.Conv2DTranspose(2, 3, strides=2, padding="same", use_bias=False,
+                                   data_format="channels_first", dtype="float64")
+    x = np.random.default_rng(0).standard_normal((1, 3, 4, 5))
+    y = _predict(mn.Sequential([layers.Input((3, 4, 5), dtype="float64"), layer]), x)
+    weight = torch.from_numpy(layer.kernel.data)
+    full = torch.nn.functional.conv_transpose2d(torch.from_numpy(x), weight, stride=2).numpy()
+    np.testing.assert_allclose(y, full[:, :, :8, :10], **TOL["float64"])
+    usual = torch.nn.functional.conv_transpose2d(torch.from_numpy(x), weight, stride=2,
+                                                 padding=1, output_padding=1).numpy()
+    assert usual.shape == y.shape and not np.allclose(usual, y)
