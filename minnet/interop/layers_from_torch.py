@@ -9,7 +9,8 @@ import math
 import warnings
 
 from minnet import layers as L
-from minnet.interop.plan import flip_momentum, same_pads, transposed_geometry
+from minnet.interop.plan import (TransposedGeometry, flip_momentum, same_pads,
+                                 transposed_geometry)
 
 __all__ = ["layer_from_module", "module_dtype", "unsupported"]
 
@@ -290,7 +291,7 @@ def transposed_from_module(nn, module, following, i, shape, spatial):
     if type(following) is nn.ZeroPad2d and max(following.padding) <= 0 and \
             following.padding[0] == 0 and following.padding[2] == 0:
         crop, used = tuple(int(p) for p in following.padding), 2
-    want = (tuple(module.padding), tuple(module.output_padding), crop)
+    want = TransposedGeometry(tuple(module.padding), tuple(module.output_padding), crop)
     limits = [max(s, d) for s, d in zip(module.stride, module.dilation)]
     candidates = [(padding, None) for padding in ("valid", "same")]
     candidates += [(padding, (a, b)) for padding in ("valid", "same")

@@ -18,7 +18,7 @@ from minnet.autograd import Tensor
 from minnet.layers.base import Layer
 from minnet.models import Sequential
 
-__all__ = ["Step", "Slot", "NamedSlot", "LayoutState", "plan", "plan_layer", "slots",
+__all__ = ["Step", "Slot", "NamedSlot", "LayoutState", "TransposedGeometry", "plan", "plan_layer", "slots",
            "named_slots", "model_layers", "input_shape_of", "same_pads", "flip_momentum",
            "to_torch_value", "from_torch_value", "num_batches_tracked",
            "set_num_batches_tracked", "hwc_to_chw", "ACTIVATION_NAMES"]
@@ -377,6 +377,16 @@ def separable_plan(layer, state):
     return steps + ([] if name == "linear" else [activation_step(name, layer)])
 
 
+class TransposedGeometry(NamedTuple):
+    """How torch computes a ``Conv2DTranspose``: ``ConvTranspose2d(padding=padding,
+    output_padding=output_padding)`` then ``ZeroPad2d(crop)`` (``crop`` is
+    ``(left, right, top, bottom)``, zero or negative: rows cut at the end)."""
+
+    padding: tuple
+    output_padding: tuple
+    crop: tuple
+
+
 def transposed_geometry(layer):
     """``ConvTranspose2d``'s ``padding``/``output_padding`` and the crop after it that give
     ``Conv2DTranspose``'s output, or ValueError when torch cannot express it."""
@@ -401,15 +411,16 @@ def transposed_geometry(layer):
         padding.append(top)
         output_padding.append(max(need, 0))
         crop.append(max(-need, 0))                  # rows cut at the end
-    return tuple(padding), tuple(output_padding), (0, -crop[1], 0, -crop[0])
+    return TransposedGeometry(tuple(padding), tuple(output_padding), (0, -crop[1], 0, -crop[0]))
 
 
 def transposed_plan(layer, state):
     """``Conv2DTranspose``: ConvTranspose2d [+ ZeroPad2d(negative: a crop)] [+ activation]."""
-    padding, output_padding, crop = transposed_geometry(layer)
-    steps = [make_step("conv_transpose", layer, padding=padding, output_padding=output_padding)]
-    if any(crop):
-        steps.append(make_step("pad", layer, pads=crop, value=0.0))
+    geometry = transposed_geometry(layer)
+    steps = [make_step("conv_transpose", layer, padding=geometry.padding,
+                       output_padding=geometry.output_padding)]
+    if any(geometry.crop):
+        steps.append(make_step("pad", layer, pads=geometry.crop, value=0.0))
     name = activation_name(layer.activation, layer)
     return steps + ([] if name == "linear" else [activation_step(name, layer)])
 

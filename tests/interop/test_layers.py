@@ -63,7 +63,9 @@ CASES = {
         (11, 3) if df == "channels_last" else (3, 11)),
     "sequence_more": lambda df, d, t: (
         [layers.Conv1D(4, 3, dilation_rate=2, padding=1, **d),
-         layers.MaxPooling1D(3, strides=2, **d), layers.GlobalMaxPooling1D(keepdims=True, **d),
+         layers.MaxPooling1D(3, strides=2, **d),
+         layers.AveragePooling1D(3, strides=1, padding="same", **d),      # pad left out
+         layers.GlobalMaxPooling1D(keepdims=True, **d),
          layers.Conv1D(3, 1, **d), layers.Flatten(**t), layers.Dense(2, **t)],
         (12, 2) if df == "channels_last" else (2, 12)),
     "embedding": lambda df, d, t: (
@@ -267,6 +269,9 @@ def test_layernorm_center_only_and_scale_only(torch):
     (lambda: [layers.GaussianDropout(0.1)], (4,), r"GaussianDropout.*noise"),
     (lambda: [layers.Permute((2, 1))], (4, 3), r"Permute.*no permute module"),
     (lambda: [layers.RepeatVector(2)], (4,), r"RepeatVector"),
+    (lambda: [layers.AveragePooling1D(2, padding="same")], (5, 3), r"AveragePooling1D.*unevenly"),
+    (lambda: [layers.Conv2D(3, 1), layers.AveragePooling2D(2, padding="same")], (5, 5, 3),
+     r"AveragePooling2D.*unevenly"),
     (lambda: [layers.Conv2D(4, 1, data_format="channels_first"),
               layers.GroupNormalization(2, axis=-1)], (4, 5, 6), r"GroupNormalization.*axis 3"),
     (lambda: [layers.GroupNormalization(2, axis=-1)], (5, 6), r"GroupNormalization.*axis 2"),
