@@ -20,9 +20,14 @@ The modules, by job:
 * ``plan``: a model walked into ``Step`` records (one per torch module), the image layout
   tracked from layer to layer, and each step's state as ``Slot`` records;
 * ``state_dicts``: ``state_dict``, ``save_torch_state_dict``, ``load_torch_state_dict``;
-* ``convert``: ``to_torch`` and ``from_torch``;
+* ``convert``: ``to_torch`` and ``from_torch``, over ``torch_modules`` (the torch module of
+  each step, and minnet's few ``nn`` subclasses, e.g. ``KerasConv1d`` for (N, L, C) input)
+  and ``layers_from_torch`` (the minnet layer of each torch module);
 * ``comparison``: ``compare``, ``ComparisonReport``, ``ComparisonRow``;
 * ``torch_support``: the lazy ``import torch``.
+
+(The modules are named so that none shadows a function: ``interop.compare`` and
+``interop.state_dict`` are the functions.)
 
 Layouts.  The torch side is always PyTorch's NCHW.  A channels_last minnet model (the
 default image layout) stays exact across the bridge: ``compare`` permutes NHWC input to
@@ -30,7 +35,9 @@ NCHW at the boundary (and image-shaped outputs and input gradients back), BatchN
 momentum is translated (torch ``momentum`` = 1 - Keras ``momentum``), and the columns of a
 Dense kernel that follows a channels_last ``Flatten`` are permuted from minnet's (H, W, C)
 order to torch's (C, H, W) order (and back).  Weight layouts need nothing: minnet's are
-PyTorch's whatever the data layout.
+PyTorch's whatever the data layout.  Sequences keep minnet's layout on the torch side: a
+channels_last ``Conv1D`` (``(N, L, C)``) becomes minnet's ``KerasConv1d``, which
+transposes to torch's ``(N, C, L)`` and back around ``nn.Conv1d``.
 
 Module numbering: each minnet layer becomes one or more torch modules, numbered in
 order.  A ``Dense`` or ``Conv2D`` with ``activation=`` becomes two (the ``Linear`` /

@@ -18,8 +18,8 @@ from minnet.autograd import Tensor
 from minnet.layers.base import Layer
 from minnet.models import Sequential
 
-__all__ = ["Step", "Slot", "NamedSlot", "LayoutState", "TransposedGeometry", "plan", "plan_layer", "slots",
-           "named_slots", "model_layers", "input_shape_of", "same_pads", "flip_momentum",
+__all__ = ["Step", "Slot", "NamedSlot", "LayoutState", "TransposedGeometry", "plan", "plan_layer",
+           "slots", "named_slots", "model_layers", "input_shape_of", "same_pads", "flip_momentum",
            "to_torch_value", "from_torch_value", "num_batches_tracked",
            "set_num_batches_tracked", "hwc_to_chw", "ACTIVATION_NAMES"]
 
@@ -43,6 +43,7 @@ class Step:
 
 
 def make_step(kind, layer, **args):
+    """``Step(kind, layer, args)`` with the arguments as keywords."""
     return Step(kind, layer, args)
 
 
@@ -549,7 +550,8 @@ def conv1d_plan(layer, state):
 def pool1d_plan(layer, state):
     """``MaxPooling1D`` / ``AveragePooling1D`` -> ``nn.MaxPool1d`` / ``nn.AvgPool1d``."""
     is_max = type(layer).__name__ == "MaxPooling1D"
-    pads = length_pads(layer, sequence_length(layer), layer.pool_size, layer.strides, 1, layer.padding)
+    pads = length_pads(layer, sequence_length(layer), layer.pool_size, layer.strides, 1,
+                       layer.padding)
     include_pad = True
     if not is_max and layer.padding == "same":
         if pads[0] != pads[1]:
@@ -566,8 +568,8 @@ def pool1d_plan(layer, state):
 def global_pool1d_plan(layer, state):
     """``GlobalAverage/MaxPooling1D`` -> ``nn.AdaptiveAvg/MaxPool1d(1)`` [+ Flatten]."""
     input_shape_of(layer)
-    kind = "adaptive_avg1d" if type(layer).__name__ == "GlobalAveragePooling1D" else "adaptive_max1d"
-    step = make_step(kind, layer)
+    average = type(layer).__name__ == "GlobalAveragePooling1D"
+    step = make_step("adaptive_avg1d" if average else "adaptive_max1d", layer)
     return [step] if layer.keepdims else [step, make_step("flatten", layer)]
 
 
