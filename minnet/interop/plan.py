@@ -601,7 +601,14 @@ NO_TWIN = {
     "Permute": "torch.nn has no permute module",
     "RepeatVector": "torch.nn has no repeat module",
     "Lambda": "its function is Python code minnet cannot translate",
+    "Masking": "torch.nn modules take no masks",
+    "TimeDistributed": "torch.nn has no module that maps another over the time axis",
 }
+PREPROCESSING = ("Rescaling", "Normalization", "Resizing", "CenterCrop", "RandomFlip",
+                 "RandomTranslation", "RandomRotation", "RandomZoom", "RandomCrop",
+                 "RandomContrast", "TextVectorization")
+NO_TWIN.update({name: "a preprocessing layer; torch.nn has no such module (do it in the data "
+                      "pipeline, e.g. torchvision.transforms)" for name in PREPROCESSING})
 
 
 # SimpleRNN / LSTM / GRU (and Bidirectional over one of them, merge_mode="concat") become a

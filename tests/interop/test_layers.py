@@ -269,6 +269,8 @@ def test_layernorm_center_only_and_scale_only(torch):
     (lambda: [layers.GaussianDropout(0.1)], (4,), r"GaussianDropout.*noise"),
     (lambda: [layers.Permute((2, 1))], (4, 3), r"Permute.*no permute module"),
     (lambda: [layers.RepeatVector(2)], (4,), r"RepeatVector"),
+    (lambda: [layers.Rescaling(0.5)], (4,), r"Rescaling.*preprocessing"),
+    (lambda: [layers.RandomFlip()], (4, 4, 3), r"RandomFlip.*preprocessing"),
     (lambda: [layers.AveragePooling1D(2, padding="same")], (5, 3), r"AveragePooling1D.*unevenly"),
     (lambda: [layers.Conv2D(3, 1), layers.AveragePooling2D(2, padding="same")], (5, 5, 3),
      r"AveragePooling2D.*unevenly"),
