@@ -9,8 +9,10 @@ import pytest
 import minnet as mn
 import minnet.functional as F
 
+from _harness import TOLERANCES
+
 DTYPES = [np.float32, np.float64]
-TOL = {np.float32: dict(rtol=2e-5, atol=2e-6), np.float64: dict(rtol=1e-12, atol=1e-13)}
+TOL = TOLERANCES["composite_elementwise"]
 _erf = np.vectorize(math.erf)
 
 
