@@ -158,7 +158,7 @@ def check_gradcheck(fn, inputs, grad_inputs=None, gradgrad=False, **gradcheck_kw
 
 
 def check_torch(fn, torch_fn, inputs, dtype, kind="default", torch=None, grad_inputs=None,
-                tol=None, seed=0):
+                tol=None, grad_tol=None, seed=0):
     """Forward and gradients equal PyTorch's, for one random upstream gradient.
 
     Args:
@@ -167,6 +167,9 @@ def check_torch(fn, torch_fn, inputs, dtype, kind="default", torch=None, grad_in
             arrays become int64 tensors, as PyTorch's labels).
         torch: the torch module (the ``torch`` fixture); imported when None.
         grad_inputs: as ``check_gradcheck``.
+        grad_tol: the gradients' tolerance when it must differ from the forward's (say why
+            at the call).
+        seed: seeds the random upstream gradient.
 
     Returns:
         False when torch is not installed (nothing checked), else True.
@@ -175,6 +178,7 @@ def check_torch(fn, torch_fn, inputs, dtype, kind="default", torch=None, grad_in
     if torch is None:
         return False
     tol = TOLERANCES[kind][dtype] if tol is None else tol
+    grad_tol = tol if grad_tol is None else grad_tol
     arrays = _cast(inputs, dtype)
     grads = _grad_indices(arrays, grad_inputs)
     ours = _tensors(arrays, grads)
@@ -190,7 +194,7 @@ def check_torch(fn, torch_fn, inputs, dtype, kind="default", torch=None, grad_in
                                err_msg=f"forward against PyTorch {where}")
     for i in grads:
         assert ours[i].grad is not None, f"input {i} got no gradient"
-        np.testing.assert_allclose(ours[i].grad, theirs[i].grad.numpy(), **tol,
+        np.testing.assert_allclose(ours[i].grad, theirs[i].grad.numpy(), **grad_tol,
                                    err_msg=f"gradient of input {i} against PyTorch {where}")
     return True
 
