@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 __all__ = ["invalid", "check_int", "check_float", "check_int_tuple", "check_padding",
-           "check_choice", "check_labels"]
+           "check_pad_pairs", "check_choice", "check_labels"]
 
 
 def invalid(name, expected, value, error=ValueError):
@@ -57,30 +57,42 @@ def check_float(name, value, low=None, high=None, low_open=False, high_open=Fals
     return value
 
 
-def check_int_tuple(name, value, n, minimum=1):
-    """An int or a sequence of ``n`` ints, each ``>= minimum``; returns a tuple of ``n`` ints.
+def check_int_tuple(name, value, n, minimum=1, maximum=None, error=None):
+    """An int or a sequence of ``n`` ints, each in ``[minimum, maximum]``; returns a tuple of ``n`` ints.
 
     The one parser of kernel sizes, strides, dilations and pool sizes (Keras accepts an int
     for "the same along every axis").
+
+    Args:
+        name: the argument's name, for the message.
+        value: what the caller passed.
+        n: the number of axes.
+        minimum, maximum: bounds of every entry (``maximum=None``: unbounded).
+        error: the exception class for every failure; None raises a ``TypeError`` for a value
+            that is neither an int nor a list/tuple and a ``ValueError`` otherwise. The
+            functional ops and ``Conv2D`` pass ``ValueError``, as Keras's
+            ``standardize_tuple`` raises for all of them.
     """
-    expected = f"an int >= {minimum} or a tuple of {n} such ints"
+    what = f"an int >= {minimum}" if maximum is None else f"an int in [{minimum}, {maximum}]"
+    expected = f"{what} or a tuple of {n} such ints"
     if _is_int(value):
         items = (int(value),) * n
     elif isinstance(value, (tuple, list)) and len(value) == n and all(_is_int(v) for v in value):
         items = tuple(int(v) for v in value)
     else:
-        raise invalid(name, expected, value, TypeError if not isinstance(value, (tuple, list, int))
-                      else ValueError)
-    if any(v < minimum for v in items):
-        raise invalid(name, expected, value)
+        kind = TypeError if not isinstance(value, (tuple, list, int)) else ValueError
+        raise invalid(name, expected, value, error or kind)
+    if any(v < minimum or (maximum is not None and v > maximum) for v in items):
+        raise invalid(name, expected, value, error or ValueError)
     return items
 
 
-def check_padding(name, value, n, allow_causal=False):
+def check_padding(name, value, n, allow_causal=False, maximum=None, error=None):
     """Keras's ``"valid"``/``"same"`` (and ``"causal"`` for 1-D), or explicit zero padding.
 
-    Returns ``"valid"``, ``"same"``, ``"causal"``, or a tuple of ``n`` non-negative ints
-    (an int pads every axis alike; PyTorch-style explicit padding is an extension).
+    Returns ``"valid"``, ``"same"``, ``"causal"`` (lower case, any case accepted), or a tuple
+    of ``n`` non-negative ints (an int pads every axis alike; PyTorch-style explicit padding
+    is an extension). ``maximum`` and ``error`` as ``check_int_tuple``.
     """
     names = ("valid", "same", "causal") if allow_causal else ("valid", "same")
     if isinstance(value, str):
@@ -88,7 +100,28 @@ def check_padding(name, value, n, allow_causal=False):
             return value.lower()
         raise invalid(name, " or ".join(repr(s) for s in names) + f", or an int or tuple of {n} "
                       "ints >= 0", value)
-    return check_int_tuple(name, value, n, minimum=0)
+    return check_int_tuple(name, value, n, minimum=0, maximum=maximum, error=error)
+
+
+def check_pad_pairs(name, value):
+    """2-D zero padding or cropping per side: ``((top, bottom), (left, right))``.
+
+    Accepts an int (every side), ``(height, width)`` (symmetric per axis) or
+    ``((top, bottom), (left, right))`` (Keras's ``ZeroPadding2D``/``Cropping2D`` spec, and
+    the explicit padding of ``functional.conv2d``); every entry an int >= 0. Raises a
+    ``ValueError`` naming ``name`` otherwise.
+    """
+    def ok(v):
+        return _is_int(v) and v >= 0
+    if ok(value):
+        return ((int(value),) * 2, (int(value),) * 2)
+    if isinstance(value, (tuple, list)) and len(value) == 2:
+        if all(ok(v) for v in value):
+            return ((int(value[0]),) * 2, (int(value[1]),) * 2)
+        if all(isinstance(v, (tuple, list)) and len(v) == 2 and all(ok(u) for u in v) for v in value):
+            return tuple(tuple(int(u) for u in v) for v in value)
+    raise invalid(name, "an int >= 0, a tuple of 2 such ints, or a tuple of 2 tuples of 2 such "
+                  "ints ((top, bottom), (left, right))", value)
 
 
 def check_choice(name, value, choices):

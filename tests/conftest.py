@@ -15,8 +15,7 @@ def rng():
     return np.random.default_rng(1234)
 
 
-# Tolerances per dtype for comparing a kernel with its reference.
-TOL = {np.float32: dict(rtol=1e-4, atol=1e-5), np.float64: dict(rtol=1e-10, atol=1e-12)}
+# Tolerances per dtype (and per kind of op) live in one table: TOLERANCES in tests/_harness.py.
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ import numbers
 
 import numpy as np
 
+from minnet._checks import check_int_tuple, check_pad_pairs
 from minnet._config import get_num_threads
 from minnet._ext import _conv as _kernels
 from minnet.autograd import Function, Tensor
@@ -55,17 +56,6 @@ def cast(array, dtype):
     return np.ascontiguousarray(array, dtype=dtype)
 
 
-def _int_pair(name, value, minimum):
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-        value = (value, value)
-    if (isinstance(value, (tuple, list)) and len(value) == 2
-            and all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in value)
-            and all(v >= minimum for v in value)):
-        return int(value[0]), int(value[1])
-    raise ValueError(f"Invalid value for argument `{name}`: expected an int >= {minimum} or a "
-                     f"pair of them. Received: {name}={value!r}")
-
-
 def _resolve_padding(padding, kernel, stride, dilation):
     """Padding as ``((top, bottom), (left, right))``.
 
@@ -89,12 +79,7 @@ def _resolve_padding(padding, kernel, stride, dilation):
             return tuple(pads)
         raise ValueError(f"Invalid value for argument `padding`: expected an int, a pair of "
                          f"ints, 'valid' or 'same'. Received: padding={padding!r}")
-    if (isinstance(padding, (tuple, list)) and len(padding) == 2
-            and all(isinstance(p, (tuple, list)) for p in padding)):
-        pairs = [_int_pair("padding", tuple(p), 0) for p in padding]
-        return pairs[0], pairs[1]
-    ph, pw = _int_pair("padding", padding, 0)
-    return (ph, ph), (pw, pw)
+    return check_pad_pairs("padding", padding)
 
 
 # --------------------------------------------------------------------------- conv2d
@@ -358,8 +343,8 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, 
     if w_shape[0] % groups:
         raise ValueError(f"Invalid value for argument `groups`: expected a divisor of the "
                          f"{w_shape[0]} filters. Received: groups={groups}")
-    stride = _int_pair("stride", tuple(stride) if isinstance(stride, list) else stride, 1)
-    dilation = _int_pair("dilation", tuple(dilation) if isinstance(dilation, list) else dilation, 1)
+    stride = check_int_tuple("stride", stride, 2, error=ValueError)
+    dilation = check_int_tuple("dilation", dilation, 2, error=ValueError)
     (top, bottom), (left, right) = _resolve_padding(padding, w_shape[2:], stride, dilation)
     out_size = []
     for size, k, s, d, p0, p1, axis in ((spatial[0], w_shape[2], stride[0], dilation[0], top, bottom, "height"),
@@ -429,15 +414,10 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
         layout = "(N, H, W, C_in)" if channels_last else "(N, C_in, H, W)"
         raise ValueError(f"Invalid argument `input`: expected a 4-D {layout} array with "
                          f"C_in={w_shape[0]} (weight {w_shape}). Received: shape={x_shape}")
-    stride = _int_pair("stride", stride, 1)
-    dilation = _int_pair("dilation", dilation, 1)
-    output_padding = _int_pair("output_padding", output_padding, 0)
-    if isinstance(padding, (tuple, list)) and len(padding) == 2 and all(
-            isinstance(p, (tuple, list)) for p in padding):
-        pads = [_int_pair("padding", tuple(p), 0) for p in padding]
-    else:
-        ph, pw = _int_pair("padding", padding, 0)
-        pads = [(ph, ph), (pw, pw)]
+    stride = check_int_tuple("stride", stride, 2, error=ValueError)
+    dilation = check_int_tuple("dilation", dilation, 2, error=ValueError)
+    output_padding = check_int_tuple("output_padding", output_padding, 2, minimum=0, error=ValueError)
+    pads = check_pad_pairs("padding", padding)
     for name, op, s, d in zip(("height", "width"), output_padding, stride, dilation):
         if op >= s and op >= d:
             raise ValueError(f"Invalid value for argument `output_padding`: expected each value "

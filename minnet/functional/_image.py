@@ -10,6 +10,7 @@ import numbers
 
 import numpy as np
 
+from minnet._checks import check_int_tuple
 from minnet._config import get_num_threads
 from minnet._ext import _image as _kernels
 from minnet.autograd import Function
@@ -165,7 +166,7 @@ def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=N
         raise ValueError("Give exactly one of `size` and `scale_factor`.")
     h, w = x.shape[2], x.shape[3]
     if size is not None:
-        oh, ow = (size, size) if isinstance(size, numbers.Integral) else size
+        oh, ow = check_int_tuple("size", size, 2, error=ValueError)
         if mode == "nearest":
             if oh % h or ow % w:
                 raise ValueError(f"Invalid value for argument `size`: nearest mode needs integer "

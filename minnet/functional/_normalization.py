@@ -18,12 +18,9 @@ from minnet._checks import check_choice
 from minnet._config import get_num_threads
 from minnet._ext import _batchnorm as _kernels
 from minnet.autograd import Function, Tensor
+from minnet.functional._conv import float_dtype
 
 __all__ = ["batch_norm", "NativeBatchNorm"]
-
-
-def _data(value):
-    return value.data if isinstance(value, Tensor) else value
 
 
 class NativeBatchNorm(Function):
@@ -95,21 +92,20 @@ class NativeBatchNorm(Function):
         return (grad_x, grad_w, grad_b) + (None,) * (len(ctx.needs_input_grad) - 3)
 
 
-def _check_float(name, value, allow_tensor=True):
-    data = _data(value)
-    if not isinstance(data, np.ndarray):
-        raise TypeError(f"Invalid argument `{name}`: expected a numpy.ndarray"
-                        f"{' or Tensor' if allow_tensor else ''}. Received: {type(value).__name__}")
-    if data.dtype not in (np.float32, np.float64):
-        raise TypeError(f"Invalid argument `{name}`: expected a float32 or float64 array. "
-                        f"Received: dtype={data.dtype}")
-    return data
+def _float_array(name, value):
+    """The ndarray of ``value`` (an ndarray or a Tensor), float32 or float64, else TypeError."""
+    array = value.data if isinstance(value, Tensor) else value
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"Invalid argument `{name}`: expected a numpy.ndarray or Tensor. "
+                        f"Received: {type(value).__name__}")
+    float_dtype(name, array)
+    return array
 
 
 def _per_channel(name, value, C, dtype, running=False, updated=False):
     if value is None:
         return None
-    data = _check_float(name, value)
+    data = _float_array(name, value)
     if data.shape != (C,):
         raise ValueError(f"Invalid argument `{name}`: expected shape ({C},) (one value per "
                          f"channel). Received: shape={data.shape}")
@@ -165,7 +161,7 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
             x = x.astype(np.float32)
     channels_last = check_choice("data_format", data_format,
                                  ("channels_first", "channels_last")) == "channels_last"
-    data = _check_float("x", x)
+    data = _float_array("x", x)
     if data.ndim not in (2, 4):
         raise ValueError(f"Invalid argument `x`: expected a 2-D (N, C) or 4-D "
                          f"{'(N, H, W, C)' if channels_last else '(N, C, H, W)'} "

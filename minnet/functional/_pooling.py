@@ -5,9 +5,8 @@ NHWC and runs the native NHWC kernels (no transposes).  The math is in docs/math
 (flat positions in each (H, W) plane) for backward; average pooling keeps nothing but
 the geometry; global average pooling keeps the input shape.
 """
-import numbers
 
-from minnet._checks import check_choice
+from minnet._checks import check_choice, check_int_tuple, check_padding
 from minnet._config import get_num_threads
 from minnet._ext import _pooling as _kernels
 from minnet.functional._common import as_float_input
@@ -33,16 +32,6 @@ def _hw(shape, channels_last):
     return tuple(shape[1:3]) if channels_last else tuple(shape[2:])
 
 
-def _int_pair(name, value):
-    pair = (value, value) if isinstance(value, numbers.Integral) else value
-    if (isinstance(pair, (tuple, list)) and len(pair) == 2
-            and all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in pair)
-            and all(v >= 1 for v in pair)):
-        return int(pair[0]), int(pair[1])
-    raise ValueError(f"Invalid value for argument `{name}`: expected a positive int or a pair "
-                     f"of them. Received: {name}={value!r}")
-
-
 def resolve_pool_geometry(input_hw, pool_size, strides=None, padding=0):
     """Window geometry from user arguments.
 
@@ -58,33 +47,21 @@ def resolve_pool_geometry(input_hw, pool_size, strides=None, padding=0):
         ``(pool, strides, pads, out_hw, same)`` with ``pads = (top, bottom, left, right)``
         and ``same`` True for ``"same"`` padding.
     """
-    kh, kw = _int_pair("pool_size", pool_size)
-    sh, sw = (kh, kw) if strides is None else _int_pair("strides", strides)
+    kh, kw = check_int_tuple("pool_size", pool_size, 2, error=ValueError)
+    sh, sw = (kh, kw) if strides is None else check_int_tuple("strides", strides, 2, error=ValueError)
     H, W = input_hw
-    same = False
-    if isinstance(padding, str):
-        mode = padding.lower()
-        if mode == "valid":
-            pads = (0, 0, 0, 0)
-        elif mode == "same":
-            same = True
-            pads = []
-            for size, k, s in ((H, kh, sh), (W, kw, sw)):
-                out = -(-size // s)
-                total = max((out - 1) * s + k - size, 0)
-                pads += [total // 2, total - total // 2]
-            pads = tuple(pads)
-        else:
-            raise ValueError(f"Invalid value for argument `padding`: expected an int, a pair, "
-                             f"'valid' or 'same'. Received: padding={padding!r}")
+    padding = check_padding("padding", padding, 2, error=ValueError)
+    same = padding == "same"
+    if padding == "valid":
+        pads = (0, 0, 0, 0)
+    elif same:
+        pads = []
+        for size, k, s in ((H, kh, sh), (W, kw, sw)):
+            out = -(-size // s)
+            total = max((out - 1) * s + k - size, 0)
+            pads += [total // 2, total - total // 2]
+        pads = tuple(pads)
     else:
-        if isinstance(padding, numbers.Integral) and not isinstance(padding, bool):
-            padding = (padding, padding)
-        if not (isinstance(padding, (tuple, list)) and len(padding) == 2
-                and all(isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 0
-                        for v in padding)):
-            raise ValueError(f"Invalid value for argument `padding`: expected a non-negative int, "
-                             f"a pair, 'valid' or 'same'. Received: padding={padding!r}")
         ph, pw = int(padding[0]), int(padding[1])
         if 2 * ph > kh or 2 * pw > kw:
             raise ValueError(f"Invalid value for argument `padding`: expected at most half the "

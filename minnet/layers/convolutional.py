@@ -8,38 +8,15 @@ import numpy as np
 
 from minnet import activations, config, initializers
 from minnet import functional as F
+from minnet._checks import check_int_tuple, check_padding
 from minnet.layers.base import Layer
 
 __all__ = ["Conv2D"]
 
 
-def _pair(value, arg, minimum=1):
-    """``3 -> (3, 3)``, ``(3, 2) -> (3, 2)``; every entry an int >= minimum, else ValueError naming ``arg``."""
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        value = (int(value), int(value))
-    if (not isinstance(value, (tuple, list)) or len(value) != 2 or not all(
-            isinstance(v, (int, np.integer)) and not isinstance(v, bool) and minimum <= v < 2**31
-            for v in value)):
-        what = "a positive int" if minimum == 1 else f"an int >= {minimum}"
-        what += " (below 2**31)"
-        raise ValueError(f"Invalid value for argument `{arg}`: expected {what} or a pair of them. "
-                         f"Received: {arg}={value!r}")
-    return (int(value[0]), int(value[1]))
-
-
-def _padding(value):
-    """``"valid"``/``"same"`` (any case) or a non-negative int / pair of them."""
-    if isinstance(value, str):
-        key = value.lower()
-        if key not in ("valid", "same"):
-            raise ValueError(f"Invalid value for argument `padding`: expected 'valid', 'same', a "
-                             f"non-negative int or a pair of them. Received: padding={value!r}")
-        return key
-    try:
-        return _pair(value, "padding", minimum=0)
-    except ValueError:
-        raise ValueError(f"Invalid value for argument `padding`: expected 'valid', 'same', a "
-                         f"non-negative int or a pair of them. Received: padding={value!r}") from None
+# Kernel sizes, strides, dilations and explicit paddings are bounded by what the kernels'
+# 32-bit index arithmetic holds.
+_INT_MAX = 2**31 - 1
 
 
 def _out_size(size, kernel, stride, dilation, padding):
@@ -127,12 +104,14 @@ class Conv2D(Layer):
             raise ValueError(f"Invalid value for argument `filters`: expected a positive int. "
                              f"Received: filters={filters!r}")
         self.filters = int(filters)
-        self.kernel_size = _pair(kernel_size, "kernel_size")
-        self.strides = _pair(strides, "strides")
-        self.padding = _padding(padding)
+        self.kernel_size = check_int_tuple("kernel_size", kernel_size, 2, maximum=_INT_MAX,
+                                           error=ValueError)
+        self.strides = check_int_tuple("strides", strides, 2, maximum=_INT_MAX, error=ValueError)
+        self.padding = check_padding("padding", padding, 2, maximum=_INT_MAX, error=ValueError)
         self._data_format_explicit = data_format is not None
         self.data_format = config.normalize_data_format(data_format)
-        self.dilation_rate = _pair(dilation_rate, "dilation_rate")
+        self.dilation_rate = check_int_tuple("dilation_rate", dilation_rate, 2, maximum=_INT_MAX,
+                                             error=ValueError)
         if (isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1
                 or self.filters % groups):
             raise ValueError(f"Invalid value for argument `groups`: expected a positive int "

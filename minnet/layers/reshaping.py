@@ -8,7 +8,7 @@ import numpy as np
 
 from minnet import config
 from minnet import functional as F
-from minnet._checks import check_choice, check_int, invalid
+from minnet._checks import check_choice, check_int, check_int_tuple, check_pad_pairs, invalid
 from minnet.layers.base import Layer
 
 __all__ = ["UpSampling2D", "ZeroPadding2D", "Cropping2D", "Permute", "RepeatVector"]
@@ -24,21 +24,6 @@ def _check_image(layer, x):
                          f"expected ndim=4 ({'(N, H, W, C)' if layer.data_format == 'channels_last' else '(N, C, H, W)'}, "
                          f"data_format={layer.data_format!r}), found ndim={x.ndim}. Full shape "
                          f"received: {tuple(x.shape)}")
-
-
-def _pairs(name, value):
-    """Keras's padding/cropping spec: int, (sym_h, sym_w) or ((top, bottom), (left, right))."""
-    def ok(v):
-        return isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 0
-    if ok(value):
-        return ((int(value),) * 2, (int(value),) * 2)
-    if isinstance(value, (tuple, list)) and len(value) == 2:
-        if all(ok(v) for v in value):
-            return ((int(value[0]),) * 2, (int(value[1]),) * 2)
-        if all(isinstance(v, (tuple, list)) and len(v) == 2 and all(ok(u) for u in v) for v in value):
-            return tuple(tuple(int(u) for u in v) for v in value)
-    raise invalid(name, "an int >= 0, a tuple of 2 such ints, or a tuple of 2 tuples of 2 such "
-                  "ints ((top, bottom), (left, right))", value)
 
 
 class UpSampling2D(Layer):
@@ -61,11 +46,7 @@ class UpSampling2D(Layer):
     def __init__(self, size=(2, 2), data_format=None, interpolation="nearest", name=None,
                  dtype=None, trainable=True, **kwargs):
         super().__init__(name=name, dtype=dtype, trainable=trainable, **kwargs)
-        if isinstance(size, (int, np.integer)) and not isinstance(size, bool):
-            size = (size, size)
-        if not (isinstance(size, (tuple, list)) and len(size) == 2):
-            raise invalid("size", "an int >= 1 or a tuple of 2 such ints", size)
-        self.size = (check_int("size", size[0], 1), check_int("size", size[1], 1))
+        self.size = check_int_tuple("size", size, 2, error=ValueError)
         self.data_format = config.normalize_data_format(data_format)
         self.interpolation = check_choice("interpolation", interpolation, ("nearest", "bilinear"))
 
@@ -106,7 +87,7 @@ class ZeroPadding2D(Layer):
     def __init__(self, padding=(1, 1), data_format=None, name=None, dtype=None, trainable=True,
                  **kwargs):
         super().__init__(name=name, dtype=dtype, trainable=trainable, **kwargs)
-        self.padding = _pairs("padding", padding)
+        self.padding = check_pad_pairs("padding", padding)
         self.data_format = config.normalize_data_format(data_format)
 
     def call(self, x, training=False):
@@ -142,7 +123,7 @@ class Cropping2D(Layer):
     def __init__(self, cropping=((0, 0), (0, 0)), data_format=None, name=None, dtype=None,
                  trainable=True, **kwargs):
         super().__init__(name=name, dtype=dtype, trainable=trainable, **kwargs)
-        self.cropping = _pairs("cropping", cropping)
+        self.cropping = check_pad_pairs("cropping", cropping)
         self.data_format = config.normalize_data_format(data_format)
 
     def _check_fits(self, shape):

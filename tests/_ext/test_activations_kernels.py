@@ -4,7 +4,9 @@ import pytest
 
 from minnet._ext import _activations as K
 
-TOL = {np.float32: dict(rtol=2e-6, atol=1e-7), np.float64: dict(rtol=1e-13, atol=1e-15)}
+from _harness import TOLERANCES
+
+TOL = TOLERANCES["kernel_elementwise"]
 DTYPES = [np.float32, np.float64]
 # Odd sizes on purpose; 70001 is above the parallel threshold and not a multiple of a block.
 SHAPES = [(1,), (7,), (3, 5), (2, 3, 4, 5), (70001,)]

@@ -4,7 +4,9 @@ import pytest
 
 from minnet._ext import _batchnorm as B
 
-TOL = {np.float32: dict(rtol=1e-5, atol=1e-5), np.float64: dict(rtol=1e-12, atol=1e-12)}
+from _harness import TOLERANCES
+
+TOL = TOLERANCES["kernel_batchnorm"]
 
 # (N, C) features, few channels (C < threads: "by sample"), many channels ("by channel"),
 # short planes (L < 16), batch of 1, odd sizes.

@@ -6,6 +6,8 @@ import pytest
 from minnet._config import get_num_threads
 from minnet._ext import _conv, _im2col, _linear, _winograd
 
+from _harness import TOLERANCES
+
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -15,7 +17,7 @@ def _single_threaded_blas():
     get_num_threads()
 
 
-TOL = {np.float32: dict(rtol=2e-4, atol=2e-5), np.float64: dict(rtol=1e-10, atol=1e-12)}
+TOL = TOLERANCES["gemm"]
 
 # (N, C, H, W, F, kh, kw, stride, (pad_top, pad_left), dilation, out_size or None)
 CASES = [

@@ -4,7 +4,9 @@ import pytest
 
 from minnet._ext import _dropout as D
 
-TOL = {np.float32: dict(rtol=1e-6, atol=1e-7), np.float64: dict(rtol=1e-14, atol=1e-15)}
+from _harness import TOLERANCES
+
+TOL = TOLERANCES["kernel_dropout"]
 M64 = 0xFFFFFFFFFFFFFFFF
 
 

@@ -5,13 +5,15 @@ import pytest
 from minnet._config import get_num_threads
 from minnet._ext import _linear
 
+from _harness import TOLERANCES
+
 
 @pytest.fixture(autouse=True, scope="module")
 def _single_threaded_blas():
     get_num_threads()
 
 
-TOL = {np.float32: dict(rtol=2e-4, atol=2e-5), np.float64: dict(rtol=1e-10, atol=1e-12)}
+TOL = TOLERANCES["gemm"]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -4,8 +4,10 @@ import pytest
 
 from minnet._ext import _losses as K
 
+from _harness import TOLERANCES
+
 DTYPES = [np.float32, np.float64]
-TOL = {np.float32: dict(rtol=1e-5, atol=1e-6), np.float64: dict(rtol=1e-12, atol=1e-13)}
+TOL = TOLERANCES["elementwise"]
 
 
 def _log_softmax(x):

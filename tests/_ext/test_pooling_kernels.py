@@ -4,7 +4,9 @@ import pytest
 
 from minnet._ext import _pooling as P
 
-TOL = {np.float32: dict(rtol=1e-6, atol=1e-6), np.float64: dict(rtol=1e-13, atol=1e-13)}
+from _harness import TOLERANCES
+
+TOL = TOLERANCES["kernel_pooling"]
 
 # (input shape, pool, strides, pads (top, bottom, left, right))
 CASES = [

@@ -4,7 +4,9 @@ import pytest
 
 from minnet._ext import _recurrent as R
 
-TOL = {np.float32: dict(rtol=2e-4, atol=2e-5), np.float64: dict(rtol=1e-10, atol=1e-12)}
+from _harness import TOLERANCES
+
+TOL = TOLERANCES["gemm"]
 MODES = [R.LSTM, R.GRU, R.RNN_TANH, R.RNN_RELU]
 
 

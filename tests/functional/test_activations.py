@@ -1,4 +1,8 @@
-"""minnet.functional activations: NumPy reference, float64 gradcheck, PyTorch parity."""
+"""minnet.functional activations: NumPy reference, float64 gradcheck, PyTorch parity.
+
+The three ways run through the shared harness (tests/_harness.py), one pytest item each, so
+a missing PyTorch shows as skipped.
+"""
 import warnings
 
 import numpy as np
@@ -8,8 +12,9 @@ import minnet as mn
 import minnet.functional as F
 from minnet.functional._activations import SELU_ALPHA, SELU_SCALE
 
+from _harness import check_forward, check_gradcheck, check_torch
+
 DTYPES = [np.float32, np.float64]
-TOL = {np.float32: dict(rtol=1e-5, atol=1e-6), np.float64: dict(rtol=1e-12, atol=1e-13)}
 
 # name -> (minnet op, numpy reference, torch op name, torch kwargs)
 OPS = {
@@ -49,19 +54,16 @@ def _input(rng, shape, dtype):
 @pytest.mark.parametrize("shape", SHAPES)
 def test_matches_numpy(rng, name, dtype, shape):
     op, ref, _, _ = OPS[name]
-    x = _input(rng, shape, dtype)
-    y = op(mn.tensor(x))
-    assert isinstance(y, mn.Tensor) and y.dtype == dtype and y.shape == shape
-    np.testing.assert_allclose(y.numpy(), ref(x.astype(np.float64)), **TOL[dtype])
+    check_forward(op, ref, [_input(rng, shape, dtype)], dtype, "elementwise")
 
 
 @pytest.mark.parametrize("name", OPS)
 @pytest.mark.parametrize("shape", [(1, 1), (3, 5), (2, 3, 4)])
 def test_gradcheck(rng, name, shape):
     op = OPS[name][0]
-    x = mn.tensor(_input(rng, shape, np.float64), requires_grad=True)
-    assert mn.gradcheck(op, (x,))
-    assert op(x).grad_fn.name() == NODE_NAMES[name]
+    x = _input(rng, shape, np.float64)
+    check_gradcheck(op, [x])
+    assert op(mn.tensor(x, requires_grad=True)).grad_fn.name() == NODE_NAMES[name]
 
 
 @pytest.mark.parametrize("axis", [0, 1, 2, -1, -3])
@@ -77,16 +79,9 @@ def test_softmax_any_axis_gradcheck(rng, op, axis):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_matches_torch(torch, rng, name, dtype):
     op, _, torch_name, kwargs = OPS[name]
-    x = _input(rng, (4, 3, 5), dtype)
-    g = rng.standard_normal(x.shape).astype(dtype)
-    xm = mn.tensor(x, requires_grad=True)
-    ym = op(xm)
-    ym.backward(g)
-    xt = torch.tensor(x, requires_grad=True)
-    yt = getattr(torch.nn.functional, torch_name)(xt, **kwargs) if torch_name != "sigmoid" else torch.sigmoid(xt)
-    yt.backward(torch.tensor(g))
-    np.testing.assert_allclose(ym.numpy(), yt.detach().numpy(), **TOL[dtype])
-    np.testing.assert_allclose(xm.grad, xt.grad.numpy(), **TOL[dtype])
+    torch_op = torch.sigmoid if torch_name == "sigmoid" else getattr(torch.nn.functional, torch_name)
+    check_torch(op, lambda t: torch_op(t, **kwargs), [_input(rng, (4, 3, 5), dtype)], dtype,
+                "elementwise", torch)
 
 
 @pytest.mark.parametrize("name", OPS)

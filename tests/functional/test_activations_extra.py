@@ -9,8 +9,10 @@ import pytest
 import minnet as mn
 import minnet.functional as F
 
+from _harness import TOLERANCES, check_forward, check_gradcheck, check_torch
+
 DTYPES = [np.float32, np.float64]
-TOL = {np.float32: dict(rtol=2e-5, atol=2e-6), np.float64: dict(rtol=1e-12, atol=1e-13)}
+TOL = TOLERANCES["composite_elementwise"]
 _erf = np.vectorize(math.erf)
 
 
@@ -56,18 +58,13 @@ def _input(rng, shape, dtype):
 @pytest.mark.parametrize("shape", SHAPES)
 def test_matches_numpy(rng, name, dtype, shape):
     op, ref, _ = OPS[name]
-    x = _input(rng, shape, dtype)
-    y = op(mn.tensor(x))
-    assert isinstance(y, mn.Tensor) and y.dtype == dtype and y.shape == shape
-    np.testing.assert_allclose(y.numpy(), ref(x.astype(np.float64)), **TOL[dtype])
+    check_forward(op, ref, [_input(rng, shape, dtype)], dtype, "composite_elementwise")
 
 
 @pytest.mark.parametrize("name", OPS)
 @pytest.mark.parametrize("shape", [(1, 1), (3, 5), (2, 3, 4)])
 def test_gradcheck(rng, name, shape):
-    op = OPS[name][0]
-    x = mn.tensor(_input(rng, shape, np.float64), requires_grad=True)
-    assert mn.gradcheck(op, (x,))
+    check_gradcheck(OPS[name][0], [_input(rng, shape, np.float64)])
 
 
 @pytest.mark.parametrize("name", OPS)
@@ -76,17 +73,10 @@ def test_matches_torch(torch, rng, name, dtype):
     op, _, top = OPS[name]
     x = _input(rng, (4, 3, 5), dtype)
     x.flat[:6] = [-30.0, -3.0, 0.0, 3.0, 6.0, 25.0]         # the edges, where PyTorch chose
-    g = rng.standard_normal(x.shape).astype(dtype)
-    xm = mn.tensor(x, requires_grad=True)
-    ym = op(xm)
-    ym.backward(g)
-    xt = torch.tensor(x, requires_grad=True)
-    yt = top(torch, xt)
-    yt.backward(torch.tensor(g))
-    np.testing.assert_allclose(ym.numpy(), yt.detach().numpy(), **TOL[dtype])
     # PyTorch's float64 hardsigmoid backward multiplies by the float32 constant 1.0f/6.0f.
     grad_tol = TOL[np.float32] if name == "hardsigmoid" else TOL[dtype]
-    np.testing.assert_allclose(xm.grad, xt.grad.numpy(), **grad_tol)
+    check_torch(op, lambda t: top(torch, t), [x], dtype, "composite_elementwise", torch,
+                grad_tol=grad_tol)
 
 
 @pytest.mark.parametrize("name", OPS)

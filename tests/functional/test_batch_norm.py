@@ -5,7 +5,9 @@ import pytest
 import minnet as mn
 import minnet.functional as F
 
-TOL = {np.float32: dict(rtol=1e-4, atol=1e-5), np.float64: dict(rtol=1e-10, atol=1e-12)}
+from _harness import TOLERANCES
+
+TOL = TOLERANCES["default"]
 SHAPES = [(8, 5), (2, 3), (4, 3, 5, 7), (1, 2, 3, 3), (3, 6, 1, 1), (2, 1, 4, 6)]
 
 

@@ -6,7 +6,9 @@ import pytest
 import minnet as mn
 import minnet.functional as F
 
-TOL = {np.float32: dict(rtol=2e-4, atol=2e-5), np.float64: dict(rtol=1e-10, atol=1e-12)}
+from _harness import TOLERANCES
+
+TOL = TOLERANCES["gemm"]
 
 # (x shape, weight shape, stride, padding, dilation)
 CONV_CASES = [

@@ -1,53 +1,51 @@
-"""minnet.functional.linear: NumPy reference, gradcheck, PyTorch parity, validation."""
+"""minnet.functional.linear: NumPy reference, gradcheck, PyTorch parity (the shared harness), validation."""
 import numpy as np
 import pytest
 
 import minnet as mn
 import minnet.functional as F
 
-TOL = {np.float32: dict(rtol=2e-4, atol=2e-5), np.float64: dict(rtol=1e-10, atol=1e-12)}
+from _harness import check_forward, check_gradcheck, check_torch
 
 
 LINEAR_SHAPES = [((1, 1), 1), ((5, 7), 3), ((4, 2, 6), 5), ((6,), 2), ((33, 17), 9)]
 
 
+def _operands(rng, x_shape, out_features):
+    return (rng.standard_normal(x_shape), rng.standard_normal((out_features, x_shape[-1])),
+            rng.standard_normal(out_features))
+
+
+def _with_bias(x, w, b):
+    return F.linear(x, w, b)
+
+
+def _without_bias(x, w):
+    return F.linear(x, w)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("x_shape, out_features", LINEAR_SHAPES)
 def test_linear_matches_numpy(x_shape, out_features, dtype, rng):
-    x = rng.standard_normal(x_shape).astype(dtype)
-    w = rng.standard_normal((out_features, x_shape[-1])).astype(dtype)
-    b = rng.standard_normal(out_features).astype(dtype)
-    y = F.linear(x, mn.Parameter(w), mn.Parameter(b))
-    assert y.dtype == dtype and y.shape == x_shape[:-1] + (out_features,)
-    np.testing.assert_allclose(y.data, x.astype(np.float64) @ w.T + b, **TOL[dtype])
-    np.testing.assert_allclose(F.linear(x, w).data, x.astype(np.float64) @ w.T, **TOL[dtype])
+    x, w, b = _operands(rng, x_shape, out_features)
+    y = check_forward(_with_bias, lambda x, w, b: x @ w.T + b, [x, w, b], dtype, "gemm")
+    assert y.shape == x_shape[:-1] + (out_features,)
+    check_forward(_without_bias, lambda x, w: x @ w.T, [x, w], dtype, "gemm")
 
 
 @pytest.mark.parametrize("x_shape, out_features", LINEAR_SHAPES)
 def test_linear_gradcheck(x_shape, out_features, rng):
-    x = mn.tensor(rng.standard_normal(x_shape), requires_grad=True)
-    w = mn.Parameter(rng.standard_normal((out_features, x_shape[-1])))
-    b = mn.Parameter(rng.standard_normal(out_features))
-    assert mn.gradcheck(lambda x, w, b: F.linear(x, w, b), (x, w, b))
-    assert mn.gradcheck(lambda x, w: F.linear(x, w), (x, w))
+    x, w, b = _operands(rng, x_shape, out_features)
+    check_gradcheck(_with_bias, [x, w, b])
+    check_gradcheck(_without_bias, [x, w])
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("x_shape, out_features", LINEAR_SHAPES)
 def test_linear_matches_torch(x_shape, out_features, dtype, torch, rng):
-    x = rng.standard_normal(x_shape).astype(dtype)
-    w = rng.standard_normal((out_features, x_shape[-1])).astype(dtype)
-    b = rng.standard_normal(out_features).astype(dtype)
-    mx, mw, mb = mn.tensor(x, requires_grad=True), mn.Parameter(w), mn.Parameter(b)
-    y = F.linear(mx, mw, mb)
-    g = rng.standard_normal(y.shape).astype(dtype)
-    y.backward(g)
-    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
-    ty = torch.nn.functional.linear(tx, tw, tb)
-    ty.backward(torch.tensor(g))
-    np.testing.assert_allclose(y.data, ty.detach().numpy(), **TOL[dtype])
-    for mine, theirs in ((mx, tx), (mw, tw), (mb, tb)):
-        np.testing.assert_allclose(mine.grad, theirs.grad.numpy(), **TOL[dtype])
+    x, w, b = _operands(rng, x_shape, out_features)
+    check_torch(_with_bias, torch.nn.functional.linear, [x, w, b], dtype, "gemm", torch)
+    check_torch(_without_bias, torch.nn.functional.linear, [x, w], dtype, "gemm", torch)
 
 
 def test_linear_nodes_and_partial_grads(rng):
@@ -80,8 +78,6 @@ def test_linear_validation(kwargs, error, match):
     args.update(kwargs)
     with pytest.raises(error, match=match):
         F.linear(**args)
-
-
 
 
 def test_linear_bit_identical_for_any_thread_count(rng, deterministic):

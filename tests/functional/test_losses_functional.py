@@ -7,9 +7,11 @@ import pytest
 import minnet as mn
 import minnet.functional as F
 
+from _harness import TOLERANCES
+
 DTYPES = [np.float32, np.float64]
 REDUCTIONS = ["mean", "sum", "none"]
-TOL = {np.float32: dict(rtol=1e-5, atol=1e-6), np.float64: dict(rtol=1e-11, atol=1e-12)}
+TOL = TOLERANCES["loss"]
 
 
 def _reduce(v, reduction):

@@ -7,7 +7,9 @@ import pytest
 import minnet as mn
 from minnet import layers
 
-TOL = {np.float32: dict(rtol=1e-5, atol=1e-6), np.float64: dict(rtol=1e-12, atol=1e-13)}
+from _harness import TOLERANCES
+
+TOL = TOLERANCES["elementwise"]
 SELU_ALPHA, SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
 
 

@@ -8,7 +8,9 @@ import pytest
 import minnet as mn
 from minnet import layers
 
-TOL = {np.float32: dict(rtol=1e-5, atol=1e-6), np.float64: dict(rtol=1e-12, atol=1e-12)}
+from _harness import TOLERANCES
+
+TOL = TOLERANCES["short_sum"]
 
 
 def _round_trip(layer):

@@ -7,7 +7,9 @@ import pytest
 import minnet as mn
 from minnet import layers
 
-TOL = {np.float32: dict(rtol=1e-4, atol=1e-5), np.float64: dict(rtol=1e-10, atol=1e-12)}
+from _harness import TOLERANCES
+
+TOL = TOLERANCES["default"]
 
 
 def _layer_norm_ref(x, axes, gamma, beta, eps):

@@ -6,7 +6,9 @@ import minnet as mn
 from minnet import layers
 from minnet.layers.embedding import get_keras_mask
 
-TOL = {np.float32: dict(rtol=2e-4, atol=2e-5), np.float64: dict(rtol=1e-9, atol=1e-11)}
+from _harness import TOLERANCES
+
+TOL = TOLERANCES["recurrent"]
 CELLS = [("LSTM", layers.LSTM), ("GRU", layers.GRU), ("RNN", layers.SimpleRNN)]
 
 

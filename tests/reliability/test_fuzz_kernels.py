@@ -18,6 +18,8 @@ from hypothesis import strategies as st  # noqa: E402
 import minnet as mn  # noqa: E402
 import minnet.functional as F  # noqa: E402
 
+from _harness import TOLERANCES  # noqa: E402
+
 # max_examples per fuzzed op; keep the file under ~60 s on 2 cores.
 EXAMPLES = {
     "conv2d": 500, "conv2d_grad": 200, "linear": 300, "pool2d": 300, "batch_norm": 250,
@@ -49,7 +51,7 @@ class n_threads:
 
 threads = st.sampled_from([1, 2, 3])
 
-TOL = {np.float32: dict(rtol=2e-4, atol=2e-4), np.float64: dict(rtol=1e-10, atol=1e-10)}
+TOL = TOLERANCES["fuzz"]
 dtypes = st.sampled_from([np.float32, np.float64])
 layouts = st.sampled_from(["C", "F", "strided"])
 

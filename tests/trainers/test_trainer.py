@@ -1,3 +1,4 @@
+"""The trainer under a Sequential: compile/fit/evaluate/predict, modes, callback hooks, seeds, argument validation, a PyTorch loop (minnet.trainers)."""
 import numpy as np
 import pytest
 
@@ -34,64 +35,6 @@ def _compiled_classifier(seed=0, dropout=0.0, optimizer=None, metrics=("accuracy
     return model
 
 
-# ---------------------------------------------------------------------------- structure
-def test_add_pop_layers_and_build():
-    model = mn.Sequential()
-    assert not model.built and model.layers == []
-    model.add(layers.Dense(5))
-    model.add(layers.Dense(2))
-    model.build((None, 3))
-    assert model.built and [tuple(w.shape) for w in model.weights] == [(5, 3), (5,), (2, 5), (2,)]
-    popped = model.pop()
-    assert isinstance(popped, layers.Dense) and len(model.layers) == 1
-    model.add(layers.Dense(4))          # a built model builds the new layer at once
-    assert model.layers[-1].built and tuple(model.layers[-1].kernel.shape) == (4, 5)
-    assert model(np.zeros((2, 3), np.float32)).shape == (2, 4)
-
-
-def test_input_layer_builds_eagerly_and_is_not_listed():
-    model = mn.Sequential([layers.Input((1, 8, 8)), layers.Conv2D(4, 3), layers.Flatten(), layers.Dense(2)])
-    assert model.built and len(model.layers) == 3
-    assert model.compute_output_shape((None, 1, 8, 8)) == (None, 2)
-    assert len(model.parameters()) == 4
-
-
-def test_call_accepts_ndarray_list_and_tensor_and_keeps_graph():
-    model = _classifier()
-    x = np.random.default_rng(0).normal(size=(5, 4)).astype(np.float32)
-    out = model(x)
-    assert isinstance(out, mn.Tensor) and out.shape == (5, 3) and out.dtype == np.float32
-    np.testing.assert_allclose(model(x.tolist()).numpy(), out.numpy(), rtol=1e-6)
-    out = model(mn.tensor(x))
-    out.sum().backward()
-    assert all(p.grad is not None for p in model.parameters())
-
-
-def test_numpy_reference_forward():
-    model = _classifier()
-    x = np.random.default_rng(1).normal(size=(7, 4))
-    w1, b1, w2, b2 = model.get_weights()
-    expected = np.maximum(x @ w1.T.astype(np.float64) + b1, 0) @ w2.T + b2
-    np.testing.assert_allclose(model.predict(x), expected, rtol=1e-4, atol=1e-5)
-
-
-def test_float64_model_keeps_float64():
-    model = mn.Sequential([layers.Dense(3, dtype="float64"), layers.Dense(1, dtype="float64")])
-    out = model(np.ones((2, 4)))
-    assert out.dtype == np.float64
-    assert model.predict(np.ones((2, 4), np.float32)).dtype == np.float64
-
-
-def test_gradcheck_through_sequential():
-    mn.manual_seed(3)
-    model = mn.Sequential([layers.Dense(3, activation="tanh", dtype="float64"),
-                           layers.Dense(2, dtype="float64")])
-    x = mn.tensor(np.random.default_rng(2).normal(size=(4, 5)), requires_grad=True)
-    model.build((None, 5))
-    assert mn.gradcheck(lambda inp: model(inp), [x])
-
-
-# ---------------------------------------------------------------------------- fit / evaluate / predict
 def test_fit_decreases_loss_and_learns_separable_blobs():
     x, y = _blobs(150)
     model = _compiled_classifier()
@@ -223,7 +166,6 @@ def test_batch_methods():
     np.testing.assert_allclose(model.predict_on_batch(x), model.predict(x), rtol=1e-6)
 
 
-# ---------------------------------------------------------------------------- modes
 def test_modes_are_restored_after_fit_evaluate_predict():
     x, y = _blobs(30)
     model = _compiled_classifier(dropout=0.5)
@@ -266,7 +208,6 @@ def test_training_flag_seen_by_layers_during_fit():
     assert seen == [True, True, False, False]
 
 
-# ---------------------------------------------------------------------------- callbacks
 def test_stop_training_checked_after_each_batch():
     from minnet.callbacks import Callback
 
@@ -348,7 +289,6 @@ def test_epochs_zero_and_initial_epoch():
     assert len(history.history["loss"]) == 2
 
 
-# ---------------------------------------------------------------------------- reproducibility
 def _train_once(seed, threads=None, fit_seed=None):
     if threads is not None:
         mn.set_num_threads(threads)
@@ -383,32 +323,6 @@ def test_fit_seed_controls_shuffling():
     assert not np.array_equal(runs[0], runs[2])
 
 
-# ---------------------------------------------------------------------------- summary
-def test_summary_table(capsys):
-    model = mn.Sequential([layers.Input((1, 8, 8)), layers.Conv2D(4, 3, padding="same"),
-                           layers.BatchNormalization(), layers.ReLU(), layers.Flatten(), layers.Dense(10)])
-    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
-    model.summary(batch_size=16)
-    out = capsys.readouterr().out
-    for layer in model.layers:
-        assert layer.name in out and type(layer).__name__ in out
-    assert "(None, 4, 8, 8)" in out and "(None, 10)" in out
-    n_params = 4 * 9 + 4 + 8 + 8 + 256 * 10 + 10
-    assert f"Total params: {n_params:,}" in out and "Non-trainable params: 8" in out
-    assert "One training step at batch size 16" in out and "Adam" in out
-    lines = []
-    model.summary(print_fn=lines.append)
-    assert any("Total params" in line for line in lines)
-    flops = model.count_flops((16, 1, 8, 8))
-    assert flops >= 2 * 16 * (4 * 9 * 64 + 256 * 10)
-
-
-def test_summary_not_built_raises():
-    with pytest.raises(ValueError, match="not been built"):
-        mn.Sequential([layers.Dense(3)]).summary()
-
-
-# ---------------------------------------------------------------------------- validation errors
 def test_fit_before_compile_raises():
     x, y = _blobs(10)
     with pytest.raises(RuntimeError, match="compile"):
@@ -469,25 +383,6 @@ def test_fit_data_validation():
     model.fit(x, y.astype(np.float32), verbose=0)
 
 
-def test_structure_validation():
-    model = mn.Sequential()
-    with pytest.raises(TypeError, match="layer"):
-        model.add("dense")
-    with pytest.raises(ValueError, match="no layers"):
-        model.pop()
-    model.add(layers.Dense(2))
-    with pytest.raises(ValueError, match="Input layer"):
-        model.add(layers.Input((3,)))
-    dense = model.layers[0]
-    with pytest.raises(ValueError, match="already"):
-        model.add(dense)
-    with pytest.raises(TypeError, match="layers"):
-        mn.Sequential(layers.Dense(2))
-    with pytest.raises(ValueError, match="input_shape"):
-        mn.Sequential([layers.Dense(2)]).build()
-
-
-# ---------------------------------------------------------------------------- PyTorch parity
 def test_fit_matches_a_pytorch_training_loop(torch):
     x, y = _blobs(40)
     x = x.astype(np.float64)

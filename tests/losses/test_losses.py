@@ -9,7 +9,9 @@ import pytest
 import minnet as mn
 from minnet import losses
 
-TOL = {np.float32: dict(rtol=2e-5, atol=1e-6), np.float64: dict(rtol=1e-10, atol=1e-12)}
+from _harness import TOLERANCES
+
+TOL = TOLERANCES["keras_loss"]
 EPS = 1e-7
 
 
