@@ -50,6 +50,7 @@ from minnet.trainers.data_adapters import (ArrayDataAdapter, GeneratorDataAdapte
 from minnet.trainers.epoch_iterator import EpochIterator
 from minnet.trainers.interrupts import StepGuard
 from minnet.trainers.targets import class_ids, first_nonfinite_row, prepare_target, sample_weights
+from minnet._checks import check_int
 from minnet._ext import _memory
 
 __all__ = ["Trainer", "NotCompiledError"]
@@ -71,18 +72,8 @@ class LossTracker(Mean):
         super().update_state(values, sample_weight=sample_weight)
 
 
-def _check_int(value, name, minimum):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"Invalid value for argument `{name}`: expected an int >= {minimum}. "
-                        f"Received: {name}={value!r}")
-    if value < minimum:
-        raise ValueError(f"Invalid value for argument `{name}`: expected an int >= {minimum}. "
-                         f"Received: {name}={value!r}")
-    return int(value)
-
-
 def _check_optional_int(value, name, minimum):
-    return None if value is None else _check_int(value, name, minimum)
+    return None if value is None else check_int(name, value, minimum=minimum)
 
 
 def _check_verbose(verbose, default):
@@ -99,7 +90,7 @@ def _check_verbose(verbose, default):
 def _check_batch_size(batch_size):
     if batch_size is None:
         return 32
-    return _check_int(batch_size, "batch_size", 1)
+    return check_int("batch_size", batch_size, minimum=1)
 
 
 def _check_seed(seed):
@@ -511,8 +502,8 @@ class Trainer:
         """
         stacklevel = 4      # the user's call: fit <- _reusing_buffers.loop <- user
         self._require_compiled("fit")
-        epochs = _check_int(epochs, "epochs", 0)
-        initial_epoch = _check_int(initial_epoch, "initial_epoch", 0)
+        epochs = check_int("epochs", epochs, minimum=0)
+        initial_epoch = check_int("initial_epoch", initial_epoch, minimum=0)
         verbose = _check_verbose(verbose, 1)
         seed = _check_seed(seed)
         steps_per_epoch = _check_optional_int(steps_per_epoch, "steps_per_epoch", 1)
@@ -638,8 +629,8 @@ class Trainer:
     @staticmethod
     def _check_validation_freq(validation_freq):
         if isinstance(validation_freq, (list, tuple, set)):
-            return set(_check_int(v, "validation_freq", 1) for v in validation_freq)
-        return _check_int(validation_freq, "validation_freq", 1)
+            return set(check_int("validation_freq", v, minimum=1) for v in validation_freq)
+        return check_int("validation_freq", validation_freq, minimum=1)
 
     @staticmethod
     def _validate_now(epoch, validation_freq):

@@ -12,6 +12,7 @@ import pytest
 
 import minnet as mn
 from minnet import interop, layers
+from _harness import TOLERANCES
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -24,7 +25,7 @@ def _channels_first_images():
 
 pytestmark = pytest.mark.filterwarnings("ignore:Using padding=.same. with even kernel")
 
-TOL = {"float32": dict(rtol=1e-4, atol=1e-5), "float64": dict(rtol=1e-10, atol=1e-12)}
+TOL = TOLERANCES["default"]        # the shared table (tests/_harness.py) answers to dtype names
 
 
 @pytest.fixture(autouse=True)

@@ -6,10 +6,11 @@ import pytest
 
 import minnet as mn
 from minnet import interop, layers
+from _harness import TOLERANCES
 
 pytestmark = pytest.mark.filterwarnings("ignore:Using padding=.same. with even kernel")
 
-TOL = {"float32": dict(rtol=1e-4, atol=1e-5), "float64": dict(rtol=1e-10, atol=1e-12)}
+TOL = TOLERANCES["default"]        # the shared table (tests/_harness.py)
 LAYOUTS = ["channels_first", "channels_last"]
 
 
