@@ -23,6 +23,10 @@ What forward keeps for backward, per sample and step (``H`` = units):
 * GRU: ``h_{t-1}``, ``r, z, n`` and ``W_hn h_{t-1} + b_hn``: 5H values;
 * RNN: ``h_{t-1}`` and ``h_t``: 2H values.
 
+Recurrent dropout (``rmask``, (N, H), already scaled): the recurrent GEMM of every step
+reads ``h * rmask`` (one extra multiply over N*H values per step); backward multiplies the
+recurrent part of ``dh_{t-1}`` by it and ``dW_hh`` reads ``h_{t-1} * rmask``.
+
 Masks (``uint8`` (N, T), 0 = padded): a padded step leaves ``h`` (and ``c``) unchanged
 and its gate gradients are zero; the gradient reaching it passes straight to the step
 before.  Every reduction runs in a fixed order and every GEMM is split only over its
@@ -363,11 +367,14 @@ cdef void _forward(int mode, int N, int T, int I, int H,
                    floating* h, floating* c,                                        # INOUT
                    floating* y, bint write_seq,                                     # OUT
                    floating* hprev, floating* cprev, floating* sv, bint save,       # OUT
+                   const floating* rmask, floating* hm,                             # IN, scratch
                    int n_threads) noexcept nogil:
     cdef int G = 4 * H if mode == _LSTM else (3 * H if mode == _GRU else H)
-    cdef int step, tt, n
+    cdef int step, tt, n, j
     cdef int team = _team(<int64_t> N * G, n_threads)
     cdef bint masked
+    cdef const floating* hsrc = h if rmask == NULL else hm
+    cdef int64_t k
     for step in range(T):
         tt = T - 1 - step if reverse else step
         # This step's input projection XP (N, G) = X[:, tt] @ W_ihᵀ (rows T*I apart): computed
@@ -375,7 +382,12 @@ cdef void _forward(int mode, int N, int T, int I, int H,
         # reads it (one (N*T, G) array read back step by step came from memory).
         gemm_parallel(False, True, N, G, I, <floating> 1, x + <int64_t> tt * I, T * I, w_ih, I,
                       <floating> 0, xp, G, n_threads)
-        gemm_parallel(False, True, N, G, H, <floating> 1, h, H, w_hh, H,
+        if rmask != NULL:
+            # Recurrent dropout: the recurrent GEMM reads h * m (one mask per sample, fixed
+            # over time); the state update itself uses the unmasked h.
+            for k in range(<int64_t> N * H):
+                hm[k] = h[k] * rmask[k]
+        gemm_parallel(False, True, N, G, H, <floating> 1, hsrc, H, w_hh, H,
                       <floating> 0, hp, 4 * H if mode == _GRU else G, n_threads)
         for n in prange(N, schedule="static", num_threads=team):
             masked = has_mask and mask[<int64_t> n * T + tt] == 0
@@ -495,6 +507,8 @@ cdef void _backward(int mode, int N, int T, int I, int H,
                     floating* dgx, floating* dgh,                                      # scratch
                     floating* dx, floating* dw_ih, floating* dw_hh,                    # OUT
                     floating* db_ih, floating* db_hh, bint want_bias,                  # OUT
+                    const floating* rmask, floating* scratch,                          # IN, scratch
+                    const floating* hprev_w,                                           # IN
                     int n_threads) noexcept nogil:
     cdef int G = 4 * H if mode == _LSTM else (3 * H if mode == _GRU else H)
     cdef int step, tt, n
@@ -506,6 +520,7 @@ cdef void _backward(int mode, int N, int T, int I, int H,
     cdef const floating* gh = dgh if mode == _GRU else dgx
     cdef int64_t rows = <int64_t> N * T
     cdef int64_t ld = <int64_t> T * G
+    cdef int64_t k
     for step in range(T):
         tt = step if reverse else T - 1 - step
         for n in prange(N, schedule="static", num_threads=team):
@@ -513,8 +528,15 @@ cdef void _backward(int mode, int N, int T, int I, int H,
             _backward_rows(mode, n, tt, T, H, hprev, cprev, sv, dy, has_dy, cur, dc, nxt,
                            dgx, dgh, masked)
         # dh_{t-1} += dG_t (N, G) @ W_hh (G, H); a step's rows of dG are T*G apart.
-        gemm_parallel(False, False, N, H, G, <floating> 1, gh + <int64_t> tt * G, <int> ld,
-                      w_hh, H, <floating> 1, nxt, H, n_threads)
+        if rmask == NULL:
+            gemm_parallel(False, False, N, H, G, <floating> 1, gh + <int64_t> tt * G, <int> ld,
+                          w_hh, H, <floating> 1, nxt, H, n_threads)
+        else:
+            # recurrent dropout: the recurrent path read h * m, so its gradient is masked too
+            gemm_parallel(False, False, N, H, G, <floating> 1, gh + <int64_t> tt * G, <int> ld,
+                          w_hh, H, <floating> 0, scratch, H, n_threads)
+            for k in range(<int64_t> N * H):
+                nxt[k] += scratch[k] * rmask[k]
         tmp = cur
         cur = nxt
         nxt = tmp
@@ -525,7 +547,7 @@ cdef void _backward(int mode, int N, int T, int I, int H,
         gemm_parallel(True, False, G, I, <int> rows, <floating> 1, dgx, G, x, I,
                       <floating> 0, dw_ih, I, n_threads)
     if dw_hh != NULL:
-        gemm_parallel(True, False, G, H, <int> rows, <floating> 1, gh, G, hprev, H,
+        gemm_parallel(True, False, G, H, <int> rows, <floating> 1, gh, G, hprev_w, H,
                       <floating> 0, dw_hh, H, n_threads)
     if dx != NULL:
         gemm_parallel(False, False, <int> rows, I, G, <floating> 1, dgx, G, w_ih, I,
@@ -548,7 +570,7 @@ def _contig(name, a, dtype, shape):
 
 
 def recurrent_forward(int mode, x, w_ih, w_hh, b_ih, b_hh, h0, c0, mask, bint reverse=False,
-                      bint write_seq=True, bint save=True, int n_threads=1):
+                      bint write_seq=True, bint save=True, int n_threads=1, rmask=None):
     """Run a whole sequence forward.
 
     Args:
@@ -560,6 +582,8 @@ def recurrent_forward(int mode, x, w_ih, w_hh, b_ih, b_hh, h0, c0, mask, bint re
         reverse: run from the last time step to the first (outputs stay aligned with inputs).
         write_seq: fill the (N, T, H) output sequence (else ``y`` is None).
         save: keep what backward needs (else the saved arrays are None).
+        rmask: (N, H) recurrent dropout mask (already scaled, e.g. 0 or 1/(1-p)) or None:
+            the recurrent GEMM of every step reads ``h * rmask`` instead of ``h``.
 
     Returns:
         ``(y, h_n, c_n, hprev, cprev, saved)``; ``c_n``/``cprev`` are None except for LSTM.
@@ -597,13 +621,21 @@ def recurrent_forward(int mode, x, w_ih, w_hh, b_ih, b_hh, h0, c0, mask, bint re
     sv = np.empty((N, T, S), dtype=dtype) if save else np.empty((1, 1, 1), dtype=dtype)
     xp = np.empty((N, G), dtype=dtype)
     hp = np.empty((N, 4 * H if mode == GRU else G), dtype=dtype)   # GRU rows: H of scratch
+    has_rmask = rmask is not None
+    if has_rmask:
+        _contig("rmask", rmask, dtype, (N, H))
+        hm = np.empty((N, H), dtype=dtype)
+    else:
+        rmask = hm = np.empty((1, 1), dtype=dtype)
     if N > 0 and T > 0:
         if dtype == np.float32:
             _forward_dispatch[float](mode, x, w_ih, w_hh, b_ih, b_hh, mask, has_mask, reverse,
-                                     xp, hp, h, c, y, write_seq, hprev, cprev, sv, save, n_threads)
+                                     xp, hp, h, c, y, write_seq, hprev, cprev, sv, save,
+                                     rmask, hm, has_rmask, n_threads)
         else:
             _forward_dispatch[double](mode, x, w_ih, w_hh, b_ih, b_hh, mask, has_mask, reverse,
-                                      xp, hp, h, c, y, write_seq, hprev, cprev, sv, save, n_threads)
+                                      xp, hp, h, c, y, write_seq, hprev, cprev, sv, save,
+                                      rmask, hm, has_rmask, n_threads)
     return (y if write_seq else None, h, c if is_lstm else None, hprev if save else None,
             cprev if save and is_lstm else None, sv if save else None)
 
@@ -614,23 +646,26 @@ cdef _forward_dispatch(int mode, floating[:, :, ::1] x, floating[:, ::1] w_ih,
                        floating[:, ::1] xp, floating[:, ::1] hp, floating[:, ::1] h,
                        floating[:, ::1] c, floating[:, :, ::1] y, bint write_seq,
                        floating[:, :, ::1] hprev, floating[:, :, ::1] cprev,
-                       floating[:, :, ::1] sv, bint save, int n_threads):
+                       floating[:, :, ::1] sv, bint save, floating[:, ::1] rmask,
+                       floating[:, ::1] hm, bint has_rmask, int n_threads):
     cdef int N = x.shape[0], T = x.shape[1], I = x.shape[2], H = w_hh.shape[1]
+    cdef const floating* prm = &rmask[0, 0] if has_rmask else NULL
     with nogil:
         _forward(mode, N, T, I, H, &x[0, 0, 0], &w_ih[0, 0], &w_hh[0, 0], &b_ih[0], &b_hh[0],
                  &mask[0, 0], has_mask, reverse, &xp[0, 0], &hp[0, 0], &h[0, 0], &c[0, 0],
                  &y[0, 0, 0], write_seq, &hprev[0, 0, 0], &cprev[0, 0, 0], &sv[0, 0, 0], save,
-                 n_threads)
+                 prm, &hm[0, 0], n_threads)
 
 
 def recurrent_backward(int mode, x, w_ih, w_hh, hprev, cprev, saved, mask, bint reverse,
                        dy, dh_n, dc_n, bint want_x=True, bint want_weights=True,
-                       bint want_bias=True, int n_threads=1):
+                       bint want_bias=True, int n_threads=1, rmask=None):
     """Backpropagation through time for ``recurrent_forward``'s saved arrays.
 
     Args:
         dy: (N, T, H) gradient of the output sequence, or None.
         dh_n, dc_n: (N, H) gradients of the final states, or None.
+        rmask: the recurrent dropout mask forward used, or None.
 
     Returns:
         ``(dx, dw_ih, dw_hh, db_ih, db_hh, dh0, dc0)``; entries not asked for are None
@@ -669,15 +704,26 @@ def recurrent_backward(int mode, x, w_ih, w_hh, hprev, cprev, saved, mask, bint 
     dw_hh = np.empty((G, H), dtype=dtype) if want_weights else None
     db_ih = np.empty(G, dtype=dtype) if want_bias else None
     db_hh = np.empty(G, dtype=dtype) if want_bias else None
+    has_rmask = rmask is not None
+    if has_rmask:
+        _contig("rmask", rmask, dtype, (N, H))
+        scratch = np.empty((N, H), dtype=dtype)
+        # dW_hh reads what the recurrent GEMM read: h_{t-1} * m (a temporary, not saved)
+        hprev_w = np.multiply(hprev, rmask[:, None, :]) if want_weights else hprev
+    else:
+        rmask = scratch = np.empty((1, 1), dtype=dtype)
+        hprev_w = hprev
     if N > 0 and T > 0:
         if dtype == np.float32:
             _backward_dispatch[float](mode, x, w_ih, w_hh, hprev, cprev, saved, mask, has_mask,
                                       reverse, dy, has_dy, dh, dc, dh_next, dgx, dgh, dx, dw_ih,
-                                      dw_hh, db_ih, db_hh, want_bias, n_threads)
+                                      dw_hh, db_ih, db_hh, want_bias, rmask, scratch, has_rmask,
+                                      hprev_w, n_threads)
         else:
             _backward_dispatch[double](mode, x, w_ih, w_hh, hprev, cprev, saved, mask, has_mask,
                                        reverse, dy, has_dy, dh, dc, dh_next, dgx, dgh, dx, dw_ih,
-                                       dw_hh, db_ih, db_hh, want_bias, n_threads)
+                                       dw_hh, db_ih, db_hh, want_bias, rmask, scratch, has_rmask,
+                                       hprev_w, n_threads)
     else:
         for a in (dx, dw_ih, dw_hh, db_ih, db_hh):
             if a is not None:
@@ -697,7 +743,9 @@ cdef _backward_dispatch(int mode, floating[:, :, ::1] x, floating[:, ::1] w_ih,
                         floating[:, ::1] dc, floating[:, ::1] dh_next,
                         floating[:, :, ::1] dgx, floating[:, :, ::1] dgh,
                         floating[:, :, ::1] dx, floating[:, ::1] dw_ih, floating[:, ::1] dw_hh,
-                        floating[::1] db_ih, floating[::1] db_hh, bint want_bias, int n_threads):
+                        floating[::1] db_ih, floating[::1] db_hh, bint want_bias,
+                        floating[:, ::1] rmask, floating[:, ::1] scratch, bint has_rmask,
+                        floating[:, :, ::1] hprev_w, int n_threads):
     cdef int N = x.shape[0], T = x.shape[1], I = x.shape[2], H = w_hh.shape[1]
     cdef floating* pdx = NULL if dx is None else &dx[0, 0, 0]
     cdef floating* pw_ih = _ptr2(dw_ih)
@@ -709,6 +757,7 @@ cdef _backward_dispatch(int mode, floating[:, :, ::1] x, floating[:, ::1] w_ih,
                   &cprev[0, 0, 0], &sv[0, 0, 0], &mask[0, 0], has_mask, reverse,
                   &dy[0, 0, 0], has_dy, &dh[0, 0], &dc[0, 0], &dh_next[0, 0],
                   &dgx[0, 0, 0], &dgh[0, 0, 0], pdx, pw_ih, pw_hh, pb_ih, pb_hh, want_bias,
+                  &rmask[0, 0] if has_rmask else NULL, &scratch[0, 0], &hprev_w[0, 0, 0],
                   n_threads)
 
 
