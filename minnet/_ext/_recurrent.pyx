@@ -287,7 +287,7 @@ def saved_per_step(int mode):
 # ----------------------------------------------------------------------- forward
 
 cdef void _forward_rows(int mode, int n, int tt, int T, int H,
-                        const floating* xp, floating* hp,
+                        const floating* xp, floating* hp, int64_t ldh,
                         const floating* b_ih, const floating* b_hh,
                         floating* h, floating* c,                          # INOUT (N, H)
                         floating* hprev, floating* cprev, floating* sv,    # OUT saved
@@ -298,7 +298,7 @@ cdef void _forward_rows(int mode, int n, int tt, int T, int H,
     cdef int64_t row = <int64_t> n * T + tt
     cdef const floating* xr = xp + <int64_t> n * G
     # hp rows hold h @ W_hhᵀ (G values; GRU rows have H more for scratch)
-    cdef floating* hr = hp + <int64_t> n * (4 * H if mode == _GRU else G)
+    cdef floating* hr = hp + <int64_t> n * ldh
     cdef floating* hn = h + <int64_t> n * H
     cdef floating* cn = c + <int64_t> n * H
     cdef floating* s = sv + row * S
@@ -314,7 +314,8 @@ cdef void _forward_rows(int mode, int n, int tt, int T, int H,
         return
     if floating is float:
         if mode == _LSTM:
-            minnet_lstm_fwd_row_f(xr, hr, b_ih, b_hh, hn, cn, s, save, H)
+            # hr is the saved row itself when saving (the GEMM wrote there): no copy
+            minnet_lstm_fwd_row_f(xr, hr, b_ih, b_hh, hn, cn, s, save and hr != s, H)
             return
         if mode == _GRU:
             minnet_gru_fwd_row_f(xr, hr, b_ih, b_hh, hn, s, save, H)
@@ -375,6 +376,12 @@ cdef void _forward(int mode, int N, int T, int I, int H,
     cdef bint masked
     cdef const floating* hsrc = h if rmask == NULL else hm
     cdef int64_t k
+    # LSTM with save: the recurrent GEMM writes each step's rows straight into the saved
+    # gate buffer (row stride T*4H) and the gate pass turns them into the gates in place,
+    # so the gates are never copied. Otherwise the (N, G) scratch `hp`.
+    cdef bint in_saved = mode == _LSTM and save
+    cdef int64_t ldh = <int64_t> T * G if in_saved else (4 * H if mode == _GRU else G)
+    cdef floating* hstep
     for step in range(T):
         tt = T - 1 - step if reverse else step
         # This step's input projection XP (N, G) = X[:, tt] @ W_ihᵀ (rows T*I apart): computed
@@ -387,11 +394,12 @@ cdef void _forward(int mode, int N, int T, int I, int H,
             # over time); the state update itself uses the unmasked h.
             for k in range(<int64_t> N * H):
                 hm[k] = h[k] * rmask[k]
+        hstep = sv + <int64_t> tt * G if in_saved else hp
         gemm_parallel(False, True, N, G, H, <floating> 1, hsrc, H, w_hh, H,
-                      <floating> 0, hp, 4 * H if mode == _GRU else G, n_threads)
+                      <floating> 0, hstep, <int> ldh, n_threads)
         for n in prange(N, schedule="static", num_threads=team):
             masked = has_mask and mask[<int64_t> n * T + tt] == 0
-            _forward_rows(mode, n, tt, T, H, xp, hp, b_ih, b_hh, h, c, hprev, cprev, sv,
+            _forward_rows(mode, n, tt, T, H, xp, hstep, ldh, b_ih, b_hh, h, c, hprev, cprev, sv,
                           save, masked)
             if write_seq:
                 memcpy(y + (<int64_t> n * T + tt) * H, h + <int64_t> n * H, H * sizeof(floating))
@@ -411,7 +419,7 @@ cdef void _backward_rows(int mode, int n, int tt, int T, int H,
     cdef const floating* s = sv + row * S
     cdef const floating* hp = hprev + row * H
     cdef const floating* cp = cprev + row * H
-    cdef const floating* dyr = dy + row * H
+    cdef const floating* dyr = dy + (row * H if has_dy else 0)   # absent: one zero row
     cdef const floating* dhr = dh + <int64_t> n * H
     cdef floating* dcr = dc + <int64_t> n * H
     cdef floating* dnext = dh_next + <int64_t> n * H
@@ -554,7 +562,10 @@ cdef void _backward(int mode, int N, int T, int I, int H,
                       <floating> 0, dx, I, n_threads)
     if want_bias:
         _column_sums(rows, G, dgx, db_ih, n_threads)
-        _column_sums(rows, G, gh, db_hh, n_threads)
+        if mode == _GRU:
+            _column_sums(rows, G, gh, db_hh, n_threads)
+        else:   # LSTM/RNN: dA^(h) is dA, so db_hh = db_ih
+            memcpy(db_hh, db_ih, G * sizeof(floating))
 
 
 # ----------------------------------------------------------------------- Python wrappers
@@ -686,10 +697,11 @@ def recurrent_backward(int mode, x, w_ih, w_hh, hprev, cprev, saved, mask, bint 
     has_mask = mask is not None
     if not has_mask:
         mask = np.ones((1, 1), dtype=np.uint8)
-    # The float32 gate passes always read dy (no branch in their loops): zeros when absent.
-    has_dy = True
+    # The float32 gate passes always read dy (no branch in their loops): when absent, every
+    # row reads one row of zeros (the (N, T, H) gradient is never materialised).
+    has_dy = dy is not None
     if dy is None:
-        dy = np.zeros((N, T, H), dtype=dtype)
+        dy = np.zeros((1, 1, H), dtype=dtype)
     else:
         dy = _contig("dy", np.ascontiguousarray(dy, dtype=dtype), dtype, (N, T, H))
     dh = np.zeros((N, H), dtype=dtype) if dh_n is None else np.array(dh_n, dtype=dtype, order="C")
