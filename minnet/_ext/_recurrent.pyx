@@ -8,7 +8,7 @@ One Python-level call runs a whole sequence; the time loop is in C:
   rows: biases, activations, the cell/state update, the mask);
 * backward (BPTT): per step one fused pass that turns ``dh`` (and ``dc``) into the gate
   gradients ``dG`` and one GEMM ``dh_prev += dG_t @ W_hh``; after the loop the weight
-  gradients are ONE GEMM each (``dW_ih = dGᵀ @ X``, ``dW_hh = dGᵀ @ H_prev``), the input
+  gradients are ONE GEMM (``[dW_ih | dW_hh] = dGᵀ @ [X | H_prev]``; GRU: one each), the input
   gradient one GEMM (``dX = dG @ W_ih``) and the bias gradients fixed-order column sums.
 
 All arrays are batch-major, ``(N, T, ...)``: a step's rows are strided (row stride
@@ -17,11 +17,14 @@ All arrays are batch-major, ``(N, T, ...)``: a step's rows are strided (row stri
 Gate orders are PyTorch's: LSTM ``i, f, g, o``; GRU ``r, z, n`` with
 ``n = tanh(W_in x + b_in + r * (W_hn h + b_hn))`` (Keras's ``reset_after=True``).
 
-What forward keeps for backward, per sample and step (``H`` = units):
+What forward keeps for backward, per sample and step (``H`` = units, ``I`` = features):
 
-* LSTM: ``h_{t-1}``, ``c_{t-1}`` and the four activated gates: 6H values;
-* GRU: ``h_{t-1}``, ``r, z, n`` and ``W_hn h_{t-1} + b_hn``: 5H values;
-* RNN: ``h_{t-1}`` and ``h_t``: 2H values.
+* every cell: the step's GEMM inputs ``[x_t | h_{t-1}]`` side by side (I + H values; they
+  replace the input itself, so the weight gradients are ONE GEMM ``dAᵀ @ [X | H_prev]``
+  for LSTM and RNN);
+* LSTM: ``c_{t-1}`` and the four activated gates: 5H more;
+* GRU: ``r, z, n`` and ``W_hn h_{t-1} + b_hn``: 4H more;
+* RNN: ``h_t``: H more.
 
 Recurrent dropout (``rmask``, (N, H), already scaled): the recurrent GEMM of every step
 reads ``h * rmask`` (one extra multiply over N*H values per step); backward multiplies the
@@ -286,8 +289,8 @@ def saved_per_step(int mode):
 
 # ----------------------------------------------------------------------- forward
 
-cdef void _forward_rows(int mode, int n, int tt, int T, int H,
-                        const floating* xp, floating* hp, int64_t ldh,
+cdef void _forward_rows(int mode, int n, int tt, int T, int I, int H,
+                        const floating* x, const floating* xp, floating* hp, int64_t ldh,
                         const floating* b_ih, const floating* b_hh,
                         floating* h, floating* c,                          # INOUT (N, H)
                         floating* hprev, floating* cprev, floating* sv,    # OUT saved
@@ -307,7 +310,10 @@ cdef void _forward_rows(int mode, int n, int tt, int T, int H,
     cdef floating gi, gf, gg, go, r, z, nn, hh, pre, cnew
     cdef int j
     if save:
-        memcpy(hprev + row * H, hn, H * sizeof(floating))
+        # the saved step inputs [x_t | h_{t-1}], side by side: dW_ih and dW_hh are then one
+        # GEMM (dAᵀ @ XH) after the loop
+        memcpy(hprev + row * (I + H), x + row * I, I * sizeof(floating))
+        memcpy(hprev + row * (I + H) + I, hn, H * sizeof(floating))
         if mode == _LSTM:
             memcpy(cprev + row * H, cn, H * sizeof(floating))
     if masked:
@@ -399,7 +405,7 @@ cdef void _forward(int mode, int N, int T, int I, int H,
                       <floating> 0, hstep, <int> ldh, n_threads)
         for n in prange(N, schedule="static", num_threads=team):
             masked = has_mask and mask[<int64_t> n * T + tt] == 0
-            _forward_rows(mode, n, tt, T, H, xp, hstep, ldh, b_ih, b_hh, h, c, hprev, cprev, sv,
+            _forward_rows(mode, n, tt, T, I, H, x, xp, hstep, ldh, b_ih, b_hh, h, c, hprev, cprev, sv,
                           save, masked)
             if write_seq:
                 memcpy(y + (<int64_t> n * T + tt) * H, h + <int64_t> n * H, H * sizeof(floating))
@@ -407,7 +413,7 @@ cdef void _forward(int mode, int N, int T, int I, int H,
 
 # ----------------------------------------------------------------------- backward
 
-cdef void _backward_rows(int mode, int n, int tt, int T, int H,
+cdef void _backward_rows(int mode, int n, int tt, int T, int I, int H,
                          const floating* hprev, const floating* cprev, const floating* sv,
                          const floating* dy, bint has_dy,
                          const floating* dh, floating* dc, floating* dh_next,
@@ -417,7 +423,7 @@ cdef void _backward_rows(int mode, int n, int tt, int T, int H,
     cdef int S = 4 * H if mode == _LSTM or mode == _GRU else H
     cdef int64_t row = <int64_t> n * T + tt
     cdef const floating* s = sv + row * S
-    cdef const floating* hp = hprev + row * H
+    cdef const floating* hp = hprev + row * (I + H) + I      # h_{t-1} of [x_t | h_{t-1}]
     cdef const floating* cp = cprev + row * H
     cdef const floating* dyr = dy + (row * H if has_dy else 0)   # absent: one zero row
     cdef const floating* dhr = dh + <int64_t> n * H
@@ -507,7 +513,7 @@ cdef void _column_sums(int64_t rows, int cols, const floating* a, floating* out,
 
 
 cdef void _backward(int mode, int N, int T, int I, int H,
-                    const floating* x, const floating* w_ih, const floating* w_hh,     # IN
+                    floating* dw_cat, const floating* w_ih, const floating* w_hh,      # scratch, IN
                     const floating* hprev, const floating* cprev, const floating* sv,  # IN
                     const uint8_t* mask, bint has_mask, bint reverse,                  # IN
                     const floating* dy, bint has_dy,                                   # IN
@@ -533,7 +539,7 @@ cdef void _backward(int mode, int N, int T, int I, int H,
         tt = step if reverse else T - 1 - step
         for n in prange(N, schedule="static", num_threads=team):
             masked = has_mask and mask[<int64_t> n * T + tt] == 0
-            _backward_rows(mode, n, tt, T, H, hprev, cprev, sv, dy, has_dy, cur, dc, nxt,
+            _backward_rows(mode, n, tt, T, I, H, hprev, cprev, sv, dy, has_dy, cur, dc, nxt,
                            dgx, dgh, masked)
         # dh_{t-1} += dG_t (N, G) @ W_hh (G, H); a step's rows of dG are T*G apart.
         if rmask == NULL:
@@ -550,13 +556,20 @@ cdef void _backward(int mode, int N, int T, int I, int H,
         nxt = tmp
     if cur != dh:
         memcpy(dh, cur, <int64_t> N * H * sizeof(floating))
-    # The weight and input gradients of all steps: one GEMM each.
+    # The weight gradients of all steps: dAᵀ @ [X | H_prev], one GEMM (LSTM, RNN: the
+    # input and recurrent sides share dA), then split; GRU (dA^(h) != dA): two GEMMs.
     if dw_ih != NULL:
-        gemm_parallel(True, False, G, I, <int> rows, <floating> 1, dgx, G, x, I,
-                      <floating> 0, dw_ih, I, n_threads)
-    if dw_hh != NULL:
-        gemm_parallel(True, False, G, H, <int> rows, <floating> 1, gh, G, hprev_w, H,
-                      <floating> 0, dw_hh, H, n_threads)
+        if mode == _GRU:
+            gemm_parallel(True, False, G, I, <int> rows, <floating> 1, dgx, G, hprev_w, I + H,
+                          <floating> 0, dw_ih, I, n_threads)
+            gemm_parallel(True, False, G, H, <int> rows, <floating> 1, gh, G, hprev_w + I,
+                          I + H, <floating> 0, dw_hh, H, n_threads)
+        else:
+            gemm_parallel(True, False, G, I + H, <int> rows, <floating> 1, dgx, G, hprev_w,
+                          I + H, <floating> 0, dw_cat, I + H, n_threads)
+            for k in range(G):
+                memcpy(dw_ih + k * I, dw_cat + k * (I + H), I * sizeof(floating))
+                memcpy(dw_hh + k * H, dw_cat + k * (I + H) + I, H * sizeof(floating))
     if dx != NULL:
         gemm_parallel(False, False, <int> rows, I, G, <floating> 1, dgx, G, w_ih, I,
                       <floating> 0, dx, I, n_threads)
@@ -627,7 +640,7 @@ def recurrent_forward(int mode, x, w_ih, w_hh, b_ih, b_hh, h0, c0, mask, bint re
         mask = np.ones((1, 1), dtype=np.uint8)
     S = saved_per_step(mode) * H
     y = np.empty((N, T, H), dtype=dtype) if write_seq else np.empty((1, 1, 1), dtype=dtype)
-    hprev = np.empty((N, T, H), dtype=dtype) if save else np.empty((1, 1, 1), dtype=dtype)
+    hprev = np.empty((N, T, I + H), dtype=dtype) if save else np.empty((1, 1, 1), dtype=dtype)
     cprev = np.empty((N, T, H), dtype=dtype) if save and is_lstm else np.empty((1, 1, 1), dtype=dtype)
     sv = np.empty((N, T, S), dtype=dtype) if save else np.empty((1, 1, 1), dtype=dtype)
     xp = np.empty((N, G), dtype=dtype)
@@ -674,6 +687,8 @@ def recurrent_backward(int mode, x, w_ih, w_hh, hprev, cprev, saved, mask, bint 
     """Backpropagation through time for ``recurrent_forward``'s saved arrays.
 
     Args:
+        x: the input (N, T, I), or None: backward reads the inputs from ``hprev`` (the
+            saved ``[x_t | h_{t-1}]`` rows, (N, T, I + H)); only the shapes are taken from x.
         dy: (N, T, H) gradient of the output sequence, or None.
         dh_n, dc_n: (N, H) gradients of the final states, or None.
         rmask: the recurrent dropout mask forward used, or None.
@@ -682,13 +697,17 @@ def recurrent_backward(int mode, x, w_ih, w_hh, hprev, cprev, saved, mask, bint 
         ``(dx, dw_ih, dw_hh, db_ih, db_hh, dh0, dc0)``; entries not asked for are None
         (``dc0`` is None except for LSTM).
     """
-    dtype = x.dtype
-    N, T, I = x.shape
+    dtype = hprev.dtype
+    N, T = hprev.shape[0], hprev.shape[1]
+    I = w_ih.shape[1]
+    if x is not None and (x.shape != (N, T, I) or x.dtype != dtype):
+        raise ValueError(f"Invalid argument `x`: expected shape {(N, T, I)} and dtype {dtype}. "
+                         f"Received: shape={x.shape}, dtype={x.dtype}")
     H = w_hh.shape[1]
     G = gates_per_cell(mode) * H
     S = saved_per_step(mode) * H
     is_lstm = mode == _LSTM
-    _contig("hprev", hprev, dtype, (N, T, H))
+    _contig("hprev", hprev, dtype, (N, T, I + H))
     _contig("saved", saved, dtype, (N, T, S))
     if is_lstm:
         _contig("cprev", cprev, dtype, (N, T, H))
@@ -721,18 +740,23 @@ def recurrent_backward(int mode, x, w_ih, w_hh, hprev, cprev, saved, mask, bint 
         _contig("rmask", rmask, dtype, (N, H))
         scratch = np.empty((N, H), dtype=dtype)
         # dW_hh reads what the recurrent GEMM read: h_{t-1} * m (a temporary, not saved)
-        hprev_w = np.multiply(hprev, rmask[:, None, :]) if want_weights else hprev
+        if want_weights:
+            hprev_w = hprev.copy()
+            hprev_w[:, :, I:] *= rmask[:, None, :]
+        else:
+            hprev_w = hprev
     else:
         rmask = scratch = np.empty((1, 1), dtype=dtype)
         hprev_w = hprev
+    dw_cat = np.empty((G, I + H) if want_weights else (1, 1), dtype=dtype)
     if N > 0 and T > 0:
         if dtype == np.float32:
-            _backward_dispatch[float](mode, x, w_ih, w_hh, hprev, cprev, saved, mask, has_mask,
+            _backward_dispatch[float](mode, dw_cat, w_ih, w_hh, hprev, cprev, saved, mask, has_mask,
                                       reverse, dy, has_dy, dh, dc, dh_next, dgx, dgh, dx, dw_ih,
                                       dw_hh, db_ih, db_hh, want_bias, rmask, scratch, has_rmask,
                                       hprev_w, n_threads)
         else:
-            _backward_dispatch[double](mode, x, w_ih, w_hh, hprev, cprev, saved, mask, has_mask,
+            _backward_dispatch[double](mode, dw_cat, w_ih, w_hh, hprev, cprev, saved, mask, has_mask,
                                        reverse, dy, has_dy, dh, dc, dh_next, dgx, dgh, dx, dw_ih,
                                        dw_hh, db_ih, db_hh, want_bias, rmask, scratch, has_rmask,
                                        hprev_w, n_threads)
@@ -747,7 +771,7 @@ cdef inline floating* _ptr2(floating[:, ::1] a) noexcept:
     return NULL if a is None else &a[0, 0]
 
 
-cdef _backward_dispatch(int mode, floating[:, :, ::1] x, floating[:, ::1] w_ih,
+cdef _backward_dispatch(int mode, floating[:, ::1] dw_cat, floating[:, ::1] w_ih,
                         floating[:, ::1] w_hh, floating[:, :, ::1] hprev,
                         floating[:, :, ::1] cprev, floating[:, :, ::1] sv,
                         const uint8_t[:, ::1] mask, bint has_mask, bint reverse,
@@ -758,14 +782,14 @@ cdef _backward_dispatch(int mode, floating[:, :, ::1] x, floating[:, ::1] w_ih,
                         floating[::1] db_ih, floating[::1] db_hh, bint want_bias,
                         floating[:, ::1] rmask, floating[:, ::1] scratch, bint has_rmask,
                         floating[:, :, ::1] hprev_w, int n_threads):
-    cdef int N = x.shape[0], T = x.shape[1], I = x.shape[2], H = w_hh.shape[1]
+    cdef int N = sv.shape[0], T = sv.shape[1], I = w_ih.shape[1], H = w_hh.shape[1]
     cdef floating* pdx = NULL if dx is None else &dx[0, 0, 0]
     cdef floating* pw_ih = _ptr2(dw_ih)
     cdef floating* pw_hh = _ptr2(dw_hh)
     cdef floating* pb_ih = NULL if db_ih is None else &db_ih[0]
     cdef floating* pb_hh = NULL if db_hh is None else &db_hh[0]
     with nogil:
-        _backward(mode, N, T, I, H, &x[0, 0, 0], &w_ih[0, 0], &w_hh[0, 0], &hprev[0, 0, 0],
+        _backward(mode, N, T, I, H, &dw_cat[0, 0], &w_ih[0, 0], &w_hh[0, 0], &hprev[0, 0, 0],
                   &cprev[0, 0, 0], &sv[0, 0, 0], &mask[0, 0], has_mask, reverse,
                   &dy[0, 0, 0], has_dy, &dh[0, 0], &dc[0, 0], &dh_next[0, 0],
                   &dgx[0, 0, 0], &dgh[0, 0, 0], pdx, pw_ih, pw_hh, pb_ih, pb_hh, want_bias,

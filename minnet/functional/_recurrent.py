@@ -42,7 +42,8 @@ class Recurrent(Function):
             mode, x, weight_ih, weight_hh, bias_ih, bias_hh, h0, c0, mask, reverse,
             return_sequences, save, get_num_threads(), recurrent_mask)
         if save:
-            ctx.save_for_backward(x, weight_ih, weight_hh, hprev, cprev, saved)
+            # hprev holds [x_t | h_{t-1}] for every step: the input itself is not kept
+            ctx.save_for_backward(weight_ih, weight_hh, hprev, cprev, saved)
             ctx.mode, ctx.mask, ctx.reverse = mode, mask, reverse
             ctx.recurrent_mask = recurrent_mask
             ctx.return_sequences = return_sequences
@@ -54,7 +55,7 @@ class Recurrent(Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        x, weight_ih, weight_hh, hprev, cprev, saved = ctx.saved_tensors
+        weight_ih, weight_hh, hprev, cprev, saved = ctx.saved_tensors
         mode = ctx.mode
         grads = list(grads)
         dy = grads.pop(0) if ctx.return_sequences else None
@@ -62,7 +63,7 @@ class Recurrent(Function):
         dc_n = grads.pop(0) if mode == _kernels.LSTM else None
         needs = ctx.needs_input_grad
         dx, dw_ih, dw_hh, db_ih, db_hh, dh0, dc0 = _kernels.recurrent_backward(
-            mode, x, weight_ih, weight_hh, hprev, cprev, saved, ctx.mask, ctx.reverse, dy,
+            mode, None, weight_ih, weight_hh, hprev, cprev, saved, ctx.mask, ctx.reverse, dy,
             dh_n, dc_n, want_x=needs[0], want_weights=needs[1] or needs[2],
             want_bias=ctx.has_bias and (needs[3] or needs[4]), n_threads=get_num_threads(),
             rmask=ctx.recurrent_mask)
