@@ -13,6 +13,15 @@
    Adam, cross-entropy from logits: minnet ``fit`` (one epoch of ``--fit-batches`` batches)
    vs the equivalent PyTorch loop; median samples/s over ``--epochs`` epochs.
 
+``--clock thread`` times with ``time.thread_time()`` (CPU time of the calling thread)
+instead of the wall clock: at 1 thread both frameworks compute in the calling thread, so
+this leaves out the time the process waits for a core on a busy machine (it still feels
+the other processes through the shared caches). Only valid with ``--threads 1``.
+
+Every row also gives the spread (lowest and highest of the interleaved rounds' medians,
+for both frameworks) and the machine's 1-minute load average before and after the row:
+on a busy machine the ratio of one row is only as good as that spread.
+
 JSON -> benchmarks/results/recurrent.json
 """
 import argparse
@@ -23,6 +32,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import time  # noqa: E402
 
 from _common import median_ms, write_results  # noqa: E402
 
@@ -132,15 +143,34 @@ def fit_torch(torch, x, y):
     return epoch
 
 
+def thread_median_ms(fn, repeat, warmup=1):
+    """Median CPU time of the calling thread for ``fn()`` in milliseconds."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeat):
+        t = time.thread_time()
+        fn()
+        times.append(time.thread_time() - t)
+    return float(np.median(times) * 1e3)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds per row")
+    parser.add_argument("--clock", choices=("wall", "thread"), default="wall")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--fit-batches", type=int, default=10)
     parser.add_argument("--skip-fit", action="store_true")
     args = parser.parse_args()
     import torch
+    global median_ms
+    if args.clock == "thread":
+        if args.threads != "1":
+            parser.error("--clock thread needs --threads 1 (other threads' work is not counted)")
+        median_ms = thread_median_ms
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((N, T, I)).astype(np.float32)
@@ -154,13 +184,18 @@ def main():
             module, theirs = torch_step(torch, kind, x, g)
             ours(), theirs()
             t_ours, t_theirs = [], []
-            for _ in range(3):      # interleave: the machine's load hits both alike
-                t_ours.append(median_ms(ours, max(1, args.repeat // 3), warmup=1))
-                t_theirs.append(median_ms(theirs, max(1, args.repeat // 3), warmup=1))
+            load_before = os.getloadavg()[0]
+            for _ in range(args.rounds):      # interleave: the machine's load hits both alike
+                t_ours.append(median_ms(ours, max(1, args.repeat // args.rounds), warmup=1))
+                t_theirs.append(median_ms(theirs, max(1, args.repeat // args.rounds), warmup=1))
             ms_ours, ms_theirs = float(np.median(t_ours)), float(np.median(t_theirs))
             row = {"workload": f"{kind.upper()}({H}) fwd+bwd {N}x{T}x{I}", "threads": threads,
                    "minnet_ms": round(ms_ours, 2), "torch_ms": round(ms_theirs, 2),
                    "ratio_torch_over_minnet": round(ms_theirs / ms_ours, 2),
+                   "minnet_ms_spread": [round(min(t_ours), 2), round(max(t_ours), 2)],
+                   "torch_ms_spread": [round(min(t_theirs), 2), round(max(t_theirs), 2)],
+                   "round_ratios": [round(b / a, 2) for a, b in zip(t_ours, t_theirs)],
+                   "load_before_after": [round(load_before, 2), round(os.getloadavg()[0], 2)],
                    "minnet_saved_bytes_per_step": minnet_saved_bytes(layer, x) // T,
                    "torch_saved_bytes_per_step": torch_saved_bytes(torch, module, x) // T}
             rows.append(row)
@@ -170,6 +205,7 @@ def main():
             ours, theirs = fit_minnet(xs, ys), fit_torch(torch, xs, ys)
             ours(), theirs()
             t_ours, t_theirs = [], []
+            load_before = os.getloadavg()[0]
             for _ in range(args.epochs):
                 t_ours.append(median_ms(ours, 1, warmup=0))
                 t_theirs.append(median_ms(theirs, 1, warmup=0))
@@ -178,10 +214,13 @@ def main():
                                "batch 64 x 100 tokens", "threads": threads,
                    "minnet_samples_per_s": round(len(xs) / ms_ours * 1e3, 1),
                    "torch_samples_per_s": round(len(xs) / ms_theirs * 1e3, 1),
-                   "ratio_minnet_over_torch": round(ms_theirs / ms_ours, 2)}
+                   "ratio_minnet_over_torch": round(ms_theirs / ms_ours, 2),
+                   "round_ratios": [round(b / a, 2) for a, b in zip(t_ours, t_theirs)],
+                   "load_before_after": [round(load_before, 2), round(os.getloadavg()[0], 2)]}
             rows.append(row)
             print(row, flush=True)
-    write_results("recurrent.json", "recurrent layers vs torch", rows, torch=torch)
+    write_results("recurrent.json", "recurrent layers vs torch", rows, torch=torch,
+                  clock=args.clock)
 
 
 if __name__ == "__main__":
