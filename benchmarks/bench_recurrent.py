@@ -13,6 +13,11 @@
    Adam, cross-entropy from logits: minnet ``fit`` (one epoch of ``--fit-batches`` batches)
    vs the equivalent PyTorch loop; median samples/s over ``--epochs`` epochs.
 
+``--gemms`` prints instead where an LSTM(128) step's GEMMs go: each GEMM of the kernels'
+arrangement through minnet's BLAS (``minnet._ext._blas.py_gemm``, scipy's OpenBLAS) and the
+same products through ``torch.matmul`` (MKL), CPU time of the calling thread at 1 thread,
+medians of 25 interleaved runs (the per-step ones are 50 calls).
+
 ``--clock thread`` times with ``time.thread_time()`` (CPU time of the calling thread)
 instead of the wall clock: at 1 thread both frameworks compute in the calling thread, so
 this leaves out the time the process waits for a core on a busy machine (it still feels
@@ -155,17 +160,70 @@ def thread_median_ms(fn, repeat, warmup=1):
     return float(np.median(times) * 1e3)
 
 
+def gemm_breakdown(torch, repeat=25):
+    """Median thread CPU ms of the LSTM(128) GEMMs: minnet's BLAS vs torch.matmul."""
+    from minnet._ext._blas import py_gemm
+    mn.set_num_threads(1)
+    torch.set_num_threads(1)
+    G = 4 * H
+    rng = np.random.default_rng(0)
+    arr = {name: rng.standard_normal(shape).astype(np.float32) for name, shape in [
+        ("x_t", (N, I)), ("h", (N, H)), ("X", (N * T, I)), ("Hp", (N * T, H)),
+        ("XH", (N * T, I + H)), ("dA", (N * T, G)), ("dA_t", (N, G)), ("w_ih", (G, I)),
+        ("w_hh", (G, H))]}
+    out = {"NG": np.empty((N, G), np.float32), "NH": np.empty((N, H), np.float32),
+           "GI": np.empty((G, I), np.float32), "GH": np.empty((G, H), np.float32),
+           "GIH": np.empty((G, I + H), np.float32), "X": np.empty((N * T, I), np.float32)}
+    t = {k: torch.from_numpy(v) for k, v in arr.items()}
+    a = arr
+    cases = [
+        ("x_t W_ih^T, per step", lambda: [py_gemm(a["x_t"], a["w_ih"], trans_b=True, c=out["NG"])
+                                          for _ in range(T)],
+         lambda: t["X"] @ t["w_ih"].T),   # torch: one GEMM for all steps
+        ("h W_hh^T, per step", lambda: [py_gemm(a["h"], a["w_hh"], trans_b=True, c=out["NG"])
+                                        for _ in range(T)],
+         lambda: [t["h"] @ t["w_hh"].T for _ in range(T)]),
+        ("dA_t W_hh, per step", lambda: [py_gemm(a["dA_t"], a["w_hh"], c=out["NH"]) for _ in range(T)],
+         lambda: [t["dA_t"] @ t["w_hh"] for _ in range(T)]),
+        ("dW_ih = dA^T X", lambda: py_gemm(a["dA"], a["X"], trans_a=True, c=out["GI"]),
+         lambda: t["dA"].T @ t["X"]),
+        ("dW_hh = dA^T H_prev", lambda: py_gemm(a["dA"], a["Hp"], trans_a=True, c=out["GH"]),
+         lambda: t["dA"].T @ t["Hp"]),
+        ("[dW_ih | dW_hh] = dA^T [X | H_prev] (minnet now)",
+         lambda: py_gemm(a["dA"], a["XH"], trans_a=True, c=out["GIH"]), None),
+        ("dX = dA W_ih", lambda: py_gemm(a["dA"], a["w_ih"], c=out["X"]),
+         lambda: t["dA"] @ t["w_ih"]),
+    ]
+    rows = []
+    for name, ours, theirs in cases:
+        t_ours, t_theirs = [], []
+        for _ in range(repeat):
+            t_ours.append(thread_median_ms(ours, 1, warmup=0))
+            if theirs is not None:
+                t_theirs.append(thread_median_ms(theirs, 1, warmup=0))
+        row = {"gemm": name, "minnet_blas_ms": round(float(np.median(t_ours)), 2),
+               "torch_ms": round(float(np.median(t_theirs)), 2) if t_theirs else None}
+        rows.append(row)
+        print(row, flush=True)
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds per row")
     parser.add_argument("--clock", choices=("wall", "thread"), default="wall")
+    parser.add_argument("--gemms", action="store_true", help="only the GEMM breakdown")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--fit-batches", type=int, default=10)
     parser.add_argument("--skip-fit", action="store_true")
     args = parser.parse_args()
     import torch
+    if args.gemms:
+        write_results("recurrent_gemms.json", "LSTM(128) GEMMs: minnet BLAS vs torch",
+                      gemm_breakdown(torch), torch=torch)
+        return
     global median_ms
     if args.clock == "thread":
         if args.threads != "1":
