@@ -205,3 +205,21 @@ def test_keras_style_padded_tagger_trains():
     history = model.fit(x, y, batch_size=32, epochs=12, verbose=0)
     assert history.history["loss"][-1] < 0.5 * history.history["loss"][0]
     assert history.history["accuracy"][-1] > 0.9
+
+
+def test_functional_bidirectional_time_distributed_model_skips_masked_steps():
+    rng = np.random.default_rng(8)
+    ids, mask = padded_batch(rng, n=5, t=6)
+    labels = rng.integers(0, 3, ids.shape)
+    mn.manual_seed(2)
+    inputs = mn.Input((6,))
+    h = layers.Embedding(12, 4, mask_zero=True)(inputs)
+    h = layers.Bidirectional(layers.GRU(3, return_sequences=True))(h)
+    model = mn.Model(inputs, layers.TimeDistributed(layers.Dense(3))(h))
+    assert model.output_shape == (None, 6, 3)
+    model.compile("adam", losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=["accuracy"])
+    loss, accuracy = model.evaluate(ids, labels, batch_size=len(ids), verbose=0)
+    logits = model.predict(ids, verbose=0)
+    np.testing.assert_allclose(loss, sparse_ce(logits, labels)[mask].mean(), rtol=1e-5)
+    np.testing.assert_allclose(accuracy, (logits.argmax(-1) == labels)[mask].mean(), rtol=1e-12)
