@@ -13,6 +13,20 @@
    Adam, cross-entropy from logits: minnet ``fit`` (one epoch of ``--fit-batches`` batches)
    vs the equivalent PyTorch loop; median samples/s over ``--epochs`` epochs.
 
+``--gemms`` prints instead where an LSTM(128) step's GEMMs go: each GEMM of the kernels'
+arrangement through minnet's BLAS (``minnet._ext._blas.py_gemm``, scipy's OpenBLAS) and the
+same products through ``torch.matmul`` (MKL), CPU time of the calling thread at 1 thread,
+medians of 25 interleaved runs (the per-step ones are 50 calls).
+
+``--clock thread`` times with ``time.thread_time()`` (CPU time of the calling thread)
+instead of the wall clock: at 1 thread both frameworks compute in the calling thread, so
+this leaves out the time the process waits for a core on a busy machine (it still feels
+the other processes through the shared caches). Only valid with ``--threads 1``.
+
+Every row also gives the spread (lowest and highest of the interleaved rounds' medians,
+for both frameworks) and the machine's 1-minute load average before and after the row:
+on a busy machine the ratio of one row is only as good as that spread.
+
 JSON -> benchmarks/results/recurrent.json
 """
 import argparse
@@ -23,6 +37,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import time  # noqa: E402
 
 from _common import median_ms, write_results  # noqa: E402
 
@@ -132,15 +148,87 @@ def fit_torch(torch, x, y):
     return epoch
 
 
+def thread_median_ms(fn, repeat, warmup=1):
+    """Median CPU time of the calling thread for ``fn()`` in milliseconds."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeat):
+        t = time.thread_time()
+        fn()
+        times.append(time.thread_time() - t)
+    return float(np.median(times) * 1e3)
+
+
+def gemm_breakdown(torch, repeat=25):
+    """Median thread CPU ms of the LSTM(128) GEMMs: minnet's BLAS vs torch.matmul."""
+    from minnet._ext._blas import py_gemm
+    mn.set_num_threads(1)
+    torch.set_num_threads(1)
+    G = 4 * H
+    rng = np.random.default_rng(0)
+    arr = {name: rng.standard_normal(shape).astype(np.float32) for name, shape in [
+        ("x_t", (N, I)), ("h", (N, H)), ("X", (N * T, I)), ("Hp", (N * T, H)),
+        ("XH", (N * T, I + H)), ("dA", (N * T, G)), ("dA_t", (N, G)), ("w_ih", (G, I)),
+        ("w_hh", (G, H))]}
+    out = {"NG": np.empty((N, G), np.float32), "NH": np.empty((N, H), np.float32),
+           "GI": np.empty((G, I), np.float32), "GH": np.empty((G, H), np.float32),
+           "GIH": np.empty((G, I + H), np.float32), "X": np.empty((N * T, I), np.float32)}
+    t = {k: torch.from_numpy(v) for k, v in arr.items()}
+    a = arr
+    cases = [
+        ("x_t W_ih^T, per step", lambda: [py_gemm(a["x_t"], a["w_ih"], trans_b=True, c=out["NG"])
+                                          for _ in range(T)],
+         lambda: t["X"] @ t["w_ih"].T),   # torch: one GEMM for all steps
+        ("h W_hh^T, per step", lambda: [py_gemm(a["h"], a["w_hh"], trans_b=True, c=out["NG"])
+                                        for _ in range(T)],
+         lambda: [t["h"] @ t["w_hh"].T for _ in range(T)]),
+        ("dA_t W_hh, per step", lambda: [py_gemm(a["dA_t"], a["w_hh"], c=out["NH"]) for _ in range(T)],
+         lambda: [t["dA_t"] @ t["w_hh"] for _ in range(T)]),
+        ("dW_ih = dA^T X", lambda: py_gemm(a["dA"], a["X"], trans_a=True, c=out["GI"]),
+         lambda: t["dA"].T @ t["X"]),
+        ("dW_hh = dA^T H_prev", lambda: py_gemm(a["dA"], a["Hp"], trans_a=True, c=out["GH"]),
+         lambda: t["dA"].T @ t["Hp"]),
+        ("[dW_ih | dW_hh] = dA^T [X | H_prev] (minnet now)",
+         lambda: py_gemm(a["dA"], a["XH"], trans_a=True, c=out["GIH"]), None),
+        ("dX = dA W_ih", lambda: py_gemm(a["dA"], a["w_ih"], c=out["X"]),
+         lambda: t["dA"] @ t["w_ih"]),
+    ]
+    rows = []
+    for name, ours, theirs in cases:
+        t_ours, t_theirs = [], []
+        for _ in range(repeat):
+            t_ours.append(thread_median_ms(ours, 1, warmup=0))
+            if theirs is not None:
+                t_theirs.append(thread_median_ms(theirs, 1, warmup=0))
+        row = {"gemm": name, "minnet_blas_ms": round(float(np.median(t_ours)), 2),
+               "torch_ms": round(float(np.median(t_theirs)), 2) if t_theirs else None}
+        rows.append(row)
+        print(row, flush=True)
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds per row")
+    parser.add_argument("--clock", choices=("wall", "thread"), default="wall")
+    parser.add_argument("--gemms", action="store_true", help="only the GEMM breakdown")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--fit-batches", type=int, default=10)
     parser.add_argument("--skip-fit", action="store_true")
     args = parser.parse_args()
     import torch
+    if args.gemms:
+        write_results("recurrent_gemms.json", "LSTM(128) GEMMs: minnet BLAS vs torch",
+                      gemm_breakdown(torch), torch=torch)
+        return
+    global median_ms
+    if args.clock == "thread":
+        if args.threads != "1":
+            parser.error("--clock thread needs --threads 1 (other threads' work is not counted)")
+        median_ms = thread_median_ms
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((N, T, I)).astype(np.float32)
@@ -154,13 +242,18 @@ def main():
             module, theirs = torch_step(torch, kind, x, g)
             ours(), theirs()
             t_ours, t_theirs = [], []
-            for _ in range(3):      # interleave: the machine's load hits both alike
-                t_ours.append(median_ms(ours, max(1, args.repeat // 3), warmup=1))
-                t_theirs.append(median_ms(theirs, max(1, args.repeat // 3), warmup=1))
+            load_before = os.getloadavg()[0]
+            for _ in range(args.rounds):      # interleave: the machine's load hits both alike
+                t_ours.append(median_ms(ours, max(1, args.repeat // args.rounds), warmup=1))
+                t_theirs.append(median_ms(theirs, max(1, args.repeat // args.rounds), warmup=1))
             ms_ours, ms_theirs = float(np.median(t_ours)), float(np.median(t_theirs))
             row = {"workload": f"{kind.upper()}({H}) fwd+bwd {N}x{T}x{I}", "threads": threads,
                    "minnet_ms": round(ms_ours, 2), "torch_ms": round(ms_theirs, 2),
                    "ratio_torch_over_minnet": round(ms_theirs / ms_ours, 2),
+                   "minnet_ms_spread": [round(min(t_ours), 2), round(max(t_ours), 2)],
+                   "torch_ms_spread": [round(min(t_theirs), 2), round(max(t_theirs), 2)],
+                   "round_ratios": [round(b / a, 2) for a, b in zip(t_ours, t_theirs)],
+                   "load_before_after": [round(load_before, 2), round(os.getloadavg()[0], 2)],
                    "minnet_saved_bytes_per_step": minnet_saved_bytes(layer, x) // T,
                    "torch_saved_bytes_per_step": torch_saved_bytes(torch, module, x) // T}
             rows.append(row)
@@ -170,6 +263,7 @@ def main():
             ours, theirs = fit_minnet(xs, ys), fit_torch(torch, xs, ys)
             ours(), theirs()
             t_ours, t_theirs = [], []
+            load_before = os.getloadavg()[0]
             for _ in range(args.epochs):
                 t_ours.append(median_ms(ours, 1, warmup=0))
                 t_theirs.append(median_ms(theirs, 1, warmup=0))
@@ -178,10 +272,13 @@ def main():
                                "batch 64 x 100 tokens", "threads": threads,
                    "minnet_samples_per_s": round(len(xs) / ms_ours * 1e3, 1),
                    "torch_samples_per_s": round(len(xs) / ms_theirs * 1e3, 1),
-                   "ratio_minnet_over_torch": round(ms_theirs / ms_ours, 2)}
+                   "ratio_minnet_over_torch": round(ms_theirs / ms_ours, 2),
+                   "round_ratios": [round(b / a, 2) for a, b in zip(t_ours, t_theirs)],
+                   "load_before_after": [round(load_before, 2), round(os.getloadavg()[0], 2)]}
             rows.append(row)
             print(row, flush=True)
-    write_results("recurrent.json", "recurrent layers vs torch", rows, torch=torch)
+    write_results("recurrent.json", "recurrent layers vs torch", rows, torch=torch,
+                  clock=args.clock)
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ from minnet import functional as F
 from minnet._checks import check_float, check_labels, invalid
 from minnet._utils import user_stacklevel
 from minnet.autograd import Tensor
+from minnet.layers.base import get_keras_mask
 
 __all__ = [
     "Loss", "LossFunctionWrapper", "MeanSquaredError", "MeanAbsoluteError", "Huber",
@@ -161,6 +162,31 @@ def _reduce(values, weight, reduction, count=None):
     elif count is None:
         count = values.size
     return total * (1.0 / count if count else 0.0)
+
+
+def _masked_reduce(values, mask, sample_weight, reduction):
+    """Keras 3's ``apply_mask``: the per-step losses weighted by the (batch, timesteps) mask
+    carried by ``y_pred`` (``Embedding(mask_zero=True)``, ``Masking``, ...).
+
+    Masked steps get weight 0. For ``"sum_over_batch_size"`` the unmasked ones get
+    ``total / valid`` (mask size over unmasked count, 0 when nothing is unmasked), so the
+    mean over all values is ``sum(loss * sample_weight * mask) / valid``: the mean over the
+    unmasked steps. ``"sum"`` sums the unmasked steps; ``"mean_with_sample_weight"`` divides
+    by ``sum(sample_weight * mask)``; ``"none"`` returns the values times the mask.
+    """
+    mask = np.asarray(mask, dtype=bool)
+    shape = tuple(values.shape)
+    if shape[:mask.ndim] != mask.shape:
+        raise ValueError(f"The mask carried by `y_pred` has shape {mask.shape} (batch, timesteps) "
+                         f"but the per-sample losses have shape {shape}: a masked output needs "
+                         f"one loss per time step (e.g. targets of shape {mask.shape}).")
+    weight = mask.astype(values.dtype).reshape(mask.shape + (1,) * (len(shape) - mask.ndim))
+    if _REDUCTIONS[reduction] == "mean":
+        valid = int(mask.sum())
+        weight = weight * (mask.size / valid if valid else 0.0)
+    if sample_weight is not None:
+        weight = weight * _sample_weight(sample_weight, values)
+    return _reduce(values, weight, reduction)
 
 
 def _check_reduction(reduction):
@@ -301,11 +327,19 @@ class Loss:
             y_pred: predictions (Tensor, usually carrying a graph).
             sample_weight: optional scalar, ``(N,)`` or per-value weights.
 
+        When ``y_pred`` carries a (batch, timesteps) mask (``Embedding(mask_zero=True)``,
+        ``Masking``), the masked steps weigh 0 and the default reduction averages over the
+        unmasked steps only (Keras 3's ``apply_mask``).
+
         Returns:
             A scalar Tensor, or the per-sample losses with ``reduction="none"``.
         """
         _warn_if_swapped(self, y_true, y_pred, self._probability)
+        mask = get_keras_mask(y_pred)
         y_true, y_pred = self._prepare(y_true, y_pred)
+        if mask is not None:
+            return _masked_reduce(_as_tensor(self._values(y_true, y_pred)), mask, sample_weight,
+                                  self.reduction)
         if sample_weight is None:
             fast = self._reduced(y_true, y_pred, _REDUCTIONS[self.reduction])
             if fast is not None:
@@ -909,7 +943,17 @@ class SparseCategoricalCrossentropy(Loss):
 
     def __call__(self, y_true, y_pred, sample_weight=None):
         _warn_if_swapped(self, y_true, y_pred)
+        mask = get_keras_mask(y_pred)
         labels, y_pred = self._prepare(y_true, y_pred)
+        if mask is not None:
+            if self.ignore_class is None:
+                return _masked_reduce(self._compute(labels, y_pred, "none"), mask, sample_weight,
+                                      self.reduction)
+            # Keras: the ignored labels' mask joins the input mask (in_mask & out_mask).
+            valid = labels != self.ignore_class
+            values = self._compute(np.where(valid, labels, 0), y_pred, "none")
+            return _masked_reduce(values, np.logical_and(mask, valid.reshape(values.shape)),
+                                  sample_weight, self.reduction)
         if self.ignore_class is None:
             kind = _REDUCTIONS[self.reduction]
             if sample_weight is None and kind in ("mean", "sum"):

@@ -8,7 +8,7 @@ One Python-level call runs a whole sequence; the time loop is in C:
   rows: biases, activations, the cell/state update, the mask);
 * backward (BPTT): per step one fused pass that turns ``dh`` (and ``dc``) into the gate
   gradients ``dG`` and one GEMM ``dh_prev += dG_t @ W_hh``; after the loop the weight
-  gradients are ONE GEMM each (``dW_ih = dGᵀ @ X``, ``dW_hh = dGᵀ @ H_prev``), the input
+  gradients are ONE GEMM (``[dW_ih | dW_hh] = dGᵀ @ [X | H_prev]``; GRU: one each), the input
   gradient one GEMM (``dX = dG @ W_ih``) and the bias gradients fixed-order column sums.
 
 All arrays are batch-major, ``(N, T, ...)``: a step's rows are strided (row stride
@@ -17,11 +17,18 @@ All arrays are batch-major, ``(N, T, ...)``: a step's rows are strided (row stri
 Gate orders are PyTorch's: LSTM ``i, f, g, o``; GRU ``r, z, n`` with
 ``n = tanh(W_in x + b_in + r * (W_hn h + b_hn))`` (Keras's ``reset_after=True``).
 
-What forward keeps for backward, per sample and step (``H`` = units):
+What forward keeps for backward, per sample and step (``H`` = units, ``I`` = features):
 
-* LSTM: ``h_{t-1}``, ``c_{t-1}`` and the four activated gates: 6H values;
-* GRU: ``h_{t-1}``, ``r, z, n`` and ``W_hn h_{t-1} + b_hn``: 5H values;
-* RNN: ``h_{t-1}`` and ``h_t``: 2H values.
+* every cell: the step's GEMM inputs ``[x_t | h_{t-1}]`` side by side (I + H values; they
+  replace the input itself, so the weight gradients are ONE GEMM ``dAᵀ @ [X | H_prev]``
+  for LSTM and RNN);
+* LSTM: ``c_{t-1}`` and the four activated gates: 5H more;
+* GRU: ``r, z, n`` and ``W_hn h_{t-1} + b_hn``: 4H more;
+* RNN: ``h_t``: H more.
+
+Recurrent dropout (``rmask``, (N, H), already scaled): the recurrent GEMM of every step
+reads ``h * rmask`` (one extra multiply over N*H values per step); backward multiplies the
+recurrent part of ``dh_{t-1}`` by it and ``dW_hh`` reads ``h_{t-1} * rmask``.
 
 Masks (``uint8`` (N, T), 0 = padded): a padded step leaves ``h`` (and ``c``) unchanged
 and its gate gradients are zero; the gradient reaching it passes straight to the step
@@ -282,8 +289,8 @@ def saved_per_step(int mode):
 
 # ----------------------------------------------------------------------- forward
 
-cdef void _forward_rows(int mode, int n, int tt, int T, int H,
-                        const floating* xp, floating* hp,
+cdef void _forward_rows(int mode, int n, int tt, int T, int I, int H,
+                        const floating* x, const floating* xp, floating* hp, int64_t ldh,
                         const floating* b_ih, const floating* b_hh,
                         floating* h, floating* c,                          # INOUT (N, H)
                         floating* hprev, floating* cprev, floating* sv,    # OUT saved
@@ -294,7 +301,7 @@ cdef void _forward_rows(int mode, int n, int tt, int T, int H,
     cdef int64_t row = <int64_t> n * T + tt
     cdef const floating* xr = xp + <int64_t> n * G
     # hp rows hold h @ W_hhᵀ (G values; GRU rows have H more for scratch)
-    cdef floating* hr = hp + <int64_t> n * (4 * H if mode == _GRU else G)
+    cdef floating* hr = hp + <int64_t> n * ldh
     cdef floating* hn = h + <int64_t> n * H
     cdef floating* cn = c + <int64_t> n * H
     cdef floating* s = sv + row * S
@@ -303,14 +310,18 @@ cdef void _forward_rows(int mode, int n, int tt, int T, int H,
     cdef floating gi, gf, gg, go, r, z, nn, hh, pre, cnew
     cdef int j
     if save:
-        memcpy(hprev + row * H, hn, H * sizeof(floating))
+        # the saved step inputs [x_t | h_{t-1}], side by side: dW_ih and dW_hh are then one
+        # GEMM (dAᵀ @ XH) after the loop
+        memcpy(hprev + row * (I + H), x + row * I, I * sizeof(floating))
+        memcpy(hprev + row * (I + H) + I, hn, H * sizeof(floating))
         if mode == _LSTM:
             memcpy(cprev + row * H, cn, H * sizeof(floating))
     if masked:
         return
     if floating is float:
         if mode == _LSTM:
-            minnet_lstm_fwd_row_f(xr, hr, b_ih, b_hh, hn, cn, s, save, H)
+            # hr is the saved row itself when saving (the GEMM wrote there): no copy
+            minnet_lstm_fwd_row_f(xr, hr, b_ih, b_hh, hn, cn, s, save and hr != s, H)
             return
         if mode == _GRU:
             minnet_gru_fwd_row_f(xr, hr, b_ih, b_hh, hn, s, save, H)
@@ -363,11 +374,20 @@ cdef void _forward(int mode, int N, int T, int I, int H,
                    floating* h, floating* c,                                        # INOUT
                    floating* y, bint write_seq,                                     # OUT
                    floating* hprev, floating* cprev, floating* sv, bint save,       # OUT
+                   const floating* rmask, floating* hm,                             # IN, scratch
                    int n_threads) noexcept nogil:
     cdef int G = 4 * H if mode == _LSTM else (3 * H if mode == _GRU else H)
-    cdef int step, tt, n
+    cdef int step, tt, n, j
     cdef int team = _team(<int64_t> N * G, n_threads)
     cdef bint masked
+    cdef const floating* hsrc = h if rmask == NULL else hm
+    cdef int64_t k
+    # LSTM with save: the recurrent GEMM writes each step's rows straight into the saved
+    # gate buffer (row stride T*4H) and the gate pass turns them into the gates in place,
+    # so the gates are never copied. Otherwise the (N, G) scratch `hp`.
+    cdef bint in_saved = mode == _LSTM and save
+    cdef int64_t ldh = <int64_t> T * G if in_saved else (4 * H if mode == _GRU else G)
+    cdef floating* hstep
     for step in range(T):
         tt = T - 1 - step if reverse else step
         # This step's input projection XP (N, G) = X[:, tt] @ W_ihᵀ (rows T*I apart): computed
@@ -375,11 +395,17 @@ cdef void _forward(int mode, int N, int T, int I, int H,
         # reads it (one (N*T, G) array read back step by step came from memory).
         gemm_parallel(False, True, N, G, I, <floating> 1, x + <int64_t> tt * I, T * I, w_ih, I,
                       <floating> 0, xp, G, n_threads)
-        gemm_parallel(False, True, N, G, H, <floating> 1, h, H, w_hh, H,
-                      <floating> 0, hp, 4 * H if mode == _GRU else G, n_threads)
+        if rmask != NULL:
+            # Recurrent dropout: the recurrent GEMM reads h * m (one mask per sample, fixed
+            # over time); the state update itself uses the unmasked h.
+            for k in range(<int64_t> N * H):
+                hm[k] = h[k] * rmask[k]
+        hstep = sv + <int64_t> tt * G if in_saved else hp
+        gemm_parallel(False, True, N, G, H, <floating> 1, hsrc, H, w_hh, H,
+                      <floating> 0, hstep, <int> ldh, n_threads)
         for n in prange(N, schedule="static", num_threads=team):
             masked = has_mask and mask[<int64_t> n * T + tt] == 0
-            _forward_rows(mode, n, tt, T, H, xp, hp, b_ih, b_hh, h, c, hprev, cprev, sv,
+            _forward_rows(mode, n, tt, T, I, H, x, xp, hstep, ldh, b_ih, b_hh, h, c, hprev, cprev, sv,
                           save, masked)
             if write_seq:
                 memcpy(y + (<int64_t> n * T + tt) * H, h + <int64_t> n * H, H * sizeof(floating))
@@ -387,7 +413,7 @@ cdef void _forward(int mode, int N, int T, int I, int H,
 
 # ----------------------------------------------------------------------- backward
 
-cdef void _backward_rows(int mode, int n, int tt, int T, int H,
+cdef void _backward_rows(int mode, int n, int tt, int T, int I, int H,
                          const floating* hprev, const floating* cprev, const floating* sv,
                          const floating* dy, bint has_dy,
                          const floating* dh, floating* dc, floating* dh_next,
@@ -397,9 +423,9 @@ cdef void _backward_rows(int mode, int n, int tt, int T, int H,
     cdef int S = 4 * H if mode == _LSTM or mode == _GRU else H
     cdef int64_t row = <int64_t> n * T + tt
     cdef const floating* s = sv + row * S
-    cdef const floating* hp = hprev + row * H
+    cdef const floating* hp = hprev + row * (I + H) + I      # h_{t-1} of [x_t | h_{t-1}]
     cdef const floating* cp = cprev + row * H
-    cdef const floating* dyr = dy + row * H
+    cdef const floating* dyr = dy + (row * H if has_dy else 0)   # absent: one zero row
     cdef const floating* dhr = dh + <int64_t> n * H
     cdef floating* dcr = dc + <int64_t> n * H
     cdef floating* dnext = dh_next + <int64_t> n * H
@@ -487,7 +513,7 @@ cdef void _column_sums(int64_t rows, int cols, const floating* a, floating* out,
 
 
 cdef void _backward(int mode, int N, int T, int I, int H,
-                    const floating* x, const floating* w_ih, const floating* w_hh,     # IN
+                    floating* dw_cat, const floating* w_ih, const floating* w_hh,      # scratch, IN
                     const floating* hprev, const floating* cprev, const floating* sv,  # IN
                     const uint8_t* mask, bint has_mask, bint reverse,                  # IN
                     const floating* dy, bint has_dy,                                   # IN
@@ -495,6 +521,8 @@ cdef void _backward(int mode, int N, int T, int I, int H,
                     floating* dgx, floating* dgh,                                      # scratch
                     floating* dx, floating* dw_ih, floating* dw_hh,                    # OUT
                     floating* db_ih, floating* db_hh, bint want_bias,                  # OUT
+                    const floating* rmask, floating* scratch,                          # IN, scratch
+                    const floating* hprev_w,                                           # IN
                     int n_threads) noexcept nogil:
     cdef int G = 4 * H if mode == _LSTM else (3 * H if mode == _GRU else H)
     cdef int step, tt, n
@@ -506,33 +534,51 @@ cdef void _backward(int mode, int N, int T, int I, int H,
     cdef const floating* gh = dgh if mode == _GRU else dgx
     cdef int64_t rows = <int64_t> N * T
     cdef int64_t ld = <int64_t> T * G
+    cdef int64_t k
     for step in range(T):
         tt = step if reverse else T - 1 - step
         for n in prange(N, schedule="static", num_threads=team):
             masked = has_mask and mask[<int64_t> n * T + tt] == 0
-            _backward_rows(mode, n, tt, T, H, hprev, cprev, sv, dy, has_dy, cur, dc, nxt,
+            _backward_rows(mode, n, tt, T, I, H, hprev, cprev, sv, dy, has_dy, cur, dc, nxt,
                            dgx, dgh, masked)
         # dh_{t-1} += dG_t (N, G) @ W_hh (G, H); a step's rows of dG are T*G apart.
-        gemm_parallel(False, False, N, H, G, <floating> 1, gh + <int64_t> tt * G, <int> ld,
-                      w_hh, H, <floating> 1, nxt, H, n_threads)
+        if rmask == NULL:
+            gemm_parallel(False, False, N, H, G, <floating> 1, gh + <int64_t> tt * G, <int> ld,
+                          w_hh, H, <floating> 1, nxt, H, n_threads)
+        else:
+            # recurrent dropout: the recurrent path read h * m, so its gradient is masked too
+            gemm_parallel(False, False, N, H, G, <floating> 1, gh + <int64_t> tt * G, <int> ld,
+                          w_hh, H, <floating> 0, scratch, H, n_threads)
+            for k in range(<int64_t> N * H):
+                nxt[k] += scratch[k] * rmask[k]
         tmp = cur
         cur = nxt
         nxt = tmp
     if cur != dh:
         memcpy(dh, cur, <int64_t> N * H * sizeof(floating))
-    # The weight and input gradients of all steps: one GEMM each.
+    # The weight gradients of all steps: dAᵀ @ [X | H_prev], one GEMM (LSTM, RNN: the
+    # input and recurrent sides share dA), then split; GRU (dA^(h) != dA): two GEMMs.
     if dw_ih != NULL:
-        gemm_parallel(True, False, G, I, <int> rows, <floating> 1, dgx, G, x, I,
-                      <floating> 0, dw_ih, I, n_threads)
-    if dw_hh != NULL:
-        gemm_parallel(True, False, G, H, <int> rows, <floating> 1, gh, G, hprev, H,
-                      <floating> 0, dw_hh, H, n_threads)
+        if mode == _GRU:
+            gemm_parallel(True, False, G, I, <int> rows, <floating> 1, dgx, G, hprev_w, I + H,
+                          <floating> 0, dw_ih, I, n_threads)
+            gemm_parallel(True, False, G, H, <int> rows, <floating> 1, gh, G, hprev_w + I,
+                          I + H, <floating> 0, dw_hh, H, n_threads)
+        else:
+            gemm_parallel(True, False, G, I + H, <int> rows, <floating> 1, dgx, G, hprev_w,
+                          I + H, <floating> 0, dw_cat, I + H, n_threads)
+            for k in range(G):
+                memcpy(dw_ih + k * I, dw_cat + k * (I + H), I * sizeof(floating))
+                memcpy(dw_hh + k * H, dw_cat + k * (I + H) + I, H * sizeof(floating))
     if dx != NULL:
         gemm_parallel(False, False, <int> rows, I, G, <floating> 1, dgx, G, w_ih, I,
                       <floating> 0, dx, I, n_threads)
     if want_bias:
         _column_sums(rows, G, dgx, db_ih, n_threads)
-        _column_sums(rows, G, gh, db_hh, n_threads)
+        if mode == _GRU:
+            _column_sums(rows, G, gh, db_hh, n_threads)
+        else:   # LSTM/RNN: dA^(h) is dA, so db_hh = db_ih
+            memcpy(db_hh, db_ih, G * sizeof(floating))
 
 
 # ----------------------------------------------------------------------- Python wrappers
@@ -548,7 +594,7 @@ def _contig(name, a, dtype, shape):
 
 
 def recurrent_forward(int mode, x, w_ih, w_hh, b_ih, b_hh, h0, c0, mask, bint reverse=False,
-                      bint write_seq=True, bint save=True, int n_threads=1):
+                      bint write_seq=True, bint save=True, int n_threads=1, rmask=None):
     """Run a whole sequence forward.
 
     Args:
@@ -560,6 +606,8 @@ def recurrent_forward(int mode, x, w_ih, w_hh, b_ih, b_hh, h0, c0, mask, bint re
         reverse: run from the last time step to the first (outputs stay aligned with inputs).
         write_seq: fill the (N, T, H) output sequence (else ``y`` is None).
         save: keep what backward needs (else the saved arrays are None).
+        rmask: (N, H) recurrent dropout mask (already scaled, e.g. 0 or 1/(1-p)) or None:
+            the recurrent GEMM of every step reads ``h * rmask`` instead of ``h``.
 
     Returns:
         ``(y, h_n, c_n, hprev, cprev, saved)``; ``c_n``/``cprev`` are None except for LSTM.
@@ -592,18 +640,26 @@ def recurrent_forward(int mode, x, w_ih, w_hh, b_ih, b_hh, h0, c0, mask, bint re
         mask = np.ones((1, 1), dtype=np.uint8)
     S = saved_per_step(mode) * H
     y = np.empty((N, T, H), dtype=dtype) if write_seq else np.empty((1, 1, 1), dtype=dtype)
-    hprev = np.empty((N, T, H), dtype=dtype) if save else np.empty((1, 1, 1), dtype=dtype)
+    hprev = np.empty((N, T, I + H), dtype=dtype) if save else np.empty((1, 1, 1), dtype=dtype)
     cprev = np.empty((N, T, H), dtype=dtype) if save and is_lstm else np.empty((1, 1, 1), dtype=dtype)
     sv = np.empty((N, T, S), dtype=dtype) if save else np.empty((1, 1, 1), dtype=dtype)
     xp = np.empty((N, G), dtype=dtype)
     hp = np.empty((N, 4 * H if mode == GRU else G), dtype=dtype)   # GRU rows: H of scratch
+    has_rmask = rmask is not None
+    if has_rmask:
+        _contig("rmask", rmask, dtype, (N, H))
+        hm = np.empty((N, H), dtype=dtype)
+    else:
+        rmask = hm = np.empty((1, 1), dtype=dtype)
     if N > 0 and T > 0:
         if dtype == np.float32:
             _forward_dispatch[float](mode, x, w_ih, w_hh, b_ih, b_hh, mask, has_mask, reverse,
-                                     xp, hp, h, c, y, write_seq, hprev, cprev, sv, save, n_threads)
+                                     xp, hp, h, c, y, write_seq, hprev, cprev, sv, save,
+                                     rmask, hm, has_rmask, n_threads)
         else:
             _forward_dispatch[double](mode, x, w_ih, w_hh, b_ih, b_hh, mask, has_mask, reverse,
-                                      xp, hp, h, c, y, write_seq, hprev, cprev, sv, save, n_threads)
+                                      xp, hp, h, c, y, write_seq, hprev, cprev, sv, save,
+                                      rmask, hm, has_rmask, n_threads)
     return (y if write_seq else None, h, c if is_lstm else None, hprev if save else None,
             cprev if save and is_lstm else None, sv if save else None)
 
@@ -614,35 +670,44 @@ cdef _forward_dispatch(int mode, floating[:, :, ::1] x, floating[:, ::1] w_ih,
                        floating[:, ::1] xp, floating[:, ::1] hp, floating[:, ::1] h,
                        floating[:, ::1] c, floating[:, :, ::1] y, bint write_seq,
                        floating[:, :, ::1] hprev, floating[:, :, ::1] cprev,
-                       floating[:, :, ::1] sv, bint save, int n_threads):
+                       floating[:, :, ::1] sv, bint save, floating[:, ::1] rmask,
+                       floating[:, ::1] hm, bint has_rmask, int n_threads):
     cdef int N = x.shape[0], T = x.shape[1], I = x.shape[2], H = w_hh.shape[1]
+    cdef const floating* prm = &rmask[0, 0] if has_rmask else NULL
     with nogil:
         _forward(mode, N, T, I, H, &x[0, 0, 0], &w_ih[0, 0], &w_hh[0, 0], &b_ih[0], &b_hh[0],
                  &mask[0, 0], has_mask, reverse, &xp[0, 0], &hp[0, 0], &h[0, 0], &c[0, 0],
                  &y[0, 0, 0], write_seq, &hprev[0, 0, 0], &cprev[0, 0, 0], &sv[0, 0, 0], save,
-                 n_threads)
+                 prm, &hm[0, 0], n_threads)
 
 
 def recurrent_backward(int mode, x, w_ih, w_hh, hprev, cprev, saved, mask, bint reverse,
                        dy, dh_n, dc_n, bint want_x=True, bint want_weights=True,
-                       bint want_bias=True, int n_threads=1):
+                       bint want_bias=True, int n_threads=1, rmask=None):
     """Backpropagation through time for ``recurrent_forward``'s saved arrays.
 
     Args:
+        x: the input (N, T, I), or None: backward reads the inputs from ``hprev`` (the
+            saved ``[x_t | h_{t-1}]`` rows, (N, T, I + H)); only the shapes are taken from x.
         dy: (N, T, H) gradient of the output sequence, or None.
         dh_n, dc_n: (N, H) gradients of the final states, or None.
+        rmask: the recurrent dropout mask forward used, or None.
 
     Returns:
         ``(dx, dw_ih, dw_hh, db_ih, db_hh, dh0, dc0)``; entries not asked for are None
         (``dc0`` is None except for LSTM).
     """
-    dtype = x.dtype
-    N, T, I = x.shape
+    dtype = hprev.dtype
+    N, T = hprev.shape[0], hprev.shape[1]
+    I = w_ih.shape[1]
+    if x is not None and (x.shape != (N, T, I) or x.dtype != dtype):
+        raise ValueError(f"Invalid argument `x`: expected shape {(N, T, I)} and dtype {dtype}. "
+                         f"Received: shape={x.shape}, dtype={x.dtype}")
     H = w_hh.shape[1]
     G = gates_per_cell(mode) * H
     S = saved_per_step(mode) * H
     is_lstm = mode == _LSTM
-    _contig("hprev", hprev, dtype, (N, T, H))
+    _contig("hprev", hprev, dtype, (N, T, I + H))
     _contig("saved", saved, dtype, (N, T, S))
     if is_lstm:
         _contig("cprev", cprev, dtype, (N, T, H))
@@ -651,10 +716,11 @@ def recurrent_backward(int mode, x, w_ih, w_hh, hprev, cprev, saved, mask, bint 
     has_mask = mask is not None
     if not has_mask:
         mask = np.ones((1, 1), dtype=np.uint8)
-    # The float32 gate passes always read dy (no branch in their loops): zeros when absent.
-    has_dy = True
+    # The float32 gate passes always read dy (no branch in their loops): when absent, every
+    # row reads one row of zeros (the (N, T, H) gradient is never materialised).
+    has_dy = dy is not None
     if dy is None:
-        dy = np.zeros((N, T, H), dtype=dtype)
+        dy = np.zeros((1, 1, H), dtype=dtype)
     else:
         dy = _contig("dy", np.ascontiguousarray(dy, dtype=dtype), dtype, (N, T, H))
     dh = np.zeros((N, H), dtype=dtype) if dh_n is None else np.array(dh_n, dtype=dtype, order="C")
@@ -669,15 +735,31 @@ def recurrent_backward(int mode, x, w_ih, w_hh, hprev, cprev, saved, mask, bint 
     dw_hh = np.empty((G, H), dtype=dtype) if want_weights else None
     db_ih = np.empty(G, dtype=dtype) if want_bias else None
     db_hh = np.empty(G, dtype=dtype) if want_bias else None
+    has_rmask = rmask is not None
+    if has_rmask:
+        _contig("rmask", rmask, dtype, (N, H))
+        scratch = np.empty((N, H), dtype=dtype)
+        # dW_hh reads what the recurrent GEMM read: h_{t-1} * m (a temporary, not saved)
+        if want_weights:
+            hprev_w = hprev.copy()
+            hprev_w[:, :, I:] *= rmask[:, None, :]
+        else:
+            hprev_w = hprev
+    else:
+        rmask = scratch = np.empty((1, 1), dtype=dtype)
+        hprev_w = hprev
+    dw_cat = np.empty((G, I + H) if want_weights else (1, 1), dtype=dtype)
     if N > 0 and T > 0:
         if dtype == np.float32:
-            _backward_dispatch[float](mode, x, w_ih, w_hh, hprev, cprev, saved, mask, has_mask,
+            _backward_dispatch[float](mode, dw_cat, w_ih, w_hh, hprev, cprev, saved, mask, has_mask,
                                       reverse, dy, has_dy, dh, dc, dh_next, dgx, dgh, dx, dw_ih,
-                                      dw_hh, db_ih, db_hh, want_bias, n_threads)
+                                      dw_hh, db_ih, db_hh, want_bias, rmask, scratch, has_rmask,
+                                      hprev_w, n_threads)
         else:
-            _backward_dispatch[double](mode, x, w_ih, w_hh, hprev, cprev, saved, mask, has_mask,
+            _backward_dispatch[double](mode, dw_cat, w_ih, w_hh, hprev, cprev, saved, mask, has_mask,
                                        reverse, dy, has_dy, dh, dc, dh_next, dgx, dgh, dx, dw_ih,
-                                       dw_hh, db_ih, db_hh, want_bias, n_threads)
+                                       dw_hh, db_ih, db_hh, want_bias, rmask, scratch, has_rmask,
+                                       hprev_w, n_threads)
     else:
         for a in (dx, dw_ih, dw_hh, db_ih, db_hh):
             if a is not None:
@@ -689,7 +771,7 @@ cdef inline floating* _ptr2(floating[:, ::1] a) noexcept:
     return NULL if a is None else &a[0, 0]
 
 
-cdef _backward_dispatch(int mode, floating[:, :, ::1] x, floating[:, ::1] w_ih,
+cdef _backward_dispatch(int mode, floating[:, ::1] dw_cat, floating[:, ::1] w_ih,
                         floating[:, ::1] w_hh, floating[:, :, ::1] hprev,
                         floating[:, :, ::1] cprev, floating[:, :, ::1] sv,
                         const uint8_t[:, ::1] mask, bint has_mask, bint reverse,
@@ -697,18 +779,21 @@ cdef _backward_dispatch(int mode, floating[:, :, ::1] x, floating[:, ::1] w_ih,
                         floating[:, ::1] dc, floating[:, ::1] dh_next,
                         floating[:, :, ::1] dgx, floating[:, :, ::1] dgh,
                         floating[:, :, ::1] dx, floating[:, ::1] dw_ih, floating[:, ::1] dw_hh,
-                        floating[::1] db_ih, floating[::1] db_hh, bint want_bias, int n_threads):
-    cdef int N = x.shape[0], T = x.shape[1], I = x.shape[2], H = w_hh.shape[1]
+                        floating[::1] db_ih, floating[::1] db_hh, bint want_bias,
+                        floating[:, ::1] rmask, floating[:, ::1] scratch, bint has_rmask,
+                        floating[:, :, ::1] hprev_w, int n_threads):
+    cdef int N = sv.shape[0], T = sv.shape[1], I = w_ih.shape[1], H = w_hh.shape[1]
     cdef floating* pdx = NULL if dx is None else &dx[0, 0, 0]
     cdef floating* pw_ih = _ptr2(dw_ih)
     cdef floating* pw_hh = _ptr2(dw_hh)
     cdef floating* pb_ih = NULL if db_ih is None else &db_ih[0]
     cdef floating* pb_hh = NULL if db_hh is None else &db_hh[0]
     with nogil:
-        _backward(mode, N, T, I, H, &x[0, 0, 0], &w_ih[0, 0], &w_hh[0, 0], &hprev[0, 0, 0],
+        _backward(mode, N, T, I, H, &dw_cat[0, 0], &w_ih[0, 0], &w_hh[0, 0], &hprev[0, 0, 0],
                   &cprev[0, 0, 0], &sv[0, 0, 0], &mask[0, 0], has_mask, reverse,
                   &dy[0, 0, 0], has_dy, &dh[0, 0], &dc[0, 0], &dh_next[0, 0],
                   &dgx[0, 0, 0], &dgh[0, 0, 0], pdx, pw_ih, pw_hh, pb_ih, pb_hh, want_bias,
+                  &rmask[0, 0] if has_rmask else NULL, &scratch[0, 0], &hprev_w[0, 0, 0],
                   n_threads)
 
 

@@ -35,15 +35,17 @@ class Recurrent(Function):
 
     @staticmethod
     def forward(ctx, x, weight_ih, weight_hh, bias_ih, bias_hh, h0, c0, mode=0, mask=None,
-                reverse=False, return_sequences=True):
+                reverse=False, return_sequences=True, recurrent_mask=None):
         x = np.ascontiguousarray(x)
         save = any(ctx.needs_input_grad)
         y, h_n, c_n, hprev, cprev, saved = _kernels.recurrent_forward(
             mode, x, weight_ih, weight_hh, bias_ih, bias_hh, h0, c0, mask, reverse,
-            return_sequences, save, get_num_threads())
+            return_sequences, save, get_num_threads(), recurrent_mask)
         if save:
-            ctx.save_for_backward(x, weight_ih, weight_hh, hprev, cprev, saved)
+            # hprev holds [x_t | h_{t-1}] for every step: the input itself is not kept
+            ctx.save_for_backward(weight_ih, weight_hh, hprev, cprev, saved)
             ctx.mode, ctx.mask, ctx.reverse = mode, mask, reverse
+            ctx.recurrent_mask = recurrent_mask
             ctx.return_sequences = return_sequences
             ctx.has_bias = bias_ih is not None
         outputs = ([y] if return_sequences else []) + [h_n]
@@ -53,7 +55,7 @@ class Recurrent(Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        x, weight_ih, weight_hh, hprev, cprev, saved = ctx.saved_tensors
+        weight_ih, weight_hh, hprev, cprev, saved = ctx.saved_tensors
         mode = ctx.mode
         grads = list(grads)
         dy = grads.pop(0) if ctx.return_sequences else None
@@ -61,9 +63,10 @@ class Recurrent(Function):
         dc_n = grads.pop(0) if mode == _kernels.LSTM else None
         needs = ctx.needs_input_grad
         dx, dw_ih, dw_hh, db_ih, db_hh, dh0, dc0 = _kernels.recurrent_backward(
-            mode, x, weight_ih, weight_hh, hprev, cprev, saved, ctx.mask, ctx.reverse, dy,
+            mode, None, weight_ih, weight_hh, hprev, cprev, saved, ctx.mask, ctx.reverse, dy,
             dh_n, dc_n, want_x=needs[0], want_weights=needs[1] or needs[2],
-            want_bias=ctx.has_bias and (needs[3] or needs[4]), n_threads=get_num_threads())
+            want_bias=ctx.has_bias and (needs[3] or needs[4]), n_threads=get_num_threads(),
+            rmask=ctx.recurrent_mask)
         return (dx, dw_ih if needs[1] else None, dw_hh if needs[2] else None,
                 db_ih if needs[3] else None, db_hh if needs[4] else None,
                 dh0 if needs[5] else None, dc0 if needs[6] else None)
@@ -107,8 +110,22 @@ def as_mask(mask, n, t):
     return np.ascontiguousarray(array != 0, dtype=np.uint8)
 
 
+def as_recurrent_mask(recurrent_mask, n, h, dtype):
+    """A (N, H) recurrent dropout mask as a C-contiguous array of ``dtype``, or None."""
+    if recurrent_mask is None:
+        return None
+    array = recurrent_mask.data if isinstance(recurrent_mask, Tensor) else np.asarray(recurrent_mask)
+    if array.shape != (n, h):
+        raise ValueError(f"Invalid value for argument `recurrent_mask`: expected shape ({n}, {h}) "
+                         f"(batch, units). Received: shape={array.shape}")
+    if array.dtype.kind not in "biuf":
+        raise TypeError(f"Invalid value for argument `recurrent_mask`: expected numbers. "
+                        f"Received: dtype={array.dtype}")
+    return np.ascontiguousarray(array, dtype=dtype)
+
+
 def _recurrent(mode, x, weight_ih, weight_hh, bias_ih, bias_hh, h0, c0, mask, reverse,
-               return_sequences):
+               return_sequences, recurrent_mask=None):
     x, xa = _as_float("x", x)
     if xa.ndim != 3:
         raise ValueError(f"Invalid value for argument `x`: expected a 3-D input (batch, "
@@ -141,13 +158,14 @@ def _recurrent(mode, x, weight_ih, weight_hh, bias_ih, bias_hh, h0, c0, mask, re
         c0, c0a = _as_float("c0", c0, dtype)
         _check_shape("c0", c0a, (n, h))
     mask = as_mask(mask, n, t)
+    recurrent_mask = as_recurrent_mask(recurrent_mask, n, h, dtype)
     for name, value in (("weight_ih", weight_ih), ("weight_hh", weight_hh), ("bias_ih", bias_ih),
                         ("bias_hh", bias_hh), ("h0", h0), ("c0", c0)):
         if isinstance(value, np.ndarray) and not value.flags.c_contiguous:
             raise ValueError(f"Invalid value for argument `{name}`: expected a C-contiguous array")
     return Recurrent.apply(x, weight_ih, weight_hh, bias_ih, bias_hh, h0, c0, mode=mode,
                            mask=mask, reverse=bool(reverse),
-                           return_sequences=bool(return_sequences))
+                           return_sequences=bool(return_sequences), recurrent_mask=recurrent_mask)
 
 
 def _contiguous(value):
@@ -157,7 +175,7 @@ def _contiguous(value):
 
 
 def lstm(x, weight_ih, weight_hh, bias_ih=None, bias_hh=None, h0=None, c0=None, mask=None,
-         reverse=False, return_sequences=True):
+         reverse=False, return_sequences=True, recurrent_mask=None):
     """One LSTM layer over a batch-first sequence, as ``torch.nn.LSTM(batch_first=True)``.
 
     ``i, f, g, o = σ, σ, tanh, σ (x W_ihᵀ + b_ih + h W_hhᵀ + b_hh)`` (gate blocks in that
@@ -170,6 +188,9 @@ def lstm(x, weight_ih, weight_hh, bias_ih=None, bias_hh=None, h0=None, c0=None, 
         mask: (N, T) booleans (False = padded step: the state passes through unchanged).
         reverse: run from the last step to the first (outputs stay aligned with inputs).
         return_sequences: also return the (N, T, H) sequence of hidden states.
+        recurrent_mask: (N, H) recurrent dropout mask (0 or ``1/(1-rate)``), or None: every
+            step's recurrent product reads ``(h * recurrent_mask) W_hhᵀ``; the state update
+            uses the unmasked ``h`` (Keras's recurrent dropout, one mask shared by the gates).
 
     Returns:
         ``(output, h_n, c_n)``; ``output`` is None when ``return_sequences`` is False.
@@ -185,12 +206,12 @@ def lstm(x, weight_ih, weight_hh, bias_ih=None, bias_hh=None, h0=None, c0=None, 
     """
     out = _recurrent(_kernels.LSTM, x, _contiguous(weight_ih), _contiguous(weight_hh),
                      _contiguous(bias_ih), _contiguous(bias_hh), _contiguous(h0), _contiguous(c0),
-                     mask, reverse, return_sequences)
+                     mask, reverse, return_sequences, recurrent_mask)
     return out if return_sequences else (None,) + out
 
 
 def gru(x, weight_ih, weight_hh, bias_ih=None, bias_hh=None, h0=None, mask=None, reverse=False,
-        return_sequences=True):
+        return_sequences=True, recurrent_mask=None):
     """One GRU layer over a batch-first sequence, as ``torch.nn.GRU(batch_first=True)``.
 
     ``r, z = σ(x W_iᵀ + b_i + h W_hᵀ + b_h)``, ``n = tanh(x W_inᵀ + b_in + r * (h W_hnᵀ + b_hn))``,
@@ -198,7 +219,8 @@ def gru(x, weight_ih, weight_hh, bias_ih=None, bias_hh=None, h0=None, mask=None,
 
     Args:
         x: (N, T, I); weight_ih: (3H, I); weight_hh: (3H, H); bias_ih, bias_hh: (3H,) or None.
-        h0: (N, H) or None; mask, reverse, return_sequences: as for ``lstm``.
+        h0: (N, H) or None; mask, reverse, return_sequences, recurrent_mask: as for ``lstm``
+            (the mask multiplies ``h`` in ``h W_hᵀ`` of all three gates, not in the update).
 
     Returns:
         ``(output, h_n)``; ``output`` is None when ``return_sequences`` is False.
@@ -213,18 +235,18 @@ def gru(x, weight_ih, weight_hh, bias_ih=None, bias_hh=None, h0=None, mask=None,
     """
     out = _recurrent(_kernels.GRU, x, _contiguous(weight_ih), _contiguous(weight_hh),
                      _contiguous(bias_ih), _contiguous(bias_hh), _contiguous(h0), None, mask,
-                     reverse, return_sequences)
+                     reverse, return_sequences, recurrent_mask)
     return out if return_sequences else (None,) + out
 
 
 def rnn(x, weight_ih, weight_hh, bias_ih=None, bias_hh=None, h0=None, nonlinearity="tanh",
-        mask=None, reverse=False, return_sequences=True):
+        mask=None, reverse=False, return_sequences=True, recurrent_mask=None):
     """One Elman RNN layer, as ``torch.nn.RNN(batch_first=True)``: ``h' = act(x W_ihᵀ + b_ih + h W_hhᵀ + b_hh)``.
 
     Args:
         x: (N, T, I); weight_ih: (H, I); weight_hh: (H, H); bias_ih, bias_hh: (H,) or None.
         h0: (N, H) or None; nonlinearity: ``"tanh"`` or ``"relu"``; mask, reverse,
-            return_sequences: as for ``lstm``.
+            return_sequences, recurrent_mask: as for ``lstm``.
 
     Returns:
         ``(output, h_n)``; ``output`` is None when ``return_sequences`` is False.
@@ -240,7 +262,7 @@ def rnn(x, weight_ih, weight_hh, bias_ih=None, bias_hh=None, h0=None, nonlineari
     check_choice("nonlinearity", nonlinearity, ("tanh", "relu"))
     out = _recurrent(_MODES["rnn_" + nonlinearity], x, _contiguous(weight_ih),
                      _contiguous(weight_hh), _contiguous(bias_ih), _contiguous(bias_hh),
-                     _contiguous(h0), None, mask, reverse, return_sequences)
+                     _contiguous(h0), None, mask, reverse, return_sequences, recurrent_mask)
     return out if return_sequences else (None,) + out
 
 

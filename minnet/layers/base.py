@@ -33,6 +33,7 @@ and the last call's output, with their graphs), which a training step adds to it
 import functools
 import inspect
 import math
+import weakref
 
 import numpy as np
 
@@ -41,7 +42,43 @@ from minnet._registry import snake_case
 from minnet.autograd import Parameter, Tensor, no_grad
 from minnet.autograd.hooks import HookDict, call_with_hooks
 
-__all__ = ["Layer"]
+__all__ = ["Layer", "get_keras_mask", "set_keras_mask"]
+
+# ---- Keras's sequence masks -------------------------------------------------------------
+# Keras attaches a (batch, timesteps) boolean mask to a layer's output (``_keras_mask``).
+# minnet's Tensor has fixed slots, so the mask lives in a side table keyed by the tensor,
+# dropped when the tensor is garbage-collected. Embedding(mask_zero=True) and Masking create
+# masks, the recurrent layers read them, layers with ``supports_masking`` pass them on
+# (Layer.__call__) and the losses weight the per-step losses by them (losses.py).
+_MASKS = {}   # id(tensor) -> (weakref to the tensor, mask ndarray of bools)
+
+
+def _drop_mask(key, ref):
+    entry = _MASKS.get(key)
+    if entry is not None and entry[0] is ref:
+        del _MASKS[key]
+
+
+def set_keras_mask(tensor, mask):
+    """Attach a (batch, timesteps) boolean mask to ``tensor`` (None removes it); returns ``tensor``."""
+    key = id(tensor)
+    if mask is None:
+        _MASKS.pop(key, None)
+        return tensor
+    ref = weakref.ref(tensor, lambda r, key=key: _drop_mask(key, r))
+    _MASKS[key] = (ref, np.asarray(mask, dtype=bool))
+    return tensor
+
+
+def get_keras_mask(tensor):
+    """The mask attached to ``tensor`` by ``Embedding(mask_zero=True)``, ``Masking`` or a
+    mask-propagating layer, or None."""
+    if not _MASKS:
+        return None
+    entry = _MASKS.get(id(tensor))
+    if entry is None or entry[0]() is not tensor:
+        return None
+    return entry[1]
 
 _NAME_COUNTS = {}
 # One weight larger than this is refused with a ValueError naming the layer, before anything
@@ -508,6 +545,8 @@ class Layer:
         """
         if self._has_hooks and not self.__dict__.get("_in_hooks"):
             return self._call_with_hooks(x, training)
+        # Keras's mask propagation: a layer that supports masking passes its input's mask on.
+        in_mask = get_keras_mask(x) if _MASKS and self.supports_masking else None
         if type(x) is not Tensor or x.data.dtype != self.dtype:
             if hasattr(x, "symbolic_call"):   # functional API: record a node (layers/symbolic.py)
                 return x.symbolic_call(self, x)
@@ -523,6 +562,9 @@ class Layer:
         out = self.call(x, training=training)
         if not isinstance(out, Tensor):
             out = Tensor(np.asarray(out))
+        if in_mask is not None and tuple(out.shape[:in_mask.ndim]) == in_mask.shape \
+                and get_keras_mask(out) is None:
+            set_keras_mask(out, in_mask)
         if self.activity_regularizer is not None:
             # Keras divides the activity penalty by the batch size.
             batch = out.shape[0] if out.ndim else 1
@@ -531,6 +573,9 @@ class Layer:
 
     # ------------------------------------------------------------------ hooks (as torch.nn.Module's)
     _has_hooks = False
+    # Keras's flag: True on layers whose output keeps the input's (batch, timesteps) mask
+    # (Dense, Dropout, Activation, ...); Layer.__call__ then attaches it to the output.
+    supports_masking = False
 
     def register_forward_pre_hook(self, hook):
         """Call ``hook(layer, (x,))`` before each forward; it may return a replacement input.

@@ -177,6 +177,8 @@ class Dense(Layer):
         [(4, 3), (4,)]
     """
 
+    supports_masking = True   # passes a (batch, timesteps) mask on (Keras)
+
     def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
                  bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None,
                  activity_regularizer=None, kernel_constraint=None, bias_constraint=None,
@@ -476,6 +478,8 @@ class Activation(Layer):
         >>> layers.Activation("relu")(np.array([[-1.0, 2.0]])).numpy()
         array([[0., 2.]], dtype=float32)
     """
+
+    supports_masking = True   # passes a (batch, timesteps) mask on (Keras)
 
     def __init__(self, activation, name=None, dtype=None, trainable=True, **kwargs):
         super().__init__(name=name, dtype=dtype, trainable=trainable, **kwargs)

@@ -2,49 +2,21 @@
 
 Keras attaches a (batch, timesteps) boolean mask to a layer's output (``_keras_mask``);
 layers that understand it (``LSTM``, ``GRU``, ``SimpleRNN``, ``Bidirectional``,
-``TimeDistributed``) read it from their input. minnet's ``Tensor`` has fixed slots, so the
-mask lives in a side table keyed by the tensor (``get_keras_mask(t)`` / ``set_keras_mask``),
-dropped when the tensor is garbage-collected.
+``TimeDistributed``) read it from their input, layers with ``supports_masking`` (``Dense``,
+``Dropout``, ``Activation``) pass it on, and the losses skip the masked steps. minnet's
+``Tensor`` has fixed slots, so the mask lives in a side table keyed by the tensor
+(``get_keras_mask(t)`` / ``set_keras_mask``, defined in ``layers/base.py`` and re-exported
+here), dropped when the tensor is garbage-collected.
 """
-import weakref
-
 import numpy as np
 
 from minnet import functional as F
 from minnet import initializers
 from minnet._checks import check_float, check_int, invalid
 from minnet.autograd import Tensor
-from minnet.layers.base import Layer
+from minnet.layers.base import Layer, get_keras_mask, set_keras_mask
 
 __all__ = ["Embedding", "Masking", "get_keras_mask", "set_keras_mask"]
-
-_MASKS = {}   # id(tensor) -> (weakref to the tensor, mask ndarray of bools)
-
-
-def _drop(key, ref):
-    entry = _MASKS.get(key)
-    if entry is not None and entry[0] is ref:
-        del _MASKS[key]
-
-
-def set_keras_mask(tensor, mask):
-    """Attach a (batch, timesteps) boolean mask to ``tensor`` (None removes it); returns ``tensor``."""
-    key = id(tensor)
-    if mask is None:
-        _MASKS.pop(key, None)
-        return tensor
-    ref = weakref.ref(tensor, lambda r, key=key: _drop(key, r))
-    _MASKS[key] = (ref, np.asarray(mask, dtype=bool))
-    return tensor
-
-
-def get_keras_mask(tensor):
-    """The mask attached to ``tensor`` by ``Embedding(mask_zero=True)``, ``Masking`` or a
-    mask-propagating layer, or None."""
-    entry = _MASKS.get(id(tensor))
-    if entry is None or entry[0]() is not tensor:
-        return None
-    return entry[1]
 
 
 class Embedding(Layer):
@@ -88,6 +60,8 @@ class Embedding(Layer):
         super().build(input_shape)
 
     def __call__(self, x, training=None):
+        if hasattr(x, "symbolic_call"):   # functional API: record a node (layers/symbolic.py)
+            return x.symbolic_call(self, x)
         # Indices are not cast to the layer's float dtype (float32 cannot hold every int).
         indices = x.data if isinstance(x, Tensor) else np.asarray(x)
         if not self.built:

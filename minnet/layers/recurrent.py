@@ -93,6 +93,8 @@ class _SequenceLayer(Layer):
     """Base of layers that take (and may return) a mask: ``layer(x, training=None, mask=None)``."""
 
     def __call__(self, x, training=None, mask=None):
+        if hasattr(x, "symbolic_call"):   # functional API: record a node (layers/symbolic.py)
+            return x.symbolic_call(self, x)
         if mask is None:
             mask = get_keras_mask(x) if isinstance(x, Tensor) else None
         if type(x) is not Tensor or x.data.dtype != self.dtype:
@@ -128,11 +130,6 @@ class _RNN(_SequenceLayer):
         self.dropout = check_float("dropout", dropout, 0.0, 1.0, high_open=True)
         self.recurrent_dropout = check_float("recurrent_dropout", recurrent_dropout, 0.0, 1.0,
                                              high_open=True)
-        if self.recurrent_dropout > 0:
-            raise UnsupportedArgumentError(
-                f"Invalid value for argument `recurrent_dropout`: minnet's fused recurrent kernels "
-                f"do not implement recurrent dropout yet; expected 0.0. Received: "
-                f"recurrent_dropout={recurrent_dropout!r}. Use `dropout=` (on the inputs) instead.")
         self.return_sequences = bool(return_sequences)
         self.return_state = bool(return_state)
         self.go_backwards = bool(go_backwards)
@@ -177,6 +174,12 @@ class _RNN(_SequenceLayer):
             # Keras's recurrent cells draw one input mask per sequence, reused at every step.
             keep = F.dropout(Tensor(np.ones((n, 1, self.input_dim), dtype=x.dtype)), self.dropout)
             x = x * keep
+        recurrent_mask = None
+        if training and self.recurrent_dropout > 0:
+            # One mask per sample over the units of h, reused at every step (drawn after the
+            # input mask): the kernels multiply h by it before the recurrent GEMM.
+            recurrent_mask = F.dropout(Tensor(np.ones((n, self.units), dtype=x.dtype)),
+                                       self.recurrent_dropout).data
         initial = None
         if self.stateful and self.states is not None:
             if self.states[0].shape[0] != n:
@@ -184,7 +187,7 @@ class _RNN(_SequenceLayer):
                                  f"{self.states[0].shape[0]}; received a batch of {n}. Keep the "
                                  f"batch size fixed or call reset_states().")
             initial = self.states
-        outputs = self._run(x, initial, mask)
+        outputs = self._run(x, initial, mask, recurrent_mask)
         y, states = outputs[0], list(outputs[1:])
         if self.stateful:
             self.states = [np.array(s.data) for s in states]
@@ -291,11 +294,11 @@ class SimpleRNN(_RNN):
         _check_activation(self, "activation", self.activation, activations.tanh)
         return "tanh"
 
-    def _run(self, x, initial, mask):
+    def _run(self, x, initial, mask, recurrent_mask=None):
         h0 = None if initial is None else initial[0]
         return F.rnn(x, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh, h0=h0,
                      nonlinearity=self._mode, mask=mask, reverse=self.go_backwards,
-                     return_sequences=self.return_sequences)
+                     return_sequences=self.return_sequences, recurrent_mask=recurrent_mask)
 
     def get_config(self):
         config = super().get_config()
@@ -316,8 +319,11 @@ class LSTM(_RNN):
         kernel_initializer, recurrent_initializer, bias_initializer: Keras's defaults
             (glorot_uniform, orthogonal, zeros).
         unit_forget_bias: put 1 in ``bias_ih``'s forget-gate block (Keras's default).
-        dropout: fraction of the inputs dropped in training (one mask per sequence).
-        recurrent_dropout: must be 0 (not implemented by the fused kernels).
+        dropout: fraction of the inputs dropped in training (one mask per sequence, the
+            same at every step).
+        recurrent_dropout: fraction of the units of ``h`` dropped from the recurrent
+            product ``h W_hhᵀ`` in training (one mask per sequence, the same at every step
+            and for every gate, scaled by ``1/(1 - rate)``; see docs/math/recurrent.md).
         return_sequences: return all ``h_t`` (N, T, units), else the last (N, units).
         return_state: also return the final ``h`` and ``c``: ``[output, h, c]``.
         go_backwards: process the sequence from the end (outputs in processing order).
@@ -364,11 +370,11 @@ class LSTM(_RNN):
             bias[u:2 * u] = 1.0
         return bias
 
-    def _run(self, x, initial, mask):
+    def _run(self, x, initial, mask, recurrent_mask=None):
         h0, c0 = (None, None) if initial is None else initial
         y, h, c = F.lstm(x, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh, h0=h0,
                          c0=c0, mask=mask, reverse=self.go_backwards,
-                         return_sequences=self.return_sequences)
+                         return_sequences=self.return_sequences, recurrent_mask=recurrent_mask)
         return y, h, c
 
     def get_config(self):
@@ -422,10 +428,11 @@ class GRU(_RNN):
                           activations.sigmoid)
         return "gru"
 
-    def _run(self, x, initial, mask):
+    def _run(self, x, initial, mask, recurrent_mask=None):
         h0 = None if initial is None else initial[0]
         return F.gru(x, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh, h0=h0,
-                     mask=mask, reverse=self.go_backwards, return_sequences=self.return_sequences)
+                     mask=mask, reverse=self.go_backwards, return_sequences=self.return_sequences,
+                     recurrent_mask=recurrent_mask)
 
     def get_config(self):
         return {**super().get_config(), "reset_after": True}

@@ -66,6 +66,8 @@ class Dropout(_BaseDropout):
         >>> y = drop(np.ones((2, 4)), training=True)   # entries 0.0 or 2.0
     """
 
+    supports_masking = True   # passes a (batch, timesteps) mask on (Keras)
+
     def _apply(self, x):
         return F.dropout(x, self.rate, training=True)
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from minnet import losses as losses_module
 from minnet import metrics as metrics_module
+from minnet.layers.base import get_keras_mask
 
 __all__ = ["CompileLoss", "CompileMetrics", "is_sparse_loss", "loss_display_name"]
 
@@ -187,4 +188,25 @@ class CompileMetrics:
                 continue
             weight = sample_weight[index] if isinstance(sample_weight, list) else sample_weight
             prediction = y_pred[index]
-            metric.update_state(target, getattr(prediction, "data", prediction), sample_weight=weight)
+            mask = get_keras_mask(prediction)
+            prediction = getattr(prediction, "data", prediction)
+            if mask is not None:
+                target, prediction, weight = _unmasked_steps(target, prediction, weight, mask)
+            metric.update_state(target, prediction, sample_weight=weight)
+
+
+def _unmasked_steps(target, prediction, weight, mask):
+    """The unmasked (batch, timesteps) entries of a masked output, flattened into one batch:
+    metrics see only the real steps (the weighted mean Keras 3 gives with a sample weight)."""
+    target = np.asarray(getattr(target, "data", target))
+    if target.shape[:mask.ndim] != mask.shape or prediction.shape[:mask.ndim] != mask.shape:
+        raise ValueError(f"The output carries a (batch, timesteps) mask of shape {mask.shape}, but "
+                         f"the targets have shape {target.shape} and the predictions "
+                         f"{prediction.shape}: expected both to start with {mask.shape}.")
+    if weight is not None:
+        weight = np.asarray(getattr(weight, "data", weight), dtype=np.float64)
+        if weight.ndim and weight.shape[-1] == 1 and weight.ndim > 1:
+            weight = weight.reshape(weight.shape[:-1])
+        weight = np.broadcast_to(weight.reshape(weight.shape + (1,) * (mask.ndim - weight.ndim))
+                                 if weight.ndim <= mask.ndim else weight, mask.shape)[mask]
+    return target[mask], prediction[mask], weight

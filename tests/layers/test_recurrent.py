@@ -253,8 +253,6 @@ def test_bad_arguments():
         layers.LSTM(0)
     with pytest.raises(ValueError, match="dropout"):
         layers.GRU(3, dropout=1.5)
-    with pytest.raises(NotImplementedError, match="recurrent_dropout"):
-        layers.LSTM(3, recurrent_dropout=0.2)
     with pytest.raises(NotImplementedError, match="activation"):
         layers.LSTM(3, activation="relu")
     with pytest.raises(ValueError, match="merge_mode"):
