@@ -16,6 +16,7 @@ from minnet import activations
 from minnet import layers as L
 from minnet.autograd import Tensor
 from minnet.layers.base import Layer
+from minnet.layers.convolutional1d import conv1d_padding
 from minnet.models import Sequential
 
 __all__ = ["Step", "Slot", "NamedSlot", "LayoutState", "TransposedGeometry", "plan", "plan_layer",
@@ -230,22 +231,26 @@ def bn_dims(layer, state):
 
 
 # ---------------------------------------------------------------------------- the plan
+def conv_padding_plan(layer):
+    """A 2-D convolution's padding as torch takes it: ``(torch_padding, pads)``, where ``pads``
+    is an explicit ``(left, right, top, bottom)`` zero padding to put before the convolution
+    (Keras's "same" with strides, which can be uneven) or None."""
+    padding = layer.padding
+    if padding == "valid":
+        return (0, 0), None
+    if padding == "same" and layer.strides == (1, 1):
+        return "same", None
+    if padding == "same":
+        pads = spatial_same_pads(layer, layer.kernel_size, layer.strides, layer.dilation_rate)
+        return (0, 0), (pads if any(pads) else None)
+    return tuple(padding), None
+
+
 def conv_plan(layer):
     """``Conv2D``: [ZeroPad2d +] Conv2d [+ activation]."""
     input_shape_of(layer)
-    steps = []
-    padding = layer.padding
-    if padding == "valid":
-        torch_padding = (0, 0)
-    elif padding == "same" and layer.strides == (1, 1):
-        torch_padding = "same"
-    elif padding == "same":
-        pads = spatial_same_pads(layer, layer.kernel_size, layer.strides, layer.dilation_rate)
-        if any(pads):
-            steps.append(make_step("pad", layer, pads=pads, value=0.0))
-        torch_padding = (0, 0)
-    else:
-        torch_padding = tuple(padding)
+    torch_padding, pads = conv_padding_plan(layer)
+    steps = [] if pads is None else [make_step("pad", layer, pads=pads, value=0.0)]
     steps.append(make_step("conv", layer, padding=torch_padding))
     name = activation_name(layer.activation, layer)
     return steps + ([] if name == "linear" else [activation_step(name, layer)])
@@ -360,18 +365,7 @@ def conv_variant_plan(layer, state):
 def separable_plan(layer, state):
     """``SeparableConv2D``: one ``nn.Sequential([ZeroPad2d,] depthwise Conv2d, 1x1 Conv2d)``."""
     input_shape_of(layer)
-    padding = layer.padding
-    pads = None
-    if padding == "valid":
-        torch_padding = (0, 0)
-    elif padding == "same" and layer.strides == (1, 1):
-        torch_padding = "same"
-    elif padding == "same":
-        pads = spatial_same_pads(layer, layer.kernel_size, layer.strides, layer.dilation_rate)
-        pads = pads if any(pads) else None
-        torch_padding = (0, 0)
-    else:
-        torch_padding = tuple(padding)
+    torch_padding, pads = conv_padding_plan(layer)
     steps = [make_step("separable", layer, padding=torch_padding, pads=pads,
                        offset=0 if pads is None else 1)]
     name = activation_name(layer.activation, layer)
@@ -516,19 +510,14 @@ def embedding_plan(layer, state):
 
 
 def length_pads(layer, length, kernel, stride, dilation, padding):
-    """``(left, right)`` zero padding of a 1-D layer for a sequence of ``length`` steps."""
-    effective = dilation * (kernel - 1) + 1
-    if padding == "valid":
-        return 0, 0
-    if padding == "causal":
-        return effective - 1, 0
-    if padding == "same":
-        if length is None:
-            raise ValueError(f"Layer '{layer.name}' uses padding='same': its padding depends on the "
-                             f"number of steps, which is unknown. Build the model with a full "
-                             f"input shape.")
-        return same_pads(length, kernel, stride, dilation)
-    return int(padding[0]), int(padding[0])
+    """``(left, right)`` zero padding of a 1-D layer for a sequence of ``length`` steps (the
+    layer's own rule, ``conv1d_padding``)."""
+    if padding == "same" and length is None:
+        raise ValueError(f"Layer '{layer.name}' uses padding='same': its padding depends on the "
+                         f"number of steps, which is unknown. Build the model with a full "
+                         f"input shape.")
+    left, right = conv1d_padding(padding, length, kernel, stride, dilation)
+    return int(left), int(right)
 
 
 def sequence_length(layer):

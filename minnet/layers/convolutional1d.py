@@ -39,7 +39,7 @@ def _from_ncl(y, channels_last):
     return y.transpose(0, 2, 1) if channels_last else y
 
 
-def _conv_padding(padding, length, kernel, stride, dilation):
+def conv1d_padding(padding, length, kernel, stride, dilation):
     """(left, right) zero padding for Keras's "valid" / "same" / "causal" or an int."""
     effective = dilation * (kernel - 1) + 1
     if padding == "valid":
@@ -128,7 +128,7 @@ class Conv1D(Layer):
         if x.ndim != 3 or x.shape[axis] != self.in_channels:
             self._check_input(x, ndim=3, axis=axis, size=self.in_channels)
         length = x.shape[1 if self._channels_last else 2]
-        left, right = _conv_padding(self.padding, length, self.kernel_size, self.strides,
+        left, right = conv1d_padding(self.padding, length, self.kernel_size, self.strides,
                                     self.dilation_rate)
         if length + left + right < self.dilation_rate * (self.kernel_size - 1) + 1:
             raise ValueError(f"Layer '{self.name}': the input has {length} steps, fewer than the "
@@ -145,7 +145,7 @@ class Conv1D(Layer):
         n, a, b = tuple(input_shape)
         length = a if self._channels_last else b
         if length is not None:
-            left, right = _conv_padding(self.padding, length, self.kernel_size, self.strides,
+            left, right = conv1d_padding(self.padding, length, self.kernel_size, self.strides,
                                         self.dilation_rate)
             effective = self.dilation_rate * (self.kernel_size - 1) + 1
             length = (length + left + right - effective) // self.strides + 1
