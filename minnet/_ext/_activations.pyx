@@ -982,6 +982,13 @@ SELU_SCALE = 1.0507009873554804934193349852946
 
 def _check_array(a, name, dtype=None, shape=None):
     """``a`` as a C-contiguous float32/float64 ndarray, or a TypeError/ValueError naming it."""
+    cdef int typenum
+    if cnp.PyArray_Check(a) and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray> a):
+        # the usual case, read through the NumPy C API (benchmarks/bench_autograd.py, mlp100)
+        typenum = cnp.PyArray_TYPE(<cnp.ndarray> a)
+        if (typenum == cnp.NPY_FLOAT32 or typenum == cnp.NPY_FLOAT64) and \
+                (dtype is None or a.dtype is dtype) and (shape is None or a.shape == shape):
+            return a
     if not isinstance(a, np.ndarray):
         raise TypeError(f"Invalid argument `{name}`: expected a numpy.ndarray. "
                         f"Received: {name} of type {type(a).__name__}")
@@ -1001,8 +1008,10 @@ def _check_array(a, name, dtype=None, shape=None):
 
 
 def _output(out, like):
-    if out is None:
-        return np.empty_like(like)
+    if out is None:    # `like` is C-contiguous: an empty array of its shape and dtype
+        return cnp.PyArray_EMPTY(cnp.PyArray_NDIM(<cnp.ndarray> like),
+                                 cnp.PyArray_DIMS(<cnp.ndarray> like),
+                                 cnp.PyArray_TYPE(<cnp.ndarray> like), 0)
     _check_array(out, "out", like.dtype, like.shape)
     if not out.flags.writeable:
         raise ValueError("Invalid argument `out`: expected a writeable array. "

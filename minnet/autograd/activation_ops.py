@@ -25,7 +25,7 @@ def as_kernel_grad(grad, dtype):
     ``.sum().backward()`` sends) is passed as it is, and the kernel reads the value block
     by block instead of a full-size copy (benchmarks/bench_autograd.py, the activation
     layer workloads)."""
-    if grad.dtype == dtype and grad.size > 1 and not any(grad.strides):
+    if grad.dtype == dtype and (grad.flags.c_contiguous or not any(grad.strides)):
         return grad
     return np.ascontiguousarray(grad, dtype=dtype)
 

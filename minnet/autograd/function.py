@@ -191,6 +191,10 @@ class HookDict(dict):
 class Node:
     """A node of the backward graph. ``next_functions`` lists ``(node, output_index)`` per input."""
 
+    # Nodes hold their fields in slots: a graph has one node per op, and a __dict__ each
+    # is one more object for the garbage collector to walk (benchmarks/bench_autograd.py,
+    # chain1000).
+    __slots__ = ()
     next_functions = ()
     # tensor hooks of this node's outputs: {output_nr: HookDict}; retained grads: {output_nr: weakref}
     _tensor_hooks = None
@@ -214,16 +218,19 @@ class Node:
 class AccumulateGrad(Node):
     """Leaf node: adds the incoming gradient into ``variable.grad``."""
 
+    __slots__ = ("variable", "__weakref__")
+
     def __init__(self, variable):
         self.variable = variable
 
     def accumulate(self, grad, owned):
         var = self.variable
-        if grad.shape != var.data.shape:
+        data = var.data
+        if grad.shape != data.shape:
             raise RuntimeError(f"AccumulateGrad: gradient of shape {grad.shape} does not match the "
-                               f"leaf tensor's shape {var.data.shape}")
-        if grad.dtype != var.data.dtype:
-            grad = grad.astype(var.data.dtype)
+                               f"leaf tensor's shape {data.shape}")
+        if grad.dtype is not data.dtype and grad.dtype != data.dtype:
+            grad = grad.astype(data.dtype)
             owned = True
         if var.grad is None:
             # never alias memory someone else holds: copy unless the engine owns the array
@@ -235,12 +242,17 @@ class AccumulateGrad(Node):
 class BackwardNode(Node):
     """The backward of one application of a Function (``SigmoidBackward``, ``AddmmBackward``...)."""
 
+    __slots__ = ("fn_cls", "ctx", "next_functions", "_input_meta", "_output_meta", "_tensor_hooks",
+                 "_retained", "__weakref__")
+
     def __init__(self, fn_cls, ctx, next_functions, input_meta, output_meta):
         self.fn_cls = fn_cls
         self.ctx = ctx
         self.next_functions = next_functions
         self._input_meta = input_meta        # (shape, dtype) or None per positional input
         self._output_meta = output_meta      # (shape, dtype) per output
+        self._tensor_hooks = None
+        self._retained = None
 
     def name(self):
         return self.fn_cls._node_name()
@@ -475,19 +487,16 @@ class Function(metaclass=_FunctionMeta):
         Tensor = _TENSOR[0]
 
         record = grad_state.enabled
-        arrays = []
-        needs = []
+        arrays = list(args)
+        needs = [False] * len(args)
         any_needs = False
+        i = 0
         for a in args:
             if isinstance(a, Tensor):
-                arrays.append(a.data)
+                arrays[i] = a.data
                 if record and a.requires_grad:
-                    any_needs = True
-                    needs.append(True)
-                    continue
-            else:
-                arrays.append(a)
-            needs.append(False)
+                    needs[i] = any_needs = True
+            i += 1
         ctx = Context()
         ctx.needs_input_grad = needs = tuple(needs)
         raw = cls.forward(ctx, *arrays, **kwargs)
@@ -518,7 +527,10 @@ class Function(metaclass=_FunctionMeta):
             for a, r in zip(args, needs):
                 if r:
                     fn = a.grad_fn
-                    next_functions.append((fn, a._output_nr) if fn is not None else a._gradient_edge())
+                    if fn is not None:
+                        next_functions.append((fn, a._output_nr))
+                    else:
+                        next_functions.append(a._gradient_edge())
                     d = a.data
                     input_meta.append((d.shape, d.dtype))
                 else:
@@ -540,7 +552,9 @@ class Function(metaclass=_FunctionMeta):
                     o._output_nr = i
                 i += 1
             if ctx._saved:
-                ctx._versions = _version_refs(ctx._saved, args, arrays, outputs)
+                versions = _version_refs(ctx._saved, args, arrays, outputs)
+                if versions:
+                    ctx._versions = versions
         elif ctx._saved:
             ctx._saved = ()
         return tuple(outputs) if multiple else outputs[0]
@@ -715,6 +729,7 @@ def run_backward(tensors, grad_tensors, retain_graph=False, create_graph=False, 
     prev_mode = grad_state.enabled
     grad_state.enabled = bool(create_graph)
     graph = bool(create_graph)
+    direct = targets is None and not graph       # leaves may be accumulated as they are reached
     try:
         while ready:
             node = ready.pop()
@@ -760,6 +775,15 @@ def run_backward(tensors, grad_tensors, retain_graph=False, create_graph=False, 
                     i += 1
                     continue
                 g = input_grads[i]
+                if direct and g is not None and type(child) is AccumulateGrad \
+                        and dependencies[child] == 1 and child not in buffers and not child.variable._hooks:
+                    # The last edge into a leaf without hooks, and the only one with a gradient:
+                    # accumulate now, as its own turn in the loop would
+                    # (benchmarks/bench_autograd.py, mlp100).
+                    child.accumulate(g, raw is not None and _is_fresh(g, i, raw, incoming, node.ctx._saved))
+                    dependencies[child] = 0
+                    i += 1
+                    continue
                 if g is not None:
                     slot = buffers.get(child)
                     if slot is None:

@@ -13,10 +13,9 @@ __all__ = ["Tensor", "Parameter", "tensor"]
 class _Version:
     """In-place modification counter, shared between a tensor and its ``detach()`` views."""
 
-    __slots__ = ("value",)
-
-    def __init__(self):
-        self.value = 0
+    # A class-level 0 instead of an __init__: every tensor gets a counter and few are ever
+    # bumped, so creating one is a bare object (benchmarks/bench_autograd.py, chain1000).
+    value = 0
 
 
 def _to_array(data, dtype=None):
@@ -63,7 +62,7 @@ class Tensor:
         (4, 3)
     """
 
-    # `_hooks` (leaf tensor hooks) is set only when a hook is registered
+    # `_hooks`: leaf tensor hooks (a HookDict) once one is registered, else None
     __slots__ = ("data", "grad", "requires_grad", "grad_fn", "_output_nr", "_version",
                  "_accumulator", "name", "_hooks", "__weakref__")
     # Make ndarray (op) Tensor defer to Tensor's reflected operators.
@@ -81,6 +80,7 @@ class Tensor:
         self._version = _Version()
         self._accumulator = None
         self.name = name
+        self._hooks = None
 
     @classmethod
     def _make(cls, arr):
@@ -93,6 +93,7 @@ class Tensor:
         t._version = _Version()
         t._accumulator = None
         t.name = None
+        t._hooks = None
         return t
 
     # ------------------------------------------------------------------ properties
