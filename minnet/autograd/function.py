@@ -540,7 +540,8 @@ class Function(metaclass=_FunctionMeta):
                 output_meta = tuple([(o.data.shape, o.data.dtype) for o in outputs])
             else:
                 output_meta = ((raw.shape, raw.dtype),)
-            node = BackwardNode(cls, ctx, tuple(next_functions), tuple(input_meta), output_meta)
+            node = BackwardNode(cls, ctx, tuple(next_functions), _shared_meta(tuple(input_meta)),
+                                _shared_meta(output_meta))
             ctx._fn_cls = cls
             non_diff = ctx.non_differentiable
             i = 0
@@ -561,6 +562,22 @@ class Function(metaclass=_FunctionMeta):
 
 
 _NO_EDGE = (None, 0)     # next_functions entry of an input that needs no gradient
+
+# Equal (shape, dtype) records share one tuple.  A dtype keeps a tuple tracked by the
+# garbage collector, so a graph held ~4 more tracked objects per op without this, which
+# the collector walked over and over while the graph was built (benchmarks/bench_autograd.py,
+# chain1000).  Cleared when full, so programs whose shapes keep changing stay bounded.
+_META = {}
+_META_MAX = 4096
+
+
+def _shared_meta(meta):
+    shared = _META.get(meta)
+    if shared is None:
+        if len(_META) >= _META_MAX:
+            _META.clear()
+        shared = _META[meta] = meta
+    return shared
 
 
 _TENSOR = []     # [Tensor], filled by tensor.py through register_tensor_class (this module sits below it)
