@@ -7,6 +7,8 @@ Workloads (forward + backward, float32, medians; ratio = torch time / minnet tim
   mlp100      100 x (linear 32->32 + relu) at batch 64, then .sum().backward()
   chain1000   1,000 small elementwise ops on a (16,) tensor, then backward
   sigmoid     the Sigmoid layer on 3.2 M floats, layer(x, training=True).sum().backward()
+  relu/tanh/gelu/elu layer   the same hand-written loop for the other elementwise activation
+              layers (ReLU, Tanh, Activation("gelu"), ELU against torch.nn.ReLU/Tanh/GELU/ELU)
   ops table   the tensor operations a training step uses, on ~1 M-element inputs
 Writes benchmarks/results/autograd.json.
 """
@@ -78,11 +80,10 @@ def chain_case(torch, n_ops=1000):
     return run_mn, run_torch
 
 
-def sigmoid_case(torch, n=3_200_000):
+def layer_case(torch, layer, torch_layer, n=3_200_000):
+    """``layer(x, training=True).sum().backward()`` on 3.2 M floats, outside ``fit``."""
     x = np.random.default_rng(0).standard_normal((n // 100, 100)).astype(np.float32)
-    layer = layers.Sigmoid()
     mx = mn.tensor(x, requires_grad=True)
-    tlayer = torch.nn.Sigmoid()
     tx = torch.tensor(x, requires_grad=True)
 
     def run_mn():
@@ -90,10 +91,23 @@ def sigmoid_case(torch, n=3_200_000):
         mx.grad = None
 
     def run_torch():
-        tlayer(tx).sum().backward()
+        torch_layer(tx).sum().backward()
         tx.grad = None
 
     return run_mn, run_torch
+
+
+def sigmoid_case(torch):
+    return layer_case(torch, layers.Sigmoid(), torch.nn.Sigmoid())
+
+
+def layer_cases(torch):
+    """The elementwise activation layers, each as ``layer_case``."""
+    return {"sigmoid layer 3.2M (fwd+bwd)": sigmoid_case(torch),
+            "relu layer 3.2M (fwd+bwd)": layer_case(torch, layers.ReLU(), torch.nn.ReLU()),
+            "tanh layer 3.2M (fwd+bwd)": layer_case(torch, layers.Tanh(), torch.nn.Tanh()),
+            "gelu layer 3.2M (fwd+bwd)": layer_case(torch, layers.Activation("gelu"), torch.nn.GELU()),
+            "elu layer 3.2M (fwd+bwd)": layer_case(torch, layers.ELU(), torch.nn.ELU())}
 
 
 def op_cases(torch):
@@ -157,7 +171,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=30)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--quick", action="store_true", help="only the three engine workloads")
+    parser.add_argument("--quick", action="store_true", help="only the engine and activation-layer workloads")
     args = parser.parse_args()
     import torch
     rows = []
@@ -165,7 +179,7 @@ def main():
         mn.set_num_threads(threads)
         torch.set_num_threads(threads)
         workloads = {"mlp100 (fwd+bwd)": mlp_case(torch), "chain1000 (fwd+bwd)": chain_case(torch),
-                     "sigmoid layer 3.2M (fwd+bwd)": sigmoid_case(torch)}
+                     **layer_cases(torch)}
         if not args.quick:
             workloads.update(op_cases(torch))
         print(f"threads={threads}")

@@ -13,6 +13,7 @@ The Python-visible wrappers (``sigmoid_forward``, ...) validate dtypes, shapes a
 contiguity, so the ``nogil`` loops below run without bounds checks.
 """
 from cython.parallel cimport prange
+cimport numpy as cnp
 from libc.math cimport exp, expm1, expm1f, log, log1p, tanh, fabs, erf
 
 from minnet._ext._blas cimport floating
@@ -20,6 +21,8 @@ from minnet._ext._fastmath cimport (minnet_exp_nonpos_f, minnet_tanh_block_f, mi
                                     minnet_exp_sum_f, minnet_dot_f, minnet_tanh_f)
 
 import numpy as np
+
+cnp.import_array()
 
 cdef enum:
     # Below this many elements a thread team costs more than it saves.
@@ -57,8 +60,29 @@ cdef extern from *:
             y[i] = num / (1.0f + e);
         }
     }
+    /* The float32 sigmoid and tanh backward in the same per-CPU copies, with exactly the
+     * arithmetic Cython generates for `g * y * (1 - y)` and `g * (1 - y * y)` (products
+     * of two floats in float, `1 - ...` and the last product in double): the same
+     * results with fewer instructions per element than the SSE2 loop
+     * (benchmarks/bench_autograd.py, sigmoid and tanh layers). */
+    MINNET_TARGET_CLONES
+    static void minnet_sigmoid_backward_f(const float *y, const float *g, float *dx,
+                                          Py_ssize_t n) {
+        for (Py_ssize_t i = 0; i < n; i++)
+            dx[i] = (float)((double)(g[i] * y[i]) * (1.0 - (double)y[i]));
+    }
+    MINNET_TARGET_CLONES
+    static void minnet_tanh_backward_f(const float *y, const float *g, float *dx,
+                                       Py_ssize_t n) {
+        for (Py_ssize_t i = 0; i < n; i++)
+            dx[i] = (float)((double)g[i] * (1.0 - (double)(y[i] * y[i])));
+    }
     """
     void minnet_sigmoid_f(const float* x, float* y, Py_ssize_t n) noexcept nogil
+    void minnet_sigmoid_backward_f(const float* y, const float* g, float* dx,
+                                   Py_ssize_t n) noexcept nogil
+    void minnet_tanh_backward_f(const float* y, const float* g, float* dx,
+                                Py_ssize_t n) noexcept nogil
 
 
 # ---------------------------------------------------------------------------------------
@@ -115,30 +139,49 @@ cdef inline void _sigmoid_block(const floating* x, floating* y, Py_ssize_t n) no
             y[i] = (1 if v >= 0 else e) / (1 + e)
 
 
-cdef void sigmoid_kernel(const floating[::1] x,     # IN  (n,)
-                         floating[::1] y,           # OUT (n,)
-                         int n_threads) noexcept nogil:
-    cdef Py_ssize_t b, start, n = x.shape[0]
-    for b in prange(_n_blocks(n), num_threads=_team(n, n_threads), schedule="static"):
+cdef void sigmoid_kernel(const floating* x,     # IN  (n,)
+                         floating* y,           # OUT (n,)
+                         Py_ssize_t n, int n_threads) noexcept nogil:
+    cdef Py_ssize_t b, start
+    if _team(n, n_threads) == 1:
+        # the same blocks in a row: an OpenMP region for one thread costs more than a
+        # small array's loop (benchmarks/bench_autograd.py, mlp100)
+        for b in range(_n_blocks(n)):
+            start = b * _BLOCK
+            _sigmoid_block(x + start, y + start, _block_len(n, start))
+        return
+    for b in prange(_n_blocks(n), num_threads=n_threads, schedule="static"):
         start = b * _BLOCK
-        _sigmoid_block(&x[start], &y[start], _block_len(n, start))
+        _sigmoid_block(x + start, y + start, _block_len(n, start))
 
 
 cdef inline void _sigmoid_backward_block(const floating* y, const floating* g, floating* dx,
                                          Py_ssize_t n) noexcept nogil:
     cdef Py_ssize_t i
-    for i in range(n):
-        dx[i] = g[i] * y[i] * (1 - y[i])
+    if floating is float:
+        minnet_sigmoid_backward_f(y, g, dx, n)     # the same formula, in C (top of the file)
+    else:
+        for i in range(n):
+            dx[i] = g[i] * y[i] * (1 - y[i])
 
 
-cdef void sigmoid_backward_kernel(const floating[::1] y,      # IN  saved output (n,)
-                                  const floating[::1] grad,   # IN  dL/dy (n,)
-                                  floating[::1] dx,           # OUT dL/dx (n,)
-                                  int n_threads) noexcept nogil:
-    cdef Py_ssize_t b, start, n = y.shape[0]
-    for b in prange(_n_blocks(n), num_threads=_team(n, n_threads), schedule="static"):
+cdef void sigmoid_backward_kernel(const floating* y,      # IN  saved output (n,)
+                                  const floating* grad,   # IN  dL/dy (n,), or one block (grad_block)
+                                  floating* dx,           # OUT dL/dx (n,)
+                                  Py_ssize_t n, bint grad_block, int n_threads) noexcept nogil:
+    # grad_block: `grad` holds _BLOCK copies of one value (a broadcast gradient, see
+    # _grad_operand) and every block reads it from its start.
+    cdef Py_ssize_t b, start
+    if _team(n, n_threads) == 1:
+        for b in range(_n_blocks(n)):
+            start = b * _BLOCK
+            _sigmoid_backward_block(y + start, grad if grad_block else grad + start, dx + start,
+                                    _block_len(n, start))
+        return
+    for b in prange(_n_blocks(n), num_threads=n_threads, schedule="static"):
         start = b * _BLOCK
-        _sigmoid_backward_block(&y[start], &grad[start], &dx[start], _block_len(n, start))
+        _sigmoid_backward_block(y + start, grad if grad_block else grad + start, dx + start,
+                                _block_len(n, start))
 
 
 cdef inline void _tanh_block(const floating* x, floating* y, Py_ssize_t n) noexcept nogil:
@@ -150,30 +193,45 @@ cdef inline void _tanh_block(const floating* x, floating* y, Py_ssize_t n) noexc
             y[i] = tanh(x[i])
 
 
-cdef void tanh_kernel(const floating[::1] x,    # IN  (n,)
-                      floating[::1] y,          # OUT (n,)
-                      int n_threads) noexcept nogil:
-    cdef Py_ssize_t b, start, n = x.shape[0]
-    for b in prange(_n_blocks(n), num_threads=_team(n, n_threads), schedule="static"):
+cdef void tanh_kernel(const floating* x,    # IN  (n,)
+                      floating* y,          # OUT (n,)
+                      Py_ssize_t n, int n_threads) noexcept nogil:
+    cdef Py_ssize_t b, start
+    if _team(n, n_threads) == 1:
+        for b in range(_n_blocks(n)):
+            start = b * _BLOCK
+            _tanh_block(x + start, y + start, _block_len(n, start))
+        return
+    for b in prange(_n_blocks(n), num_threads=n_threads, schedule="static"):
         start = b * _BLOCK
-        _tanh_block(&x[start], &y[start], _block_len(n, start))
+        _tanh_block(x + start, y + start, _block_len(n, start))
 
 
 cdef inline void _tanh_backward_block(const floating* y, const floating* g, floating* dx,
                                       Py_ssize_t n) noexcept nogil:
     cdef Py_ssize_t i
-    for i in range(n):
-        dx[i] = g[i] * (1 - y[i] * y[i])
+    if floating is float:
+        minnet_tanh_backward_f(y, g, dx, n)        # the same formula, in C (top of the file)
+    else:
+        for i in range(n):
+            dx[i] = g[i] * (1 - y[i] * y[i])
 
 
-cdef void tanh_backward_kernel(const floating[::1] y,      # IN  saved output (n,)
-                               const floating[::1] grad,   # IN  (n,)
-                               floating[::1] dx,           # OUT (n,)
-                               int n_threads) noexcept nogil:
-    cdef Py_ssize_t b, start, n = y.shape[0]
-    for b in prange(_n_blocks(n), num_threads=_team(n, n_threads), schedule="static"):
+cdef void tanh_backward_kernel(const floating* y,      # IN  saved output (n,)
+                               const floating* grad,   # IN  (n,), or one block (grad_block)
+                               floating* dx,           # OUT (n,)
+                               Py_ssize_t n, bint grad_block, int n_threads) noexcept nogil:
+    cdef Py_ssize_t b, start
+    if _team(n, n_threads) == 1:
+        for b in range(_n_blocks(n)):
+            start = b * _BLOCK
+            _tanh_backward_block(y + start, grad if grad_block else grad + start, dx + start,
+                                 _block_len(n, start))
+        return
+    for b in prange(_n_blocks(n), num_threads=n_threads, schedule="static"):
         start = b * _BLOCK
-        _tanh_backward_block(&y[start], &grad[start], &dx[start], _block_len(n, start))
+        _tanh_backward_block(y + start, grad if grad_block else grad + start, dx + start,
+                             _block_len(n, start))
 
 
 cdef inline void _leaky_relu_block(const floating* x, floating* y, Py_ssize_t n,
@@ -195,15 +253,20 @@ cdef inline void _leaky_relu_block(const floating* x, floating* y, Py_ssize_t n,
         y[i] = v if v > 0 else neg
 
 
-cdef void leaky_relu_kernel(const floating[::1] x,   # IN  (n,)
-                            floating[::1] y,         # OUT (n,)
-                            floating slope,
+cdef void leaky_relu_kernel(const floating* x,   # IN  (n,)
+                            floating* y,         # OUT (n,)
+                            Py_ssize_t n, floating slope,
                             int n_threads) noexcept nogil:
     # relu is slope = 0 (x * 0 keeps NaN as NaN, and -0.0 for negative x, as PyTorch).
-    cdef Py_ssize_t b, start, n = x.shape[0]
-    for b in prange(_n_blocks(n), num_threads=_team(n, n_threads), schedule="static"):
+    cdef Py_ssize_t b, start
+    if _team(n, n_threads) == 1:
+        for b in range(_n_blocks(n)):
+            start = b * _BLOCK
+            _leaky_relu_block(x + start, y + start, _block_len(n, start), slope)
+        return
+    for b in prange(_n_blocks(n), num_threads=n_threads, schedule="static"):
         start = b * _BLOCK
-        _leaky_relu_block(&x[start], &y[start], _block_len(n, start), slope)
+        _leaky_relu_block(x + start, y + start, _block_len(n, start), slope)
 
 
 cdef inline void _leaky_relu_backward_block(const floating* s, const floating* g,
@@ -216,41 +279,55 @@ cdef inline void _leaky_relu_backward_block(const floating* s, const floating* g
         dx[i] = g[i] if s[i] > 0 else neg
 
 
-cdef void leaky_relu_backward_kernel(const floating[::1] s,     # IN  saved input or output (n,)
-                                     const floating[::1] grad,  # IN  (n,)
-                                     floating[::1] dx,          # OUT (n,)
-                                     floating slope,
+cdef void leaky_relu_backward_kernel(const floating* s,     # IN  saved input or output (n,)
+                                     const floating* grad,  # IN  (n,), or one block (grad_block)
+                                     floating* dx,          # OUT (n,)
+                                     Py_ssize_t n, bint grad_block, floating slope,
                                      int n_threads) noexcept nogil:
     # For slope >= 0 the output is > 0 exactly where the input is, so either may be saved.
-    cdef Py_ssize_t b, start, n = s.shape[0]
-    for b in prange(_n_blocks(n), num_threads=_team(n, n_threads), schedule="static"):
+    cdef Py_ssize_t b, start
+    if _team(n, n_threads) == 1:
+        for b in range(_n_blocks(n)):
+            start = b * _BLOCK
+            _leaky_relu_backward_block(s + start, grad if grad_block else grad + start, dx + start,
+                                       _block_len(n, start), slope)
+        return
+    for b in prange(_n_blocks(n), num_threads=n_threads, schedule="static"):
         start = b * _BLOCK
-        _leaky_relu_backward_block(&s[start], &grad[start], &dx[start],
+        _leaky_relu_backward_block(s + start, grad if grad_block else grad + start, dx + start,
                                    _block_len(n, start), slope)
 
 
 cdef inline void _elu_block(const floating* x, floating* y, Py_ssize_t n,
                             floating alpha, floating scale) noexcept nogil:
     cdef Py_ssize_t i
-    cdef floating v, pos, neg
+    cdef floating v
     for i in range(n):
         v = x[i]
-        pos = scale * v
-        # `not (v >= 0)` sends NaN down the expm1 branch, so NaN propagates (as PyTorch)
-        neg = scale * alpha * _expm1(v if not (v >= 0) else 0)
-        y[i] = pos if v > 0 else neg
+        # expm1 is a library call the compiler cannot vectorise: make it only where the
+        # result uses it (benchmarks/bench_autograd.py, elu layer).  `not (v >= 0)` sends
+        # NaN down the expm1 branch, so NaN propagates (as PyTorch); 0 and -0.0 give +0.
+        if v > 0:
+            y[i] = scale * v
+        else:
+            y[i] = scale * alpha * _expm1(v if not (v >= 0) else 0)
 
 
-cdef void elu_kernel(const floating[::1] x,   # IN  (n,)
-                     floating[::1] y,         # OUT (n,)
-                     floating alpha, floating scale,
+cdef void elu_kernel(const floating* x,   # IN  (n,)
+                     floating* y,         # OUT (n,)
+                     Py_ssize_t n, floating alpha, floating scale,
                      int n_threads) noexcept nogil:
     # y = scale * (x if x > 0 else alpha * (exp(x) - 1)); selu is one (alpha, scale) pair.
     # expm1 keeps full relative accuracy for small |x|, where exp(x) - 1 would cancel.
-    cdef Py_ssize_t b, start, n = x.shape[0]
-    for b in prange(_n_blocks(n), num_threads=_team(n, n_threads), schedule="static"):
+    cdef Py_ssize_t b, start
+    if _team(n, n_threads) == 1:
+        for b in range(_n_blocks(n)):
+            start = b * _BLOCK
+            _elu_block(x + start, y + start, _block_len(n, start), alpha, scale)
+        return
+    for b in prange(_n_blocks(n), num_threads=n_threads, schedule="static"):
         start = b * _BLOCK
-        _elu_block(&x[start], &y[start], _block_len(n, start), alpha, scale)
+        _elu_block(x + start, y + start, _block_len(n, start), alpha, scale)
 
 
 cdef inline void _elu_backward_block(const floating* s, const floating* g, floating* dx,
@@ -272,16 +349,23 @@ cdef inline void _elu_backward_block(const floating* s, const floating* g, float
             dx[i] = g[i] * (scale if v > 0 else neg)
 
 
-cdef void elu_backward_kernel(const floating[::1] s,     # IN  saved output (or input) (n,)
-                              const floating[::1] grad,  # IN  (n,)
-                              floating[::1] dx,          # OUT (n,)
+cdef void elu_backward_kernel(const floating* s,     # IN  saved output (or input) (n,)
+                              const floating* grad,  # IN  (n,), or one block (grad_block)
+                              floating* dx,          # OUT (n,)
+                              Py_ssize_t n, bint grad_block,
                               floating alpha, floating scale, bint from_output,
                               int n_threads) noexcept nogil:
-    cdef Py_ssize_t b, start, n = s.shape[0]
-    for b in prange(_n_blocks(n), num_threads=_team(n, n_threads), schedule="static"):
+    cdef Py_ssize_t b, start
+    if _team(n, n_threads) == 1:
+        for b in range(_n_blocks(n)):
+            start = b * _BLOCK
+            _elu_backward_block(s + start, grad if grad_block else grad + start, dx + start,
+                                _block_len(n, start), alpha, scale, from_output)
+        return
+    for b in prange(_n_blocks(n), num_threads=n_threads, schedule="static"):
         start = b * _BLOCK
-        _elu_backward_block(&s[start], &grad[start], &dx[start], _block_len(n, start),
-                            alpha, scale, from_output)
+        _elu_backward_block(s + start, grad if grad_block else grad + start, dx + start,
+                            _block_len(n, start), alpha, scale, from_output)
 
 
 # ---------------------------------------------------------------------------------------
@@ -624,24 +708,36 @@ cdef void _unary_backward_block(int op, const floating* s, const floating* g, fl
 
 
 cdef void unary_kernel(int op,
-                       const floating[::1] x,    # IN  (n,)
-                       floating[::1] y,          # OUT (n,)
-                       int n_threads) noexcept nogil:
-    cdef Py_ssize_t b, start, n = x.shape[0]
-    for b in prange(_n_blocks(n), num_threads=_team(n, n_threads), schedule="static"):
+                       const floating* x,    # IN  (n,)
+                       floating* y,          # OUT (n,)
+                       Py_ssize_t n, int n_threads) noexcept nogil:
+    cdef Py_ssize_t b, start
+    if _team(n, n_threads) == 1:
+        for b in range(_n_blocks(n)):
+            start = b * _BLOCK
+            _unary_block(op, x + start, y + start, _block_len(n, start))
+        return
+    for b in prange(_n_blocks(n), num_threads=n_threads, schedule="static"):
         start = b * _BLOCK
-        _unary_block(op, &x[start], &y[start], _block_len(n, start))
+        _unary_block(op, x + start, y + start, _block_len(n, start))
 
 
 cdef void unary_backward_kernel(int op,
-                                const floating[::1] s,      # IN  saved input (output for exp)
-                                const floating[::1] grad,   # IN  (n,)
-                                floating[::1] dx,           # OUT (n,)
-                                int n_threads) noexcept nogil:
-    cdef Py_ssize_t b, start, n = s.shape[0]
-    for b in prange(_n_blocks(n), num_threads=_team(n, n_threads), schedule="static"):
+                                const floating* s,      # IN  saved input (output for exp)
+                                const floating* grad,   # IN  (n,), or one block (grad_block)
+                                floating* dx,           # OUT (n,)
+                                Py_ssize_t n, bint grad_block, int n_threads) noexcept nogil:
+    cdef Py_ssize_t b, start
+    if _team(n, n_threads) == 1:
+        for b in range(_n_blocks(n)):
+            start = b * _BLOCK
+            _unary_backward_block(op, s + start, grad if grad_block else grad + start, dx + start,
+                                  _block_len(n, start))
+        return
+    for b in prange(_n_blocks(n), num_threads=n_threads, schedule="static"):
         start = b * _BLOCK
-        _unary_backward_block(op, &s[start], &grad[start], &dx[start], _block_len(n, start))
+        _unary_backward_block(op, s + start, grad if grad_block else grad + start, dx + start,
+                              _block_len(n, start))
 
 
 # ---------------------------------------------------------------------------------------
@@ -738,63 +834,131 @@ cdef void softmax_backward_kernel(const floating[:, ::1] y,     # IN  saved outp
 
 
 # ---------------------------------------------------------------------------------------
-# Typed entry points (fused dispatch on the memoryview dtype), GIL released.
+# Typed entry points: the wrappers below have checked dtype, shape and contiguity, so the
+# elementwise kernels get the arrays' data pointers (a memoryview per array and Cython's
+# fused-function dispatch cost more than a small array's loop: benchmarks/bench_autograd.py,
+# mlp100).  `f32` selects the float specialisation, else double.  GIL released.
 # ---------------------------------------------------------------------------------------
 
-def _sigmoid(const floating[::1] x, floating[::1] y, int n_threads):
+cdef inline void* _data(object a):
+    return cnp.PyArray_DATA(<cnp.ndarray> a)
+
+
+cdef _sigmoid(bint f32, x, y, Py_ssize_t n, int n_threads):
+    cdef void* px = _data(x)
+    cdef void* py = _data(y)
     with nogil:
-        sigmoid_kernel(x, y, n_threads)
+        if f32:
+            sigmoid_kernel(<const float*> px, <float*> py, n, n_threads)
+        else:
+            sigmoid_kernel(<const double*> px, <double*> py, n, n_threads)
 
 
-def _sigmoid_backward(const floating[::1] y, const floating[::1] g, floating[::1] dx,
-                      int n_threads):
+cdef _sigmoid_backward(bint f32, y, g, dx, Py_ssize_t n, bint grad_block, int n_threads):
+    cdef void* py = _data(y)
+    cdef void* pg = _data(g)
+    cdef void* pd = _data(dx)
     with nogil:
-        sigmoid_backward_kernel(y, g, dx, n_threads)
+        if f32:
+            sigmoid_backward_kernel(<const float*> py, <const float*> pg, <float*> pd, n,
+                                    grad_block, n_threads)
+        else:
+            sigmoid_backward_kernel(<const double*> py, <const double*> pg, <double*> pd, n,
+                                    grad_block, n_threads)
 
 
-def _tanh_forward(const floating[::1] x, floating[::1] y, int n_threads):
+cdef _tanh_forward(bint f32, x, y, Py_ssize_t n, int n_threads):
+    cdef void* px = _data(x)
+    cdef void* py = _data(y)
     with nogil:
-        tanh_kernel(x, y, n_threads)
+        if f32:
+            tanh_kernel(<const float*> px, <float*> py, n, n_threads)
+        else:
+            tanh_kernel(<const double*> px, <double*> py, n, n_threads)
 
 
-def _tanh_backward(const floating[::1] y, const floating[::1] g, floating[::1] dx,
-                   int n_threads):
+cdef _tanh_backward(bint f32, y, g, dx, Py_ssize_t n, bint grad_block, int n_threads):
+    cdef void* py = _data(y)
+    cdef void* pg = _data(g)
+    cdef void* pd = _data(dx)
     with nogil:
-        tanh_backward_kernel(y, g, dx, n_threads)
+        if f32:
+            tanh_backward_kernel(<const float*> py, <const float*> pg, <float*> pd, n,
+                                 grad_block, n_threads)
+        else:
+            tanh_backward_kernel(<const double*> py, <const double*> pg, <double*> pd, n,
+                                 grad_block, n_threads)
 
 
-def _leaky_relu(const floating[::1] x, floating[::1] y, double slope, int n_threads):
+cdef _leaky_relu(bint f32, x, y, Py_ssize_t n, double slope, int n_threads):
+    cdef void* px = _data(x)
+    cdef void* py = _data(y)
     with nogil:
-        leaky_relu_kernel(x, y, <floating> slope, n_threads)
+        if f32:
+            leaky_relu_kernel(<const float*> px, <float*> py, n, <float> slope, n_threads)
+        else:
+            leaky_relu_kernel(<const double*> px, <double*> py, n, slope, n_threads)
 
 
-def _leaky_relu_backward(const floating[::1] s, const floating[::1] g, floating[::1] dx,
-                         double slope, int n_threads):
+cdef _leaky_relu_backward(bint f32, s, g, dx, Py_ssize_t n, bint grad_block, double slope,
+                          int n_threads):
+    cdef void* ps = _data(s)
+    cdef void* pg = _data(g)
+    cdef void* pd = _data(dx)
     with nogil:
-        leaky_relu_backward_kernel(s, g, dx, <floating> slope, n_threads)
+        if f32:
+            leaky_relu_backward_kernel(<const float*> ps, <const float*> pg, <float*> pd, n,
+                                       grad_block, <float> slope, n_threads)
+        else:
+            leaky_relu_backward_kernel(<const double*> ps, <const double*> pg, <double*> pd, n,
+                                       grad_block, slope, n_threads)
 
 
-def _elu(const floating[::1] x, floating[::1] y, double alpha, double scale, int n_threads):
+cdef _elu(bint f32, x, y, Py_ssize_t n, double alpha, double scale, int n_threads):
+    cdef void* px = _data(x)
+    cdef void* py = _data(y)
     with nogil:
-        elu_kernel(x, y, <floating> alpha, <floating> scale, n_threads)
+        if f32:
+            elu_kernel(<const float*> px, <float*> py, n, <float> alpha, <float> scale, n_threads)
+        else:
+            elu_kernel(<const double*> px, <double*> py, n, alpha, scale, n_threads)
 
 
-def _elu_backward(const floating[::1] s, const floating[::1] g, floating[::1] dx,
-                  double alpha, double scale, bint from_output, int n_threads):
+cdef _elu_backward(bint f32, s, g, dx, Py_ssize_t n, bint grad_block, double alpha,
+                   double scale, bint from_output, int n_threads):
+    cdef void* ps = _data(s)
+    cdef void* pg = _data(g)
+    cdef void* pd = _data(dx)
     with nogil:
-        elu_backward_kernel(s, g, dx, <floating> alpha, <floating> scale, from_output,
-                            n_threads)
+        if f32:
+            elu_backward_kernel(<const float*> ps, <const float*> pg, <float*> pd, n, grad_block,
+                                <float> alpha, <float> scale, from_output, n_threads)
+        else:
+            elu_backward_kernel(<const double*> ps, <const double*> pg, <double*> pd, n,
+                                grad_block, alpha, scale, from_output, n_threads)
 
 
-def _unary(int op, const floating[::1] x, floating[::1] y, int n_threads):
+cdef _unary(bint f32, int op, x, y, Py_ssize_t n, int n_threads):
+    cdef void* px = _data(x)
+    cdef void* py = _data(y)
     with nogil:
-        unary_kernel(op, x, y, n_threads)
+        if f32:
+            unary_kernel(op, <const float*> px, <float*> py, n, n_threads)
+        else:
+            unary_kernel(op, <const double*> px, <double*> py, n, n_threads)
 
 
-def _unary_backward(int op, const floating[::1] s, const floating[::1] g, floating[::1] dx,
-                    int n_threads):
+cdef _unary_backward(bint f32, int op, s, g, dx, Py_ssize_t n, bint grad_block, int n_threads):
+    cdef void* ps = _data(s)
+    cdef void* pg = _data(g)
+    cdef void* pd = _data(dx)
     with nogil:
-        unary_backward_kernel(op, s, g, dx, n_threads)
+        if f32:
+            unary_backward_kernel(op, <const float*> ps, <const float*> pg, <float*> pd, n,
+                                  grad_block, n_threads)
+        else:
+            unary_backward_kernel(op, <const double*> ps, <const double*> pg, <double*> pd, n,
+                                  grad_block, n_threads)
 
 
 def _softmax(const floating[:, ::1] x, floating[:, ::1] y, bint log_output, int n_threads):
@@ -818,6 +982,13 @@ SELU_SCALE = 1.0507009873554804934193349852946
 
 def _check_array(a, name, dtype=None, shape=None):
     """``a`` as a C-contiguous float32/float64 ndarray, or a TypeError/ValueError naming it."""
+    cdef int typenum
+    if cnp.PyArray_Check(a) and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray> a):
+        # the usual case, read through the NumPy C API (benchmarks/bench_autograd.py, mlp100)
+        typenum = cnp.PyArray_TYPE(<cnp.ndarray> a)
+        if (typenum == cnp.NPY_FLOAT32 or typenum == cnp.NPY_FLOAT64) and \
+                (dtype is None or a.dtype is dtype) and (shape is None or a.shape == shape):
+            return a
     if not isinstance(a, np.ndarray):
         raise TypeError(f"Invalid argument `{name}`: expected a numpy.ndarray. "
                         f"Received: {name} of type {type(a).__name__}")
@@ -837,8 +1008,10 @@ def _check_array(a, name, dtype=None, shape=None):
 
 
 def _output(out, like):
-    if out is None:
-        return np.empty_like(like)
+    if out is None:    # `like` is C-contiguous: an empty array of its shape and dtype
+        return cnp.PyArray_EMPTY(cnp.PyArray_NDIM(<cnp.ndarray> like),
+                                 cnp.PyArray_DIMS(<cnp.ndarray> like),
+                                 cnp.PyArray_TYPE(<cnp.ndarray> like), 0)
     _check_array(out, "out", like.dtype, like.shape)
     if not out.flags.writeable:
         raise ValueError("Invalid argument `out`: expected a writeable array. "
@@ -862,6 +1035,45 @@ def _as_rows(a, name):
     return a
 
 
+cdef inline bint _is_f32(a):
+    # the arrays were checked to be float32 or float64
+    return cnp.PyArray_TYPE(<cnp.ndarray> a) == cnp.NPY_FLOAT32
+
+
+cdef inline Py_ssize_t _size(a):
+    return cnp.PyArray_SIZE(<cnp.ndarray> a)
+
+
+cdef bint _broadcast_value(a):
+    """True for an array of two or more elements that are one value (every stride 0)."""
+    cdef int d
+    cdef cnp.ndarray arr = <cnp.ndarray> a
+    if cnp.PyArray_SIZE(arr) < 2:
+        return False
+    for d in range(cnp.PyArray_NDIM(arr)):
+        if cnp.PyArray_STRIDES(arr)[d] != 0:
+            return False
+    return True
+
+
+def _grad_operand(grad, like):
+    """``(array, grad_block)`` for a backward kernel.
+
+    ``grad`` itself (checked to be C-contiguous, of ``like``'s shape and dtype), or, when
+    ``grad`` is one value broadcast to that shape (every stride 0: what ``.sum().backward()``
+    sends), a block of ``_BLOCK`` copies of the value that every block of the kernel reads
+    and ``grad_block=True``: no full-size copy of the gradient, one pass fewer over memory
+    (benchmarks/bench_autograd.py, the activation layer workloads).  The kernels do the same
+    arithmetic either way.
+    """
+    if isinstance(grad, np.ndarray) and grad.dtype == like.dtype and grad.shape == like.shape \
+            and _broadcast_value(grad):
+        return np.full(min(_size(grad), <Py_ssize_t> _BLOCK), grad[(0,) * grad.ndim],
+                       dtype=grad.dtype), True
+    _check_array(grad, "grad", like.dtype, like.shape)
+    return grad, False
+
+
 def sigmoid_forward(x, out=None, n_threads=1):
     """Logistic sigmoid ``y = 1 / (1 + exp(-x))``, elementwise, without overflow.
 
@@ -878,7 +1090,7 @@ def sigmoid_forward(x, out=None, n_threads=1):
     """
     _check_array(x, "x")
     y = _output(out, x)
-    _sigmoid(x.reshape(-1), y.reshape(-1), _threads(n_threads))
+    _sigmoid(_is_f32(x), x, y, _size(x), _threads(n_threads))
     return y
 
 
@@ -889,9 +1101,9 @@ def sigmoid_backward(y, grad, out=None, n_threads=1):
         y, grad, dx: ``(*)``, all the same.
     """
     _check_array(y, "y")
-    _check_array(grad, "grad", y.dtype, y.shape)
+    g, grad_block = _grad_operand(grad, y)
     dx = _output(out, y)
-    _sigmoid_backward(y.reshape(-1), grad.reshape(-1), dx.reshape(-1), _threads(n_threads))
+    _sigmoid_backward(_is_f32(y), y, g, dx, _size(y), grad_block, _threads(n_threads))
     return dx
 
 
@@ -903,7 +1115,7 @@ def tanh_forward(x, out=None, n_threads=1):
     """
     _check_array(x, "x")
     y = _output(out, x)
-    _tanh_forward(x.reshape(-1), y.reshape(-1), _threads(n_threads))
+    _tanh_forward(_is_f32(x), x, y, _size(x), _threads(n_threads))
     return y
 
 
@@ -914,9 +1126,9 @@ def tanh_backward(y, grad, out=None, n_threads=1):
         y, grad, dx: ``(*)``, all the same.
     """
     _check_array(y, "y")
-    _check_array(grad, "grad", y.dtype, y.shape)
+    g, grad_block = _grad_operand(grad, y)
     dx = _output(out, y)
-    _tanh_backward(y.reshape(-1), grad.reshape(-1), dx.reshape(-1), _threads(n_threads))
+    _tanh_backward(_is_f32(y), y, g, dx, _size(y), grad_block, _threads(n_threads))
     return dx
 
 
@@ -928,7 +1140,7 @@ def leaky_relu_forward(x, negative_slope=0.0, out=None, n_threads=1):
     """
     _check_array(x, "x")
     y = _output(out, x)
-    _leaky_relu(x.reshape(-1), y.reshape(-1), float(negative_slope), _threads(n_threads))
+    _leaky_relu(_is_f32(x), x, y, _size(x), float(negative_slope), _threads(n_threads))
     return y
 
 
@@ -942,9 +1154,9 @@ def leaky_relu_backward(saved, grad, negative_slope=0.0, out=None, n_threads=1):
         saved, grad, dx: ``(*)``, all the same.
     """
     _check_array(saved, "saved")
-    _check_array(grad, "grad", saved.dtype, saved.shape)
+    g, grad_block = _grad_operand(grad, saved)
     dx = _output(out, saved)
-    _leaky_relu_backward(saved.reshape(-1), grad.reshape(-1), dx.reshape(-1),
+    _leaky_relu_backward(_is_f32(saved), saved, g, dx, _size(saved), grad_block,
                          float(negative_slope), _threads(n_threads))
     return dx
 
@@ -958,7 +1170,7 @@ def elu_forward(x, alpha=1.0, scale=1.0, out=None, n_threads=1):
     """
     _check_array(x, "x")
     y = _output(out, x)
-    _elu(x.reshape(-1), y.reshape(-1), float(alpha), float(scale), _threads(n_threads))
+    _elu(_is_f32(x), x, y, _size(x), float(alpha), float(scale), _threads(n_threads))
     return y
 
 
@@ -974,12 +1186,12 @@ def elu_backward(saved, grad, alpha=1.0, scale=1.0, from_output=True, out=None,
         saved, grad, dx: ``(*)``, all the same.
     """
     _check_array(saved, "saved")
-    _check_array(grad, "grad", saved.dtype, saved.shape)
+    g, grad_block = _grad_operand(grad, saved)
     if from_output and alpha < 0:
         raise ValueError(f"Invalid argument `alpha`: the gradient from the output needs "
                          f"alpha >= 0. Received: alpha={alpha}")
     dx = _output(out, saved)
-    _elu_backward(saved.reshape(-1), grad.reshape(-1), dx.reshape(-1), float(alpha),
+    _elu_backward(_is_f32(saved), saved, g, dx, _size(saved), grad_block, float(alpha),
                   float(scale), bool(from_output), _threads(n_threads))
     return dx
 
@@ -1040,7 +1252,7 @@ def unary_forward(x, op, out=None, n_threads=1):
     code = _unary_op(op)
     _check_array(x, "x")
     y = _output(out, x)
-    _unary(code, x.reshape(-1), y.reshape(-1), _threads(n_threads))
+    _unary(_is_f32(x), code, x, y, _size(x), _threads(n_threads))
     return y
 
 
@@ -1052,8 +1264,8 @@ def unary_backward(saved, grad, op, out=None, n_threads=1):
     """
     code = _unary_op(op)
     _check_array(saved, "saved")
-    _check_array(grad, "grad", saved.dtype, saved.shape)
+    g, grad_block = _grad_operand(grad, saved)
     dx = _output(out, saved)
-    _unary_backward(code, saved.reshape(-1), grad.reshape(-1), dx.reshape(-1),
+    _unary_backward(_is_f32(saved), code, saved, g, dx, _size(saved), grad_block,
                     _threads(n_threads))
     return dx

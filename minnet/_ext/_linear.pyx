@@ -11,6 +11,8 @@ column is summed by one thread in row order, so the results do not depend on the
 count.
 """
 from cython.parallel cimport prange
+from libc.string cimport memcpy, memset
+cimport numpy as cnp
 
 from minnet._ext._blas cimport floating
 from minnet._ext._im2col cimport gemm_blocks
@@ -27,6 +29,13 @@ import numpy as np
 
 from minnet._ext._im2col import check_array, check_threads
 
+cnp.import_array()
+
+cdef enum:
+    # Below this many gradient elements the bias sum runs in the calling thread: starting
+    # a thread team costs more than the sum (benchmarks/bench_autograd.py, mlp100).
+    _PARALLEL_MIN = 32768
+
 
 # ----------------------------------------------------------------------------------------
 # bias sums
@@ -38,6 +47,9 @@ cdef void _bias_grad_rows(const floating* dy, long n, long f, floating* db,
     cdef long block, n_blocks, start, stop, size
     n_blocks = n_threads if f >= n_threads else f
     if n_blocks < 1:
+        return
+    if n_blocks == 1 or n * f < _PARALLEL_MIN:
+        _sum_columns(dy, n, f, 0, f, db)     # each column is summed alike either way
         return
     size = (f + n_blocks - 1) // n_blocks
     for block in prange(n_blocks, schedule="static", num_threads=n_threads):
@@ -71,6 +83,27 @@ cdef void _sum_columns(const floating* dy, long n, long f, long start, long stop
         j0 = j1
 
 
+cdef object _checked(str name, object value, int ndim, object like):
+    """``value`` as a C-contiguous float32/float64 ndarray of ``ndim`` dimensions (of
+    ``like``'s dtype unless ``like`` is None): ``check_array``'s O(1) checks read through
+    the NumPy C API, since on a small layer the Python attribute reads cost as much as the
+    GEMM (benchmarks/bench_autograd.py, mlp100).  ``check_array`` words the errors."""
+    cdef int typenum
+    if cnp.PyArray_Check(value):
+        typenum = cnp.PyArray_TYPE(<cnp.ndarray> value)
+        if cnp.PyArray_NDIM(<cnp.ndarray> value) == ndim \
+                and (typenum == cnp.NPY_FLOAT32 or typenum == cnp.NPY_FLOAT64) \
+                and (like is None or typenum == cnp.PyArray_TYPE(<cnp.ndarray> like)):
+            if cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray> value):
+                return value
+            return np.ascontiguousarray(value)
+    return check_array(name, value, ndim, None if like is None else like.dtype)
+
+
+cdef inline void* _data(object a):
+    return cnp.PyArray_DATA(<cnp.ndarray> a)
+
+
 def linear_forward(x, weight, bias=None, n_threads=1, relu=False):
     """``Y = X @ W^T + b``, or ``max(X @ W^T + b, 0)`` with ``relu=True``.
 
@@ -88,38 +121,44 @@ def linear_forward(x, weight, bias=None, n_threads=1, relu=False):
     Returns:
         ``(N, out_features)`` array.
     """
-    x = check_array("x", x, 2)
-    weight = check_array("weight", weight, 2, x.dtype)
-    if weight.shape[1] != x.shape[1]:
+    x = _checked("x", x, 2, None)
+    weight = _checked("weight", weight, 2, x)
+    cdef cnp.npy_intp* x_dims = cnp.PyArray_DIMS(<cnp.ndarray> x)
+    cdef cnp.npy_intp* w_dims = cnp.PyArray_DIMS(<cnp.ndarray> weight)
+    if w_dims[1] != x_dims[1]:
         raise ValueError(f"Invalid argument `weight`: expected shape (out_features, "
                          f"{x.shape[1]}) for x of shape {x.shape}. Received: shape={weight.shape}")
     if bias is not None:
-        bias = check_array("bias", bias, 1, x.dtype)
-        if bias.shape[0] != weight.shape[0]:
+        bias = _checked("bias", bias, 1, x)
+        if cnp.PyArray_DIMS(<cnp.ndarray> bias)[0] != w_dims[0]:
             raise ValueError(f"Invalid argument `bias`: expected shape ({weight.shape[0]},). "
                              f"Received: shape={bias.shape}")
-    n_threads = check_threads(n_threads)
+    cdef int threads = check_threads(n_threads)
     cdef bint fuse_relu = bool(relu)
-    n, k, m = x.shape[0], x.shape[1], weight.shape[0]
+    cdef int n = x_dims[0], k = x_dims[1], m = w_dims[0]
+    cdef bint f32 = cnp.PyArray_TYPE(<cnp.ndarray> x) == cnp.NPY_FLOAT32
     if _transposed_forward(n, k, m, bias is not None):
         yt = np.empty((m, n), dtype=x.dtype)
         y = np.empty((n, m), dtype=x.dtype)
         if x.dtype == np.float32:
-            _linear_forward_transposed[float](x, weight, bias, yt, y, fuse_relu, n_threads)
+            _linear_forward_transposed[float](x, weight, bias, yt, y, fuse_relu, threads)
         else:
-            _linear_forward_transposed[double](x, weight, bias, yt, y, fuse_relu, n_threads)
+            _linear_forward_transposed[double](x, weight, bias, yt, y, fuse_relu, threads)
         return y
     y = np.empty((n, m), dtype=x.dtype)
-    if bias is None:
-        y.fill(0)
-    else:
-        y[...] = bias
-    if y.size == 0:
+    if n == 0 or m == 0:
         return y
-    if x.dtype == np.float32:
-        _linear_forward_entry[float](x, weight, y, fuse_relu, n_threads)
-    else:
-        _linear_forward_entry[double](x, weight, y, fuse_relu, n_threads)
+    cdef const void* pb = NULL if bias is None else _data(bias)
+    cdef const void* px = _data(x)
+    cdef const void* pw = _data(weight)
+    cdef void* py = _data(y)
+    with nogil:
+        if f32:
+            _linear_forward_entry[float](<const float*> px, <const float*> pw, <const float*> pb,
+                                  <float*> py, n, k, m, fuse_relu, threads)
+        else:
+            _linear_forward_entry[double](<const double*> px, <const double*> pw, <const double*> pb,
+                                  <double*> py, n, k, m, fuse_relu, threads)
     return y
 
 
@@ -135,20 +174,25 @@ def _transposed_forward(n, k, m, has_bias):
     return m * k >= TRANSPOSED_MIN and n > 1 and has_bias
 
 
-cdef _linear_forward_entry(const floating[:, ::1] x, const floating[:, ::1] w, floating[:, ::1] y,
-                           bint fuse_relu, int n_threads):
-    cdef int n = x.shape[0], k = x.shape[1], m = w.shape[0]
+cdef void _linear_forward_entry(const floating* x,      # IN  (N, K)
+                                const floating* w,      # IN  (M, K)
+                                const floating* bias,   # IN  (M,) or NULL
+                                floating* y,            # OUT (N, M)
+                                int n, int k, int m, bint fuse_relu, int n_threads) noexcept nogil:
     cdef Py_ssize_t i, size = <Py_ssize_t> n * m
-    cdef floating* out = &y[0, 0]
     cdef floating v
-    with nogil:
-        if k > 0:    # k == 0: Y is the bias alone
-            gemm_blocks(False, True, n, m, k, <floating> 1, &x[0, 0], k, &w[0, 0], k,
-                          <floating> 1, &y[0, 0], m, n_threads)
-        if fuse_relu:
-            for i in range(size):
-                v = out[i]
-                out[i] = 0 if v < 0 else v
+    # Y starts as the bias in every row (zeros without one); the GEMM adds X W^T to it.
+    if bias == NULL:
+        memset(y, 0, size * sizeof(floating))
+    else:
+        for i in range(n):
+            memcpy(y + i * m, bias, m * sizeof(floating))
+    if k > 0:    # k == 0: Y is the bias alone
+        gemm_blocks(False, True, n, m, k, <floating> 1, x, k, w, k, <floating> 1, y, m, n_threads)
+    if fuse_relu:
+        for i in range(size):
+            v = y[i]
+            y[i] = 0 if v < 0 else v
 
 
 cdef _linear_forward_transposed(const floating[:, ::1] x, const floating[:, ::1] w,
@@ -195,44 +239,54 @@ def linear_backward(x, weight, grad_output, need_input_grad=True, need_weight_gr
     Returns:
         ``(grad_x, grad_weight, grad_bias)``, each None when not requested.
     """
-    x = check_array("x", x, 2)
-    weight = check_array("weight", weight, 2, x.dtype)
-    grad_output = check_array("grad_output", grad_output, 2, x.dtype)
-    if weight.shape[1] != x.shape[1] or grad_output.shape != (x.shape[0], weight.shape[0]):
+    x = _checked("x", x, 2, None)
+    weight = _checked("weight", weight, 2, x)
+    grad_output = _checked("grad_output", grad_output, 2, x)
+    cdef cnp.npy_intp* x_dims = cnp.PyArray_DIMS(<cnp.ndarray> x)
+    cdef cnp.npy_intp* w_dims = cnp.PyArray_DIMS(<cnp.ndarray> weight)
+    cdef cnp.npy_intp* g_dims = cnp.PyArray_DIMS(<cnp.ndarray> grad_output)
+    if w_dims[1] != x_dims[1] or g_dims[0] != x_dims[0] or g_dims[1] != w_dims[0]:
         raise ValueError(f"Invalid arguments: expected x (N, in), weight (out, in) and "
                          f"grad_output (N, out). Received: x {x.shape}, weight {weight.shape}, "
                          f"grad_output {grad_output.shape}")
-    n_threads = check_threads(n_threads)
+    cdef int threads = check_threads(n_threads)
+    cdef int n = x_dims[0], k = x_dims[1], m = w_dims[0]
+    dtype = x.dtype
     # Every output is fully overwritten (GEMMs with beta = 0), except for empty operands.
-    alloc = np.zeros if (x.size == 0 or weight.size == 0) else np.empty
-    dx = alloc(x.shape, dtype=x.dtype) if need_input_grad else None
-    dw = alloc(weight.shape, dtype=x.dtype) if need_weight_grad else None
-    db = alloc((weight.shape[0],), dtype=x.dtype) if need_bias_grad else None
-    if x.size == 0 or weight.size == 0:
+    cdef bint empty = n == 0 or k == 0 or m == 0
+    alloc = np.zeros if empty else np.empty
+    dx = alloc((n, k), dtype=dtype) if need_input_grad else None
+    dw = alloc((m, k), dtype=dtype) if need_weight_grad else None
+    db = alloc((m,), dtype=dtype) if need_bias_grad else None
+    if empty:
         return dx, dw, db
-    if x.dtype == np.float32:
-        _linear_backward_entry[float](x, weight, grad_output, dx, dw, db, n_threads)
-    else:
-        _linear_backward_entry[double](x, weight, grad_output, dx, dw, db, n_threads)
+    cdef void* pdx = NULL if dx is None else _data(dx)
+    cdef void* pdw = NULL if dw is None else _data(dw)
+    cdef void* pdb = NULL if db is None else _data(db)
+    cdef const void* px = _data(x)
+    cdef const void* pw = _data(weight)
+    cdef const void* pg = _data(grad_output)
+    cdef bint f32 = cnp.PyArray_TYPE(<cnp.ndarray> x) == cnp.NPY_FLOAT32
+    with nogil:
+        if f32:
+            _linear_backward_entry[float](<const float*> px, <const float*> pw, <const float*> pg,
+                                   <float*> pdx, <float*> pdw, <float*> pdb, n, k, m, threads)
+        else:
+            _linear_backward_entry[double](<const double*> px, <const double*> pw, <const double*> pg,
+                                   <double*> pdx, <double*> pdw, <double*> pdb, n, k, m, threads)
     return dx, dw, db
 
 
-cdef _linear_backward_entry(const floating[:, ::1] x, const floating[:, ::1] w, const floating[:, ::1] dy,
-                            object dx_obj, object dw_obj, object db_obj, int n_threads):
-    cdef int n = x.shape[0], k = x.shape[1], m = w.shape[0]
-    cdef floating[:, ::1] dx, dw
-    cdef floating[::1] db
-    if dx_obj is not None:
-        dx = dx_obj
-        with nogil:   # dX (N, in) = dY (N, out) @ W (out, in)
-            gemm_blocks(False, False, n, k, m, <floating> 1, &dy[0, 0], m, &w[0, 0], k,
-                          <floating> 0, &dx[0, 0], k, n_threads)
-    if dw_obj is not None:
-        dw = dw_obj
-        with nogil:   # dW (out, in) = dY^T (out, N) @ X (N, in)
-            gemm_blocks(True, False, m, k, n, <floating> 1, &dy[0, 0], m, &x[0, 0], k,
-                          <floating> 0, &dw[0, 0], k, n_threads)
-    if db_obj is not None:
-        db = db_obj
-        with nogil:
-            _bias_grad_rows(&dy[0, 0], n, m, &db[0], n_threads)
+cdef void _linear_backward_entry(const floating* x,    # IN  (N, K)
+                                 const floating* w,    # IN  (M, K)
+                                 const floating* dy,   # IN  (N, M)
+                                 floating* dx,         # OUT (N, K) or NULL
+                                 floating* dw,         # OUT (M, K) or NULL
+                                 floating* db,         # OUT (M,) or NULL
+                                 int n, int k, int m, int n_threads) noexcept nogil:
+    if dx != NULL:   # dX (N, in) = dY (N, out) @ W (out, in)
+        gemm_blocks(False, False, n, k, m, <floating> 1, dy, m, w, k, <floating> 0, dx, k, n_threads)
+    if dw != NULL:   # dW (out, in) = dY^T (out, N) @ X (N, in)
+        gemm_blocks(True, False, m, k, n, <floating> 1, dy, m, x, k, <floating> 0, dw, k, n_threads)
+    if db != NULL:
+        _bias_grad_rows(dy, n, m, db, n_threads)

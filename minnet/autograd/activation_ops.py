@@ -12,11 +12,22 @@ from minnet._config import get_num_threads
 from minnet._ext import _activations as _kernels
 from minnet.autograd.function import Function
 
-__all__ = ["Sigmoid", "Tanh", "Relu"]
+__all__ = ["Sigmoid", "Tanh", "Relu", "as_kernel_grad"]
 
 
 def _contiguous(a, dtype):
     return np.ascontiguousarray(a, dtype=dtype)
+
+
+def as_kernel_grad(grad, dtype):
+    """``grad`` as the activation kernels' backward takes it: C-contiguous, of ``dtype``;
+    but one value broadcast to the whole shape (every stride 0: the gradient that
+    ``.sum().backward()`` sends) is passed as it is, and the kernel reads the value block
+    by block instead of a full-size copy (benchmarks/bench_autograd.py, the activation
+    layer workloads)."""
+    if grad.dtype == dtype and (grad.flags.c_contiguous or not any(grad.strides)):
+        return grad
+    return np.ascontiguousarray(grad, dtype=dtype)
 
 
 class Sigmoid(Function):
@@ -31,8 +42,8 @@ class Sigmoid(Function):
     @staticmethod
     def backward(ctx, grad):
         (y,) = ctx.saved_tensors
-        g = _contiguous(grad, y.dtype)
-        # a fresh contiguous copy of grad (e.g. from sum's broadcast view) takes dx in place
+        g = as_kernel_grad(grad, y.dtype)
+        # a fresh contiguous copy of grad (e.g. of a transposed view) takes dx in place
         return _kernels.sigmoid_backward(y, g, out=None if g is grad else g,
                                          n_threads=get_num_threads())
 
@@ -55,7 +66,7 @@ class Tanh(Function):
     @staticmethod
     def backward(ctx, grad):
         (y,) = ctx.saved_tensors
-        g = _contiguous(grad, y.dtype)
+        g = as_kernel_grad(grad, y.dtype)
         return _kernels.tanh_backward(y, g, out=None if g is grad else g,
                                       n_threads=get_num_threads())
 
@@ -78,7 +89,7 @@ class Relu(Function):
     @staticmethod
     def backward(ctx, grad):
         (y,) = ctx.saved_tensors
-        return _kernels.leaky_relu_backward(y, _contiguous(grad, y.dtype), 0.0,
+        return _kernels.leaky_relu_backward(y, as_kernel_grad(grad, y.dtype), 0.0,
                                             n_threads=get_num_threads())
 
     @staticmethod

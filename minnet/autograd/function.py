@@ -191,6 +191,10 @@ class HookDict(dict):
 class Node:
     """A node of the backward graph. ``next_functions`` lists ``(node, output_index)`` per input."""
 
+    # Nodes hold their fields in slots: a graph has one node per op, and a __dict__ each
+    # is one more object for the garbage collector to walk (benchmarks/bench_autograd.py,
+    # chain1000).
+    __slots__ = ()
     next_functions = ()
     # tensor hooks of this node's outputs: {output_nr: HookDict}; retained grads: {output_nr: weakref}
     _tensor_hooks = None
@@ -214,16 +218,19 @@ class Node:
 class AccumulateGrad(Node):
     """Leaf node: adds the incoming gradient into ``variable.grad``."""
 
+    __slots__ = ("variable", "__weakref__")
+
     def __init__(self, variable):
         self.variable = variable
 
     def accumulate(self, grad, owned):
         var = self.variable
-        if grad.shape != var.data.shape:
+        data = var.data
+        if grad.shape != data.shape:
             raise RuntimeError(f"AccumulateGrad: gradient of shape {grad.shape} does not match the "
-                               f"leaf tensor's shape {var.data.shape}")
-        if grad.dtype != var.data.dtype:
-            grad = grad.astype(var.data.dtype)
+                               f"leaf tensor's shape {data.shape}")
+        if grad.dtype is not data.dtype and grad.dtype != data.dtype:
+            grad = grad.astype(data.dtype)
             owned = True
         if var.grad is None:
             # never alias memory someone else holds: copy unless the engine owns the array
@@ -235,12 +242,17 @@ class AccumulateGrad(Node):
 class BackwardNode(Node):
     """The backward of one application of a Function (``SigmoidBackward``, ``AddmmBackward``...)."""
 
+    __slots__ = ("fn_cls", "ctx", "next_functions", "_input_meta", "_output_meta", "_tensor_hooks",
+                 "_retained", "__weakref__")
+
     def __init__(self, fn_cls, ctx, next_functions, input_meta, output_meta):
         self.fn_cls = fn_cls
         self.ctx = ctx
         self.next_functions = next_functions
         self._input_meta = input_meta        # (shape, dtype) or None per positional input
         self._output_meta = output_meta      # (shape, dtype) per output
+        self._tensor_hooks = None
+        self._retained = None
 
     def name(self):
         return self.fn_cls._node_name()
@@ -249,40 +261,42 @@ class BackwardNode(Node):
         ctx = self.ctx
         if ctx._released:
             raise RuntimeError(_FREED)
-        for i, g in enumerate(grads):
-            if g is None:
-                shape, dtype = self._output_meta[i]
-                grads[i] = np.zeros(shape, dtype=dtype)
+        if len(grads) > 1:      # one output: the engine only calls with its gradient set
+            for i, g in enumerate(grads):
+                if g is None:
+                    shape, dtype = self._output_meta[i]
+                    grads[i] = np.zeros(shape, dtype=dtype)
         result = self.fn_cls.backward(ctx, *grads)
-        if not isinstance(result, tuple):
+        if type(result) is not tuple:
             result = (result,)
         if anomaly_state.enabled:
             check_finite(result, f"Function '{self.name()}' returned nan/inf values in its gradient for input")
-        n_inputs = len(self._input_meta)
-        if len(result) != n_inputs:
+        input_meta = self._input_meta
+        if len(result) != len(input_meta):
             raise RuntimeError(
                 f"{self.fn_cls.__name__}.backward returned an incorrect number of gradients: expected "
-                f"{n_inputs} (one per positional argument of forward, None for those that need none), "
-                f"got {len(result)}")
+                f"{len(input_meta)} (one per positional argument of forward, None for those that need "
+                f"none), got {len(result)}")
         out = []
-        next_functions = self.next_functions
-        for i, (g, meta) in enumerate(zip(result, self._input_meta)):
-            if g is None or meta is None or next_functions[i][0] is None:
+        i = 0
+        for g, meta in zip(result, input_meta):
+            if g is not None and meta is not None:       # meta is None: the input needs no gradient
+                if type(g) is not np.ndarray:
+                    g = np.asarray(g.data if isinstance(g, _TENSOR[0]) else g)
+                shape, dtype = meta
+                if g.shape != shape:
+                    if g.ndim == 0 and g.size == int(np.prod(shape, dtype=np.int64)):
+                        g = g.reshape(shape)
+                    else:
+                        raise RuntimeError(
+                            f"{self.fn_cls.__name__}.backward returned a gradient of shape {g.shape} "
+                            f"for input {i}, but that input has shape {shape}")
+                if g.dtype is not dtype and g.dtype != dtype:
+                    g = g.astype(dtype)
+                out.append(g)
+            else:
                 out.append(None)
-                continue
-            if type(g) is not np.ndarray:
-                g = np.asarray(g.data if isinstance(g, _TENSOR[0]) else g)
-            shape, dtype = meta
-            if g.shape != shape:
-                if g.size == int(np.prod(shape, dtype=np.int64)) and g.ndim == 0:
-                    g = g.reshape(shape)
-                else:
-                    raise RuntimeError(
-                        f"{self.fn_cls.__name__}.backward returned a gradient of shape {g.shape} for "
-                        f"input {i}, but that input has shape {shape}")
-            if g.dtype != dtype:
-                g = g.astype(dtype)
-            out.append(g)
+            i += 1
         return out, result, grads
 
     # ------------------------------------------------------------ double backward
@@ -473,20 +487,16 @@ class Function(metaclass=_FunctionMeta):
         Tensor = _TENSOR[0]
 
         record = grad_state.enabled
-        arrays = []
-        needs = []
+        arrays = list(args)
+        needs = [False] * len(args)
         any_needs = False
+        i = 0
         for a in args:
             if isinstance(a, Tensor):
-                arrays.append(a.data)
+                arrays[i] = a.data
                 if record and a.requires_grad:
-                    any_needs = True
-                    needs.append(True)
-                else:
-                    needs.append(False)
-            else:
-                arrays.append(a)
-                needs.append(False)
+                    needs[i] = any_needs = True
+            i += 1
         ctx = Context()
         ctx.needs_input_grad = needs = tuple(needs)
         raw = cls.forward(ctx, *arrays, **kwargs)
@@ -494,11 +504,12 @@ class Function(metaclass=_FunctionMeta):
         if type(raw) is np.ndarray:  # the common case: one ndarray output
             multiple = False
             out = make(raw)
-            outputs = [out]
-            raw_outputs = (raw,)
+            outputs = (out,)
             if cls.is_view and raw.base is not None and isinstance(args[0], Tensor) \
                     and np.may_share_memory(raw, arrays[0]):
                 out._version = args[0]._version
+            if anomaly_state.enabled:
+                check_finite((raw,), f"Function '{cls.__name__}' returned nan/inf values in its forward output")
         else:
             multiple = isinstance(raw, tuple)
             raw_outputs = raw if multiple else (raw,)
@@ -507,40 +518,66 @@ class Function(metaclass=_FunctionMeta):
                 if isinstance(r, Tensor):
                     raise TypeError(f"{cls.__name__}.forward must return ndarrays, not Tensors")
                 outputs.append(make(r if isinstance(r, np.ndarray) else np.asarray(r)))
-        if anomaly_state.enabled:
-            check_finite(raw_outputs, f"Function '{cls.__name__}' returned nan/inf values in its forward output")
+            if anomaly_state.enabled:
+                check_finite(raw_outputs, f"Function '{cls.__name__}' returned nan/inf values in its "
+                                          f"forward output")
         if any_needs:
             next_functions = []
             input_meta = []
             for a, r in zip(args, needs):
                 if r:
-                    next_functions.append(a.grad_fn is not None and (a.grad_fn, a._output_nr)
-                                          or a._gradient_edge())
+                    fn = a.grad_fn
+                    if fn is not None:
+                        next_functions.append((fn, a._output_nr))
+                    else:
+                        next_functions.append(a._gradient_edge())
                     d = a.data
                     input_meta.append((d.shape, d.dtype))
                 else:
-                    next_functions.append((None, 0))
+                    next_functions.append(_NO_EDGE)
                     input_meta.append(None)
             if multiple:
-                output_meta = tuple((r.shape, r.dtype) for r in (o.data for o in outputs))
+                output_meta = tuple([(o.data.shape, o.data.dtype) for o in outputs])
             else:
                 output_meta = ((raw.shape, raw.dtype),)
-            node = BackwardNode(cls, ctx, tuple(next_functions), tuple(input_meta), output_meta)
+            node = BackwardNode(cls, ctx, tuple(next_functions), _shared_meta(tuple(input_meta)),
+                                _shared_meta(output_meta))
             ctx._fn_cls = cls
             non_diff = ctx.non_differentiable
-            for i, o in enumerate(outputs):
-                if non_diff and i in non_diff:
-                    continue
-                if o.data.dtype.kind not in "fc":
-                    continue        # integer/bool outputs (indices, masks) carry no gradient
-                o.requires_grad = True
-                o.grad_fn = node
-                o._output_nr = i
+            i = 0
+            for o in outputs:
+                if not (non_diff and i in non_diff) and o.data.dtype.kind in "fc":
+                    # integer/bool outputs (indices, masks) carry no gradient
+                    o.requires_grad = True
+                    o.grad_fn = node
+                    o._output_nr = i
+                i += 1
             if ctx._saved:
-                ctx._versions = _version_refs(ctx._saved, args, outputs)
+                versions = _version_refs(ctx._saved, args, arrays, outputs)
+                if versions:
+                    ctx._versions = versions
         elif ctx._saved:
             ctx._saved = ()
         return tuple(outputs) if multiple else outputs[0]
+
+
+_NO_EDGE = (None, 0)     # next_functions entry of an input that needs no gradient
+
+# Equal (shape, dtype) records share one tuple.  A dtype keeps a tuple tracked by the
+# garbage collector, so a graph held ~4 more tracked objects per op without this, which
+# the collector walked over and over while the graph was built (benchmarks/bench_autograd.py,
+# chain1000).  Cleared when full, so programs whose shapes keep changing stay bounded.
+_META = {}
+_META_MAX = 4096
+
+
+def _shared_meta(meta):
+    shared = _META.get(meta)
+    if shared is None:
+        if len(_META) >= _META_MAX:
+            _META.clear()
+        shared = _META[meta] = meta
+    return shared
 
 
 _TENSOR = []     # [Tensor], filled by tensor.py through register_tensor_class (this module sits below it)
@@ -551,29 +588,33 @@ def register_tensor_class(cls):
     _TENSOR[:] = [cls]
 
 
-def _version_refs(saved, args, outputs):
+def _version_refs(saved, args, arrays, outputs):
     """``(version counter, its value now, position, kind, index)`` for each saved array
     that is the data of an input (kind 0) or output (kind 1) Tensor, so ``saved_tensors``
     can detect in-place changes (through the tensor or any view sharing its counter) and
-    double backward can reconnect it to the graph."""
+    double backward can reconnect it to the graph.  ``arrays`` are the arrays forward
+    received (``args[i].data`` for a Tensor argument)."""
     Tensor = _TENSOR[0]
     refs = []
-    for position, s in enumerate(saved):
-        if type(s) is not np.ndarray:      # None, Python scalars: nothing to track
-            continue
-        found = None
-        for i, t in enumerate(args):
-            if isinstance(t, Tensor) and s is t.data:
-                found, kind, index = t, 0, i
-                break
-        else:
-            for i, t in enumerate(outputs):
-                if s is t.data:
-                    found, kind, index = t, 1, i
+    position = 0
+    for s in saved:
+        if type(s) is np.ndarray:      # None, Python scalars: nothing to track
+            index = 0
+            for d in arrays:
+                if d is s and isinstance(args[index], Tensor):
+                    counter = args[index]._version
+                    refs.append((counter, counter.value, position, 0, index))
                     break
-        if found is not None:
-            counter = found._version
-            refs.append((counter, counter.value, position, kind, index))
+                index += 1
+            else:
+                index = 0
+                for t in outputs:
+                    if t.data is s:
+                        counter = t._version
+                        refs.append((counter, counter.value, position, 1, index))
+                        break
+                    index += 1
+        position += 1
     return refs
 
 
@@ -583,19 +624,18 @@ def _graph_order(roots):
     """In-edge count of every node reachable from ``roots`` (iterative: deep chains are fine)."""
     dependencies = {}
     stack = list(roots)
-    seen = set(roots)
+    root_set = set(roots)
+    get = dependencies.get
     while stack:
-        node = stack.pop()
-        for child, _ in node.next_functions:
-            if child is None:
-                continue
-            if child in dependencies:
-                dependencies[child] += 1
-            else:
-                dependencies[child] = 1
-                if child not in seen:
-                    seen.add(child)
-                    stack.append(child)
+        for child, _ in stack.pop().next_functions:
+            if child is not None:
+                count = get(child)
+                if count is None:           # first edge into child: visit it once
+                    dependencies[child] = 1
+                    if child not in root_set:
+                        stack.append(child)
+                else:
+                    dependencies[child] = count + 1
     return dependencies
 
 
@@ -706,24 +746,27 @@ def run_backward(tensors, grad_tensors, retain_graph=False, create_graph=False, 
     prev_mode = grad_state.enabled
     grad_state.enabled = bool(create_graph)
     graph = bool(create_graph)
+    direct = targets is None and not graph       # leaves may be accumulated as they are reached
     try:
         while ready:
             node = ready.pop()
             grads = buffers.pop(node, None)
             grads_owned = owned.pop(node, None)
-            if grads is not None and type(node) is AccumulateGrad:
-                hooks = getattr(node.variable, "_hooks", None)
-                if hooks and grads[0] is not None:
-                    grads[0], grads_owned[0] = _apply_hooks(hooks, grads[0], graph, grads_owned[0])
-            elif grads is not None and (node._tensor_hooks or node._retained):
-                for i, g in enumerate(grads):
-                    if g is not None:
-                        grads[i], grads_owned[i] = _run_hooks(node, i, g, graph, grads_owned[i])
-            if targets is not None and node in target_nodes and grads is not None:
-                for i, g in enumerate(grads):
-                    for k in targets.get((node, i), ()):
-                        captured[k] = g if (graph or grads_owned[i]) else np.array(g)
-            if type(node) is AccumulateGrad:
+            is_leaf = type(node) is AccumulateGrad
+            if grads is not None:
+                if is_leaf:
+                    hooks = getattr(node.variable, "_hooks", None)
+                    if hooks and grads[0] is not None:
+                        grads[0], grads_owned[0] = _apply_hooks(hooks, grads[0], graph, grads_owned[0])
+                elif node._tensor_hooks or node._retained:
+                    for i, g in enumerate(grads):
+                        if g is not None:
+                            grads[i], grads_owned[i] = _run_hooks(node, i, g, graph, grads_owned[i])
+                if targets is not None and node in target_nodes:
+                    for i, g in enumerate(grads):
+                        for k in targets.get((node, i), ()):
+                            captured[k] = g if (graph or grads_owned[i]) else np.array(g)
+            if is_leaf:
                 if targets is None and grads is not None and grads[0] is not None:
                     g = grads[0]
                     if graph:
@@ -743,32 +786,50 @@ def run_backward(tensors, grad_tensors, retain_graph=False, create_graph=False, 
                 input_grads, raw, incoming = node.apply(grads)
                 if node.fn_cls._user:
                     raw = None        # a user's backward may return arrays it keeps: never own them
-            for i, (child, index) in enumerate(node.next_functions):
+            i = 0
+            for child, index in node.next_functions:
                 if child is None:
+                    i += 1
                     continue
                 g = input_grads[i]
+                if direct and g is not None and type(child) is AccumulateGrad \
+                        and dependencies[child] == 1 and child not in buffers and not child.variable._hooks:
+                    # The last edge into a leaf without hooks, and the only one with a gradient:
+                    # accumulate now, as its own turn in the loop would
+                    # (benchmarks/bench_autograd.py, mlp100).
+                    child.accumulate(g, raw is not None and _is_fresh(g, i, raw, incoming, node.ctx._saved))
+                    dependencies[child] = 0
+                    i += 1
+                    continue
                 if g is not None:
                     slot = buffers.get(child)
                     if slot is None:
                         n_out = len(child._output_meta) if type(child) is BackwardNode else 1
-                        slot = buffers[child] = [None] * n_out
-                        owned[child] = [False] * n_out
-                    current = slot[index]
-                    if current is None:
-                        slot[index] = g
-                        owned[child][index] = (not graph) and raw is not None and \
-                            _is_fresh(g, i, raw, incoming, node.ctx._saved)
-                    elif graph:
-                        slot[index] = current + g
-                    elif owned[child][index] and current.shape == g.shape and current.flags.writeable:
-                        current += g
-                    else:
-                        slot[index] = current + g
-                        owned[child][index] = True
+                        if n_out == 1:
+                            buffers[child] = [g]
+                            owned[child] = [(not graph) and raw is not None and
+                                            _is_fresh(g, i, raw, incoming, node.ctx._saved)]
+                        else:
+                            slot = buffers[child] = [None] * n_out
+                            owned[child] = [False] * n_out
+                    if slot is not None:
+                        current = slot[index]
+                        if current is None:
+                            slot[index] = g
+                            owned[child][index] = (not graph) and raw is not None and \
+                                _is_fresh(g, i, raw, incoming, node.ctx._saved)
+                        elif graph:
+                            slot[index] = current + g
+                        elif owned[child][index] and current.shape == g.shape and current.flags.writeable:
+                            current += g
+                        else:
+                            slot[index] = current + g
+                            owned[child][index] = True
                 remaining = dependencies[child] - 1
                 dependencies[child] = remaining
                 if remaining == 0:
                     ready.append(child)
+                i += 1
             if not retain_graph:
                 node.release()
     finally:
@@ -804,9 +865,11 @@ def _is_fresh(g, position, raw, incoming, saved):
     for other in incoming:
         if other is g:
             return False
-    for j, other in enumerate(raw):
-        if j != position and other is g:
+    j = 0
+    for other in raw:
+        if other is g and j != position:
             return False
+        j += 1
     for other in saved:
         if other is g:
             return False

@@ -13,10 +13,9 @@ __all__ = ["Tensor", "Parameter", "tensor"]
 class _Version:
     """In-place modification counter, shared between a tensor and its ``detach()`` views."""
 
-    __slots__ = ("value",)
-
-    def __init__(self):
-        self.value = 0
+    # A class-level 0 instead of an __init__: every tensor gets a counter and few are ever
+    # bumped, so creating one is a bare object (benchmarks/bench_autograd.py, chain1000).
+    value = 0
 
 
 def _to_array(data, dtype=None):
@@ -63,8 +62,8 @@ class Tensor:
         (4, 3)
     """
 
-    # `_hooks` (leaf tensor hooks) is set only when a hook is registered
-    __slots__ = ("data", "grad", "requires_grad", "grad_fn", "_output_nr", "_version",
+    # `_hooks`: leaf tensor hooks (a HookDict) once one is registered, else None
+    __slots__ = ("data", "grad", "requires_grad", "grad_fn", "_output_nr", "_version_counter",
                  "_accumulator", "name", "_hooks", "__weakref__")
     # Make ndarray (op) Tensor defer to Tensor's reflected operators.
     __array_ufunc__ = None
@@ -78,9 +77,10 @@ class Tensor:
         self.requires_grad = bool(requires_grad)
         self.grad_fn = None
         self._output_nr = 0
-        self._version = _Version()
+        self._version_counter = None
         self._accumulator = None
         self.name = name
+        self._hooks = None
 
     @classmethod
     def _make(cls, arr):
@@ -90,9 +90,10 @@ class Tensor:
         t.requires_grad = False
         t.grad_fn = None
         t._output_nr = 0
-        t._version = _Version()
+        t._version_counter = None
         t._accumulator = None
         t.name = None
+        t._hooks = None
         return t
 
     # ------------------------------------------------------------------ properties
@@ -166,6 +167,22 @@ class Tensor:
         return f"tensor({body}{extra})"
 
     # ------------------------------------------------------------------ autograd
+    @property
+    def _version(self):
+        """The in-place modification counter (shared with views and ``detach()``).
+
+        Made on first use: most tensors are never saved for backward nor modified in
+        place, and one object fewer per op is less for the garbage collector to walk
+        (benchmarks/bench_autograd.py, chain1000)."""
+        counter = self._version_counter
+        if counter is None:
+            counter = self._version_counter = _Version()
+        return counter
+
+    @_version.setter
+    def _version(self, counter):
+        self._version_counter = counter
+
     def _gradient_edge(self):
         if self.grad_fn is not None:
             return (self.grad_fn, self._output_nr)

@@ -16,7 +16,7 @@ from minnet._config import get_num_threads
 from minnet._ext import _activations as _kernels
 from minnet.functional._common import as_float_input as _as_float_input
 from minnet.autograd import Function
-from minnet.autograd.activation_ops import Relu, Sigmoid, Tanh
+from minnet.autograd.activation_ops import Relu, Sigmoid, Tanh, as_kernel_grad
 
 __all__ = ["relu", "leaky_relu", "elu", "selu", "sigmoid", "tanh", "softmax", "log_softmax",
            "gelu", "silu", "softplus", "softsign", "relu6", "hardsigmoid", "hardswish", "mish",
@@ -84,7 +84,7 @@ class LeakyRelu(Function):
     @staticmethod
     def backward(ctx, grad):
         (saved,) = ctx.saved_tensors
-        dx = _kernels.leaky_relu_backward(saved, _contiguous(grad, saved.dtype),
+        dx = _kernels.leaky_relu_backward(saved, as_kernel_grad(grad, saved.dtype),
                                           ctx.negative_slope, n_threads=get_num_threads())
         return dx, None
 
@@ -113,7 +113,7 @@ class Elu(Function):
     @staticmethod
     def backward(ctx, grad):
         (saved,) = ctx.saved_tensors
-        dx = _kernels.elu_backward(saved, _contiguous(grad, saved.dtype), ctx.alpha,
+        dx = _kernels.elu_backward(saved, as_kernel_grad(grad, saved.dtype), ctx.alpha,
                                    ctx.scale, ctx.from_output, n_threads=get_num_threads())
         return dx, None, None
 
@@ -269,7 +269,7 @@ class _Unary(Function):
     @classmethod
     def backward(cls, ctx, grad):
         (x,) = ctx.saved_tensors
-        return _kernels.unary_backward(x, _contiguous(grad, x.dtype), cls._op,
+        return _kernels.unary_backward(x, as_kernel_grad(grad, x.dtype), cls._op,
                                        n_threads=get_num_threads())
 
 

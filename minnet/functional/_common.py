@@ -3,6 +3,10 @@ import numpy as np
 
 from minnet.autograd import Tensor
 
+# dtype objects, not the scalar types: `dtype in (np.float32, np.float64)` converts the
+# types on every call (benchmarks/bench_autograd.py, mlp100)
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
 
 def as_float_input(x, name="x"):
     """A float Tensor stays as it is (gradients flow); anything else becomes a float ndarray.
@@ -11,7 +15,7 @@ def as_float_input(x, name="x"):
     default, as ``mn.tensor``); integers, bools and float16 become float32.
     """
     if isinstance(x, Tensor):
-        if x.dtype in (np.float32, np.float64):
+        if x.data.dtype in _FLOATS:
             return x
         x = x.data
     if not isinstance(x, np.ndarray):

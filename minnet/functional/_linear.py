@@ -79,8 +79,8 @@ def _linear_backward(ctx, x2, weight, grad_y):
         return None, None, None
     dtype = (weight if weight is not None else x2).dtype
     out_features = grad_y.shape[-1]
-    if grad_y.ndim == 2 and grad_y.dtype == dtype and grad_y.flags.c_contiguous:
-        dy = grad_y
+    if grad_y.ndim == 2 and grad_y.dtype == dtype:
+        dy = grad_y       # the kernel makes a non-contiguous one contiguous
     else:
         dy = cast(grad_y, dtype).reshape(_rows(grad_y.shape), out_features)
     in_features = (weight if weight is not None else x2).shape[1]
