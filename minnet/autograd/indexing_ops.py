@@ -5,7 +5,12 @@ Each gathering op's backward adds the gradient back at the positions it read
 (repeated positions accumulate); each scatter's backward gathers.  The math is in
 ``docs/math/autograd_ops.md``.
 """
+import math
+
 import numpy as np
+
+from minnet._config import get_num_threads
+from minnet._ext import _indexing as _kernels
 
 from .function import Function
 from .op_helpers import is_tensor, norm_dim, raw, shape_of, unbroadcast, zeros_like
@@ -26,7 +31,7 @@ def where(cond, a, b):
 
 
 def gather(x, dim, index):
-    return Gather.apply(x, dim, index) if is_tensor(x) else np.take_along_axis(x, index, axis=dim)
+    return Gather.apply(x, dim, index) if is_tensor(x) else _gather_along(x, dim, index)
 
 
 def _scatter_into(g, dim, index, shape):
@@ -39,19 +44,78 @@ def _scatter_into(g, dim, index, shape):
 
 
 def _index_select(x, dim, index):
-    return IndexSelect.apply(x, dim, index) if is_tensor(x) else np.take(x, index, axis=dim)
+    return IndexSelect.apply(x, dim, index) if is_tensor(x) else _index_select_along(x, dim, index)
 
 
 def _index_add_into(g, dim, index, shape):
     if is_tensor(g):
         return IndexAddInto.apply(g, dim=dim, index=index, shape=shape)
-    return _index_add_along(shape, g.dtype, dim, index, g)
+    out = np.zeros(shape, dtype=g.dtype)
+    _index_add_along(out, dim, index, g)
+    return out
 
 
 def _index_into(g, key, shape):
     if is_tensor(g):
         return IndexScatter.apply(g, key=key, shape=shape)
     return _scatter_index(g, key, shape)
+
+
+# --------------------------------------------------------------------------- the kernels
+# float32/float64 go to minnet._ext._indexing (threaded, the same result for any thread
+# count); other dtypes to NumPy.
+
+_KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _as_3d(a, dim):
+    """``a`` as ``(outer, a.shape[dim], inner)`` (a view whenever the strides allow)."""
+    return a.reshape(math.prod(a.shape[:dim]), a.shape[dim], math.prod(a.shape[dim + 1:]))
+
+
+def _same_except(shape_a, shape_b, dim):
+    return all(m == n for k, (m, n) in enumerate(zip(shape_a, shape_b)) if k != dim)
+
+
+def _leading_block(a, shape, dim):
+    """``a`` cut to ``shape`` in every dimension but ``dim`` (gather and scatter_add allow an
+    index smaller than the input there)."""
+    if _same_except(a.shape, shape, dim):
+        return a
+    return a[tuple(slice(0, n) if k != dim else slice(None) for k, n in enumerate(shape))]
+
+
+def _out_of_range(op, dim, size):
+    return IndexError(f"{op}(): index out of range for dimension {dim} with size {size}")
+
+
+def _gather_along(a, dim, index, op="gather"):
+    """``out[..., i, ...] = a[..., index[..., i, ...], ...]`` along ``dim``, shaped like ``index``."""
+    src = _leading_block(a, index.shape, dim)
+    if a.dtype not in _KERNEL_DTYPES:
+        return np.take_along_axis(src, _wrap_index(index, a.shape[dim], dim, op), axis=dim)
+    out = np.empty(index.shape, dtype=a.dtype)
+    if out.size and _kernels.gather(_as_3d(src, dim), _as_3d(index, dim), _as_3d(out, dim),
+                                    n_threads=get_num_threads()):
+        raise _out_of_range(op, dim, a.shape[dim])
+    return out
+
+
+def _scatter_add_along(out, dim, index, src, op="scatter_add"):
+    """``out[..., index[..., i, ...], ...] += src[..., i, ...]`` along ``dim``, in place
+    (repeated indices accumulate)."""
+    src = src[tuple(slice(0, n) for n in index.shape)] if src.shape != index.shape else src
+    if out.dtype in _KERNEL_DTYPES and out.flags.c_contiguous and _same_except(out.shape, index.shape, dim):
+        if index.size and _kernels.scatter_add(_as_3d(src.astype(out.dtype, copy=False), dim),
+                                               _as_3d(index, dim), _as_3d(out, dim),
+                                               n_threads=get_num_threads()):
+            raise _out_of_range(op, dim, out.shape[dim])
+        return
+    index = _wrap_index(index, out.shape[dim], dim, op)
+    grids = list(np.ix_(*[np.arange(n) for n in index.shape]))
+    grids[dim] = index
+    linear = np.ravel_multi_index(tuple(np.broadcast_arrays(*grids)), out.shape)
+    _bincount_add(out, linear, np.asarray(src))
 
 
 def _bincount_add(out, linear_index, src):
@@ -64,37 +128,40 @@ def _bincount_add(out, linear_index, src):
     out += sums.reshape(out.shape).astype(out.dtype, copy=False)
 
 
-def _scatter_add_along(out, dim, index, src):
-    """``out[..., index[i], ...] += src[i]`` along ``dim`` (repeated indices accumulate)."""
-    index = np.asarray(index)
-    src = src[tuple(slice(0, n) for n in index.shape)] if src.shape != index.shape else src
-    grids = list(np.ix_(*[np.arange(n) for n in index.shape]))
-    grids[dim] = index
-    linear = np.ravel_multi_index(tuple(np.broadcast_arrays(*grids)), out.shape)
-    _bincount_add(out, linear, np.asarray(src))
-
-
-def _index_add_rows(out, index, src):
-    """``out[index[i]] += src[i]`` along axis 0 (repeated rows accumulate): a stable sort of
-    the indices and one ``np.add.reduceat`` over the sorted rows, instead of ``np.add.at``."""
-    index = np.asarray(index).reshape(-1)
-    if index.size == 0:
-        return out
-    rows = np.asarray(src).reshape((index.size,) + out.shape[1:])
-    order = np.argsort(index, kind="stable")
-    sorted_index = index[order]
-    starts = np.flatnonzero(np.concatenate(([True], sorted_index[1:] != sorted_index[:-1])))
-    out[sorted_index[starts]] += np.add.reduceat(rows[order], starts, axis=0)
+def _index_select_along(a, dim, index):
+    """``np.take(a, index, axis=dim)`` for a 1-D ``index`` already in ``[0, a.shape[dim])``."""
+    if a.dtype not in _KERNEL_DTYPES:
+        return np.take(a, index, axis=dim)
+    out = np.empty(a.shape[:dim] + (index.size,) + a.shape[dim + 1:], dtype=a.dtype)
+    if out.size:
+        _kernels.index_select(_as_3d(a, dim), index, _as_3d(out, dim), n_threads=get_num_threads())
     return out
 
 
-def _index_add_along(shape, dtype, dim, index, src):
-    """zeros(shape) with ``src`` added at ``index`` along ``dim`` (index_select's backward)."""
-    if dim == 0:
-        return _index_add_rows(np.zeros(shape, dtype=dtype), index, src)
-    moved = np.zeros((shape[dim],) + shape[:dim] + shape[dim + 1:], dtype=dtype)
-    _index_add_rows(moved, index, np.moveaxis(src, dim, 0))
-    return np.ascontiguousarray(np.moveaxis(moved, 0, dim))
+def _index_add_along(out, dim, index, src):
+    """``out[..., index[i], ...] += src[..., i, ...]`` along ``dim``, in place, for a 1-D
+    ``index`` already in ``[0, out.shape[dim])`` (repeated indices accumulate)."""
+    if index.size == 0:
+        return
+    if out.dtype in _KERNEL_DTYPES and out.flags.c_contiguous:
+        _kernels.index_add(_as_3d(src.astype(out.dtype, copy=False), dim), index, _as_3d(out, dim),
+                           n_threads=get_num_threads())
+        return
+    # a stable sort of the indices and one np.add.reduceat over the sorted slices
+    moved_out = np.moveaxis(out, dim, 0)
+    rows = np.moveaxis(src, dim, 0)
+    order = np.argsort(index, kind="stable")
+    sorted_index = index[order]
+    starts = np.flatnonzero(np.concatenate(([True], sorted_index[1:] != sorted_index[:-1])))
+    moved_out[sorted_index[starts]] += np.add.reduceat(rows[order], starts, axis=0)
+
+
+def _row_index(key, n_rows):
+    """A key that is one integer array (``x[rows]``), as a 1-D int64 array in ``[0, n_rows)``;
+    None for any other key."""
+    if not (isinstance(key, np.ndarray) and key.dtype.kind in "iu"):
+        return None
+    return _wrap_index(key.reshape(-1).astype(np.int64, copy=False), n_rows, 0, "index")
 
 
 def _is_basic_index(key):
@@ -113,8 +180,9 @@ def _scatter_index(g, key, shape):
     if _is_basic_index(key) or _is_mask_index(key):
         grad[key] = g            # each element of the input appears at most once
     elif isinstance(key, (np.ndarray, list)) and np.asarray(key).dtype.kind in "iu":
-        index = np.asarray(key)  # rows picked by one integer array: repeated rows accumulate
-        _index_add_rows(grad, np.where(index < 0, index + shape[0], index), g)
+        # rows picked by one integer array: repeated rows accumulate
+        rows = _row_index(np.asarray(key), shape[0])
+        _index_add_along(grad, 0, rows, np.asarray(g).reshape((rows.size,) + tuple(shape[1:])))
     else:                        # general advanced key: linear positions, then one bincount
         linear = np.arange(grad.size).reshape(shape)[key]
         _bincount_add(grad, linear, np.broadcast_to(g, linear.shape))
@@ -183,7 +251,10 @@ class Index(Function):
     @staticmethod
     def forward(ctx, a, key):
         ctx.meta = (a.shape, key)
-        return np.asarray(a[key])
+        rows = _row_index(key, a.shape[0]) if a.ndim else None
+        if rows is None:
+            return np.asarray(a[key])
+        return _index_select_along(a, 0, rows).reshape(key.shape + a.shape[1:])
 
     @staticmethod
     def backward(ctx, g):
@@ -221,10 +292,9 @@ class Gather(Function):
             raise RuntimeError("gather(): Index tensor must have the same number of dimensions as input tensor")
         if any(index.shape[k] > a.shape[k] for k in range(a.ndim) if k != d):
             raise RuntimeError(f"gather(): Size does not match: index {index.shape} vs input {a.shape}")
-        index = _wrap_index(index, a.shape[d], d, "gather")
+        index = index.astype(np.int64, copy=False)
         ctx.meta = (a.shape, d, index)
-        src = a[tuple(slice(0, index.shape[k]) if k != d else slice(None) for k in range(a.ndim))]
-        return np.take_along_axis(src, index, axis=d)
+        return _gather_along(a, d, index)
 
     @staticmethod
     def backward(ctx, g):
@@ -262,7 +332,11 @@ class ScatterAdd(Function):
         d = norm_dim(dim, a.ndim)
         if index.ndim != a.ndim or np.ndim(src) != a.ndim:
             raise RuntimeError("scatter_add(): index, src and self must have the same number of dimensions")
-        index = _wrap_index(index, a.shape[d], d, "scatter_add")
+        if any(index.shape[k] > a.shape[k] for k in range(a.ndim) if k != d) or \
+                any(index.shape[k] > np.shape(src)[k] for k in range(a.ndim)):
+            raise RuntimeError(f"scatter_add(): index {index.shape} must be no larger than self "
+                               f"{a.shape} (except in dimension {d}) and src {np.shape(src)}")
+        index = index.astype(np.int64, copy=False)
         ctx.dim, ctx.index, ctx.src_shape = d, index, np.shape(src)
         out = np.array(a, copy=True)
         _scatter_add_along(out, d, index, np.asarray(src, dtype=a.dtype))
@@ -297,9 +371,9 @@ class IndexSelect(Function):
             raise TypeError(f"index_select(): `index` must be a 1-D integer tensor. Received: "
                             f"shape={index.shape}, dtype={index.dtype}")
         d = norm_dim(dim, a.ndim)
-        index = _wrap_index(index, a.shape[d], d, "index_select").reshape(-1)
+        index = _wrap_index(index.reshape(-1).astype(np.int64, copy=False), a.shape[d], d, "index_select")
         ctx.meta = (a.shape, d, index)
-        return np.take(a, index, axis=d)
+        return _index_select_along(a, d, index)
 
     @staticmethod
     def backward(ctx, g):
@@ -315,7 +389,9 @@ class IndexAddInto(Function):
     @staticmethod
     def forward(ctx, g, dim=0, index=None, shape=()):
         ctx.dim, ctx.index = dim, index
-        return _index_add_along(shape, g.dtype, dim, index, g)
+        out = np.zeros(shape, dtype=g.dtype)
+        _index_add_along(out, dim, index, g)
+        return out
 
     @staticmethod
     def backward(ctx, gg):

@@ -4,7 +4,12 @@ A reduction's backward puts the reduced axes back (``_expand_reduced``: a reshap
 broadcast view, no copy) and multiplies by the local derivative; cumsum's backward is a
 reversed cumsum.  The math is in ``docs/math/autograd_ops.md``.
 """
+import math
+
 import numpy as np
+
+from minnet._config import get_num_threads
+from minnet._ext import _indexing
 
 from .function import Function
 from .indexing_ops import where
@@ -35,8 +40,22 @@ def _drop_reduced(out, dims, keepdims):
     return np.asarray(out.reshape(()) if dims is None else np.squeeze(out, axis=dims))
 
 
-def _cumsum(x, dim):
-    return CumSum.apply(x, dim=dim) if is_tensor(x) else np.cumsum(x, axis=dim)
+_KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _cumsum(x, dim, reverse=False):
+    """Running sums along ``dim`` (from the end when ``reverse``); a recorded ``CumSum`` on a
+    Tensor.  float32/float64 run on the threaded kernel in one pass, accumulating in float64
+    as PyTorch's CPU cumsum does."""
+    if is_tensor(x):
+        return CumSum.apply(x, dim=dim, reverse=reverse)
+    if x.dtype not in _KERNEL_DTYPES or x.ndim == 0:
+        return flip(np.cumsum(flip(x, (dim,)), axis=dim), (dim,)) if reverse else np.cumsum(x, axis=dim)
+    out = np.empty(x.shape, dtype=x.dtype)
+    outer, inner = math.prod(x.shape[:dim]), math.prod(x.shape[dim + 1:])
+    _indexing.cumsum(x.reshape(outer, x.shape[dim], inner), out.reshape(outer, x.shape[dim], inner),
+                 reverse=reverse, n_threads=get_num_threads())
+    return out
 
 
 # --------------------------------------------------------------------------- reductions
@@ -199,15 +218,17 @@ class LogSumExp(Function):
 
 
 class CumSum(Function):
+    """Running sums along ``dim``; ``reverse=True`` sums from the end (the backward of the
+    forward sum, and the other way round)."""
+
     @staticmethod
-    def forward(ctx, a, dim=0):
-        ctx.dim = norm_dim(dim, a.ndim)
-        return np.cumsum(a, axis=ctx.dim)
+    def forward(ctx, a, dim=0, reverse=False):
+        ctx.dim, ctx.reverse = norm_dim(dim, a.ndim), reverse
+        return _cumsum(a, ctx.dim, reverse)
 
     @staticmethod
     def backward(ctx, g):
-        d = ctx.dim
-        return flip(_cumsum(flip(g, (d,)), d), (d,))
+        return _cumsum(g, ctx.dim, not ctx.reverse)
 
     backward_graph = backward
 
