@@ -85,6 +85,17 @@ def _leading_block(a, shape, dim):
     return a[tuple(slice(0, n) if k != dim else slice(None) for k, n in enumerate(shape))]
 
 
+def _wrap_index(index, size, dim, op):
+    """``index`` with negative entries counted from the end of a dimension of ``size``
+    (IndexError, as PyTorch's, for any entry outside ``[-size, size)``)."""
+    if index.size == 0:
+        return index
+    low, high = index.min(), index.max()
+    if low < -size or high >= size:
+        raise IndexError(f"{op}(): index out of range for dimension {dim} with size {size}")
+    return np.where(index < 0, index + size, index) if low < 0 else index
+
+
 def _out_of_range(op, dim, size):
     return IndexError(f"{op}(): index out of range for dimension {dim} with size {size}")
 
@@ -92,6 +103,7 @@ def _out_of_range(op, dim, size):
 def _gather_along(a, dim, index, op="gather"):
     """``out[..., i, ...] = a[..., index[..., i, ...], ...]`` along ``dim``, shaped like ``index``."""
     src = _leading_block(a, index.shape, dim)
+    index = index.astype(np.int64, copy=False)
     if a.dtype not in _KERNEL_DTYPES:
         return np.take_along_axis(src, _wrap_index(index, a.shape[dim], dim, op), axis=dim)
     out = np.empty(index.shape, dtype=a.dtype)
@@ -105,6 +117,7 @@ def _scatter_add_along(out, dim, index, src, op="scatter_add"):
     """``out[..., index[..., i, ...], ...] += src[..., i, ...]`` along ``dim``, in place
     (repeated indices accumulate)."""
     src = src[tuple(slice(0, n) for n in index.shape)] if src.shape != index.shape else src
+    index = index.astype(np.int64, copy=False)
     if out.dtype in _KERNEL_DTYPES and out.flags.c_contiguous and _same_except(out.shape, index.shape, dim):
         if index.size and _kernels.scatter_add(_as_3d(src.astype(out.dtype, copy=False), dim),
                                                _as_3d(index, dim), _as_3d(out, dim),
@@ -232,17 +245,6 @@ class MaskedFill(Function):
     backward_graph = backward
 
 # --------------------------------------------------------------------------- indexing
-
-
-def _wrap_index(index, size, dim, op):
-    """``index`` with negative entries counted from the end of a dimension of ``size``
-    (IndexError, as PyTorch's, for any entry outside ``[-size, size)``)."""
-    if index.size == 0:
-        return index
-    low, high = index.min(), index.max()
-    if low < -size or high >= size:
-        raise IndexError(f"{op}(): index out of range for dimension {dim} with size {size}")
-    return np.where(index < 0, index + size, index) if low < 0 else index
 
 
 class Index(Function):
