@@ -185,23 +185,45 @@ def scatter_add(const floating[:, :, :] src,   # IN    (outer, n_index, inner)
     return bad
 
 
+cdef inline void _select_task(const floating* src, Py_ssize_t src_n, Py_ssize_t src_k,
+                              const int64_t* index, floating* out, int64_t n_index,
+                              int64_t inner, int64_t width, bint add) noexcept nogil:
+    # select: out[i, k] = src[index[i], k];  add: out[index[i], k] += src[i, k]  (k < width)
+    cdef int64_t i
+    if width == 1:                 # along the last dimension: one element per index
+        if add:
+            for i in range(n_index):
+                out[index[i] * inner] += src[i * src_n]
+        else:
+            for i in range(n_index):
+                out[i * inner] = src[index[i] * src_n]
+        return
+    for i in range(n_index):
+        if add:
+            _add_row(&out[index[i] * inner], &src[i * src_n], width, src_k)
+        else:
+            _copy_row(&out[i * inner], &src[index[i] * src_n], width, src_k)
+
+
 def index_select(const floating[:, :, :] src,  # IN  (outer, n_src, inner)
                  const int64_t[::1] index,     # IN  (n_index,), each in [0, n_src)
                  floating[:, :, ::1] out,      # OUT (outer, n_index, inner)
                  int n_threads=1):
     """``out[o, i, :] = src[o, index[i], :]`` (the caller has checked the indices)."""
     cdef int64_t outer = out.shape[0], n_index = out.shape[1], inner = out.shape[2]
-    cdef int64_t row, o, i
+    cdef int64_t block = _column_block(outer, inner, n_threads)
+    cdef int64_t n_blocks = (inner + block - 1) // block
+    cdef int64_t task, o, k0
     cdef Py_ssize_t es = sizeof(floating)
     if outer * n_index * inner == 0:
         return
     with nogil:
-        # one output row (a contiguous copy) at a time
-        for row in prange(outer * n_index, schedule="static",
-                          num_threads=_team(outer * n_index * inner, n_threads)):
-            o = row // n_index
-            i = row % n_index
-            _copy_row(&out[o, i, 0], &src[o, index[i], 0], inner, src.strides[2] // es)
+        for task in prange(outer * n_blocks, schedule="static",
+                           num_threads=_team(outer * n_index * inner, n_threads)):
+            o = task // n_blocks
+            k0 = (task % n_blocks) * block
+            _select_task(&src[o, 0, k0], src.strides[1] // es, src.strides[2] // es, &index[0],
+                         &out[o, 0, k0], n_index, inner, min(block, inner - k0), False)
 
 
 def index_add(const floating[:, :, :] src,     # IN    (outer, n_index, inner)
@@ -213,7 +235,7 @@ def index_add(const floating[:, :, :] src,     # IN    (outer, n_index, inner)
     cdef int64_t outer = src.shape[0], n_index = src.shape[1], inner = src.shape[2]
     cdef int64_t block = _column_block(outer, inner, n_threads)
     cdef int64_t n_blocks = (inner + block - 1) // block
-    cdef int64_t task, o, i, k0
+    cdef int64_t task, o, k0
     cdef Py_ssize_t es = sizeof(floating)
     if outer * n_index * inner == 0:
         return
@@ -222,9 +244,8 @@ def index_add(const floating[:, :, :] src,     # IN    (outer, n_index, inner)
                            num_threads=_team(outer * n_index * inner, n_threads)):
             o = task // n_blocks
             k0 = (task % n_blocks) * block
-            for i in range(n_index):
-                _add_row(&out[o, index[i], k0], &src[o, i, k0], min(block, inner - k0),
-                         src.strides[2] // es)
+            _select_task(&src[o, 0, k0], src.strides[1] // es, src.strides[2] // es, &index[0],
+                         &out[o, 0, k0], n_index, inner, min(block, inner - k0), True)
 
 
 cdef void _running_sum(const floating* src, Py_ssize_t src_n, Py_ssize_t src_k, floating* out,
