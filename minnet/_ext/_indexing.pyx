@@ -39,7 +39,7 @@ cdef inline int64_t _column_block(int64_t outer, int64_t inner, int n_threads) n
     # columns per task: whole rows when there are enough rows to share, else blocks of at
     # least 64 columns, about four per thread.
     cdef int64_t block
-    if outer >= 4 * n_threads or inner <= 64:
+    if n_threads <= 1 or outer >= 4 * n_threads or inner <= 64:
         return inner
     block = (inner + 4 * n_threads - 1) // (4 * n_threads)
     return block if block > 64 else 64
@@ -211,19 +211,22 @@ def index_select(const floating[:, :, :] src,  # IN  (outer, n_src, inner)
                  int n_threads=1):
     """``out[o, i, :] = src[o, index[i], :]`` (the caller has checked the indices)."""
     cdef int64_t outer = out.shape[0], n_index = out.shape[1], inner = out.shape[2]
-    cdef int64_t block = _column_block(outer, inner, n_threads)
-    cdef int64_t n_blocks = (inner + block - 1) // block
-    cdef int64_t task, o, k0
+    cdef int64_t task, o, i
     cdef Py_ssize_t es = sizeof(floating)
     if outer * n_index * inner == 0:
         return
     with nogil:
-        for task in prange(outer * n_blocks, schedule="static",
-                           num_threads=_team(outer * n_index * inner, n_threads)):
-            o = task // n_blocks
-            k0 = (task % n_blocks) * block
-            _select_task(&src[o, 0, k0], src.strides[1] // es, src.strides[2] // es, &index[0],
-                         &out[o, 0, k0], n_index, inner, min(block, inner - k0), False)
+        if inner == 1:             # along the last dimension: a task per outer row
+            for o in prange(outer, schedule="static",
+                            num_threads=_team(outer * n_index, n_threads)):
+                _select_task(&src[o, 0, 0], src.strides[1] // es, 1, &index[0], &out[o, 0, 0],
+                             n_index, 1, 1, False)
+        else:                      # a task per output row: one contiguous copy, written once
+            for task in prange(outer * n_index, schedule="static",
+                               num_threads=_team(outer * n_index * inner, n_threads)):
+                o = task // n_index
+                i = task % n_index
+                _copy_row(&out[o, i, 0], &src[o, index[i], 0], inner, src.strides[2] // es)
 
 
 def index_add(const floating[:, :, :] src,     # IN    (outer, n_index, inner)
