@@ -257,11 +257,19 @@ cdef void _running_sum(const floating* src, Py_ssize_t src_n, Py_ssize_t src_k, 
     # out[i, k] = sum of src[j, k] over j <= i (j >= i when reverse), in float64
     cdef int64_t step, i, k
     cdef double running = 0.0
-    if width == 1:
-        for step in range(n):
-            i = n - 1 - step if reverse else step
-            running += src[i * src_n]
-            out[i * inner] = <floating> running
+    if width == 1:                 # along the last dimension: one running sum
+        if reverse:
+            for i in range(n - 1, -1, -1):
+                running += src[i * src_n]
+                out[i * inner] = <floating> running
+        elif src_n == 1 and inner == 1:
+            for i in range(n):
+                running += src[i]
+                out[i] = <floating> running
+        else:
+            for i in range(n):
+                running += src[i * src_n]
+                out[i * inner] = <floating> running
         return
     for k in range(width):
         acc[k] = 0.0
