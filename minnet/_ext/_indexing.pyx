@@ -136,11 +136,9 @@ cdef inline int64_t _scatter_task(const floating* src, Py_ssize_t src_n, Py_ssiz
     return bad
 
 
-def gather(const floating[:, :, :] src,        # IN  (outer, n_src, inner)
-           const int64_t[:, :, :] index,       # IN  (outer, n_index, inner)
-           floating[:, :, ::1] out,            # OUT (outer, n_index, inner)
-           int n_threads=1):
-    """``out[o, i, k] = src[o, index[o, i, k], k]``; returns the number of bad indices."""
+cdef int64_t _along(const floating[:, :, :] src, const int64_t[:, :, :] index,
+                    floating[:, :, ::1] out, int n_threads, bint scatter):
+    # gather or scatter-add over (outer row, column block) tasks; the number of bad indices
     cdef int64_t outer = index.shape[0], n_index = index.shape[1], inner = index.shape[2]
     cdef int64_t block = _column_block(outer, inner, n_threads)
     cdef int64_t n_blocks = (inner + block - 1) // block
@@ -153,11 +151,25 @@ def gather(const floating[:, :, :] src,        # IN  (outer, n_src, inner)
                            num_threads=_team(outer * n_index * inner, n_threads)):
             o = task // n_blocks
             k0 = (task % n_blocks) * block
-            bad += _gather_task(&src[o, 0, k0], src.strides[1] // es, src.strides[2] // es,
-                                src.shape[1], &index[o, 0, k0], index.strides[1] // ei,
-                                index.strides[2] // ei, &out[o, 0, k0], n_index, inner,
-                                min(block, inner - k0))
+            if scatter:
+                bad += _scatter_task(&src[o, 0, k0], src.strides[1] // es, src.strides[2] // es,
+                                     out.shape[1], &index[o, 0, k0], index.strides[1] // ei,
+                                     index.strides[2] // ei, &out[o, 0, k0], n_index, inner,
+                                     min(block, inner - k0))
+            else:
+                bad += _gather_task(&src[o, 0, k0], src.strides[1] // es, src.strides[2] // es,
+                                    src.shape[1], &index[o, 0, k0], index.strides[1] // ei,
+                                    index.strides[2] // ei, &out[o, 0, k0], n_index, inner,
+                                    min(block, inner - k0))
     return bad
+
+
+def gather(const floating[:, :, :] src,        # IN  (outer, n_src, inner)
+           const int64_t[:, :, :] index,       # IN  (outer, n_index, inner)
+           floating[:, :, ::1] out,            # OUT (outer, n_index, inner)
+           int n_threads=1):
+    """``out[o, i, k] = src[o, index[o, i, k], k]``; returns the number of bad indices."""
+    return _along(src, index, out, n_threads, False)
 
 
 def scatter_add(const floating[:, :, :] src,   # IN    (outer, n_index, inner)
@@ -166,23 +178,7 @@ def scatter_add(const floating[:, :, :] src,   # IN    (outer, n_index, inner)
                 int n_threads=1):
     """``out[o, index[o, i, k], k] += src[o, i, k]`` (repeated indices accumulate, in
     ascending ``i``); returns the number of bad indices."""
-    cdef int64_t outer = index.shape[0], n_index = index.shape[1], inner = index.shape[2]
-    cdef int64_t block = _column_block(outer, inner, n_threads)
-    cdef int64_t n_blocks = (inner + block - 1) // block
-    cdef int64_t task, o, k0, bad = 0
-    cdef Py_ssize_t es = sizeof(floating), ei = sizeof(int64_t)
-    if outer * n_index * inner == 0:
-        return 0
-    with nogil:
-        for task in prange(outer * n_blocks, schedule="static",
-                           num_threads=_team(outer * n_index * inner, n_threads)):
-            o = task // n_blocks
-            k0 = (task % n_blocks) * block
-            bad += _scatter_task(&src[o, 0, k0], src.strides[1] // es, src.strides[2] // es,
-                                 out.shape[1], &index[o, 0, k0], index.strides[1] // ei,
-                                 index.strides[2] // ei, &out[o, 0, k0], n_index, inner,
-                                 min(block, inner - k0))
-    return bad
+    return _along(src, index, out, n_threads, True)
 
 
 cdef inline void _select_task(const floating* src, Py_ssize_t src_n, Py_ssize_t src_k,
