@@ -1,18 +1,22 @@
 """The autograd engine's own speed, as same-run ratios against PyTorch at 1 and 2 threads.
 
-    python benchmarks/bench_autograd.py [--repeat 30] [--threads 1 2] [--quick]
+    python benchmarks/bench_autograd.py [--repeat 30] [--threads 1 2] [--quick] [--ops NAME ...]
+                                        [--split] [--results autograd.json]
 
 Workloads (forward + backward, float32, medians; ratio = torch time / minnet time, so
-> 1 means minnet is faster):
+> 1 means minnet is faster; the spread is the lowest and highest ratio of the three
+interleaved rounds):
   mlp100      100 x (linear 32->32 + relu) at batch 64, then .sum().backward()
   chain1000   1,000 small elementwise ops on a (16,) tensor, then backward
   sigmoid     the Sigmoid layer on 3.2 M floats, layer(x, training=True).sum().backward()
   relu/tanh/gelu/elu layer   the same hand-written loop for the other elementwise activation
               layers (ReLU, Tanh, Activation("gelu"), ELU against torch.nn.ReLU/Tanh/GELU/ELU)
   ops table   the tensor operations a training step uses, on ~1 M-element inputs
-Writes benchmarks/results/autograd.json.
+--split also times each op's forward alone and its backward alone (the graph is built
+outside the timed region).  Writes benchmarks/results/autograd.json (or --results).
 """
 import argparse
+import time
 
 import numpy as np
 
@@ -128,6 +132,11 @@ def op_cases(torch):
         "index rows (100k)": (lambda m, a: a[m.tensor(rows) if m is mn else torch.tensor(rows)], (big,)),
         "boolean mask": (lambda m, a: a[m.tensor(mask) if m is mn else torch.tensor(mask)], (big,)),
         "gather dim 1": (lambda m, a: a.gather(1, m.tensor(index) if m is mn else torch.tensor(index)), (big,)),
+        "gather dim 0": (lambda m, a: a.gather(0, m.tensor(index) if m is mn else torch.tensor(index)), (big,)),
+        "scatter_add dim 1": (lambda m, a, b: a.scatter_add(1, m.tensor(index) if m is mn else torch.tensor(index), b),
+                              (big, big)),
+        "index_select dim 1 (1k)": (lambda m, a: a.index_select(1, m.tensor(index[0]) if m is mn
+                                                                else torch.tensor(index[0])), (big,)),
         "softmax dim -1": (lambda m, a: a.softmax(-1), (big,)),
         "logsumexp dim 1": (lambda m, a: a.logsumexp(1), (big,)),
         "sum dim 0": (lambda m, a: a.sum(0), (big,)),
@@ -135,6 +144,7 @@ def op_cases(torch):
         "var dim 1": (lambda m, a: a.var(1), (big,)),
         "max dim 1": (lambda m, a: a.max(1)[0], (big,)),
         "cumsum dim 1": (lambda m, a: a.cumsum(1), (big,)),
+        "cumsum dim 0": (lambda m, a: a.cumsum(0), (big,)),
         "sort dim 1": (lambda m, a: a.sort(1)[0], (big,)),
         "permute + reshape": (lambda m, a: a.permute(1, 0).reshape(-1), (big,)),
         "expand + mul": (lambda m, a, b: a * b[0].expand(1000, 1000), (big, big)),
@@ -143,28 +153,54 @@ def op_cases(torch):
     for name, (fn, arrays) in cases.items():
         mts = [mn.tensor(a, requires_grad=True) for a in arrays]
         tts = [torch.tensor(a, requires_grad=True) for a in arrays]
-
-        def run_mn(fn=fn, mts=mts):
-            fn(mn, *mts).sum().backward()
-            for t in mts:
-                t.grad = None
-
-        def run_torch(fn=fn, tts=tts):
-            fn(torch, *tts).sum().backward()
-            for t in tts:
-                t.grad = None
-
-        out[name] = (run_mn, run_torch)
+        out[name] = {"fwd+bwd": (_step(fn, mn, mts), _step(fn, torch, tts)),
+                     "fwd": (_forward(fn, mn, mts), _forward(fn, torch, tts)),
+                     "bwd": (_backward(fn, mn, mts), _backward(fn, torch, tts))}
     return out
 
 
-def measure(run_mn, run_torch, repeat):
-    # interleave the two so both see the same machine load
+def _step(fn, module, tensors):
+    def run():
+        fn(module, *tensors).sum().backward()
+        for t in tensors:
+            t.grad = None
+    return run
+
+
+def _forward(fn, module, tensors):
+    def run():
+        fn(module, *tensors)
+    return run
+
+
+def _backward(fn, module, tensors):
+    # returns the seconds of .backward() alone; the graph is built untimed
+    def run():
+        loss = fn(module, *tensors).sum()
+        start = time.perf_counter()
+        loss.backward()
+        elapsed = time.perf_counter() - start
+        for t in tensors:
+            t.grad = None
+        return elapsed
+    return run
+
+
+def _median_backward_ms(run, repeat):
+    run()
+    return float(np.median([run() for _ in range(repeat)]) * 1e3)
+
+
+def measure(run_mn, run_torch, repeat, timer=None):
+    """Medians over three interleaved rounds (both see the same machine load), and the
+    lowest and highest per-round ratio torch / minnet."""
+    timer = timer or (lambda run, n: median_ms(run, n, warmup=2))
     t_mn, t_torch = [], []
     for _ in range(3):
-        t_mn.append(median_ms(run_mn, max(repeat // 3, 1), warmup=2))
-        t_torch.append(median_ms(run_torch, max(repeat // 3, 1), warmup=2))
-    return float(np.median(t_mn)), float(np.median(t_torch))
+        t_mn.append(timer(run_mn, max(repeat // 3, 1)))
+        t_torch.append(timer(run_torch, max(repeat // 3, 1)))
+    ratios = [b / a for a, b in zip(t_mn, t_torch)]
+    return float(np.median(t_mn)), float(np.median(t_torch)), min(ratios), max(ratios)
 
 
 def main():
@@ -172,25 +208,37 @@ def main():
     parser.add_argument("--repeat", type=int, default=30)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--quick", action="store_true", help="only the engine and activation-layer workloads")
+    parser.add_argument("--ops", nargs="+", default=None, help="only these rows (names as printed)")
+    parser.add_argument("--split", action="store_true", help="also forward alone and backward alone")
+    parser.add_argument("--results", default="autograd.json")
     args = parser.parse_args()
     import torch
     rows = []
     for threads in args.threads:
         mn.set_num_threads(threads)
         torch.set_num_threads(threads)
-        workloads = {"mlp100 (fwd+bwd)": mlp_case(torch), "chain1000 (fwd+bwd)": chain_case(torch),
-                     **layer_cases(torch)}
+        workloads = {"mlp100 (fwd+bwd)": {"fwd+bwd": mlp_case(torch)},
+                     "chain1000 (fwd+bwd)": {"fwd+bwd": chain_case(torch)},
+                     **{name: {"fwd+bwd": case} for name, case in layer_cases(torch).items()}}
         if not args.quick:
             workloads.update(op_cases(torch))
+        if args.ops:
+            workloads = {k: v for k, v in workloads.items() if k in args.ops}
         print(f"threads={threads}")
-        print(f"  {'workload':32s} {'minnet ms':>10s} {'torch ms':>10s} {'ratio':>7s}")
-        for name, (run_mn, run_torch) in workloads.items():
-            ms_mn, ms_torch = measure(run_mn, run_torch, args.repeat)
-            ratio = ms_torch / ms_mn
-            rows.append({"workload": name, "threads": threads, "minnet_ms": ms_mn, "torch_ms": ms_torch,
-                         "ratio_torch_over_minnet": ratio})
-            print(f"  {name:32s} {ms_mn:10.3f} {ms_torch:10.3f} {ratio:7.2f}")
-    write_results("autograd.json", "autograd engine and tensor ops, forward+backward", rows, torch=torch,
+        print(f"  {'workload':32s} {'pass':8s} {'minnet ms':>10s} {'torch ms':>10s} {'ratio':>7s}  spread")
+        for name, passes in workloads.items():
+            for kind, (run_mn, run_torch) in passes.items():
+                if kind != "fwd+bwd" and not args.split:
+                    continue
+                timer = (lambda run, n: _median_backward_ms(run, n)) if kind == "bwd" else None
+                ms_mn, ms_torch, low, high = measure(run_mn, run_torch, args.repeat, timer)
+                ratio = ms_torch / ms_mn
+                rows.append({"workload": name, "pass": kind, "threads": threads, "minnet_ms": ms_mn,
+                             "torch_ms": ms_torch, "ratio_torch_over_minnet": ratio,
+                             "ratio_low": low, "ratio_high": high})
+                print(f"  {name:32s} {kind:8s} {ms_mn:10.3f} {ms_torch:10.3f} {ratio:7.2f}  {low:.2f}-{high:.2f}",
+                      flush=True)
+    write_results(args.results, "autograd engine and tensor ops, forward+backward", rows, torch=torch,
                   repeat=args.repeat)
 
 

@@ -13,7 +13,7 @@ from .grad_mode import (AnomalyError, detect_anomaly, enable_grad, is_anomaly_en
                         set_grad_enabled)
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .graph import graph_to_dot, print_graph
-from .ops import unbroadcast
+from .op_helpers import unbroadcast
 from .tensor import Parameter, Tensor, tensor
 
 __all__ = ["Tensor", "Parameter", "tensor", "Function", "Context", "Node", "BackwardNode",

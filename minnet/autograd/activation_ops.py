@@ -1,9 +1,11 @@
-"""Sigmoid, tanh and ReLU as autograd operations over the ``_ext`` kernels.
+"""Sigmoid, tanh, ReLU, softmax and log-softmax as autograd operations over the ``_ext``
+kernels.
 
-They live on the autograd floor because the Tensor methods ``x.sigmoid()``, ``x.tanh()`` and
-``x.relu()`` are these operations (autograd calls ``_ext`` directly, never ``functional``);
-``minnet.functional.sigmoid/tanh/relu`` check their argument and apply the same Functions.
-Each keeps only its OUTPUT for backward (``y*(1-y)``, ``1-y**2``, ``y > 0``); the math is in
+They live on the autograd floor because the Tensor methods ``x.sigmoid()``, ``x.tanh()``,
+``x.relu()``, ``x.softmax(dim)`` and ``x.log_softmax(dim)`` are these operations (autograd
+calls ``_ext`` directly, never ``functional``); ``minnet.functional``'s functions of the same
+names check their argument and apply the same Functions.  Each keeps only its OUTPUT for
+backward (``y*(1-y)``, ``1-y**2``, ``y > 0``, ``y``); the math is in
 ``docs/math/activations.md``.
 """
 import numpy as np
@@ -12,7 +14,11 @@ from minnet._config import get_num_threads
 from minnet._ext import _activations as _kernels
 from minnet.autograd.function import Function
 
-__all__ = ["Sigmoid", "Tanh", "Relu", "as_kernel_grad"]
+from minnet.autograd.op_helpers import exp, norm_dim
+
+__all__ = ["Sigmoid", "Tanh", "Relu", "Softmax", "LogSoftmax", "as_kernel_grad"]
+
+_KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _contiguous(a, dtype):
@@ -96,3 +102,56 @@ class Relu(Function):
     def backward_graph(ctx, grad):
         (y,) = ctx.saved_arrays
         return grad * (y > 0).astype(y.dtype)
+
+
+def _rows(a, d):
+    """``a`` with axis ``d`` last, as C-contiguous (rows, n) (a view when ``d`` is already last)."""
+    moved = np.moveaxis(a, d, -1)
+    n = a.shape[d]
+    return np.ascontiguousarray(moved).reshape(-1, n), moved.shape
+
+
+class Softmax(Function):
+    """Along ``dim``, on the row kernels of ``_ext._activations`` (float32/float64)."""
+
+    log_output = False
+
+    @classmethod
+    def forward(cls, ctx, a, dim=-1):
+        d = ctx.dim = norm_dim(dim, a.ndim)
+        if a.dtype in _KERNEL_DTYPES and a.size:
+            rows, moved_shape = _rows(a, d)
+            y = _kernels.softmax_forward(rows, cls.log_output, n_threads=get_num_threads())
+            y = np.moveaxis(y.reshape(moved_shape), -1, d)
+        else:
+            shifted = a - np.max(a, axis=d, keepdims=True)
+            if cls.log_output:
+                y = shifted - np.log(np.sum(np.exp(shifted), axis=d, keepdims=True))
+            else:
+                e = np.exp(shifted)
+                y = e / np.sum(e, axis=d, keepdims=True)
+        ctx.save_for_backward(y)
+        return y
+
+    @classmethod
+    def backward(cls, ctx, g):
+        (y,) = ctx.saved_tensors
+        d = ctx.dim
+        if y.dtype in _KERNEL_DTYPES and y.size and type(g) is np.ndarray:
+            y_rows, moved_shape = _rows(y, d)
+            g_rows, _ = _rows(g.astype(y.dtype, copy=False), d)
+            dx = _kernels.softmax_backward(y_rows, g_rows, cls.log_output, n_threads=get_num_threads())
+            return np.moveaxis(dx.reshape(moved_shape), -1, d)
+        return cls.backward_graph(ctx, g)
+
+    @classmethod
+    def backward_graph(cls, ctx, g):
+        (y,) = ctx.saved_tensors
+        if cls.log_output:
+            return g - exp(y) * g.sum(axis=ctx.dim, keepdims=True)
+        gy = g * y
+        return gy - y * gy.sum(axis=ctx.dim, keepdims=True)
+
+
+class LogSoftmax(Softmax):
+    log_output = True

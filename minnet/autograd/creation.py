@@ -10,7 +10,7 @@ import numpy as np
 from minnet import config
 from minnet._random import generator
 
-from . import ops
+from . import elementwise_ops, indexing_ops, linalg_ops, shape_ops
 from .tensor import Tensor
 
 __all__ = ["zeros", "ones", "full", "empty", "rand", "randn", "randint", "arange", "linspace", "eye",
@@ -188,7 +188,7 @@ def _tensors(tensors, fn):
 
 def cat(tensors, dim=0):
     """Join tensors along an existing dim."""
-    return ops.Cat.apply(*_tensors(tensors, "cat"), dim=dim)
+    return shape_ops.Cat.apply(*_tensors(tensors, "cat"), dim=dim)
 
 
 concat = concatenate = cat
@@ -196,7 +196,7 @@ concat = concatenate = cat
 
 def stack(tensors, dim=0):
     """Join tensors along a new dim."""
-    return ops.Stack.apply(*_tensors(tensors, "stack"), dim=dim)
+    return shape_ops.Stack.apply(*_tensors(tensors, "stack"), dim=dim)
 
 
 def where(condition, input=None, other=None):
@@ -204,7 +204,7 @@ def where(condition, input=None, other=None):
     cond = condition.data if isinstance(condition, Tensor) else np.asarray(condition)
     if input is None and other is None:
         return tuple(Tensor._make(i.astype(np.int64)) for i in np.nonzero(cond))
-    return ops.Where.apply(cond, input, other)
+    return indexing_ops.Where.apply(cond, input, other)
 
 
 def einsum(equation, *operands):
@@ -213,7 +213,7 @@ def einsum(equation, *operands):
         operands = tuple(operands[0])
     if not isinstance(equation, str):
         raise TypeError(f"einsum(): expected the equation as a str. Received: {type(equation).__name__}")
-    return ops.Einsum.apply(*operands, equation=equation)
+    return linalg_ops.Einsum.apply(*operands, equation=equation)
 
 
 def _t(x):
@@ -221,7 +221,7 @@ def _t(x):
 
 
 def matmul(a, b):
-    return ops.MatMul.apply(a, b)
+    return linalg_ops.MatMul.apply(a, b)
 
 
 def bmm(a, b):
@@ -305,11 +305,11 @@ def log_softmax(input, dim):
 
 
 def maximum(input, other):
-    return ops.Maximum.apply(input, other)
+    return elementwise_ops.Maximum.apply(input, other)
 
 
 def minimum(input, other):
-    return ops.Minimum.apply(input, other)
+    return elementwise_ops.Minimum.apply(input, other)
 
 
 def clamp(input, min=None, max=None):

@@ -4,6 +4,8 @@ import weakref
 
 import numpy as np
 
+from . import (activation_ops, elementwise_ops, indexing_ops, linalg_ops, op_helpers, reduction_ops,
+               shape_ops)
 from .function import AccumulateGrad, HookDict, register_tensor_class, run_backward
 from .grad_mode import grad_state
 
@@ -269,7 +271,7 @@ class Tensor:
 
     def clone(self):
         """A copy of the data that stays in the graph (gradients flow back to self)."""
-        return ops.Clone.apply(self)
+        return elementwise_ops.Clone.apply(self)
 
     def zero_grad(self):
         self.grad = None
@@ -346,49 +348,49 @@ class Tensor:
 
     # ------------------------------------------------------------------ operators
     def __add__(self, other):
-        return ops.Add.apply(self, other)
+        return elementwise_ops.Add.apply(self, other)
 
     def __radd__(self, other):
-        return ops.Add.apply(other, self)
+        return elementwise_ops.Add.apply(other, self)
 
     def __sub__(self, other):
-        return ops.Sub.apply(self, other)
+        return elementwise_ops.Sub.apply(self, other)
 
     def __rsub__(self, other):
-        return ops.Sub.apply(other, self)
+        return elementwise_ops.Sub.apply(other, self)
 
     def __mul__(self, other):
-        return ops.Mul.apply(self, other)
+        return elementwise_ops.Mul.apply(self, other)
 
     def __rmul__(self, other):
-        return ops.Mul.apply(other, self)
+        return elementwise_ops.Mul.apply(other, self)
 
     def __truediv__(self, other):
-        return ops.Div.apply(self, other)
+        return elementwise_ops.Div.apply(self, other)
 
     def __rtruediv__(self, other):
-        return ops.Div.apply(other, self)
+        return elementwise_ops.Div.apply(other, self)
 
     def __matmul__(self, other):
-        return ops.MatMul.apply(self, other)
+        return linalg_ops.MatMul.apply(self, other)
 
     def __rmatmul__(self, other):
-        return ops.MatMul.apply(other, self)
+        return linalg_ops.MatMul.apply(other, self)
 
     def __pow__(self, other):
-        return ops.Pow.apply(self, other)
+        return elementwise_ops.Pow.apply(self, other)
 
     def __rpow__(self, other):
-        return ops.Pow.apply(other, self)
+        return elementwise_ops.Pow.apply(other, self)
 
     def __neg__(self):
-        return ops.Neg.apply(self)
+        return elementwise_ops.Neg.apply(self)
 
     def __pos__(self):
         return self
 
     def __getitem__(self, key):
-        return ops.Index.apply(self, _index_key(key))
+        return indexing_ops.Index.apply(self, _index_key(key))
 
     # comparisons give boolean tensors without gradient (== / != stay identity, so
     # tensors can be kept in lists, sets and dicts; use eq() / ne() for elementwise)
@@ -434,44 +436,44 @@ class Tensor:
     # one backward formula serves ndarrays and Tensors.
     def sum(self, dim=None, keepdim=False, dtype=None, *, axis=None, keepdims=None):
         dim, keepdim = _dims_args(dim, keepdim, axis, keepdims)
-        return ops.Sum.apply(self, axis=dim, keepdims=keepdim, dtype=dtype)
+        return reduction_ops.Sum.apply(self, axis=dim, keepdims=keepdim, dtype=dtype)
 
     def mean(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
         dim, keepdim = _dims_args(dim, keepdim, axis, keepdims)
         if self.data.dtype.kind not in "fc":
             raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a "
                                f"floating point or complex dtype. Got: {self.dtype}")
-        return ops.Mean.apply(self, axis=dim, keepdims=keepdim)
+        return reduction_ops.Mean.apply(self, axis=dim, keepdims=keepdim)
 
     def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None):
         dim, keepdim = _dims_args(dim, keepdim, axis, keepdims)
-        return ops.Var.apply(self, axis=dim, correction=_correction(unbiased, correction), keepdims=keepdim)
+        return reduction_ops.Var.apply(self, axis=dim, correction=_correction(unbiased, correction), keepdims=keepdim)
 
     def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None):
         return self.var(dim, unbiased, keepdim, correction=correction, axis=axis, keepdims=keepdims).sqrt()
 
     def prod(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
         dim, keepdim = _dims_args(dim, keepdim, axis, keepdims)
-        return ops.Prod.apply(self, axis=dim, keepdims=keepdim)
+        return reduction_ops.Prod.apply(self, axis=dim, keepdims=keepdim)
 
     def norm(self, p="fro", dim=None, keepdim=False):
         if p in ("fro", None):
             p = 2
         if not isinstance(p, (int, float)) or isinstance(p, bool) or p <= 0:
             raise ValueError(f"Invalid argument `p`: expected 'fro', inf or a positive number. Received: p={p!r}")
-        return ops.Norm.apply(self, p=p, axis=dim, keepdims=keepdim)
+        return reduction_ops.Norm.apply(self, p=p, axis=dim, keepdims=keepdim)
 
     def logsumexp(self, dim, keepdim=False):
-        return ops.LogSumExp.apply(self, axis=dim, keepdims=keepdim)
+        return reduction_ops.LogSumExp.apply(self, axis=dim, keepdims=keepdim)
 
     def cumsum(self, dim):
-        return ops.CumSum.apply(self, dim=dim)
+        return reduction_ops.CumSum.apply(self, dim=dim)
 
     def amax(self, dim=(), keepdim=False):
-        return ops.Amax.apply(self, axis=None if dim == () else dim, keepdims=keepdim)
+        return reduction_ops.Amax.apply(self, axis=None if dim == () else dim, keepdims=keepdim)
 
     def amin(self, dim=(), keepdim=False):
-        return ops.Amax.apply(self, axis=None if dim == () else dim, keepdims=keepdim, largest=False)
+        return reduction_ops.Amax.apply(self, axis=None if dim == () else dim, keepdims=keepdim, largest=False)
 
     def max(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
         """``max()`` (all elements), ``max(dim)`` -> (values, indices), ``max(other)``."""
@@ -483,14 +485,14 @@ class Tensor:
 
     def _extreme(self, dim, keepdim, axis, keepdims, largest):
         if isinstance(dim, Tensor):
-            return ops.Maximum.apply(self, dim) if largest else ops.Minimum.apply(self, dim)
+            return elementwise_ops.Maximum.apply(self, dim) if largest else elementwise_ops.Minimum.apply(self, dim)
         if axis is not None or keepdims is not None:      # NumPy spelling: reduced values only
-            return ops.Amax.apply(self, axis=axis, keepdims=bool(keepdims), largest=largest)
+            return reduction_ops.Amax.apply(self, axis=axis, keepdims=bool(keepdims), largest=largest)
         if dim is None:
-            return ops.Amax.apply(self, axis=None, keepdims=False, largest=largest)
-        d = ops.norm_dim(dim, self.ndim)
+            return reduction_ops.Amax.apply(self, axis=None, keepdims=False, largest=largest)
+        d = op_helpers.norm_dim(dim, self.ndim)
         index = (np.argmax if largest else np.argmin)(self.data, axis=d, keepdims=True)
-        values = ops.Gather.apply(self, d, index)
+        values = indexing_ops.Gather.apply(self, d, index)
         if not keepdim:
             values = values.squeeze(d)
             index = np.squeeze(index, axis=d)
@@ -504,26 +506,26 @@ class Tensor:
         return _arg_extreme(self, dim, keepdim, np.argmin)
 
     def sort(self, dim=-1, descending=False, stable=False):
-        d = ops.norm_dim(dim, self.ndim)
+        d = op_helpers.norm_dim(dim, self.ndim)
         index = _argsort(self.data, d, descending)
-        return _SortResult(ops.Gather.apply(self, d, index), Tensor._make(index))
+        return _SortResult(indexing_ops.Gather.apply(self, d, index), Tensor._make(index))
 
     def argsort(self, dim=-1, descending=False, stable=False):
-        return Tensor._make(_argsort(self.data, ops.norm_dim(dim, self.ndim), descending))
+        return Tensor._make(_argsort(self.data, op_helpers.norm_dim(dim, self.ndim), descending))
 
     def topk(self, k, dim=-1, largest=True, sorted=True):
-        d = ops.norm_dim(dim, self.ndim)
+        d = op_helpers.norm_dim(dim, self.ndim)
         size = self.shape[d] if self.ndim else 1
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 <= k <= size:
             raise RuntimeError(f"topk(): selected index k out of range: k={k!r} for a dimension of size {size}")
         index = np.take(_argsort(self.data, d, largest), np.arange(int(k)), axis=d)
-        return _TopkResult(ops.Gather.apply(self, d, index), Tensor._make(index))
+        return _TopkResult(indexing_ops.Gather.apply(self, d, index), Tensor._make(index))
 
     # ------------------------------------------------------------------ shape
     def reshape(self, *shape):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
-        return ops.Reshape.apply(self, shape=tuple(int(s) for s in shape))
+        return shape_ops.Reshape.apply(self, shape=tuple(int(s) for s in shape))
 
     def view(self, *shape):
         return self.reshape(*shape)
@@ -548,29 +550,29 @@ class Tensor:
     def squeeze(self, dim=None):
         if dim is None:
             return self.reshape(tuple(n for n in self.shape if n != 1))
-        dims = ops.norm_dims(dim, self.ndim) if self.ndim else ()
+        dims = op_helpers.norm_dims(dim, self.ndim) if self.ndim else ()
         return self.reshape(tuple(n for i, n in enumerate(self.shape) if not (i in dims and n == 1)))
 
     def unsqueeze(self, dim):
-        d = ops.norm_dim(dim, self.ndim + 1)
+        d = op_helpers.norm_dim(dim, self.ndim + 1)
         return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
 
     def permute(self, *dims):
         if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
             dims = tuple(dims[0])
-        return ops.Permute.apply(self, dims=dims)
+        return shape_ops.Permute.apply(self, dims=dims)
 
     def transpose(self, *dims):
         """``transpose(dim0, dim1)`` swaps two dims (PyTorch). ``transpose()`` reverses
         them all and ``transpose((1, 0, 2))`` permutes (NumPy), as before."""
         if len(dims) == 2 and all(isinstance(d, (int, np.integer)) for d in dims):
             perm = list(range(self.ndim))
-            d0, d1 = ops.norm_dim(dims[0], self.ndim), ops.norm_dim(dims[1], self.ndim)
+            d0, d1 = op_helpers.norm_dim(dims[0], self.ndim), op_helpers.norm_dim(dims[1], self.ndim)
             perm[d0], perm[d1] = perm[d1], perm[d0]
-            return ops.Permute.apply(self, dims=tuple(perm))
+            return shape_ops.Permute.apply(self, dims=tuple(perm))
         if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
             dims = tuple(dims[0])
-        return ops.Permute.apply(self, dims=dims or None)
+        return shape_ops.Permute.apply(self, dims=dims or None)
 
     def t(self):
         if self.ndim > 2:
@@ -584,7 +586,7 @@ class Tensor:
     def expand(self, *sizes):
         if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
             sizes = tuple(sizes[0])
-        return ops.Expand.apply(self, shape=tuple(int(s) for s in sizes))
+        return shape_ops.Expand.apply(self, shape=tuple(int(s) for s in sizes))
 
     def expand_as(self, other):
         return self.expand(other.shape)
@@ -592,15 +594,15 @@ class Tensor:
     def repeat(self, *repeats):
         if len(repeats) == 1 and isinstance(repeats[0], (tuple, list)):
             repeats = tuple(repeats[0])
-        return ops.Repeat.apply(self, repeats=repeats)
+        return shape_ops.Repeat.apply(self, repeats=repeats)
 
     def flip(self, *dims):
         if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
             dims = tuple(dims[0])
-        return ops.Flip.apply(self, dims=dims)
+        return shape_ops.Flip.apply(self, dims=dims)
 
     def split(self, split_size_or_sections, dim=0):
-        d = ops.norm_dim(dim, self.ndim)
+        d = op_helpers.norm_dim(dim, self.ndim)
         n = self.shape[d]
         if isinstance(split_size_or_sections, (int, np.integer)):
             step = int(split_size_or_sections)
@@ -622,111 +624,111 @@ class Tensor:
     def chunk(self, chunks, dim=0):
         if isinstance(chunks, bool) or not isinstance(chunks, (int, np.integer)) or chunks < 1:
             raise RuntimeError(f"chunk(): chunks must be a positive int. Received: chunks={chunks!r}")
-        n = self.shape[ops.norm_dim(dim, self.ndim)]
+        n = self.shape[op_helpers.norm_dim(dim, self.ndim)]
         return self.split(max(-(-n // int(chunks)), 1), dim)
 
     def unbind(self, dim=0):
-        d = ops.norm_dim(dim, self.ndim)
+        d = op_helpers.norm_dim(dim, self.ndim)
         return tuple(self[(slice(None),) * d + (i,)] for i in range(self.shape[d]))
 
     # ------------------------------------------------------------------ indexing
     def gather(self, dim, index):
-        return ops.Gather.apply(self, dim, _raw(index))
+        return indexing_ops.Gather.apply(self, dim, _raw(index))
 
     def scatter_add(self, dim, index, src):
-        return ops.ScatterAdd.apply(self, dim, _raw(index), src)
+        return indexing_ops.ScatterAdd.apply(self, dim, _raw(index), src)
 
     def index_select(self, dim, index):
-        return ops.IndexSelect.apply(self, dim, _raw(index))
+        return indexing_ops.IndexSelect.apply(self, dim, _raw(index))
 
     def masked_fill(self, mask, value):
-        return ops.MaskedFill.apply(self, _raw(mask), value=_raw(value))
+        return indexing_ops.MaskedFill.apply(self, _raw(mask), value=_raw(value))
 
     def where(self, condition, other):
-        return ops.Where.apply(_raw(condition), self, other)
+        return indexing_ops.Where.apply(_raw(condition), self, other)
 
     # ------------------------------------------------------------------ math
     def exp(self):
-        return ops.Exp.apply(self)
+        return elementwise_ops.Exp.apply(self)
 
     def expm1(self):
-        return ops.Expm1.apply(self)
+        return elementwise_ops.Expm1.apply(self)
 
     def log(self):
-        return ops.Log.apply(self)
+        return elementwise_ops.Log.apply(self)
 
     def log1p(self):
-        return ops.Log1p.apply(self)
+        return elementwise_ops.Log1p.apply(self)
 
     def sqrt(self):
-        return ops.Sqrt.apply(self)
+        return elementwise_ops.Sqrt.apply(self)
 
     def rsqrt(self):
         return self.sqrt().reciprocal()
 
     def reciprocal(self):
-        return ops.Div.apply(1.0, self)
+        return elementwise_ops.Div.apply(1.0, self)
 
     def square(self):
-        return ops.Mul.apply(self, self)
+        return elementwise_ops.Mul.apply(self, self)
 
     def sin(self):
-        return ops.Sin.apply(self)
+        return elementwise_ops.Sin.apply(self)
 
     def cos(self):
-        return ops.Cos.apply(self)
+        return elementwise_ops.Cos.apply(self)
 
     def abs(self):
-        return ops.Abs.apply(self)
+        return elementwise_ops.Abs.apply(self)
 
     def sign(self):
-        return ops.Sign.apply(self)
+        return elementwise_ops.Sign.apply(self)
 
     def floor(self):
-        return ops.Floor.apply(self)
+        return elementwise_ops.Floor.apply(self)
 
     def ceil(self):
-        return ops.Ceil.apply(self)
+        return elementwise_ops.Ceil.apply(self)
 
     def round(self):
-        return ops.Round.apply(self)
+        return elementwise_ops.Round.apply(self)
 
     def neg(self):
-        return ops.Neg.apply(self)
+        return elementwise_ops.Neg.apply(self)
 
     def pow(self, exponent):
-        return ops.Pow.apply(self, exponent)
+        return elementwise_ops.Pow.apply(self, exponent)
 
     def add(self, other, alpha=1):
-        return ops.Add.apply(self, other if alpha == 1 else other * alpha)
+        return elementwise_ops.Add.apply(self, other if alpha == 1 else other * alpha)
 
     def sub(self, other, alpha=1):
-        return ops.Sub.apply(self, other if alpha == 1 else other * alpha)
+        return elementwise_ops.Sub.apply(self, other if alpha == 1 else other * alpha)
 
     def mul(self, other):
-        return ops.Mul.apply(self, other)
+        return elementwise_ops.Mul.apply(self, other)
 
     def div(self, other):
-        return ops.Div.apply(self, other)
+        return elementwise_ops.Div.apply(self, other)
 
     def clip(self, min=None, max=None):
-        return ops.Clamp.apply(self, min=_raw(min), max=_raw(max))
+        return elementwise_ops.Clamp.apply(self, min=_raw(min), max=_raw(max))
 
     clamp = clip
 
     def maximum(self, other):
-        return ops.Maximum.apply(self, other)
+        return elementwise_ops.Maximum.apply(self, other)
 
     def minimum(self, other):
-        return ops.Minimum.apply(self, other)
+        return elementwise_ops.Minimum.apply(self, other)
 
     def matmul(self, other):
-        return ops.MatMul.apply(self, other)
+        return linalg_ops.MatMul.apply(self, other)
 
     def mm(self, other):
         if self.ndim != 2 or np.ndim(_raw(other)) != 2:
             raise RuntimeError("mm(): both arguments must be 2-D")
-        return ops.MatMul.apply(self, other)
+        return linalg_ops.MatMul.apply(self, other)
 
     def bmm(self, other):
         if self.ndim != 3 or np.ndim(_raw(other)) != 3:
@@ -734,10 +736,10 @@ class Tensor:
                                f"{np.ndim(_raw(other))}-D")
         if self.shape[0] != np.shape(_raw(other))[0]:
             raise RuntimeError(f"bmm(): batch sizes differ: {self.shape[0]} vs {np.shape(_raw(other))[0]}")
-        return ops.MatMul.apply(self, other)
+        return linalg_ops.MatMul.apply(self, other)
 
     def dot(self, other):
-        return ops.MatMul.apply(self, other)
+        return linalg_ops.MatMul.apply(self, other)
 
     def sigmoid(self):
         return activation_ops.Sigmoid.apply(self)
@@ -749,14 +751,14 @@ class Tensor:
         return activation_ops.Relu.apply(self)
 
     def softmax(self, dim=-1, *, axis=None):
-        return ops.Softmax.apply(self, dim=dim if axis is None else axis)
+        return activation_ops.Softmax.apply(self, dim=dim if axis is None else axis)
 
     def log_softmax(self, dim=-1, *, axis=None):
-        return ops.LogSoftmax.apply(self, dim=dim if axis is None else axis)
+        return activation_ops.LogSoftmax.apply(self, dim=dim if axis is None else axis)
 
     def astype(self, dtype):
         """A copy converted to ``dtype`` (gradients flow back, converted to the source dtype)."""
-        return ops.Cast.apply(self, dtype=np.dtype(dtype))
+        return elementwise_ops.Cast.apply(self, dtype=np.dtype(dtype))
 
     def float(self):
         return self.astype(np.float32)
@@ -799,7 +801,7 @@ def _arg_extreme(t, dim, keepdim, fn):
         if keepdim:
             out = out.reshape((1,) * t.ndim)
     else:
-        out = fn(t.data, axis=ops.norm_dim(dim, t.ndim), keepdims=keepdim)
+        out = fn(t.data, axis=op_helpers.norm_dim(dim, t.ndim), keepdims=keepdim)
     return Tensor._make(np.asarray(out, dtype=np.int64))
 
 
@@ -884,8 +886,6 @@ def root_gradient(t, gradient, create_graph, name):
     return Tensor._make(g) if create_graph else g
 
 
-from . import activation_ops  # noqa: E402  (these need Tensor; imported once Tensor exists)
-from . import ops  # noqa: E402
-
-ops.Tensor = Tensor
+# The op modules sit below Tensor; they recognise and make Tensors through this binding.
+op_helpers.Tensor = Tensor
 register_tensor_class(Tensor)

@@ -8,6 +8,7 @@ OUTPUT (their derivatives are functions of it: ``y*(1-y)``, ``1-y**2``, ``y > 0`
 ``y + alpha``, ...), so the input can be freed as soon as the next layer is done with
 it.  The math, with the shapes, is in ``docs/math/activations.md``.
 """
+import math
 import numbers
 
 import numpy as np
@@ -17,6 +18,7 @@ from minnet._ext import _activations as _kernels
 from minnet.functional._common import as_float_input as _as_float_input
 from minnet.autograd import Function
 from minnet.autograd.activation_ops import Relu, Sigmoid, Tanh, as_kernel_grad
+from minnet.autograd.elementwise_ops import Erf
 
 __all__ = ["relu", "leaky_relu", "elu", "selu", "sigmoid", "tanh", "softmax", "log_softmax",
            "gelu", "silu", "softplus", "softsign", "relu6", "hardsigmoid", "hardswish", "mish",
@@ -27,6 +29,13 @@ __all__ = ["relu", "leaky_relu", "elu", "selu", "sigmoid", "tanh", "softmax", "l
 # PyTorch's (and Klambauer et al.'s) SELU constants.
 SELU_ALPHA = _kernels.SELU_ALPHA
 SELU_SCALE = _kernels.SELU_SCALE
+
+# gelu's and softplus's constants (PyTorch's: tanh-gelu's cubic term, softplus's threshold).
+_SQRT_HALF = math.sqrt(0.5)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_GELU_CUBIC = 0.044715
+_SOFTPLUS_THRESHOLD = 20.0
 
 
 # ---------------------------------------------------------------------------------------
@@ -277,10 +286,27 @@ class Gelu(_Unary):
     """``y = x * Phi(x) = 0.5 x (1 + erf(x / sqrt(2)))``; ``dx = g (Phi(x) + x phi(x))``."""
     _op = "gelu"
 
+    @staticmethod
+    def backward_graph(ctx, grad):
+        # double backward: the same derivative in Tensor operations (erf's own is recorded)
+        x = ctx.graph_input(0, ctx.saved_arrays[0])
+        cdf = (Erf.apply(x * _SQRT_HALF) + 1) * 0.5
+        pdf = (x * x * -0.5).exp() * _INV_SQRT_2PI
+        return grad * (cdf + x * pdf)
+
 
 class GeluTanh(_Unary):
     """``y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x**3)))`` (PyTorch's ``approximate='tanh'``)."""
     _op = "gelu_tanh"
+
+    @staticmethod
+    def backward_graph(ctx, grad):
+        # u = sqrt(2/pi) (x + 0.044715 x**3), t = tanh(u):
+        # dy/dx = (1 + t) / 2 + x (1 - t**2) u' / 2
+        x = ctx.graph_input(0, ctx.saved_arrays[0])
+        t = ((x + x * x * x * _GELU_CUBIC) * _SQRT_2_OVER_PI).tanh()
+        du = (x * x * (3 * _GELU_CUBIC) + 1) * _SQRT_2_OVER_PI
+        return grad * ((t + 1) * 0.5 + x * (1 - t * t) * du * 0.5)
 
 
 class Silu(_Unary):
@@ -289,8 +315,20 @@ class Silu(_Unary):
 
 
 class Softplus(_Unary):
-    """``y = log(1 + exp(x))`` (``x`` itself above 20); ``dx = g sigmoid(x)``."""
+    """``y = log(1 + exp(x))`` (``x`` itself above 20); ``dx = g sigmoid(x)`` (``g`` above 20)."""
     _op = "softplus"
+
+    @staticmethod
+    def backward_graph(ctx, grad):
+        # dy/dx = sigmoid(x) up to the threshold, 1 above it; as PyTorch's double backward,
+        # the sigmoid is differentiated strictly below the threshold only
+        (x_data,) = ctx.saved_arrays
+        below = (x_data < _SOFTPLUS_THRESHOLD).astype(x_data.dtype)
+        constant = np.where(x_data > _SOFTPLUS_THRESHOLD, 1.0,
+                            np.where(x_data == _SOFTPLUS_THRESHOLD,
+                                     1.0 / (1.0 + math.exp(-_SOFTPLUS_THRESHOLD)), 0.0)).astype(x_data.dtype)
+        x = ctx.graph_input(0, x_data)
+        return grad * (x.sigmoid() * below + constant)
 
 
 class Softsign(_Unary):

@@ -26,6 +26,9 @@ CASES = {
     "leaky_relu_times_x": (lambda m, f, x: f.leaky_relu(x, 0.1) * x, [(4, 5)]),
     "elu": (lambda m, f, x: f.elu(x, 1.3) if m is mn else f.elu(x, alpha=1.3), [(4, 5)]),
     "selu": (lambda m, f, x: f.selu(x), [(4, 5)]),
+    "softplus": (lambda m, f, x: f.softplus(x * 3), [(4, 5)]),
+    "gelu": (lambda m, f, x: f.gelu(x * 2), [(4, 5)]),
+    "gelu_tanh": (lambda m, f, x: f.gelu(x * 2, approximate="tanh"), [(4, 5)]),
     "softmax": (lambda m, f, x: f.softmax(x, 1) if m is mn else f.softmax(x, dim=1), [(4, 5)]),
     "log_softmax_dim0": (lambda m, f, x: f.log_softmax(x, 0) if m is mn else f.log_softmax(x, dim=0), [(4, 5)]),
     "linear": (lambda m, f, x, w, b: f.linear(x, w, b).tanh(), [(4, 5), (3, 5), (3,)]),
@@ -73,8 +76,8 @@ def test_double_backward_matches_torch(name):
         np.testing.assert_allclose(got, expected, rtol=1e-8, atol=1e-10)
 
 
-@pytest.mark.parametrize("name", ["sigmoid", "elu", "softmax", "linear", "conv2d", "mse_loss",
-                                  "cross_entropy", "cross_entropy_probabilities"])
+@pytest.mark.parametrize("name", ["sigmoid", "elu", "softplus", "gelu", "gelu_tanh", "softmax", "linear",
+                                  "conv2d", "mse_loss", "cross_entropy", "cross_entropy_probabilities"])
 def test_gradgradcheck(name):
     fn, shapes = CASES[name]
     if name == "conv2d":
@@ -114,3 +117,45 @@ def test_dense_layer_gradient_penalty_matches_torch():
     (gt.norm(dim=1) ** 2).mean().backward()
     np.testing.assert_allclose(dense.kernel.grad, lin.weight.grad.numpy(), rtol=1e-9)
     np.testing.assert_allclose(dense.bias.grad, lin.bias.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_softplus_second_derivative_across_the_threshold_matches_torch():
+    # softplus is x itself above 20: first derivative 1 there, second 0; at exactly 20 the
+    # first derivative is sigmoid(20) and (as PyTorch's) the second is 0
+    xa = np.array([-30.0, -1.0, 0.0, 2.5, 19.0, 19.999, 20.0, 20.001, 21.0, 40.0])
+    x, xt = mn.tensor(xa, requires_grad=True), torch.tensor(xa, requires_grad=True)
+    (g,) = mn.autograd.grad(F.softplus(x).sum(), [x], create_graph=True)
+    (gt,) = torch.autograd.grad(TF.softplus(xt).sum(), [xt], create_graph=True)
+    np.testing.assert_allclose(g.data, gt.detach().numpy(), rtol=1e-12, atol=0)
+    (h,) = mn.autograd.grad(g.sum(), [x])
+    (ht,) = torch.autograd.grad(gt.sum(), [xt])
+    np.testing.assert_allclose(h.data, ht.numpy(), rtol=1e-9, atol=1e-300)
+    assert h.data[-3:].tolist() == [0.0, 0.0, 0.0] and h.data[6] == 0.0
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_third_derivative_matches_torch(approximate):
+    # the recorded backward is itself differentiable (erf and tanh record their own)
+    xa = np.linspace(-4.0, 4.0, 17)
+    x, xt = mn.tensor(xa, requires_grad=True), torch.tensor(xa, requires_grad=True)
+    (g,) = mn.autograd.grad(F.gelu(x, approximate=approximate).sum(), [x], create_graph=True)
+    (gt,) = torch.autograd.grad(TF.gelu(xt, approximate=approximate).sum(), [xt], create_graph=True)
+    (h,) = mn.autograd.grad(g.sum(), [x], create_graph=True)
+    (ht,) = torch.autograd.grad(gt.sum(), [xt], create_graph=True)
+    np.testing.assert_allclose(h.data, ht.detach().numpy(), rtol=1e-9, atol=1e-12)
+    (k,) = mn.autograd.grad(h.sum(), [x])
+    (kt,) = torch.autograd.grad(ht.sum(), [xt])
+    np.testing.assert_allclose(k.data, kt.numpy(), rtol=1e-8, atol=1e-11)
+
+
+def test_gelu_and_softplus_double_backward_in_float32():
+    xa = RNG.standard_normal((3, 4)).astype(np.float32) * 3
+    for fn, tfn in [(F.softplus, TF.softplus), (F.gelu, TF.gelu),
+                    (lambda t: F.gelu(t, approximate="tanh"), lambda t: TF.gelu(t, approximate="tanh"))]:
+        x, xt = mn.tensor(xa, requires_grad=True), torch.tensor(xa, requires_grad=True)
+        (g,) = mn.autograd.grad(fn(x).sum(), [x], create_graph=True)
+        (gt,) = torch.autograd.grad(tfn(xt).sum(), [xt], create_graph=True)
+        (h,) = mn.autograd.grad((g * g).sum(), [x])
+        (ht,) = torch.autograd.grad((gt * gt).sum(), [xt])
+        assert g.dtype == np.float32 and h.dtype == np.float32
+        np.testing.assert_allclose(h.data, ht.numpy(), rtol=1e-4, atol=1e-5)

@@ -1,0 +1,257 @@
+"""Reductions as Functions: sum, mean, var, prod, norm, logsumexp, amax/amin and cumsum.
+
+A reduction's backward puts the reduced axes back (``_expand_reduced``: a reshape and a
+broadcast view, no copy) and multiplies by the local derivative; cumsum's backward is a
+reversed cumsum.  The math is in ``docs/math/autograd_ops.md``.
+"""
+import math
+
+import numpy as np
+
+from minnet._config import get_num_threads
+from minnet._ext import _indexing
+
+from .function import Function
+from .indexing_ops import where
+from .op_helpers import absolute, exp, is_tensor, norm_dim, norm_dims, raw
+from .shape_ops import broadcast_to, flip
+
+__all__ = ["Sum", "Mean", "Var", "Prod", "Norm", "LogSumExp", "CumSum", "Amax"]
+
+
+def _expand_reduced(g, shape, dims, keepdim):
+    """Undo a reduction over ``dims`` (None = all): put the reduced axes back and broadcast."""
+    if not keepdim:
+        if dims is None:
+            g = g.reshape((1,) * len(shape))
+        else:
+            kept = list(g.shape)
+            for d in dims:
+                kept.insert(d, 1)
+            g = g.reshape(tuple(kept))
+    return broadcast_to(g, shape)
+
+
+def _drop_reduced(out, dims, keepdims):
+    """A keepdims=True reduction's result as the caller asked for it (reduced axes dropped
+    unless ``keepdims``)."""
+    if keepdims:
+        return out
+    return np.asarray(out.reshape(()) if dims is None else np.squeeze(out, axis=dims))
+
+
+_KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _cumsum(x, dim, reverse=False):
+    """Running sums along ``dim`` (from the end when ``reverse``); a recorded ``CumSum`` on a
+    Tensor.  float32/float64 run on the threaded kernel in one pass, accumulating in float64
+    as PyTorch's CPU cumsum does."""
+    if is_tensor(x):
+        return CumSum.apply(x, dim=dim, reverse=reverse)
+    if x.dtype not in _KERNEL_DTYPES or x.ndim == 0:
+        return flip(np.cumsum(flip(x, (dim,)), axis=dim), (dim,)) if reverse else np.cumsum(x, axis=dim)
+    out = np.empty(x.shape, dtype=x.dtype)
+    outer, inner = math.prod(x.shape[:dim]), math.prod(x.shape[dim + 1:])
+    _indexing.cumsum(x.reshape(outer, x.shape[dim], inner), out.reshape(outer, x.shape[dim], inner),
+                 reverse=reverse, n_threads=get_num_threads())
+    return out
+
+
+# --------------------------------------------------------------------------- reductions
+
+
+class Sum(Function):
+    @staticmethod
+    def forward(ctx, a, axis=None, keepdims=False, dtype=None):
+        dims = norm_dims(axis, a.ndim)
+        ctx.meta = (a.shape, dims, keepdims)
+        return np.asarray(np.sum(a, axis=dims, keepdims=keepdims, dtype=dtype))
+
+    @staticmethod
+    def backward(ctx, g):
+        shape, dims, keepdims = ctx.meta
+        return _expand_reduced(g, shape, dims, keepdims)     # a broadcast view: no copy
+
+    backward_graph = backward
+
+
+class Mean(Function):
+    @staticmethod
+    def forward(ctx, a, axis=None, keepdims=False):
+        dims = norm_dims(axis, a.ndim)
+        ctx.meta = (a.shape, dims, keepdims)
+        out = np.asarray(np.mean(a, axis=dims, keepdims=keepdims))
+        ctx.count = a.size // max(out.size, 1) if a.size else 1
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        shape, dims, keepdims = ctx.meta
+        return _expand_reduced(g / ctx.count, shape, dims, keepdims)
+
+    backward_graph = backward
+
+
+class Var(Function):
+    @staticmethod
+    def forward(ctx, a, axis=None, correction=1, keepdims=False):
+        dims = norm_dims(axis, a.ndim)
+        ctx.meta = (a.shape, dims, keepdims)
+        n = a.size if dims is None else int(np.prod([a.shape[d] for d in dims]))
+        ctx.denominator = max(n - correction, 0)
+        ctx.save_for_backward(a)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.asarray(np.var(a, axis=dims, ddof=correction, keepdims=keepdims))
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        shape, dims, keepdims = ctx.meta
+        centred = a - a.mean(axis=dims, keepdims=True)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return _expand_reduced(g, shape, dims, keepdims) * centred * (2.0 / ctx.denominator
+                                                                          if ctx.denominator else np.inf)
+
+    backward_graph = backward
+
+
+class Prod(Function):
+    @staticmethod
+    def forward(ctx, a, axis=None, keepdims=False):
+        dims = norm_dims(axis, a.ndim)
+        ctx.meta = (a.shape, dims, keepdims)
+        out = np.asarray(np.prod(a, axis=dims, keepdims=keepdims))
+        ctx.save_for_backward(a, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        a, out = ctx.saved_tensors
+        shape, dims, keepdims = ctx.meta
+        ge = _expand_reduced(g, shape, dims, keepdims)
+        oe = _expand_reduced(out, shape, dims, keepdims)
+        if not np.any(raw(a) == 0):
+            return ge * oe / a
+        if is_tensor(a):
+            raise RuntimeError("prod: double backward through an input that contains zeros is not supported")
+        # product of all the other elements, with zeros: exclusive products from both sides
+        if dims is None:
+            flat = a.reshape(-1)
+            left = np.concatenate(([1], np.cumprod(flat[:-1]))).astype(a.dtype)
+            right = np.concatenate((np.cumprod(flat[::-1][:-1])[::-1], [1])).astype(a.dtype)
+            return ge * (left * right).reshape(shape)
+        (d,) = dims if len(dims) == 1 else (None,)
+        if d is None:
+            raise NotImplementedError("prod backward with zeros over several dims")
+        moved = np.moveaxis(a, d, -1)
+        ones = np.ones(moved.shape[:-1] + (1,), dtype=a.dtype)
+        left = np.concatenate((ones, np.cumprod(moved[..., :-1], axis=-1)), axis=-1)
+        right = np.concatenate((np.cumprod(moved[..., ::-1][..., :-1], axis=-1)[..., ::-1], ones), axis=-1)
+        return ge * np.moveaxis(left * right, -1, d)
+
+    backward_graph = backward
+
+
+class Norm(Function):
+    @staticmethod
+    def forward(ctx, a, p=2, axis=None, keepdims=False):
+        dims = norm_dims(axis, a.ndim)
+        ctx.meta = (a.shape, dims, keepdims)
+        ctx.p = p
+        absolute = np.abs(a)
+        if p == np.inf:
+            out = np.max(absolute, axis=dims, keepdims=keepdims)
+        elif p == 1:
+            out = np.sum(absolute, axis=dims, keepdims=keepdims)
+        elif p == 2:
+            out = np.sqrt(np.sum(a * a, axis=dims, keepdims=keepdims))
+        else:
+            out = np.sum(absolute ** p, axis=dims, keepdims=keepdims) ** (1.0 / p)
+        out = np.asarray(out)
+        ctx.save_for_backward(a, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        a, out = ctx.saved_tensors
+        shape, dims, keepdims = ctx.meta
+        p = ctx.p
+        ge = _expand_reduced(g, shape, dims, keepdims)
+        ra = raw(a)
+        sign = np.sign(ra)
+        if p == 1:
+            return ge * sign
+        oe = _expand_reduced(out, shape, dims, keepdims)
+        ro = np.broadcast_to(raw(oe), shape)
+        if p == np.inf:
+            mask = (np.abs(ra) == ro)
+            mask = mask / mask.sum(axis=dims, keepdims=True)
+            return ge * (sign * mask)
+        safe = where(ro == 0, 1, oe)           # the norm of zeros has gradient zero
+        if p == 2:
+            return ge * a / safe
+        return ge * sign * absolute(a) ** (p - 1) / safe ** (p - 1)
+
+    backward_graph = backward
+
+
+class LogSumExp(Function):
+    @staticmethod
+    def forward(ctx, a, axis=None, keepdims=False):
+        dims = norm_dims(axis, a.ndim)
+        ctx.meta = (a.shape, dims, keepdims)
+        m = np.max(a, axis=dims, keepdims=True)
+        m = np.where(np.isfinite(m), m, 0)
+        out = np.log(np.sum(np.exp(a - m), axis=dims, keepdims=True)) + m
+        out = _drop_reduced(out, dims, keepdims)
+        ctx.save_for_backward(a, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        a, out = ctx.saved_tensors
+        shape, dims, keepdims = ctx.meta
+        return _expand_reduced(g, shape, dims, keepdims) * exp(a - _expand_reduced(out, shape, dims, keepdims))
+
+    backward_graph = backward
+
+
+class CumSum(Function):
+    """Running sums along ``dim``; ``reverse=True`` sums from the end (the backward of the
+    forward sum, and the other way round)."""
+
+    @staticmethod
+    def forward(ctx, a, dim=0, reverse=False):
+        ctx.dim, ctx.reverse = norm_dim(dim, a.ndim), reverse
+        return _cumsum(a, ctx.dim, reverse)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _cumsum(g, ctx.dim, not ctx.reverse)
+
+    backward_graph = backward
+
+
+class Amax(Function):
+    """max/min over dims (no indices): ties share the gradient evenly, as ``torch.amax``."""
+
+    node_name = "MaxBackward"
+
+    @staticmethod
+    def forward(ctx, a, axis=None, keepdims=False, largest=True):
+        dims = norm_dims(axis, a.ndim)
+        if a.size == 0:
+            raise RuntimeError("max(): expected a non-empty tensor")
+        out = (np.max if largest else np.min)(a, axis=dims, keepdims=True)
+        mask = a == out
+        ctx.weight = mask / mask.sum(axis=dims, keepdims=True)
+        ctx.meta = (a.shape, dims, keepdims)
+        return _drop_reduced(out, dims, keepdims)
+
+    @staticmethod
+    def backward(ctx, g):
+        shape, dims, keepdims = ctx.meta
+        return _expand_reduced(g, shape, dims, keepdims) * ctx.weight.astype(g.dtype)
+
+    backward_graph = backward
