@@ -258,9 +258,10 @@ cdef inline void _zero(floating* dst, long n) noexcept nogil:
 
 
 cdef inline void _copy(floating* dst, const floating* src, long n) noexcept nogil:
-    """memcpy for long runs (C >= 8 channels, or kw*C values), a loop for short ones."""
+    """memcpy for long runs, a loop for runs under 128 values (a 16-channel 3-wide kernel
+    row is 48): the call costs more than the stores there."""
     cdef long q
-    if n >= 32:
+    if n >= 128:
         memcpy(dst, src, n * sizeof(floating))
     else:
         for q in range(n):
@@ -290,8 +291,9 @@ cdef inline void _im2col_nhwc_row(const floating* x, Geometry g, int oh,
     is one contiguous run of ``kw*C`` input values (three floats for a 1-channel 3x3
     kernel, 48 for 16 channels), copied as one run; the patch rows are written in order.
     Columns whose patch crosses the left/right border take the per-(j) path with zeros.
-    (benchmarks/bench_conv_layout.py: 2.4-3.8x faster than the former kernel-offset-outer
-    loop, whose inner loop stored C values at a stride of K.)"""
+    (Faster than a kernel-offset-outer loop, whose inner loop stores C values at a stride
+    of K, for every C >= 2 measured; a one-channel image takes the plane im2col instead,
+    see _conv._plan and benchmarks/bench_conv_layout.py.)"""
     cdef int i, j, ow, iy, ix, ix0, lo, hi, nc = g.c
     cdef long run = <long> g.kw * nc
     cdef long row_w = <long> g.w * nc
