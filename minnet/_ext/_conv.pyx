@@ -12,8 +12,9 @@ channels_last (NHWC, Keras's layout).  The patches are the rows of an ``(N*L, K)
 and the weight, kept in PyTorch's ``(F, C, kh, kw)`` layout, is permuted (it is small; the
 data never is) to ``W2 (F, kh, kw, C)`` read as ``(F, K)``::
 
-    forward:   Y (N*L, F) = col @ W2^T + b            (the NHWC output, no transpose)
-    backward:  dW2 = dY^T @ col,   db = column sums of dY,   dX = col2im(dY @ W2)
+    forward:   Y (N*L, F) = col @ W2^T + b            (the NHWC output, no transpose;
+                                                       W2^T kept as a (K, F) array)
+    backward:  dW2^T = col^T @ dY,   db = column sums of dY,   dX = col2im(dY @ W2)
 
 Ways of running the GEMMs (``method=``; ``_plan`` chooses for ``"auto"``):
 
@@ -22,6 +23,9 @@ Ways of running the GEMMs (``method=``; ``_plan`` chooses for ``"auto"``):
 * ``"batched"``: one im2col of the whole batch and GEMMs split into blocks over threads.
 * ``"winograd"`` (channels_first, 3x3, stride 1, dilation 1): ``minnet._ext._winograd``
   for the forward and the input gradient; dW stays on im2col.
+* ``"planes"`` (channels_last, one input channel, ``method="auto"``): the chunk's patches
+  by the channels_first plane im2col (the same memory for C = 1) as a ``(K, rows)``
+  matrix that the GEMMs read transposed.
 
 Determinism.  Every choice (method, chunk size, Winograd block, the number of dW partial
 sums and the samples each covers, the GEMM blocks) is a function of the shapes, never of
@@ -581,7 +585,9 @@ def _plan(method, g_obj, channels_last, itemsize):
     benchmarks/bench_conv.py (per_sample vs batched, chunk sizes) and
     benchmarks/bench_conv_layout.py (channels_last chunks): one sample per GEMM unless the
     image is small; per-sample GEMMs in prange beat one threaded GEMM whenever there are
-    samples to share out.
+    samples to share out.  channels_last: chunks of patch rows by patch length, and
+    ``"planes"`` (the channels_first plane im2col) for one input channel
+    (benchmarks/bench_conv_layout.py --layers, conv1 and conv2).
     """
     if method not in ("auto", "per_sample", "batched", "winograd"):
         raise ValueError(f"Invalid value for argument `method`: expected 'auto', 'per_sample', "
