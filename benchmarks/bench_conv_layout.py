@@ -1,6 +1,8 @@
 """conv2d in both image layouts: minnet channels_last vs channels_first vs PyTorch.
 
     python benchmarks/bench_conv_layout.py [--repeat 9] [--threads 1 2] [--cnn-n 1280]
+        [--epochs 3] [--skip-conv | --skip-cnn]
+    python benchmarks/bench_conv_layout.py --layers [--repeat 31] [--threads 1]
 
 Part 1, the convolution alone: ``F.conv2d`` forward + backward (input, weight and bias
 gradients, through autograd) on the CNN workload's two convolutions and on
@@ -11,9 +13,18 @@ interleaved (one of each in turn, ``--repeat`` rounds) and the median of each is
 at each thread count, torch at the same count.
 
 Part 2, the CNN workload of bench_training.py trained for one epoch in each layout
-(interleaved, median samples/s over ``--epochs``), against torch in the matching memory
-format.  It needs data_format on every image layer (pooling, BatchNormalization axis);
+(interleaved, median samples/s over ``--epochs``), then ``predict`` (batch 64) over the same
+data in each layout, against torch on NCHW-contiguous tensors and in its ``channels_last``
+memory format (the faster of the two is the reference), all four interleaved in one
+process so that load from other jobs hits them alike; the spread (min-max) is printed
+beside each median.  It needs data_format on every image layer (pooling, BatchNormalization axis);
 where this minnet's layers do not take it, part 2 says so and is skipped.
+
+Part 3 (``--layers``), where the CNN's time goes: each layer of the workload timed alone on
+its real activations (batch 64), forward under ``no_grad`` ("predict") and forward +
+backward with the input's gradient ("fit"), minnet in both layouts (inside
+``mn.buffer_cache()``, as in ``fit``/``predict``) and torch in both memory formats,
+interleaved call by call; the minimum and the median of ``--repeat`` calls.
 
 Ratios: ``torch_time / minnet_time`` (> 1: minnet faster) and ``cl / cf`` (minnet's own
 channels_last speed over its channels_first speed, > 1: channels_last faster).
@@ -55,8 +66,9 @@ def _torch_step(torch, x, w, b, padding):
     return run
 
 
-def _interleaved(fns, repeat):
-    """Median ms of each fn over ``repeat`` rounds, one call of each per round."""
+def _interleaved(fns, repeat, spread=None):
+    """Median ms of each fn over ``repeat`` rounds, one call of each per round (``spread``,
+    a dict, receives each fn's (min, max) ms)."""
     for fn in fns.values():
         fn()
     times = {k: [] for k in fns}
@@ -65,6 +77,8 @@ def _interleaved(fns, repeat):
             t = time.perf_counter()
             fn()
             times[k].append(time.perf_counter() - t)
+    if spread is not None:
+        spread.update({k: (min(v) * 1e3, max(v) * 1e3) for k, v in times.items()})
     return {k: float(np.median(v) * 1e3) for k, v in times.items()}
 
 
@@ -151,6 +165,7 @@ def cnn_part(args, torch):
         mn.set_num_threads(threads)
         runs = {k: (lambda k=k: models[k].fit(data[k], y, batch_size=64, epochs=1, verbose=0,
                                               shuffle=True)) for k in models}
+        predicts = {k: (lambda k=k: models[k].predict(data[k], batch_size=64)) for k in models}
         if torch is not None:
             torch.set_num_threads(threads)
             lossf = torch.nn.CrossEntropyLoss()
@@ -167,21 +182,108 @@ def cnn_part(args, torch):
                         opt.zero_grad()
                         lossf(tm(xt[idx]), yt[idx]).backward()
                         opt.step()
+
+                def infer(tm=tm, xt=xt):
+                    tm.eval()
+                    with torch.no_grad():
+                        for i in range(0, len(xt), 64):
+                            tm(xt[i:i + 64])
                 runs[key] = epoch
-        ms = _interleaved(runs, args.epochs)
-        sps = {k: args.cnn_n / (v / 1e3) for k, v in ms.items()}
-        row = {"threads": threads, **{f"{k}_samples_per_s": v for k, v in sps.items()},
-               "cl_over_cf": sps["cl"] / sps["cf"]}
-        line = (f"t{threads} CNN train  cf {sps['cf']:8.0f}  cl {sps['cl']:8.0f} samples/s  "
-                f"cl/cf {row['cl_over_cf']:.2f}")
+                predicts[key] = infer
+        for kind, fns in (("train", runs), ("predict", predicts)):
+            spread = {}
+            ms = _interleaved(fns, args.epochs, spread)
+            sps = {k: args.cnn_n / (v / 1e3) for k, v in ms.items()}
+            lo = {k: args.cnn_n / (spread[k][1] / 1e3) for k in ms}
+            hi = {k: args.cnn_n / (spread[k][0] / 1e3) for k in ms}
+            row = {"threads": threads, "kind": kind,
+                   **{f"{k}_samples_per_s": v for k, v in sps.items()},
+                   **{f"{k}_samples_per_s_range": (lo[k], hi[k]) for k in ms},
+                   "cl_over_cf": sps["cl"] / sps["cf"]}
+            line = (f"t{threads} CNN {kind:7s} cf {sps['cf']:7.0f} ({lo['cf']:.0f}-{hi['cf']:.0f})"
+                    f"  cl {sps['cl']:7.0f} ({lo['cl']:.0f}-{hi['cl']:.0f}) samples/s"
+                    f"  cl/cf {row['cl_over_cf']:.2f}")
+            if torch is not None:
+                best = max(sps["torch"], sps["torch_cl"])
+                row["cl_vs_torch"] = sps["cl"] / best
+                row["cf_vs_torch"] = sps["cf"] / best
+                line += (f"  torch {sps['torch']:7.0f} / cl-mem {sps['torch_cl']:7.0f}"
+                         f"  cl {row['cl_vs_torch']:.2f}x  cf {row['cf_vs_torch']:.2f}x torch")
+            print(line, flush=True)
+            rows.append(row)
+    return rows
+
+
+def _layer_closures(layers_seq, x, train, call):
+    """One closure per layer: its forward (eval, no graph) or forward + backward."""
+    fns, h = [], x
+    for layer in layers_seq:
+        inp = h
+        h = call(layer, inp, None)
+        fns.append(lambda layer=layer, inp=inp, g=h: call(layer, inp, g if train else None,
+                                                             run=True))
+    return fns
+
+
+def layers_part(args, torch):
+    """Per-layer times of the CNN workload (part 3)."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 1, 28, 28)).astype(np.float32)
+    models = {"cf": _cnn("channels_first"), "cl": _cnn("channels_last")}
+    data = {"cf": x, "cl": np.ascontiguousarray(x.transpose(0, 2, 3, 1))}
+    names = ["conv1", "bn1", "relu1", "pool1", "conv2", "bn2", "relu2", "pool2", "flatten",
+             "dropout", "dense"]
+
+    def mn_call(layer, inp, grad, run=False):
+        if not run:
+            with mn.no_grad():
+                return layer(mn.tensor(inp), training=False).numpy()
+        if grad is None:
+            with mn.no_grad():
+                return layer(mn.tensor(inp), training=False)
+        t = mn.tensor(inp, requires_grad=True)
+        layer(t, training=True).backward(np.ones_like(grad))
+
+    def torch_call(layer, inp, grad, run=False):
+        if not run:
+            with torch.no_grad():
+                return layer.eval()(inp)
+        if grad is None:
+            with torch.no_grad():
+                return layer.eval()(inp)
+        t = inp.detach().requires_grad_(True)
+        layer.train()(t).backward(torch.ones_like(grad))
+
+    rows = []
+    for threads in args.threads:
+        mn.set_num_threads(threads)
         if torch is not None:
-            best = max(sps["torch"], sps["torch_cl"])
-            row["cl_vs_torch"] = sps["cl"] / best
-            row["cf_vs_torch"] = sps["cf"] / best
-            line += (f"  torch {sps['torch']:8.0f} / cl-mem {sps['torch_cl']:8.0f}  "
-                     f"cl {row['cl_vs_torch']:.2f}x  cf {row['cf_vs_torch']:.2f}x torch")
-        print(line)
-        rows.append(row)
+            torch.set_num_threads(threads)
+        for train in (False, True):
+            fns = {k: _layer_closures(models[k].layers, data[k], train, mn_call) for k in models}
+            if torch is not None:
+                for key, fmt in (("torch", torch.contiguous_format), ("torch_cl", torch.channels_last)):
+                    tm, _ = _torch_cnn(torch, fmt)
+                    fns[key] = _layer_closures(list(tm), torch.from_numpy(x).to(memory_format=fmt),
+                                               train, torch_call)
+            times = {k: [[] for _ in names] for k in fns}
+            with mn.buffer_cache():
+                for _ in range(args.repeat + 1):
+                    for i in range(len(names)):
+                        for k in fns:
+                            t = time.perf_counter()
+                            fns[k][i]()
+                            times[k][i].append(time.perf_counter() - t)
+            kind = "fit (fwd+bwd)" if train else "predict (fwd)"
+            print(f"t{threads} {kind}: min / median us of {args.repeat} calls")
+            print(f"  {'layer':8s} " + " ".join(f"{k:>15s}" for k in fns))
+            for i, name in enumerate(names):
+                stats = {k: (min(times[k][i][1:]) * 1e6, float(np.median(times[k][i][1:])) * 1e6)
+                         for k in fns}
+                rows.append({"threads": threads, "kind": kind, "layer": name,
+                             **{f"{k}_min_us": v[0] for k, v in stats.items()},
+                             **{f"{k}_median_us": v[1] for k, v in stats.items()}})
+                print(f"  {name:8s} " + " ".join(f"{v[0]:7.0f} / {v[1]:5.0f}" for v in stats.values()))
     return rows
 
 
@@ -192,13 +294,19 @@ def main():
     parser.add_argument("--cnn-n", type=int, default=1280)
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--skip-cnn", action="store_true")
+    parser.add_argument("--skip-conv", action="store_true", help="skip part 1 (the convolutions)")
+    parser.add_argument("--layers", action="store_true", help="part 3 (per layer) instead of 1 and 2")
     args = parser.parse_args()
     try:
         import torch
     except ImportError:
         torch = None
         print("PyTorch not installed: minnet's two layouts only")
-    conv_rows = conv_part(args, torch)
+    if args.layers:
+        write_results("conv_layout_layers.json", "the CNN's layers, both layouts",
+                      layers_part(args, torch), torch=torch, repeat=args.repeat)
+        return
+    conv_rows = [] if args.skip_conv else conv_part(args, torch)
     cnn_rows = [] if args.skip_cnn else cnn_part(args, torch)
     write_results("conv_layout.json", "conv2d and CNN training, channels_last vs channels_first",
                   conv_rows, torch=torch, cnn=cnn_rows, repeat=args.repeat)

@@ -12,8 +12,9 @@ channels_last (NHWC, Keras's layout).  The patches are the rows of an ``(N*L, K)
 and the weight, kept in PyTorch's ``(F, C, kh, kw)`` layout, is permuted (it is small; the
 data never is) to ``W2 (F, kh, kw, C)`` read as ``(F, K)``::
 
-    forward:   Y (N*L, F) = col @ W2^T + b            (the NHWC output, no transpose)
-    backward:  dW2 = dY^T @ col,   db = column sums of dY,   dX = col2im(dY @ W2)
+    forward:   Y (N*L, F) = col @ W2^T + b            (the NHWC output, no transpose;
+                                                       W2^T kept as a (K, F) array)
+    backward:  dW2^T = col^T @ dY,   db = column sums of dY,   dX = col2im(dY @ W2)
 
 Ways of running the GEMMs (``method=``; ``_plan`` chooses for ``"auto"``):
 
@@ -22,6 +23,9 @@ Ways of running the GEMMs (``method=``; ``_plan`` chooses for ``"auto"``):
 * ``"batched"``: one im2col of the whole batch and GEMMs split into blocks over threads.
 * ``"winograd"`` (channels_first, 3x3, stride 1, dilation 1): ``minnet._ext._winograd``
   for the forward and the input gradient; dW stays on im2col.
+* ``"planes"`` (channels_last, one input channel, ``method="auto"``): the chunk's patches
+  by the channels_first plane im2col (the same memory for C = 1) as a ``(K, rows)``
+  matrix that the GEMMs read transposed.
 
 Determinism.  Every choice (method, chunk size, Winograd block, the number of dW partial
 sums and the samples each covers, the GEMM blocks) is a function of the shapes, never of
@@ -337,16 +341,22 @@ cdef void _conv_backward_batched(const floating* x, const floating* w, const flo
 # and dY, so no copy); see _plan.
 
 cdef void _nhwc_forward_chunks(const floating* x,       # IN  (N, H, W, C)
-                               const floating* w2,      # IN  (F, K)
+                               const floating* w2t,     # IN  (K, F)
                                const floating* bias,    # IN  (F,) or NULL
                                floating* y,             # OUT (N, L, F)
                                floating* workspace,     # OUT per-thread scratch
-                               long ws_stride, Geometry g, int chunk,
+                               long ws_stride, Geometry g, int chunk, bint planes,
                                int n_threads) noexcept nogil:
-    """``prange`` over the chunks; each thread im2cols its chunk and runs one GEMM."""
+    """``prange`` over the chunks; each thread im2cols its chunk and runs one GEMM.
+
+    ``planes`` (one input channel, _plan): the patches are gathered as the ``(K, rows)``
+    columns of the channels_first im2col (a one-channel NHWC image is the same memory as
+    its NCHW form, and its patch order ``i*kw + j`` is the same in both), and the GEMM reads
+    them transposed, ``Y (rows, F) = col^T @ W2^T``.
+    """
     cdef long n_chunks = (g.n + chunk - 1) // chunk
     cdef long job, rows, r, sample = <long> g.h * g.w * g.c
-    cdef int n0, count
+    cdef int n0, count, j
     cdef floating* ws
     cdef floating* yc
     cdef const floating* col
@@ -357,9 +367,15 @@ cdef void _nhwc_forward_chunks(const floating* x,       # IN  (N, H, W, C)
         rows = <long> count * g.l
         yc = y + <long> n0 * g.l * g.f
         _fill_rows(yc, bias, rows, g.f)
-        col = _nhwc_patches(x + n0 * sample, g, count, ws)
-        gemm(False, True, <int> rows, g.f, <int> g.k, <floating> 1, col, <int> g.k,
-             w2, <int> g.k, <floating> 1, yc, g.f)
+        if planes:
+            for j in range(count):
+                im2col_nchw_sample(x + (n0 + j) * sample, g, ws + <long> j * g.l, rows)
+            gemm(True, False, <int> rows, g.f, <int> g.k, <floating> 1, ws, <int> rows,
+                 w2t, g.f, <floating> 1, yc, g.f)
+        else:
+            col = _nhwc_patches(x + n0 * sample, g, count, ws)
+            gemm(False, False, <int> rows, g.f, <int> g.k, <floating> 1, col, <int> g.k,
+                 w2t, g.f, <floating> 1, yc, g.f)
 
 
 cdef inline const floating* _nhwc_patches(const floating* x, Geometry g, int count,
@@ -386,7 +402,7 @@ cdef inline void _fill_rows(floating* y, const floating* bias, long rows,
             y[r * f + q] = bias[q]
 
 
-cdef void _nhwc_forward_batched(const floating* x, const floating* w2, const floating* bias,
+cdef void _nhwc_forward_batched(const floating* x, const floating* w2t, const floating* bias,
                                 floating* y, floating* col, Geometry g,
                                 int n_threads) noexcept nogil:
     """One im2col of the batch (parallel over output rows) and one blocked GEMM."""
@@ -396,25 +412,60 @@ cdef void _nhwc_forward_batched(const floating* x, const floating* w2, const flo
     if not g.identity:
         im2col_nhwc_batch(x, g, col, n_threads)
         patches = col
-    gemm_blocks(False, True, <int> rows, g.f, <int> g.k, <floating> 1, patches, <int> g.k,
-                w2, <int> g.k, <floating> 1, y, g.f, n_threads)
+    gemm_blocks(False, False, <int> rows, g.f, <int> g.k, <floating> 1, patches, <int> g.k,
+                w2t, g.f, <floating> 1, y, g.f, n_threads)
 
 
 cdef inline void _column_sums(const floating* dy, long rows, int f,
                               double* acc) noexcept nogil:
-    """acc[q] += sum_r dy[r, q], rows in order."""
+    """acc[q] += sum_r dy[r, q], rows in order.  Eight columns at a time in local
+    accumulators (a ``double*`` could alias dy, so ``acc[q] +=`` in the row loop would be a
+    load and a store per element); each column is still summed row by row."""
     cdef long r
-    cdef int q
-    for r in range(rows):
-        for q in range(f):
-            acc[q] += dy[r * f + q]
+    cdef int q, q8 = f - f % 8
+    cdef double s0, s1, s2, s3, s4, s5, s6, s7
+    cdef const floating* p
+    for q in range(0, q8, 8):
+        s0 = acc[q]
+        s1 = acc[q + 1]
+        s2 = acc[q + 2]
+        s3 = acc[q + 3]
+        s4 = acc[q + 4]
+        s5 = acc[q + 5]
+        s6 = acc[q + 6]
+        s7 = acc[q + 7]
+        for r in range(rows):
+            p = dy + r * f + q
+            s0 = s0 + p[0]
+            s1 = s1 + p[1]
+            s2 = s2 + p[2]
+            s3 = s3 + p[3]
+            s4 = s4 + p[4]
+            s5 = s5 + p[5]
+            s6 = s6 + p[6]
+            s7 = s7 + p[7]
+        acc[q] = s0
+        acc[q + 1] = s1
+        acc[q + 2] = s2
+        acc[q + 3] = s3
+        acc[q + 4] = s4
+        acc[q + 5] = s5
+        acc[q + 6] = s6
+        acc[q + 7] = s7
+    for q in range(q8, f):
+        s0 = acc[q]
+        for r in range(rows):
+            s0 = s0 + dy[r * f + q]
+        acc[q] = s0
 
 
-cdef void _nhwc_backward_chunk(const floating* x, const floating* w2, const floating* dy,
-                               floating* dx, floating* dw_parts, double* db_parts,
-                               floating* ws, Geometry g, bint need_dx, bint need_dw,
-                               bint need_db, int chunk, long job, int part) noexcept nogil:
-    """Chunk ``job`` of the backward; its dW2 and db added to partial sum ``part``."""
+cdef void _nhwc_backward_chunk(const floating* x, const floating* w2, const floating* w2t,
+                               const floating* dy, floating* dx, floating* dw_parts,
+                               double* db_parts, floating* ws, Geometry g, bint need_dx,
+                               bint need_dw, bint need_db, int chunk, bint planes, long job,
+                               int part) noexcept nogil:
+    """Chunk ``job`` of the backward; its dW2 (``planes``: dW2^T) and db added to partial
+    sum ``part``."""
     cdef int n0 = <int> (job * chunk), j
     cdef int count = chunk if n0 + chunk <= g.n else g.n - n0
     cdef long rows = <long> count * g.l, sample = <long> g.h * g.w * g.c
@@ -422,11 +473,26 @@ cdef void _nhwc_backward_chunk(const floating* x, const floating* w2, const floa
     cdef const floating* col
     if need_db:
         _column_sums(dyc, rows, g.f, db_parts + <long> part * g.f)
+    if planes:      # the (K, rows) patch columns of a one-channel image (_nhwc_forward_chunks)
+        if need_dw:
+            for j in range(count):
+                im2col_nchw_sample(x + (n0 + j) * sample, g, ws + <long> j * g.l, rows)
+            # dW2^T_t (K, F) += col (K, rows) @ dY_chunk (rows, F)
+            gemm(False, False, <int> g.k, g.f, <int> rows, <floating> 1, ws, <int> rows,
+                 dyc, g.f, <floating> 1, dw_parts + <long> part * g.f * g.k, g.f)
+        if need_dx:
+            # dcol (K, rows) = W2^T (K, F) @ dY_chunk^T (F, rows), then col2im per sample
+            gemm(False, True, <int> g.k, <int> rows, g.f, <floating> 1, w2t, g.f, dyc, g.f,
+                 <floating> 0, ws, <int> rows)
+            for j in range(count):
+                col2im_nchw_sample(ws + <long> j * g.l, rows, g, dx + (n0 + j) * sample)
+        return
     if need_dw:
         col = _nhwc_patches(x + n0 * sample, g, count, ws)
-        # dW2_t (F, K) += dY_chunk^T (F, rows) @ col (rows, K)
-        gemm(True, False, g.f, <int> g.k, <int> rows, <floating> 1, dyc, g.f, col,
-             <int> g.k, <floating> 1, dw_parts + <long> part * g.f * g.k, <int> g.k)
+        # dW2^T_t (K, F) += col^T (K, rows) @ dY_chunk (rows, F): this orientation is
+        # 1.3x faster in OpenBLAS than dY^T @ col (benchmarks/bench_conv_layout.py)
+        gemm(True, False, <int> g.k, g.f, <int> rows, <floating> 1, col, <int> g.k, dyc,
+             g.f, <floating> 1, dw_parts + <long> part * g.f * g.k, g.f)
     if need_dx:
         if g.identity:   # dX = dY @ W2, straight into dx
             gemm(False, False, <int> rows, <int> g.k, g.f, <floating> 1, dyc, g.f, w2,
@@ -438,11 +504,11 @@ cdef void _nhwc_backward_chunk(const floating* x, const floating* w2, const floa
                 col2im_nhwc_sample(ws + <long> j * g.l * g.k, g, dx + (n0 + j) * sample)
 
 
-cdef void _nhwc_backward_parts(const floating* x, const floating* w2, const floating* dy,
-                               floating* dx, floating* dw_parts, double* db_parts,
-                               floating* workspace, long ws_stride, Geometry g,
-                               bint need_dx, bint need_dw, bint need_db, int chunk,
-                               int n_parts, int n_threads) noexcept nogil:
+cdef void _nhwc_backward_parts(const floating* x, const floating* w2, const floating* w2t,
+                               const floating* dy, floating* dx, floating* dw_parts,
+                               double* db_parts, floating* workspace, long ws_stride,
+                               Geometry g, bint need_dx, bint need_dw, bint need_db, int chunk,
+                               bint planes, int n_parts, int n_threads) noexcept nogil:
     """As _conv_backward_per_sample: fixed parts of consecutive chunks, partials per part."""
     cdef long n_chunks = (g.n + chunk - 1) // chunk
     cdef long job, first, last
@@ -453,8 +519,8 @@ cdef void _nhwc_backward_parts(const floating* x, const floating* w2, const floa
         first = part * n_chunks // n_parts
         last = (part + 1) * n_chunks // n_parts
         for job in range(first, last):
-            _nhwc_backward_chunk(x, w2, dy, dx, dw_parts, db_parts, ws, g, need_dx, need_dw,
-                                 need_db, chunk, job, part)
+            _nhwc_backward_chunk(x, w2, w2t, dy, dx, dw_parts, db_parts, ws, g, need_dx,
+                                 need_dw, need_db, chunk, planes, job, part)
 
 
 cdef void _nhwc_backward_batched(const floating* x, const floating* w2, const floating* dy,
@@ -482,21 +548,6 @@ cdef void _nhwc_backward_batched(const floating* x, const floating* w2, const fl
             col2im_nhwc_batch(col, g, dx, n_threads)
 
 
-cdef void _reduce_parts(const floating* parts, int n_parts, long size,   # IN (n_parts, size)
-                        floating* out, int n_threads) noexcept nogil:    # OUT (size,)
-    """out = sum_t parts[t], t in order."""
-    cdef long p
-    cdef int t
-    cdef floating acc
-    if size < 262144:
-        n_threads = 1
-    for p in prange(size, schedule="static", num_threads=n_threads):
-        acc = parts[p]
-        for t in range(1, n_parts):
-            acc = acc + parts[t * size + p]
-        out[p] = acc
-
-
 # ----------------------------------------------------------------------------------------
 # The choice of method, chunk and parts: one function, shapes only
 # ----------------------------------------------------------------------------------------
@@ -511,8 +562,13 @@ _SMALL_GEMM = 1000000
 # (a core's L2 cache).
 _MAX_CHUNK_BYTES = 1 << 20
 # channels_last GEMMs get about this many patch rows per chunk (samples side by side cost
-# no copy there), within the same scratch budget.
-_NHWC_MIN_ROWS = 512
+# no copy there), within the same scratch budget: many for a short patch (K < 64: the
+# first layers), one sample's worth for longer ones, where OpenBLAS runs the (rows, K) x
+# (K, F) product 1.4x faster on 196 rows than on 588 (benchmarks/bench_conv_layout.py,
+# "cnn conv2 16->32 @14"; "cnn conv1 1->16 @28" gains 1.9x from 784 to 3136 rows).
+_NHWC_MIN_ROWS = 2048
+_NHWC_MIN_ROWS_LONG_PATCH = 128
+_NHWC_LONG_PATCH = 64
 # Fewer samples than this run "batched" (threads split the GEMMs, not the batch).
 _MIN_SAMPLES_PER_SAMPLE = 2
 # The backward sums dW over at most this many parts of the batch, each within a memory
@@ -529,7 +585,9 @@ def _plan(method, g_obj, channels_last, itemsize):
     benchmarks/bench_conv.py (per_sample vs batched, chunk sizes) and
     benchmarks/bench_conv_layout.py (channels_last chunks): one sample per GEMM unless the
     image is small; per-sample GEMMs in prange beat one threaded GEMM whenever there are
-    samples to share out.
+    samples to share out.  channels_last: chunks of patch rows by patch length, and
+    ``"planes"`` (the channels_first plane im2col) for one input channel
+    (benchmarks/bench_conv_layout.py --layers, conv1 and conv2).
     """
     if method not in ("auto", "per_sample", "batched", "winograd"):
         raise ValueError(f"Invalid value for argument `method`: expected 'auto', 'per_sample', "
@@ -538,7 +596,8 @@ def _plan(method, g_obj, channels_last, itemsize):
     if method == "batched" or (method != "per_sample" and g.n < _MIN_SAMPLES_PER_SAMPLE):
         return "batched", g.n, 1
     if channels_last:
-        chunk = max(1, -(-_NHWC_MIN_ROWS // max(1, g.l)))
+        rows = _NHWC_MIN_ROWS_LONG_PATCH if g.k >= _NHWC_LONG_PATCH else _NHWC_MIN_ROWS
+        chunk = max(1, -(-rows // max(1, g.l)))
         chunk = min(chunk, max(1, _MAX_CHUNK_BYTES // max(1, g.k * g.l * itemsize)))
         chunk = min(chunk, max(1, -(-g.n // 8)))     # at least 8 chunks when possible
     elif g.l >= _MIN_COLUMNS or g.f * g.k * g.l <= _SMALL_GEMM:
@@ -549,6 +608,10 @@ def _plan(method, g_obj, channels_last, itemsize):
     chunk = max(1, min(chunk, g.n))
     n_chunks = -(-g.n // chunk)
     n_parts = min(n_chunks, _MAX_PARTS, max(1, _MAX_PART_ELEMENTS // max(1, g.k * g.f)))
+    if channels_last and method == "auto" and g.c == 1 and not g.identity:
+        # One input channel: the patch-row copies are kw values long, and the channels_first
+        # plane im2col is 4-8x faster (benchmarks/bench_conv_layout.py, "cnn conv1 1->16").
+        return "planes", chunk, n_parts
     return "per_sample", chunk, n_parts
 
 
@@ -583,6 +646,12 @@ def _conv_geometry(x, weight, stride, padding, dilation, out_size, data_format):
 def _permuted_weight(weight):
     """(F, C, kh, kw) -> (F, kh, kw, C), contiguous: the channels_last GEMM operand."""
     return np.ascontiguousarray(weight.transpose(0, 2, 3, 1))
+
+
+def _permuted_weight_t(weight):
+    """(F, C, kh, kw) -> (kh, kw, C, F) = W2^T (K, F), contiguous: the forward's operand
+    (``col @ W2^T`` as a no-transpose GEMM, faster for the small K of the first layers)."""
+    return np.ascontiguousarray(weight.transpose(2, 3, 1, 0))
 
 
 def conv2d_forward(x, weight, bias=None, stride=1, padding=0, dilation=1, out_size=None,
@@ -628,11 +697,13 @@ def conv2d_forward(x, weight, bias=None, stride=1, padding=0, dilation=1, out_si
         y[...] = 0 if bias is None else (bias if nhwc else bias[:, None, None])
         return y
     if nhwc:
-        w2 = _permuted_weight(weight)
+        w2t = _permuted_weight_t(weight)
         if x.dtype == np.float32:
-            _nhwc_forward_entry[float](x, w2, bias, y, g, n_threads, strategy == "batched", chunk)
+            _nhwc_forward_entry[float](x, w2t, bias, y, g, n_threads, strategy == "batched",
+                                       chunk, strategy == "planes")
         else:
-            _nhwc_forward_entry[double](x, w2, bias, y, g, n_threads, strategy == "batched", chunk)
+            _nhwc_forward_entry[double](x, w2t, bias, y, g, n_threads, strategy == "batched",
+                                        chunk, strategy == "planes")
         return y
     if use_winograd(method, g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.c, g.f, g.l):
         return winograd_conv2d(x, weight, bias, y, g.pt, g.pl, False, n_threads)
@@ -678,9 +749,9 @@ cdef _conv_forward_entry(const floating[:, :, :, ::1] x, const floating[:, :, :,
                                  &ws[0, 0], ws_stride, g, chunk, n_threads)
 
 
-cdef _nhwc_forward_entry(const floating[:, :, :, ::1] x, const floating[:, :, :, ::1] w2,
+cdef _nhwc_forward_entry(const floating[:, :, :, ::1] x, const floating[:, :, :, ::1] w2t,
                          object bias, floating[:, :, :, ::1] y, Geometry g, int n_threads,
-                         bint batched, int chunk):
+                         bint batched, int chunk, bint planes):
     cdef const floating[::1] b
     cdef const floating* pb = NULL
     cdef floating[:, ::1] ws
@@ -692,15 +763,15 @@ cdef _nhwc_forward_entry(const floating[:, :, :, ::1] x, const floating[:, :, :,
     if batched:
         ws = np.empty((1, 1 if g.identity else g.n * g.l * g.k), dtype=dtype)
         with nogil:
-            _nhwc_forward_batched(&x[0, 0, 0, 0], &w2[0, 0, 0, 0], pb, &y[0, 0, 0, 0],
+            _nhwc_forward_batched(&x[0, 0, 0, 0], &w2t[0, 0, 0, 0], pb, &y[0, 0, 0, 0],
                                   &ws[0, 0], g, n_threads)
         return
     ws_stride = 0 if g.identity else <long> chunk * g.l * g.k
     n_threads = min(n_threads, -(-g.n // chunk))
     ws = np.empty((n_threads, max(1, ws_stride)), dtype=dtype)
     with nogil:
-        _nhwc_forward_chunks(&x[0, 0, 0, 0], &w2[0, 0, 0, 0], pb, &y[0, 0, 0, 0], &ws[0, 0],
-                             ws_stride, g, chunk, n_threads)
+        _nhwc_forward_chunks(&x[0, 0, 0, 0], &w2t[0, 0, 0, 0], pb, &y[0, 0, 0, 0], &ws[0, 0],
+                             ws_stride, g, chunk, planes, n_threads)
 
 
 def conv2d_backward(x, weight, grad_output, stride=1, padding=0, dilation=1,
@@ -756,13 +827,16 @@ def conv2d_backward(x, weight, grad_output, stride=1, padding=0, dilation=1,
         return dx, dw, db
     if nhwc:
         w2 = _permuted_weight(weight)
+        w2t = _permuted_weight_t(weight)
         dw2 = np.empty((g.f, g.kh, g.kw, g.c), dtype=dtype) if need_weight_grad else None
         if dtype == np.float32:
-            _nhwc_backward_entry[float](x, w2, grad_output, dx, dw2, db, g, n_threads,
-                                        strategy == "batched", chunk, n_parts)
+            _nhwc_backward_entry[float](x, w2, w2t, grad_output, dx, dw2, db, g, n_threads,
+                                        strategy == "batched", chunk, n_parts,
+                                        strategy == "planes")
         else:
-            _nhwc_backward_entry[double](x, w2, grad_output, dx, dw2, db, g, n_threads,
-                                         strategy == "batched", chunk, n_parts)
+            _nhwc_backward_entry[double](x, w2, w2t, grad_output, dx, dw2, db, g, n_threads,
+                                         strategy == "batched", chunk, n_parts,
+                                         strategy == "planes")
         if need_weight_grad:
             dw[...] = dw2.transpose(0, 3, 1, 2)
         return dx, dw, db
@@ -851,9 +925,10 @@ cdef _conv_backward_entry(const floating[:, :, :, ::1] x, const floating[:, :, :
 
 
 cdef _nhwc_backward_entry(const floating[:, :, :, ::1] x, const floating[:, :, :, ::1] w2,
+                          const floating[:, :, :, ::1] w2t,
                           const floating[:, :, :, ::1] dy, object dx_obj, object dw_obj,
                           object db_obj, Geometry g, int n_threads, bint batched, int chunk,
-                          int n_parts):
+                          int n_parts, bint planes):
     cdef floating[:, :, :, ::1] dx, dw
     cdef floating[::1] db
     cdef floating[:, ::1] ws, parts
@@ -888,11 +963,12 @@ cdef _nhwc_backward_entry(const floating[:, :, :, ::1] x, const floating[:, :, :
         ws = np.empty((n_run, max(1, ws_stride)), dtype=dtype)
         parts = np.zeros((n_parts if need_dw else 1, g.k * g.f), dtype=dtype)
         with nogil:
-            _nhwc_backward_parts(&x[0, 0, 0, 0], &w2[0, 0, 0, 0], &dy[0, 0, 0, 0], pdx,
-                                 &parts[0, 0], &db_parts[0, 0], &ws[0, 0], ws_stride, g,
-                                 need_dx, need_dw, need_db, chunk, n_parts, n_run)
-            if need_dw:
-                _reduce_parts(&parts[0, 0], n_parts, g.k * g.f, pdw, n_threads)
+            _nhwc_backward_parts(&x[0, 0, 0, 0], &w2[0, 0, 0, 0], &w2t[0, 0, 0, 0],
+                                 &dy[0, 0, 0, 0], pdx, &parts[0, 0], &db_parts[0, 0],
+                                 &ws[0, 0], ws_stride, g, need_dx, need_dw, need_db, chunk,
+                                 planes, n_parts, n_run)
+            if need_dw:      # the parts hold dW2^T (K, F)
+                _reduce_parts_transposed(&parts[0, 0], n_parts, g.k, g.f, pdw, n_threads)
     if need_db:
         db = db_obj
         for f in range(g.f):

@@ -257,67 +257,103 @@ cdef inline void _zero(floating* dst, long n) noexcept nogil:
             dst[q] = 0
 
 
+cdef inline void _copy(floating* dst, const floating* src, long n) noexcept nogil:
+    """memcpy for long runs, a loop for runs under 128 values (a 16-channel 3-wide kernel
+    row is 48): the call costs more than the stores there."""
+    cdef long q
+    if n >= 128:
+        memcpy(dst, src, n * sizeof(floating))
+    else:
+        for q in range(n):
+            dst[q] = src[q]
+
+
+cdef inline void _add(floating* dst, const floating* src, long n) noexcept nogil:
+    cdef long q
+    for q in range(n):
+        dst[q] += src[q]
+
+
+cdef inline void _interior(Geometry g, int* lo, int* hi) noexcept nogil:
+    """Output columns [lo, hi) whose whole patch row (every j) lies inside the image."""
+    cdef int lo_last, hi_first
+    valid_range(-g.pl, g.sw, g.w, g.out_w, lo, &hi_first)                        # j = 0
+    valid_range((g.kw - 1) * g.dw - g.pl, g.sw, g.w, g.out_w, &lo_last, hi)       # j = kw-1
+    if hi[0] < lo[0]:
+        hi[0] = lo[0]
+
+
 cdef inline void _im2col_nhwc_row(const floating* x, Geometry g, int oh,
                                   floating* col) noexcept nogil:
     """Patches of output row ``oh`` of one sample: ``out_w`` rows of K values.
 
-    Loops kernel offset (i, j) outside and output column inside, so each inner loop is a
-    strided copy of C-value groups (one value for a 1-channel image) with no per-pixel
-    bookkeeping."""
-    cdef int i, j, ow, iy, lo, hi, base, c, nc = g.c
-    cdef long kstride = g.k, step = <long> g.sw * g.c
+    Output column outside, kernel row ``i`` inside: with dilation 1 a kernel row of a patch
+    is one contiguous run of ``kw*C`` input values (three floats for a 1-channel 3x3
+    kernel, 48 for 16 channels), copied as one run; the patch rows are written in order.
+    Columns whose patch crosses the left/right border take the per-(j) path with zeros.
+    (Faster than a kernel-offset-outer loop, whose inner loop stores C values at a stride
+    of K, for every C >= 2 measured; a one-channel image takes the plane im2col instead,
+    see _conv._plan and benchmarks/bench_conv_layout.py.)"""
+    cdef int i, j, ow, iy, ix, ix0, lo, hi, nc = g.c
+    cdef long run = <long> g.kw * nc
+    cdef long row_w = <long> g.w * nc
     cdef floating* dst
     cdef const floating* src
-    for i in range(g.kh):
-        iy = oh * g.sh - g.pt + i * g.dh
-        for j in range(g.kw):
-            base = (i * g.kw + j) * nc
+    _interior(g, &lo, &hi)
+    for ow in range(g.out_w):
+        dst = col + ow * g.k
+        ix0 = ow * g.sw - g.pl
+        for i in range(g.kh):
+            iy = oh * g.sh - g.pt + i * g.dh
             if iy < 0 or iy >= g.h:
-                lo = hi = g.out_w
+                _zero(dst, run)
+            elif lo <= ow < hi:
+                src = x + iy * row_w + <long> ix0 * nc
+                if g.dw == 1:
+                    _copy(dst, src, run)
+                else:
+                    for j in range(g.kw):
+                        _copy(dst + j * nc, src + <long> j * g.dw * nc, nc)
             else:
-                # output columns ow whose input column ow*sw - pl + j*dw is inside
-                valid_range(j * g.dw - g.pl, g.sw, g.w, g.out_w, &lo, &hi)
-            for ow in range(lo):
-                _zero(col + ow * kstride + base, nc)
-            for ow in range(hi, g.out_w):
-                _zero(col + ow * kstride + base, nc)
-            if hi <= lo:
-                continue
-            src = x + (<long> iy * g.w + j * g.dw - g.pl) * nc
-            if nc == 1:
-                for ow in range(lo, hi):
-                    col[ow * kstride + base] = src[ow * step]
-            else:
-                for ow in range(lo, hi):
-                    dst = col + ow * kstride + base
-                    for c in range(nc):
-                        dst[c] = src[ow * step + c]
+                for j in range(g.kw):
+                    ix = ix0 + j * g.dw
+                    if ix < 0 or ix >= g.w:
+                        _zero(dst + j * nc, nc)
+                    else:
+                        _copy(dst + j * nc, x + iy * row_w + <long> ix * nc, nc)
+            dst += run
 
 
 cdef inline void _col2im_nhwc_row(const floating* col, Geometry g, int oh,
                                   floating* x) noexcept nogil:
-    """Accumulate the patches of output row ``oh`` into one sample ``x`` (H, W, C), kernel
-    offset (i, j) outside, output column inside (a fixed order)."""
-    cdef int i, j, ow, iy, lo, hi, base, c, nc = g.c
-    cdef long kstride = g.k, step = <long> g.sw * g.c
-    cdef floating* dst
+    """Accumulate the patches of output row ``oh`` into one sample ``x`` (H, W, C): the
+    adjoint of :func:`_im2col_nhwc_row`, in the same order (output column, then kernel
+    row, then the run), so each element is summed in one fixed order."""
+    cdef int i, j, ow, iy, ix, ix0, lo, hi, nc = g.c
+    cdef long run = <long> g.kw * nc
+    cdef long row_w = <long> g.w * nc
     cdef const floating* src
-    for i in range(g.kh):
-        iy = oh * g.sh - g.pt + i * g.dh
-        if iy < 0 or iy >= g.h:
-            continue
-        for j in range(g.kw):
-            base = (i * g.kw + j) * nc
-            valid_range(j * g.dw - g.pl, g.sw, g.w, g.out_w, &lo, &hi)
-            dst = x + (<long> iy * g.w + j * g.dw - g.pl) * nc
-            if nc == 1:
-                for ow in range(lo, hi):
-                    dst[ow * step] += col[ow * kstride + base]
-            else:
-                for ow in range(lo, hi):
-                    src = col + ow * kstride + base
-                    for c in range(nc):
-                        dst[ow * step + c] += src[c]
+    cdef floating* dst
+    _interior(g, &lo, &hi)
+    for ow in range(g.out_w):
+        src = col + ow * g.k
+        ix0 = ow * g.sw - g.pl
+        for i in range(g.kh):
+            iy = oh * g.sh - g.pt + i * g.dh
+            if 0 <= iy < g.h:
+                if lo <= ow < hi:
+                    dst = x + iy * row_w + <long> ix0 * nc
+                    if g.dw == 1:
+                        _add(dst, src, run)
+                    else:
+                        for j in range(g.kw):
+                            _add(dst + <long> j * g.dw * nc, src + j * nc, nc)
+                else:
+                    for j in range(g.kw):
+                        ix = ix0 + j * g.dw
+                        if 0 <= ix < g.w:
+                            _add(x + iy * row_w + <long> ix * nc, src + j * nc, nc)
+            src += run
 
 
 cdef void im2col_nhwc_sample(const floating* x, Geometry g, floating* col) noexcept nogil:

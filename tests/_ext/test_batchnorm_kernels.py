@@ -121,7 +121,9 @@ def test_errors():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape", [(33, 17), (2, 1), (5, 7, 9, 3), (1, 20, 20, 2), (300, 5),
-                                   (3, 1, 1, 2)])
+                                   (3, 1, 1, 2),
+                                   # more channels than one 64-channel block of the sums
+                                   (3, 5, 11, 64), (2, 9, 8, 70), (130, 129)])
 def test_channels_last_kernels_vs_numpy_and_thread_count(dtype, shape):
     rng = np.random.default_rng(31)
     x = (rng.standard_normal(shape) * 3 + 2).astype(dtype)

@@ -307,10 +307,20 @@ def test_plan_rule():
     # never beyond the batch; one sample runs batched (threads split the GEMMs).
     assert _plan(5, 64, 7, 7, 128)[1] <= 5
     assert _plan(1, 64, 7, 7, 128) == ("batched", 1, 1)
-    # channels_last chunks: about _NHWC_MIN_ROWS patch rows, at least 8 chunks.
+    # channels_last chunks: a long patch (K = 16*9 >= _NHWC_LONG_PATCH) gets about
+    # _NHWC_MIN_ROWS_LONG_PATCH rows (here one 14x14 sample) ...
     strategy, chunk, parts = _plan(64, 16, 14, 14, 32, channels_last=True)
-    assert strategy == "per_sample" and chunk * 196 >= _conv._NHWC_MIN_ROWS and 64 // chunk >= 8
+    assert strategy == "per_sample" and chunk == 1 and parts == 16
+    strategy, chunk, parts = _plan(64, 16, 7, 7, 32, channels_last=True)
+    assert chunk * 49 >= _conv._NHWC_MIN_ROWS_LONG_PATCH and (chunk - 1) * 49 < 128
+    # ... a short one about _NHWC_MIN_ROWS, with at least 8 chunks,
+    strategy, chunk, parts = _plan(64, 3, 28, 28, 32, channels_last=True)
+    assert strategy == "per_sample" and chunk * 784 >= _conv._NHWC_MIN_ROWS and 64 // chunk >= 8
     assert parts == min(16, -(-64 // chunk))
+    # and one input channel takes the channels_first plane im2col ("planes"), unless forced.
+    assert _plan(64, 1, 28, 28, 16, channels_last=True)[0] == "planes"
+    assert _plan(64, 1, 28, 28, 16, channels_last=True, method="per_sample")[0] == "per_sample"
+    assert _plan(64, 1, 28, 28, 16, k=1, pad=0, channels_last=True)[0] == "per_sample"
 
 
 def test_plan_never_depends_on_the_thread_count():

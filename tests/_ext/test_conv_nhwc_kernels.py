@@ -28,6 +28,15 @@ CASES = [
     (1, 3, 3, 3, 2, 1, 1, (2, 2), (1, 1), (1, 1), None),   # 1x1 with stride and padding
     (5, 11, 10, 3, 7, 3, 3, (1, 1), (1, 1), (1, 1), None),  # odd sizes
     (19, 7, 7, 16, 24, 3, 3, (1, 1), (1, 1), (1, 1), None),  # several samples per chunk
+    # one input channel ("planes" under method="auto"): same padding, several samples per
+    # chunk, stride with dilation
+    (3, 9, 11, 1, 4, 3, 3, (1, 1), (1, 1), (1, 1), None),
+    (24, 12, 12, 1, 4, 3, 3, (1, 1), (1, 1), (1, 1), None),
+    (2, 10, 9, 1, 3, 3, 2, (2, 1), (2, 1), (2, 3), None),
+    # few channels: the patch rows' border and dilated paths
+    (2, 8, 9, 2, 3, 3, 3, (1, 2), (1, 1), (1, 2), None),
+    (3, 7, 8, 5, 4, 3, 3, (1, 1), (1, 1), (1, 1), None),
+    (2, 6, 13, 3, 2, 2, 5, (1, 3), (0, 2), (2, 1), None),
 ]
 
 
@@ -153,6 +162,23 @@ def test_conv2d_nhwc_forward_backward(case, dtype, n_threads, method, rng):
         np.testing.assert_array_equal(alone[mask.index(True)], want)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_one_channel_planes_path_matches_the_patch_rows_path(dtype, rng):
+    # The same convolution through "planes" (auto) and the patch rows (forced per_sample):
+    # two GEMM orders, so equal to rounding.
+    x, weight, bias, dy, s, p, d, out = _make((6, 13, 11, 1, 5, 3, 3, (1, 1), (1, 1), (1, 1), None),
+                                              dtype, rng)
+    assert _conv._plan("auto", _im2col.geometry((6, 1, 13, 11), 5, 3, 1, 1, 1), True, 4)[0] == "planes"
+    for method in ("auto", "per_sample"):
+        y = _conv.conv2d_forward(x, weight, bias, s, p, d, out, method=method, **NHWC)
+        grads = _conv.conv2d_backward(x, weight, dy, s, p, d, method=method, **NHWC)
+        if method == "auto":
+            ref = (y,) + grads
+        else:
+            for a, b in zip((y,) + grads, ref):
+                np.testing.assert_allclose(a, b, **TOL[dtype])
+
+
 def test_conv2d_nhwc_without_bias(rng):
     x, weight, _, _, s, p, d, out = _make(CASES[3], np.float64, rng)
     y = _conv.conv2d_forward(x, weight, None, s, p, d, out, **NHWC)
@@ -182,6 +208,7 @@ def test_conv2d_nhwc_validation(rng):
     (9, 16, 7, 7, 64, 3),      # small image: widened GEMMs
     (1, 8, 21, 21, 16, 3),     # one sample
     (16, 8, 12, 12, 24, 1),    # 1x1
+    (64, 1, 28, 28, 16, 3),    # one input channel (channels_last: "planes")
 ])
 def test_kernels_bit_identical_for_any_thread_count(shape, method, data_format, rng, deterministic):
     n, c, h, w, f, k = shape

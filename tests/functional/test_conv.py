@@ -20,6 +20,13 @@ CONV_CASES = [
     ((2, 2, 7, 6), (3, 2, 3, 2), 1, "same", (2, 1)),
     ((2, 2, 6, 6), (3, 2, 3, 3), 2, "valid", 1),
     ((1, 1, 5, 6), (2, 1, 2, 2), 2, ((1, 0), (0, 2)), 1),  # explicit asymmetric padding
+    # one input channel (channels_last runs it on the channels_first plane im2col), few
+    # channels, odd sizes
+    ((3, 1, 9, 7), (4, 1, 3, 3), 1, "same", 1),
+    ((2, 1, 9, 8), (3, 1, 3, 3), 2, "valid", (1, 2)),
+    ((2, 1, 7, 7), (2, 1, 3, 3), 1, "same", 2),
+    ((2, 3, 7, 6), (4, 3, 3, 3), 2, 1, 1),
+    ((2, 5, 6, 7), (3, 5, 3, 3), 1, "same", (2, 1)),
 ]
 
 
