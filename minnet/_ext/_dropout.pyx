@@ -21,6 +21,8 @@ from minnet._ext._blas cimport floating
 
 import numpy as np
 
+from minnet._ext._validate import check_array
+
 cdef uint64_t _GOLDEN = 0x9E3779B97F4A7C15ULL
 
 
@@ -206,15 +208,6 @@ def _threshold(rate):
     return ti + (1 if ti < t else 0)
 
 
-def _check_float(name, arr):
-    if not isinstance(arr, np.ndarray):
-        raise TypeError(f"Invalid argument `{name}`: expected a numpy.ndarray. "
-                        f"Received: {type(arr).__name__}")
-    if arr.dtype != np.float32 and arr.dtype != np.float64:
-        raise TypeError(f"Invalid argument `{name}`: expected dtype float32 or float64. "
-                        f"Received: dtype={arr.dtype}")
-
-
 def _check_mask(mask, size):
     if not isinstance(mask, np.ndarray) or mask.dtype != np.uint8 or mask.size != size:
         raise ValueError(f"Invalid argument `mask`: expected a uint8 array of {size} elements. "
@@ -263,7 +256,7 @@ def dropout_forward(x, rate, seed, offset, n_threads=1):
     Shape:
         x: (*), out: (*), mask: (*)
     """
-    _check_float("x", x)
+    check_array(x, "x", contiguous=False)
     x = np.ascontiguousarray(x)
     cdef uint64_t threshold = _threshold(rate)
     cdef uint64_t s = int(seed) & 0xFFFFFFFFFFFFFFFF, o = int(offset) & 0xFFFFFFFFFFFFFFFF
@@ -318,7 +311,7 @@ def alpha_dropout_forward(x, rate, seed, offset, n_threads=1):
     Shape:
         x: (*), out: (*), mask: (*)
     """
-    _check_float("x", x)
+    check_array(x, "x", contiguous=False)
     x = np.ascontiguousarray(x)
     cdef uint64_t threshold = _threshold(rate)
     cdef uint64_t s = int(seed) & 0xFFFFFFFFFFFFFFFF, o = int(offset) & 0xFFFFFFFFFFFFFFFF
@@ -359,7 +352,7 @@ def masked_scale_backward(grad, mask, scale, n_threads=1):
     Shape:
         grad: (*), mask: (*), returns (*)
     """
-    _check_float("grad", grad)
+    check_array(grad, "grad", contiguous=False)
     grad = np.ascontiguousarray(grad)
     _check_mask(mask, grad.size)
     mask = np.ascontiguousarray(mask)
@@ -397,7 +390,7 @@ def channel_scale(x, mask, scale, n_threads=1, channels_last=False):
     Shape:
         x: (N, C, *), mask: (N, C) or (N*C,), returns (N, C, *)
     """
-    _check_float("x", x)
+    check_array(x, "x", contiguous=False)
     x = np.ascontiguousarray(x)
     if x.ndim < 2:
         raise ValueError(f"Invalid argument `x`: expected at least 2 dimensions (N, C, ...). "

@@ -26,7 +26,7 @@ from minnet._ext._fastmath cimport (minnet_exp_nonpos_f, minnet_exp_sum_f, minne
 
 import numpy as np
 
-from minnet._ext._activations import _check_array
+from minnet._ext._validate import check_array
 
 cdef enum:
     # Below this many elements a thread team costs more than it saves.
@@ -288,12 +288,12 @@ def _squared_error_backward(const floating[::1] p, const floating[::1] t, double
 # Python-visible wrappers: validate, allocate, call.
 # ---------------------------------------------------------------------------------------
 
-def _check_float(a, name, dtype=None, shape=None, ndim=None):
+def _check_input(a, name, dtype=None, shape=None, ndim=None):
     """``a`` as a C-contiguous float32/float64 ndarray of ``ndim`` dims, or an error naming it."""
     if ndim is not None and isinstance(a, np.ndarray) and a.ndim != ndim:
         raise ValueError(f"Invalid argument `{name}`: expected a {ndim}-D array. "
                          f"Received: {name}.shape={a.shape}")
-    return _check_array(a, name, dtype, shape)
+    return check_array(a, name, dtype, shape)
 
 
 def _check_labels(labels, n_rows, n_classes):
@@ -324,7 +324,7 @@ def _check_eps(label_smoothing):
 
 
 def _check_logits(logits):
-    _check_float(logits, "logits", ndim=2)
+    _check_input(logits, "logits", ndim=2)
     if logits.shape[1] == 0:
         raise ValueError(f"Invalid argument `logits`: expected at least one class. "
                          f"Received: logits.shape={logits.shape}")
@@ -366,8 +366,8 @@ def cross_entropy_backward(logits, labels, lse, grad, label_smoothing=0.0, n_thr
     """
     _check_logits(logits)
     labels = _check_labels(labels, logits.shape[0], logits.shape[1])
-    _check_float(lse, "lse", np.float64, (logits.shape[0],))
-    _check_float(grad, "grad", logits.dtype, (logits.shape[0],))
+    _check_input(lse, "lse", np.float64, (logits.shape[0],))
+    _check_input(grad, "grad", logits.dtype, (logits.shape[0],))
     dx = np.empty_like(logits)
     if _cross_entropy_backward(logits, labels, lse, grad, _check_eps(label_smoothing), dx,
                                int(n_threads)):
@@ -385,7 +385,7 @@ def soft_cross_entropy_forward(logits, target, label_smoothing=0.0, n_threads=1)
         logits, target: ``(N, C)``; loss, lse: ``(N,)``.
     """
     _check_logits(logits)
-    _check_float(target, "target", logits.dtype, logits.shape)
+    _check_input(target, "target", logits.dtype, logits.shape)
     eps = _check_eps(label_smoothing)
     loss = np.empty(logits.shape[0], logits.dtype)
     lse = np.empty(logits.shape[0], np.float64)
@@ -402,9 +402,9 @@ def soft_cross_entropy_backward(logits, target, lse, grad, label_smoothing=0.0,
         logits, target, dx: ``(N, C)``; lse, grad: ``(N,)``.
     """
     _check_logits(logits)
-    _check_float(target, "target", logits.dtype, logits.shape)
-    _check_float(lse, "lse", np.float64, (logits.shape[0],))
-    _check_float(grad, "grad", logits.dtype, (logits.shape[0],))
+    _check_input(target, "target", logits.dtype, logits.shape)
+    _check_input(lse, "lse", np.float64, (logits.shape[0],))
+    _check_input(grad, "grad", logits.dtype, (logits.shape[0],))
     dx = np.empty_like(logits)
     _soft_cross_entropy_backward(logits, target, lse, grad, _check_eps(label_smoothing),
                                  dx, int(n_threads))
@@ -418,8 +418,8 @@ def squared_error_sum(prediction, target, n_threads=1):
     Shape:
         prediction, target: ``(*)``, the same.
     """
-    _check_float(prediction, "prediction")
-    _check_float(target, "target", prediction.dtype, prediction.shape)
+    _check_input(prediction, "prediction")
+    _check_input(target, "target", prediction.dtype, prediction.shape)
     n_blocks = (prediction.size + _BLOCK - 1) // _BLOCK
     block_sums = np.empty(n_blocks, np.float64)
     return _squared_error_sum(prediction.reshape(-1), target.reshape(-1), block_sums,
@@ -435,8 +435,8 @@ def squared_error_backward(prediction, target, scale, want_target=False, n_threa
     Shape:
         prediction, target, dp, dt: ``(*)``, all the same.
     """
-    _check_float(prediction, "prediction")
-    _check_float(target, "target", prediction.dtype, prediction.shape)
+    _check_input(prediction, "prediction")
+    _check_input(target, "target", prediction.dtype, prediction.shape)
     dp = np.empty_like(prediction)
     dt = np.empty_like(prediction) if want_target else np.empty(0, prediction.dtype)
     _squared_error_backward(prediction.reshape(-1), target.reshape(-1), float(scale),
