@@ -18,7 +18,8 @@ from libc.math cimport exp, expm1, expm1f, log, log1p, tanh, fabs, erf
 
 from minnet._ext._blas cimport floating
 from minnet._ext._fastmath cimport (minnet_exp_nonpos_f, minnet_tanh_block_f, minnet_row_max_f,
-                                    minnet_exp_sum_f, minnet_dot_f, minnet_tanh_f)
+                                    minnet_exp_sum_f, minnet_dot_f, minnet_tanh_f,
+                                    minnet_expm1_nonpos_f)
 
 import numpy as np
 
@@ -77,8 +78,47 @@ cdef extern from *:
         for (Py_ssize_t i = 0; i < n; i++)
             dx[i] = (float)((double)g[i] * (1.0 - (double)(y[i] * y[i])));
     }
+    /* float32 ELU / SELU, forward and backward, in the same per-CPU copies.  The forward
+     * uses the branch-free minnet_expm1_nonpos_f (_fastmath.pxd) so the loop vectorises;
+     * libm's expm1f was a call per element (benchmarks/bench_autograd.py, elu layer).
+     * `v >= 0 ? 0 : v` sends NaN to expm1 (NaN propagates, as PyTorch); 0 and -0.0
+     * give +0.  Arithmetic as the Cython loops: (scale * alpha) * expm1(v), scale * v;
+     * backward g * (scale or y + scale * alpha) from the output, g * (scale or
+     * scale * alpha * exp(x)) from the input. */
+    MINNET_TARGET_CLONES
+    static void minnet_elu_f(const float *x, float *y, Py_ssize_t n, float alpha,
+                             float scale) {
+        float sa = scale * alpha;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            float v = x[i];
+            float e = minnet_expm1_nonpos_f(v >= 0.0f ? 0.0f : v);
+            y[i] = v > 0.0f ? scale * v : sa * e;
+        }
+    }
+    MINNET_TARGET_CLONES
+    static void minnet_elu_backward_f(const float *s, const float *g, float *dx, Py_ssize_t n,
+                                      float alpha, float scale, int from_output) {
+        float sa = scale * alpha;
+        Py_ssize_t i;
+        if (from_output) {
+            for (i = 0; i < n; i++) {
+                float v = s[i];
+                dx[i] = g[i] * (v > 0.0f ? scale : v + sa);
+            }
+        } else {
+            for (i = 0; i < n; i++) {
+                float v = s[i];
+                float neg = sa * minnet_exp_nonpos_f(v < 0.0f ? v : 0.0f);
+                dx[i] = g[i] * (v > 0.0f ? scale : neg);
+            }
+        }
+    }
     """
     void minnet_sigmoid_f(const float* x, float* y, Py_ssize_t n) noexcept nogil
+    void minnet_elu_f(const float* x, float* y, Py_ssize_t n, float alpha,
+                      float scale) noexcept nogil
+    void minnet_elu_backward_f(const float* s, const float* g, float* dx, Py_ssize_t n,
+                               float alpha, float scale, int from_output) noexcept nogil
     void minnet_sigmoid_backward_f(const float* y, const float* g, float* dx,
                                    Py_ssize_t n) noexcept nogil
     void minnet_tanh_backward_f(const float* y, const float* g, float* dx,
@@ -302,11 +342,14 @@ cdef inline void _elu_block(const floating* x, floating* y, Py_ssize_t n,
                             floating alpha, floating scale) noexcept nogil:
     cdef Py_ssize_t i
     cdef floating v
+    if floating is float:
+        minnet_elu_f(x, y, n, alpha, scale)   # vectorised expm1 (top of the file)
+        return
     for i in range(n):
         v = x[i]
-        # expm1 is a library call the compiler cannot vectorise: make it only where the
-        # result uses it (benchmarks/bench_autograd.py, elu layer).  `not (v >= 0)` sends
-        # NaN down the expm1 branch, so NaN propagates (as PyTorch); 0 and -0.0 give +0.
+        # libm's expm1 is a call the compiler cannot vectorise: make it only where the
+        # result uses it.  `not (v >= 0)` sends NaN down the expm1 branch, so NaN
+        # propagates (as PyTorch); 0 and -0.0 give +0.
         if v > 0:
             y[i] = scale * v
         else:
@@ -318,7 +361,8 @@ cdef void elu_kernel(const floating* x,   # IN  (n,)
                      Py_ssize_t n, floating alpha, floating scale,
                      int n_threads) noexcept nogil:
     # y = scale * (x if x > 0 else alpha * (exp(x) - 1)); selu is one (alpha, scale) pair.
-    # expm1 keeps full relative accuracy for small |x|, where exp(x) - 1 would cancel.
+    # expm1 keeps full relative accuracy for small |x|, where exp(x) - 1 would cancel
+    # (float32: minnet_expm1_nonpos_f, <= 2 ulp; float64: libm).
     cdef Py_ssize_t b, start
     if _team(n, n_threads) == 1:
         for b in range(_n_blocks(n)):
@@ -336,6 +380,9 @@ cdef inline void _elu_backward_block(const floating* s, const floating* g, float
     cdef Py_ssize_t i
     cdef floating v, neg
     cdef floating scale_alpha = scale * alpha
+    if floating is float:
+        minnet_elu_backward_f(s, g, dx, n, alpha, scale, from_output)
+        return
     if from_output:
         # y <= 0: dy/dx = scale*alpha*exp(x) = y + scale*alpha (no exp needed).
         for i in range(n):
