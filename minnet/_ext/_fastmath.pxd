@@ -42,7 +42,7 @@ cdef extern from *:
     /* expm1(x) = exp(x) - 1 for float x <= 0, branch-free (both sides computed, one
      * selected) so that loops calling it vectorise; libm's expm1f is a call per element.
      * For -ln2 < x <= 0 the Taylor polynomial x + x^2 (1/2! + x/3! + ... + x^8/10!)
-     * (Horner, no cancellation; truncation < 5e-10 relative); for x <= -ln2,
+     * (Horner, no cancellation; truncation < 1e-9 relative); for x <= -ln2,
      * minnet_exp_nonpos_f(x) - 1: there exp(x) <= 1/2, so its <= 1.4 ulp error is at
      * most 0.7 ulp of the result in (-1, -1/2], and the subtraction adds <= 0.5 ulp.
      * Max error <= 2 ulp on [-inf, 0] (tests/_ext/test_fastmath_expm1.py measures it
