@@ -18,7 +18,8 @@ from libc.math cimport exp, expm1, expm1f, log, log1p, tanh, fabs, erf
 
 from minnet._ext._blas cimport floating
 from minnet._ext._fastmath cimport (minnet_exp_nonpos_f, minnet_tanh_block_f, minnet_row_max_f,
-                                    minnet_exp_sum_f, minnet_dot_f, minnet_tanh_f)
+                                    minnet_exp_sum_f, minnet_dot_f, minnet_tanh_f,
+                                    minnet_expm1_nonpos_f)
 
 import numpy as np
 
@@ -77,8 +78,47 @@ cdef extern from *:
         for (Py_ssize_t i = 0; i < n; i++)
             dx[i] = (float)((double)g[i] * (1.0 - (double)(y[i] * y[i])));
     }
+    /* float32 ELU / SELU, forward and backward, in the same per-CPU copies.  The forward
+     * uses the branch-free minnet_expm1_nonpos_f (_fastmath.pxd) so the loop vectorises;
+     * libm's expm1f was a call per element (benchmarks/bench_autograd.py, elu layer).
+     * `v >= 0 ? 0 : v` sends NaN to expm1 (NaN propagates, as PyTorch); 0 and -0.0
+     * give +0.  Arithmetic as the Cython loops: (scale * alpha) * expm1(v), scale * v;
+     * backward g * (scale or y + scale * alpha) from the output, g * (scale or
+     * scale * alpha * exp(x)) from the input. */
+    MINNET_TARGET_CLONES
+    static void minnet_elu_f(const float *x, float *y, Py_ssize_t n, float alpha,
+                             float scale) {
+        float sa = scale * alpha;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            float v = x[i];
+            float e = minnet_expm1_nonpos_f(v >= 0.0f ? 0.0f : v);
+            y[i] = v > 0.0f ? scale * v : sa * e;
+        }
+    }
+    MINNET_TARGET_CLONES
+    static void minnet_elu_backward_f(const float *s, const float *g, float *dx, Py_ssize_t n,
+                                      float alpha, float scale, int from_output) {
+        float sa = scale * alpha;
+        Py_ssize_t i;
+        if (from_output) {
+            for (i = 0; i < n; i++) {
+                float v = s[i];
+                dx[i] = g[i] * (v > 0.0f ? scale : v + sa);
+            }
+        } else {
+            for (i = 0; i < n; i++) {
+                float v = s[i];
+                float neg = sa * minnet_exp_nonpos_f(v < 0.0f ? v : 0.0f);
+                dx[i] = g[i] * (v > 0.0f ? scale : neg);
+            }
+        }
+    }
     """
     void minnet_sigmoid_f(const float* x, float* y, Py_ssize_t n) noexcept nogil
+    void minnet_elu_f(const float* x, float* y, Py_ssize_t n, float alpha,
+                      float scale) noexcept nogil
+    void minnet_elu_backward_f(const float* s, const float* g, float* dx, Py_ssize_t n,
+                               float alpha, float scale, int from_output) noexcept nogil
     void minnet_sigmoid_backward_f(const float* y, const float* g, float* dx,
                                    Py_ssize_t n) noexcept nogil
     void minnet_tanh_backward_f(const float* y, const float* g, float* dx,
@@ -302,11 +342,14 @@ cdef inline void _elu_block(const floating* x, floating* y, Py_ssize_t n,
                             floating alpha, floating scale) noexcept nogil:
     cdef Py_ssize_t i
     cdef floating v
+    if floating is float:
+        minnet_elu_f(x, y, n, alpha, scale)   # vectorised expm1 (top of the file)
+        return
     for i in range(n):
         v = x[i]
-        # expm1 is a library call the compiler cannot vectorise: make it only where the
-        # result uses it (benchmarks/bench_autograd.py, elu layer).  `not (v >= 0)` sends
-        # NaN down the expm1 branch, so NaN propagates (as PyTorch); 0 and -0.0 give +0.
+        # libm's expm1 is a call the compiler cannot vectorise: make it only where the
+        # result uses it.  `not (v >= 0)` sends NaN down the expm1 branch, so NaN
+        # propagates (as PyTorch); 0 and -0.0 give +0.
         if v > 0:
             y[i] = scale * v
         else:
@@ -318,7 +361,8 @@ cdef void elu_kernel(const floating* x,   # IN  (n,)
                      Py_ssize_t n, floating alpha, floating scale,
                      int n_threads) noexcept nogil:
     # y = scale * (x if x > 0 else alpha * (exp(x) - 1)); selu is one (alpha, scale) pair.
-    # expm1 keeps full relative accuracy for small |x|, where exp(x) - 1 would cancel.
+    # expm1 keeps full relative accuracy for small |x|, where exp(x) - 1 would cancel
+    # (float32: minnet_expm1_nonpos_f, <= 2 ulp; float64: libm).
     cdef Py_ssize_t b, start
     if _team(n, n_threads) == 1:
         for b in range(_n_blocks(n)):
@@ -336,6 +380,9 @@ cdef inline void _elu_backward_block(const floating* s, const floating* g, float
     cdef Py_ssize_t i
     cdef floating v, neg
     cdef floating scale_alpha = scale * alpha
+    if floating is float:
+        minnet_elu_backward_f(s, g, dx, n, alpha, scale, from_output)
+        return
     if from_output:
         # y <= 0: dy/dx = scale*alpha*exp(x) = y + scale*alpha (no exp needed).
         for i in range(n):
@@ -443,36 +490,44 @@ cdef extern from *:
         return u == 1.0f ? e : minnet_log_f(u) * (e / (u - 1.0f));
     }
 
-    /* Phi(x) = P(N(0,1) <= x) for float x. |x|/sqrt2 < 0.5: erf's Taylor series (error
-     * < 1e-8); beyond: erfc(a) = t exp(-a^2 + P(t)), t = 1/(1 + a/2) (the Chebyshev fit of
-     * Numerical Recipes' erfcc, relative error < 1.2e-7 for every a >= 0), used as it
-     * stands for x < 0 (no cancellation in the left tail) and as 1 - ... for x > 0. */
+    /* Phi(x) = P(N(0,1) <= x) for float x, from z = x / sqrt2 and e = exp(-z^2) (the
+     * backward reuses e for the density). |z| < 0.5: erf's Taylor series (error < 1e-8);
+     * beyond: 0.5 erfc(a) = 0.5 t R(t) e, a = |z|, t = 1/(1 + a/2), R a degree-9
+     * polynomial fitted to erfcx(a) / t on t in [0.15, 0.8] (relative error 3e-9 in
+     * float64, 1.4e-7 evaluated in float32; docs/math/activations.md), used as it
+     * stands for x < 0 (no cancellation in the left tail) and as 1 - ... for x > 0.
+     * Both sides are computed and one selected, so the loops vectorise.  (It replaced
+     * Numerical Recipes' erfcc, t exp(-a^2 + P(t)), which needed a second exp in the
+     * backward: benchmarks/bench_autograd.py, gelu layer.) */
+    static inline float minnet_phi_from_f(float z, float e) {
+        float a = z < 0.0f ? -z : z;
+        float z2 = z * z;
+        float p = -1.0f / 1320.0f;
+        p = p * z2 + 1.0f / 216.0f;
+        p = p * z2 - 1.0f / 42.0f;
+        p = p * z2 + 1.0f / 10.0f;
+        p = p * z2 - 1.0f / 3.0f;
+        p = p * z2 + 1.0f;
+        float small = 0.5f + 0.56418958354775629f * z * p;       /* 0.5 (1 + erf z) */
+        float t = 1.0f / (1.0f + 0.5f * a);
+        float r = -3.509517759e-02f;
+        r = r * t + 8.776799589e-02f;
+        r = r * t + 2.295171656e-02f;
+        r = r * t - 2.283937335e-01f;
+        r = r * t + 1.227211282e-01f;
+        r = r * t + 3.141010553e-02f;
+        r = r * t + 1.893989742e-01f;
+        r = r * t + 2.448578775e-01f;
+        r = r * t + 2.822599113e-01f;
+        r = r * t + 2.820889354e-01f;
+        float half_erfc = 0.5f * t * r * e;
+        float big = z < 0.0f ? half_erfc : 1.0f - half_erfc;
+        return a < 0.5f ? small : big;
+    }
+
     static inline float minnet_phi_cdf_f(float x) {
         float z = x * 0.70710678118654752f;
-        float a = z < 0.0f ? -z : z;
-        if (a < 0.5f) {
-            float z2 = z * z;
-            float p = -1.0f / 1320.0f;
-            p = p * z2 + 1.0f / 216.0f;
-            p = p * z2 - 1.0f / 42.0f;
-            p = p * z2 + 1.0f / 10.0f;
-            p = p * z2 - 1.0f / 3.0f;
-            p = p * z2 + 1.0f;
-            return 0.5f + 0.56418958354775629f * z * p;       /* 0.5 (1 + erf z) */
-        }
-        float t = 1.0f / (1.0f + 0.5f * a);
-        float q = 0.17087277f;
-        q = q * t - 0.82215223f;
-        q = q * t + 1.48851587f;
-        q = q * t - 1.13520398f;
-        q = q * t + 0.27886807f;
-        q = q * t - 0.18628806f;
-        q = q * t + 0.09678418f;
-        q = q * t + 0.37409196f;
-        q = q * t + 1.00002368f;
-        q = q * t - 1.26551223f;
-        float half_erfc = 0.5f * t * minnet_exp_nonpos_f(q - a * a);
-        return z < 0.0f ? half_erfc : 1.0f - half_erfc;
+        return minnet_phi_from_f(z, minnet_exp_nonpos_f(-(z * z)));
     }
 
     static inline float minnet_sigmoid1_f(float v) {
@@ -517,9 +572,10 @@ cdef extern from *:
                                         Py_ssize_t n) {
         Py_ssize_t i;
         switch (op) {
-        case 0: for (i = 0; i < n; i++) { float v = s[i];
-                    dx[i] = g[i] * (minnet_phi_cdf_f(v)
-                                    + v * 0.39894228040143267794f * minnet_exp_nonpos_f(-0.5f * v * v)); } break;
+        case 0: for (i = 0; i < n; i++) { float v = s[i];          /* Phi(x) + x phi(x) */
+                    float z = v * 0.70710678118654752f;
+                    float e = minnet_exp_nonpos_f(-(z * z));            /* exp(-x^2 / 2) */
+                    dx[i] = g[i] * (minnet_phi_from_f(z, e) + v * 0.39894228040143267794f * e); } break;
         case 1: for (i = 0; i < n; i++) { float v = s[i];
                     float t = minnet_tanh_f(0.79788456080286535588f * (v + 0.044715f * v * v * v));
                     dx[i] = g[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t)

@@ -39,6 +39,31 @@ cdef extern from *:
         return x < -87.3365478515625f ? 0.0f : y;
     }
 
+    /* expm1(x) = exp(x) - 1 for float x <= 0, branch-free (both sides computed, one
+     * selected) so that loops calling it vectorise; libm's expm1f is a call per element.
+     * For -ln2 < x <= 0 the Taylor polynomial x + x^2 (1/2! + x/3! + ... + x^8/10!)
+     * (Horner, no cancellation; truncation < 1e-9 relative); for x <= -ln2,
+     * minnet_exp_nonpos_f(x) - 1: there exp(x) <= 1/2, so its <= 1.4 ulp error is at
+     * most 0.7 ulp of the result in (-1, -1/2], and the subtraction adds <= 0.5 ulp.
+     * Max error <= 2 ulp on [-inf, 0] (tests/_ext/test_fastmath_expm1.py measures it
+     * against float64 expm1).  x = +-0 returns x; -inf gives -1; NaN propagates (it
+     * takes the exp side).  Positive x is not meant to be passed. */
+    static inline float minnet_expm1_nonpos_f(float x) {
+        float p = 2.7557319224e-7f;                /* 1/10! */
+        p = p * x + 2.7557319224e-6f;              /* 1/9! */
+        p = p * x + 2.4801587302e-5f;              /* 1/8! */
+        p = p * x + 1.9841269841e-4f;              /* 1/7! */
+        p = p * x + 1.3888888889e-3f;              /* 1/6! */
+        p = p * x + 8.3333333333e-3f;              /* 1/5! */
+        p = p * x + 4.1666666667e-2f;              /* 1/4! */
+        p = p * x + 1.6666666667e-1f;              /* 1/3! */
+        p = p * x + 0.5f;
+        float small = x + (x * x) * p;
+        float big = minnet_exp_nonpos_f(x) - 1.0f;
+        float y = x > -0.693147180559945309f ? small : big;
+        return x == 0.0f ? x : y;
+    }
+
     /* tanh(x) for float x, branch-free (Cephes tanhf): for |x| < 0.5625 an odd
      * polynomial (no cancellation near 0), else sign(x) * (1 - e) / (1 + e) with
      * e = exp(-2|x|) in (0, 0.33], which never overflows.  Max error ~2 ulp; NaN
@@ -170,6 +195,7 @@ cdef extern from *:
     """
     float minnet_exp_nonpos_f(float x) noexcept nogil
     float minnet_tanh_f(float x) noexcept nogil
+    float minnet_expm1_nonpos_f(float x) noexcept nogil
     float minnet_row_max_f(const float* x, Py_ssize_t n) noexcept nogil
     double minnet_exp_sum_f(const float* x, float m, float* y, Py_ssize_t n) noexcept nogil
     double minnet_dot_f(const float* a, const float* b, Py_ssize_t n) noexcept nogil

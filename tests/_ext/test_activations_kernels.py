@@ -180,3 +180,31 @@ def test_bad_arguments_raise_named_errors():
         K.softmax_forward(np.zeros(3, np.float32))
     with pytest.raises(ValueError, match="`n_threads`"):
         K.sigmoid_forward(x, n_threads=0)
+
+
+def test_float32_gelu_accuracy_against_float64_erf():
+    # Phi(x) in float32 is erf's Taylor series near 0 and 0.5 t R(t) exp(-x^2/2) beyond
+    # (R fitted to erfcx, docs/math/activations.md); the reference is math.erfc in float64,
+    # with Phi(x) = erfc(-x / sqrt 2) / 2 (no cancellation in the left tail).
+    import math
+    x = np.linspace(-12, 12, 200_001).astype(np.float32)
+    xd = x.astype(np.float64)
+    phi = 0.5 * np.array([math.erfc(-v / math.sqrt(2)) for v in xd])
+    ref_y = xd * phi
+    ref_d = phi + xd * np.exp(-0.5 * xd * xd) / math.sqrt(2 * math.pi)
+    y = K.unary_forward(x, "gelu").astype(np.float64)
+    d = K.unary_backward(x, np.ones_like(x), "gelu").astype(np.float64)
+    big = np.abs(ref_y) > 1e-6
+    assert np.abs(y - ref_y).max() <= 4e-7                       # measured 3.84e-7
+    assert (np.abs(y - ref_y)[big] / np.abs(ref_y[big])).max() <= 2.2e-6   # measured 1.79e-6
+    assert np.abs(d - ref_d).max() <= 2e-7                       # measured 1.24e-7
+    # left tail: relative error grows with x^2 (float32 rounding of x^2 / 2 before the exp)
+    tail = (x < 0) & (np.abs(ref_y) > 1e-30)
+    assert (np.abs(y - ref_y)[tail] / np.abs(ref_y[tail])).max() <= 2e-5
+    # the switch between the two forms at |x| = sqrt(2) / 2 is continuous to a few ulp
+    edge = np.float32(math.sqrt(2) / 2)
+    xs = np.array([np.nextafter(edge, np.float32(0)), edge, np.nextafter(edge, np.float32(1))],
+                  np.float32)
+    xs = np.concatenate([xs, -xs])
+    ys = K.unary_forward(xs, "gelu")
+    assert np.abs(np.diff(ys[:3])).max() < 1e-6 and np.abs(np.diff(ys[3:])).max() < 1e-6
