@@ -23,6 +23,8 @@ from minnet._ext._fastmath cimport (minnet_exp_nonpos_f, minnet_tanh_block_f, mi
 
 import numpy as np
 
+from minnet._ext._validate import check_array
+
 cnp.import_array()
 
 cdef enum:
@@ -1037,7 +1039,8 @@ SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def _check_array(a, name, dtype=None, shape=None):
-    """``a`` as a C-contiguous float32/float64 ndarray, or a TypeError/ValueError naming it."""
+    """``a`` as a C-contiguous float32/float64 ndarray, or a TypeError/ValueError naming it
+    (``_validate.check_array``, after a fast path for the usual case)."""
     cdef int typenum
     if cnp.PyArray_Check(a) and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray> a):
         # the usual case, read through the NumPy C API (benchmarks/bench_autograd.py, mlp100)
@@ -1045,22 +1048,7 @@ def _check_array(a, name, dtype=None, shape=None):
         if (typenum == cnp.NPY_FLOAT32 or typenum == cnp.NPY_FLOAT64) and \
                 (dtype is None or a.dtype is dtype) and (shape is None or a.shape == shape):
             return a
-    if not isinstance(a, np.ndarray):
-        raise TypeError(f"Invalid argument `{name}`: expected a numpy.ndarray. "
-                        f"Received: {name} of type {type(a).__name__}")
-    if a.dtype != np.float32 and a.dtype != np.float64:
-        raise TypeError(f"Invalid argument `{name}`: expected dtype float32 or float64. "
-                        f"Received: {name}.dtype={a.dtype}")
-    if dtype is not None and a.dtype != dtype:
-        raise TypeError(f"Invalid argument `{name}`: expected dtype {np.dtype(dtype)} "
-                        f"(as the other arrays). Received: {name}.dtype={a.dtype}")
-    if shape is not None and a.shape != shape:
-        raise ValueError(f"Invalid argument `{name}`: expected shape {shape}. "
-                         f"Received: {name}.shape={a.shape}")
-    if not a.flags.c_contiguous:
-        raise ValueError(f"Invalid argument `{name}`: expected a C-contiguous array. "
-                         f"Received a non-contiguous array of shape {a.shape}")
-    return a
+    return check_array(a, name, dtype, shape)     # the shared checks raise the error
 
 
 def _output(out, like):
