@@ -221,7 +221,7 @@ def minnet_buffer_accounting(name, mn):
     params = model.parameters()
     param_ids = {id(p.data) for p in params}
     model.train()
-    out = model._compute_loss(y[:64], model(x[:64], training=True), None)
+    out = model.compute_loss(x[:64], y[:64], model(x[:64], training=True))
     saved, nodes, arrays, stack = 0, set(), set(param_ids), [out.grad_fn]
     while stack:
         node = stack.pop()
