@@ -143,7 +143,7 @@ def test_interrupted_save_keeps_previous_file(tmp_path, monkeypatch):
     original = path.read_bytes()
     model.fit(x, y, epochs=1, verbose=0)
     calls = {"n": 0}
-    real_write = saving._write_member
+    real_write = saving.write_member
 
     def failing_write(archive, name, data):
         calls["n"] += 1
@@ -151,12 +151,12 @@ def test_interrupted_save_keeps_previous_file(tmp_path, monkeypatch):
             raise KeyboardInterrupt("simulated crash during save")
         real_write(archive, name, data)
 
-    monkeypatch.setattr(saving, "_write_member", failing_write)
+    monkeypatch.setattr(saving, "write_member", failing_write)
     with pytest.raises(KeyboardInterrupt):
         model.save(path)
     assert path.read_bytes() == original
     assert os.listdir(tmp_path) == ["net.minnet"]          # no temporary file left behind
-    monkeypatch.setattr(saving, "_write_member", real_write)
+    monkeypatch.setattr(saving, "write_member", real_write)
     mn.load_model(path)                                     # the old file still loads
 
 
