@@ -49,7 +49,7 @@ __all__ = ["Layer", "get_keras_mask", "set_keras_mask"]
 # minnet's Tensor has fixed slots, so the mask lives in a side table keyed by the tensor,
 # dropped when the tensor is garbage-collected. Embedding(mask_zero=True) and Masking create
 # masks, the recurrent layers read them, layers with ``supports_masking`` pass them on
-# (Layer.__call__) and the losses weight the per-step losses by them (losses.py).
+# (Layer.__call__) and the losses weight the per-step losses by them (minnet.losses).
 _MASKS = {}   # id(tensor) -> (weakref to the tensor, mask ndarray of bools)
 
 

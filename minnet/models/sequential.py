@@ -84,7 +84,7 @@ class Sequential(Model):
         >>> history = model.fit(x_train, y_train, epochs=5)
     """
 
-    # saving.py checks a Sequential's config layer by layer (sizes, parameter budget)
+    # minnet.saving checks a Sequential's config layer by layer (sizes, parameter budget)
     # before building it.
     _config_is_layer_stack = True
 

@@ -456,7 +456,7 @@ def test_bad_constructor_arguments():
     (losses.CategoricalCrossentropy, np.eye(3)[[0, 2, 1]]),
 ])
 def test_probabilities_passed_as_logits_warn_once(cls, target, rng, monkeypatch):
-    monkeypatch.setattr(losses, "_warned_probabilities", set())
+    monkeypatch.setattr(losses.probabilistic, "_warned_probabilities", set())
     probs = _softmax(rng.standard_normal((3, 3)))
     loss = cls(from_logits=True)
     with pytest.warns(UserWarning, match="look like probabilities"):

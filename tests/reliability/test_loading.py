@@ -300,11 +300,11 @@ def test_killed_save_leftovers_are_cleaned_at_next_save(tmp_path):
         "import sys, time\n"
         "import minnet as mn\n"
         "from minnet import layers, saving\n"
-        "original = saving._array_bytes\n"
+        "original = saving.array_bytes\n"
         "def slow(array):\n"
         "    print('writing', flush=True)\n"
         "    time.sleep(60)\n"
-        "saving._array_bytes = slow\n"
+        "saving.array_bytes = slow\n"
         "model = mn.Sequential([layers.Input((3,)), layers.Dense(2)])\n"
         "model.save(sys.argv[1])\n")
     process = subprocess.Popen([sys.executable, "-c", script, str(target)], cwd=ROOT,
@@ -318,7 +318,7 @@ def test_killed_save_leftovers_are_cleaned_at_next_save(tmp_path):
         process.wait()
     assert os.listdir(tmp_path) == left, "the killed save should leave its temp file"
     # A leftover of another target in the same directory is not touched.
-    other = tmp_path / (saving._temp_tag(str(tmp_path / "other.minnet")) + "1-abc.tmp")
+    other = tmp_path / (saving.archive._temp_tag(str(tmp_path / "other.minnet")) + "1-abc.tmp")
     other.write_bytes(b"x")
     _model().save(target)
     assert sorted(os.listdir(tmp_path)) == sorted(["net.minnet", other.name])
@@ -326,7 +326,7 @@ def test_killed_save_leftovers_are_cleaned_at_next_save(tmp_path):
 
 def test_temp_file_of_a_live_save_is_kept(tmp_path):
     target = tmp_path / "net.minnet"
-    live = tmp_path / (saving._temp_tag(str(target)) + f"{os.getppid()}-abc.tmp")
+    live = tmp_path / (saving.archive._temp_tag(str(target)) + f"{os.getppid()}-abc.tmp")
     live.write_bytes(b"x")
     _model().save(target)
     assert live.exists()

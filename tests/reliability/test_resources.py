@@ -328,16 +328,16 @@ def test_save_is_atomic(saved, tmp_path, monkeypatch, crash_in):
         raise Crash("simulated power cut")
 
     if crash_in == "array":
-        original = saving._array_bytes
+        original = saving.array_bytes
 
         def crash_late(array):
             calls["n"] += 1
             if calls["n"] == 3:  # after config and two arrays are in the archive
                 raise Crash("simulated power cut")
             return original(array)
-        monkeypatch.setattr(saving, "_array_bytes", crash_late)
+        monkeypatch.setattr(saving, "array_bytes", crash_late)
     else:
-        monkeypatch.setattr(saving.os, "replace", crash)
+        monkeypatch.setattr(saving.archive.os, "replace", crash)
     with pytest.raises(Crash):
         model.save(str(path))
     assert calls["n"] >= 1
@@ -600,7 +600,7 @@ def test_checkpoint_callback_never_leaves_a_partial_file(tmp_path, monkeypatch):
     path = tmp_path / "best.minnet"
     model.fit(x, y, epochs=1, verbose=0, callbacks=[callbacks.ModelCheckpoint(str(path))])
     first = path.read_bytes()
-    original = saving._array_bytes
+    original = saving.array_bytes
     calls = {"n": 0}
 
     def flaky(array):
@@ -609,7 +609,7 @@ def test_checkpoint_callback_never_leaves_a_partial_file(tmp_path, monkeypatch):
             raise OSError("disk full")
         return original(array)
 
-    monkeypatch.setattr(saving, "_array_bytes", flaky)
+    monkeypatch.setattr(saving, "array_bytes", flaky)
     with pytest.raises(OSError, match="disk full"):
         model.fit(x, y, epochs=1, verbose=0, callbacks=[callbacks.ModelCheckpoint(str(path))])
     monkeypatch.undo()

@@ -143,7 +143,7 @@ def test_interrupted_save_keeps_previous_file(tmp_path, monkeypatch):
     original = path.read_bytes()
     model.fit(x, y, epochs=1, verbose=0)
     calls = {"n": 0}
-    real_write = saving._write_member
+    real_write = saving.write_member
 
     def failing_write(archive, name, data):
         calls["n"] += 1
@@ -151,12 +151,12 @@ def test_interrupted_save_keeps_previous_file(tmp_path, monkeypatch):
             raise KeyboardInterrupt("simulated crash during save")
         real_write(archive, name, data)
 
-    monkeypatch.setattr(saving, "_write_member", failing_write)
+    monkeypatch.setattr(saving, "write_member", failing_write)
     with pytest.raises(KeyboardInterrupt):
         model.save(path)
     assert path.read_bytes() == original
     assert os.listdir(tmp_path) == ["net.minnet"]          # no temporary file left behind
-    monkeypatch.setattr(saving, "_write_member", real_write)
+    monkeypatch.setattr(saving, "write_member", real_write)
     mn.load_model(path)                                     # the old file still loads
 
 
@@ -313,3 +313,20 @@ def test_custom_layer_round_trip(tmp_path):
     loaded = mn.load_model(tmp_path / "custom.minnet")
     assert type(loaded.layers[-1]).__name__ == "Scale"
     np.testing.assert_array_equal(loaded.predict(x), model.predict(x))
+
+
+@pytest.mark.parametrize("limit,value,message", [
+    ("MAX_CONFIG_BYTES", 64, "MAX_CONFIG_BYTES"),          # read in saving.archive
+    ("MAX_CONFIG_DEPTH", 2, "nested more than 2"),         # read in saving.archive
+    ("MAX_DIMENSION", 4, "MAX_DIMENSION"),                 # read in saving.model_config
+    ("MAX_PARAMETERS", 10, "more than 10"),                # read in saving.model_config
+])
+def test_limits_set_on_the_package_are_enforced_by_its_modules(tmp_path, monkeypatch, limit, value,
+                                                               message):
+    """The limits are minnet.saving's settings; the modules that check them read them there."""
+    path = tmp_path / "net.minnet"
+    _model().save(path)
+    mn.load_model(path)
+    monkeypatch.setattr(saving, limit, value)
+    with pytest.raises(saving.ModelFileError, match=message):
+        mn.load_model(path)

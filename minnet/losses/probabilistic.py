@@ -1,0 +1,423 @@
+"""Probabilistic losses: binary, categorical and sparse categorical cross-entropy (plain
+and focal), Kullback-Leibler divergence and Poisson, with the checks and the one-time
+"these look like probabilities" warning of the ``from_logits`` losses."""
+import warnings
+
+import numpy as np
+
+from minnet import functional as F
+from minnet._checks import check_float, check_labels, invalid
+from minnet._utils import user_stacklevel
+from minnet.layers.base import get_keras_mask
+from minnet.losses.base import EPSILON, REDUCTIONS, ClassLoss, ElementwiseLoss, Loss, as_prediction, \
+    broadcast_sample_weight, check_class_axis, check_numeric, masked_reduce, prediction_tensors, \
+    raw_data, reduce_values, torch_reduce, warn_if_swapped
+
+__all__ = ["BinaryCrossentropy", "BinaryFocalCrossentropy", "CategoricalCrossentropy",
+           "CategoricalFocalCrossentropy", "SparseCategoricalCrossentropy", "KLDivergence", "Poisson"]
+
+# Names of the loss classes that already warned "these look like probabilities".
+_warned_probabilities = set()
+
+
+def _check_fraction(value, argument):
+    return check_float(argument, value, 0.0, 1.0)
+
+
+def _check_probabilities(y_pred, loss_name):
+    data = y_pred.data
+    if data.size and not (data.min() >= 0 and data.max() <= 1):
+        raise ValueError(
+            f"{loss_name}: `y_pred` must hold probabilities in [0, 1] when from_logits=False. "
+            f"Received values in [{float(np.nanmin(data)):g}, {float(np.nanmax(data)):g}]; "
+            f"pass from_logits=True if `y_pred` are logits (no softmax/sigmoid on the last layer).")
+
+
+def _warn_if_probabilities(loss, y_pred):
+    """Logit losses fed with softmax outputs train badly; say so once per loss class."""
+    name = type(loss).__name__
+    if name in _warned_probabilities:
+        return
+    data = y_pred.data
+    if data.ndim < 2 or data.shape[-1] < 2 or data.size == 0:
+        return
+    # Every row must qualify, so a first row that does not settles it (logits almost always
+    # have a negative entry there): the whole-array checks run only when it looks like one.
+    first = data.reshape(-1, data.shape[-1])[0]
+    if first.min() < 0 or first.max() > 1 or abs(float(first.sum()) - 1.0) > 2e-3:
+        return
+    if np.all((data >= 0) & (data <= 1)) and np.allclose(data.sum(axis=-1), 1.0, atol=1e-3):
+        _warned_probabilities.add(name)
+        warnings.warn(
+            f"{name}(from_logits=True) received `y_pred` that look like probabilities (values in "
+            f"[0, 1], rows summing to 1): was a Softmax applied already? Then use "
+            f"{name}(from_logits=False), or drop the Softmax and keep from_logits=True.",
+            UserWarning, stacklevel=user_stacklevel())
+
+
+class Poisson(ElementwiseLoss):
+    """Keras's ``mean(y_pred - y_true * log(y_pred + eps))`` over the last axis
+    (``nn.PoissonNLLLoss(log_input=False, eps=1e-7)``).
+
+    Shape:
+        y_true, y_pred: ``(N, ...)``, the same. Output: scalar or ``y_pred.shape[:-1]``.
+
+    Example:
+        >>> Poisson()([[1.0, 0.0]], mn.tensor([[1.0, 2.0]])).item()
+        1.5
+    """
+
+    default_name = "poisson"
+
+    def _elementwise(self, y_true, y_pred, reduction):
+        y_true, y_pred = prediction_tensors(y_true, y_pred)
+        return torch_reduce(y_pred - y_true * (y_pred + EPSILON).log(), reduction)
+
+
+class BinaryCrossentropy(ElementwiseLoss):
+    """Binary cross-entropy ``-(t log p + (1 - t) log(1 - p))``, averaged over the last axis.
+
+    With ``from_logits=False`` (``nn.BCELoss``) ``y_pred`` are probabilities and each log is
+    clamped at -100 as PyTorch does; with ``from_logits=True`` (``nn.BCEWithLogitsLoss``)
+    ``y_pred`` are logits and the sigmoid is fused in, stable for any magnitude.
+
+    Args:
+        from_logits: whether ``y_pred`` are logits rather than probabilities.
+        label_smoothing: float in [0, 1]; targets become ``t * (1 - s) + 0.5 * s``.
+        reduction: ``"sum_over_batch_size"``, ``"sum"``, ``"none"``.
+        name: log name (``"binary_crossentropy"``).
+
+    Shape:
+        y_true, y_pred: ``(N, ...)``, the same (``(N,)`` labels against ``(N, 1)`` outputs is
+        lined up). Output: scalar, or ``y_pred.shape[:-1]`` with ``reduction="none"``.
+
+    Example:
+        >>> BinaryCrossentropy(from_logits=True)([1, 0], mn.tensor([[2.0], [-1.0]]))
+    """
+
+    default_name = "binary_crossentropy"
+    _probability = "binary"
+
+    def __init__(self, from_logits=False, label_smoothing=0.0, reduction="sum_over_batch_size",
+                 name=None, dtype=None):
+        self.from_logits = bool(from_logits)
+        self.label_smoothing = _check_fraction(label_smoothing, "label_smoothing")
+        super().__init__(reduction=reduction, name=name, dtype=dtype)
+
+    def _prepare(self, y_true, y_pred):
+        y_true, y_pred = super()._prepare(y_true, y_pred)
+        if not self.from_logits:
+            _check_probabilities(y_pred, type(self).__name__)
+        if self.label_smoothing:
+            y_true = y_true * (1.0 - self.label_smoothing) + 0.5 * self.label_smoothing
+        return y_true, y_pred
+
+    def _elementwise(self, y_true, y_pred, reduction):
+        if self.from_logits:
+            return F.binary_cross_entropy_with_logits(y_pred, y_true, reduction=reduction)
+        return F.binary_cross_entropy(y_pred, y_true, reduction=reduction)
+
+    def get_config(self):
+        return {"from_logits": self.from_logits, "label_smoothing": self.label_smoothing,
+                **super().get_config()}
+
+
+class BinaryFocalCrossentropy(BinaryCrossentropy):
+    """Keras's binary focal cross-entropy: ``(1 - p_t)**gamma * bce`` (optionally times
+    ``alpha_t``), averaged over the last axis, with ``p_t = t p + (1 - t)(1 - p)`` and
+    ``bce`` Keras's (probabilities clipped to ``[1e-7, 1 - 1e-7]``).
+
+    Args:
+        apply_class_balancing: weight by ``alpha`` for 1s and ``1 - alpha`` for 0s.
+        alpha: balancing weight in [0, 1].
+        gamma: focusing parameter >= 0.
+        from_logits, label_smoothing, reduction, name: as ``BinaryCrossentropy``.
+
+    Shape:
+        y_true, y_pred: ``(N, ...)``, the same. Output: scalar or ``y_pred.shape[:-1]``.
+
+    Example:
+        >>> BinaryFocalCrossentropy(gamma=2.0)([[1.0]], mn.tensor([[0.9]]))
+    """
+
+    default_name = "binary_focal_crossentropy"
+
+    def __init__(self, apply_class_balancing=False, alpha=0.25, gamma=2.0, from_logits=False,
+                 label_smoothing=0.0, reduction="sum_over_batch_size", name=None, dtype=None):
+        self.apply_class_balancing = bool(apply_class_balancing)
+        self.alpha = check_float("alpha", alpha, 0.0, 1.0)
+        self.gamma = check_float("gamma", gamma, 0.0)
+        super().__init__(from_logits=from_logits, label_smoothing=label_smoothing,
+                         reduction=reduction, name=name, dtype=dtype)
+
+    def _elementwise(self, y_true, y_pred, reduction):
+        y_true, y_pred = prediction_tensors(y_true, y_pred)
+        p = y_pred.sigmoid() if self.from_logits else y_pred
+        clipped = p.clip(EPSILON, 1.0 - EPSILON)
+        bce = -(y_true * clipped.log() + (1.0 - y_true) * (1.0 - clipped).log())
+        p_t = y_true * p + (1.0 - y_true) * (1.0 - p)
+        values = (1.0 - p_t) ** self.gamma * bce if self.gamma else bce
+        if self.apply_class_balancing:
+            values = (y_true * self.alpha + (1.0 - y_true) * (1.0 - self.alpha)) * values
+        return torch_reduce(values, reduction)
+
+    def get_config(self):
+        return {"apply_class_balancing": self.apply_class_balancing, "alpha": self.alpha,
+                "gamma": self.gamma, **super().get_config()}
+
+
+def _clipped_log(probabilities):
+    """``log(clip(p, eps, 1 - eps))`` as Keras computes it (zero gradient where clipped)."""
+    return probabilities.clip(EPSILON, 1.0 - EPSILON).log()
+
+
+class CategoricalCrossentropy(ClassLoss):
+    """Cross-entropy with one-hot or probability targets, per sample:
+    ``-sum_c t_c log q_c`` with ``q = softmax(y_pred)`` (``from_logits=True``, the fused
+    ``nn.CrossEntropyLoss`` with probability targets) or ``q = clip(y_pred, 1e-7, 1 - 1e-7)``
+    (``from_logits=False``, Keras's probabilities).
+
+    Label smoothing is PyTorch's (and Keras's): ``t <- (1 - s) t + s / C``.
+
+    Args:
+        from_logits: whether ``y_pred`` are logits (recommended: drop the final Softmax).
+        label_smoothing: float in [0, 1].
+        reduction: ``"sum_over_batch_size"``, ``"sum"``, ``"none"`` (one loss per sample).
+        name: log name (``"categorical_crossentropy"``).
+
+    Shape:
+        y_true, y_pred: ``(N, C)`` (or ``(..., C)``), the same. Output: scalar or ``(N,)``.
+
+    Example:
+        >>> CategoricalCrossentropy(from_logits=True)(np.eye(3)[[0, 2]], mn.tensor(np.zeros((2, 3))))
+    """
+
+    default_name = "categorical_crossentropy"
+    _probability = "one_hot"
+
+    def __init__(self, from_logits=False, label_smoothing=0.0, axis=-1,
+                 reduction="sum_over_batch_size", name=None, dtype=None):
+        self.from_logits = bool(from_logits)
+        self.label_smoothing = _check_fraction(label_smoothing, "label_smoothing")
+        if axis != -1:
+            raise invalid("axis", "-1 (the class axis is the last one)", axis)
+        self.axis = -1
+        super().__init__(reduction=reduction, name=name, dtype=dtype)
+
+    def _prepare(self, y_true, y_pred):
+        y_true, y_pred = super()._prepare(y_true, y_pred)
+        if self.from_logits:
+            _warn_if_probabilities(self, y_pred)
+        else:
+            _check_probabilities(y_pred, type(self).__name__)
+        return y_true, y_pred
+
+    def _values(self, y_true, y_pred):
+        return self._compute(y_true, y_pred, "none")
+
+    def _reduced(self, y_true, y_pred, kind):
+        return self._compute(y_true, y_pred, kind) if kind in ("mean", "sum") else None
+
+    def _compute(self, y_true, y_pred, reduction):
+        n_classes = y_pred.shape[-1]
+        if self.from_logits:
+            batch_shape = tuple(y_pred.shape[:-1])
+            if len(batch_shape) != 1:  # (..., C) -> (M, C) for the fused kernel
+                y_pred = y_pred.reshape(-1, n_classes)
+                y_true = y_true.reshape(-1, n_classes)
+            out = F.cross_entropy(y_pred, y_true, label_smoothing=self.label_smoothing,
+                                  reduction=reduction)
+            if reduction == "none" and len(batch_shape) != 1:
+                out = out.reshape(batch_shape)
+            return out
+        if self.label_smoothing:
+            y_true = y_true * (1.0 - self.label_smoothing) + self.label_smoothing / n_classes
+        values = -(_clipped_log(y_pred) * y_true).sum(axis=-1)
+        return reduce_values(values, None, {"none": "none", "sum": "sum", "mean": "mean"}[reduction])
+
+    def get_config(self):
+        return {"from_logits": self.from_logits, "label_smoothing": self.label_smoothing,
+                "axis": self.axis, **super().get_config()}
+
+
+class CategoricalFocalCrossentropy(CategoricalCrossentropy):
+    """Keras's categorical focal cross-entropy, per sample:
+    ``sum_c alpha (1 - q_c)**gamma (-t_c log q_c)`` with ``q`` the probabilities
+    (``softmax(y_pred)`` with ``from_logits``), renormalised to sum to 1 and clipped to
+    ``[1e-7, 1 - 1e-7]``.
+
+    Args:
+        alpha: weighting factor (default 0.25).
+        gamma: focusing parameter >= 0 (default 2.0).
+        from_logits, label_smoothing, reduction, name: as ``CategoricalCrossentropy``.
+
+    Shape:
+        y_true, y_pred: ``(N, C)``. Output: scalar or ``(N,)``.
+
+    Example:
+        >>> CategoricalFocalCrossentropy()(np.eye(3)[[0]], mn.tensor([[0.8, 0.1, 0.1]]))
+    """
+
+    default_name = "categorical_focal_crossentropy"
+
+    def __init__(self, alpha=0.25, gamma=2.0, from_logits=False, label_smoothing=0.0, axis=-1,
+                 reduction="sum_over_batch_size", name=None, dtype=None):
+        self.alpha = check_float("alpha", alpha)
+        self.gamma = check_float("gamma", gamma, 0.0)
+        super().__init__(from_logits=from_logits, label_smoothing=label_smoothing, axis=axis,
+                         reduction=reduction, name=name, dtype=dtype)
+
+    def _reduced(self, y_true, y_pred, kind):
+        return None
+
+    def _values(self, y_true, y_pred):
+        y_true, y_pred = prediction_tensors(y_true, y_pred)
+        n_classes = y_pred.shape[-1]
+        if self.label_smoothing:
+            y_true = y_true * (1.0 - self.label_smoothing) + self.label_smoothing / n_classes
+        probs = y_pred.softmax(axis=-1) if self.from_logits else y_pred
+        output = (probs / probs.sum(axis=-1, keepdims=True)).clip(EPSILON, 1.0 - EPSILON)
+        cce = -(y_true * output.log())
+        focal = ((1.0 - output) ** self.gamma if self.gamma else 1.0) * self.alpha * cce
+        return focal.sum(axis=-1)
+
+    def get_config(self):
+        return {"alpha": self.alpha, "gamma": self.gamma, **super().get_config()}
+
+
+class SparseCategoricalCrossentropy(Loss):
+    """Cross-entropy with integer class labels (``nn.CrossEntropyLoss`` on logits with
+    ``from_logits=True``; ``-log(clip(y_pred, 1e-7, 1 - 1e-7))[label]`` otherwise).
+
+    Labels are checked once per call (``_checks.check_labels``: integer values in
+    ``[0, C)`` or ``ignore_class``; unsigned labels too large for int64 reported as they are).
+
+    Args:
+        from_logits: whether ``y_pred`` are logits (recommended: drop the final Softmax).
+        ignore_class: optional label whose samples contribute nothing (PyTorch's
+            ``ignore_index``); ``"sum_over_batch_size"`` then averages over the other samples
+            only, and a batch where every label is ignored gives 0 with a zero gradient.
+        reduction: ``"sum_over_batch_size"``, ``"sum"``, ``"none"`` (one loss per sample, 0
+            where ignored).
+        name: log name (``"sparse_categorical_crossentropy"``).
+
+    Shape:
+        y_true: ``(N,)`` or ``(N, 1)`` integer labels in ``[0, C)`` (or ``(...)`` with
+        ``y_pred`` of shape ``(..., C)``); y_pred: ``(N, C)``. Output: scalar or ``(N,)``.
+
+    Example:
+        >>> SparseCategoricalCrossentropy(from_logits=True)([0, 2], mn.tensor(np.zeros((2, 3))))
+    """
+
+    default_name = "sparse_categorical_crossentropy"
+
+    def __init__(self, from_logits=False, ignore_class=None, reduction="sum_over_batch_size",
+                 name=None, dtype=None):
+        self.from_logits = bool(from_logits)
+        if ignore_class is not None and (isinstance(ignore_class, bool)
+                                         or not isinstance(ignore_class, (int, np.integer))):
+            raise invalid("ignore_class", "an int or None", ignore_class)
+        self.ignore_class = None if ignore_class is None else int(ignore_class)
+        super().__init__(reduction=reduction, name=name, dtype=dtype)
+
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        warn_if_swapped(self, y_true, y_pred)
+        mask = get_keras_mask(y_pred)
+        labels, y_pred = self._prepare(y_true, y_pred)
+        if mask is not None:
+            if self.ignore_class is None:
+                return masked_reduce(self._compute(labels, y_pred, "none"), mask, sample_weight,
+                                      self.reduction)
+            # Keras: the ignored labels' mask joins the input mask (in_mask & out_mask).
+            valid = labels != self.ignore_class
+            values = self._compute(np.where(valid, labels, 0), y_pred, "none")
+            return masked_reduce(values, np.logical_and(mask, valid.reshape(values.shape)),
+                                  sample_weight, self.reduction)
+        if self.ignore_class is None:
+            kind = REDUCTIONS[self.reduction]
+            if sample_weight is None and kind in ("mean", "sum"):
+                return self._compute(labels, y_pred, kind)
+            values = self._compute(labels, y_pred, "none")
+            weight = None if sample_weight is None else broadcast_sample_weight(sample_weight, values)
+            return reduce_values(values, weight, self.reduction)
+        valid = labels != self.ignore_class
+        values = self._compute(np.where(valid, labels, 0), y_pred, "none")
+        weight = valid.astype(values.dtype)
+        if sample_weight is not None:
+            weight = weight * broadcast_sample_weight(sample_weight, values)
+        return reduce_values(values, weight, self.reduction, count=int(valid.sum()))
+
+    def _prepare(self, y_true, y_pred):
+        name = type(self).__name__
+        y_pred = as_prediction(y_pred)
+        check_class_axis(y_pred, name)
+        labels = raw_data(y_true)
+        check_numeric(labels, "y_true")
+        batch_shape = tuple(y_pred.shape[:-1])
+        if labels.shape != batch_shape and labels.shape == batch_shape + (1,):
+            labels = labels.reshape(batch_shape)
+        if labels.shape != batch_shape:
+            hint = (", one-hot targets need CategoricalCrossentropy"
+                    if labels.shape == tuple(y_pred.shape) else "")
+            raise ValueError(f"{name}: expected integer labels `y_true` of shape {batch_shape} (or "
+                             f"{batch_shape + (1,)}) for y_pred.shape={tuple(y_pred.shape)}{hint}. "
+                             f"Received: y_true.shape={labels.shape}. Loss objects take Keras's "
+                             f"order loss(y_true, y_pred); minnet.functional takes PyTorch's "
+                             f"(input, target).")
+        labels = check_labels("y_true", labels, y_pred.shape[-1], ignore_index=self.ignore_class)
+        if self.from_logits:
+            _warn_if_probabilities(self, y_pred)
+        else:
+            _check_probabilities(y_pred, name)
+        return labels, y_pred
+
+    def call(self, y_true, y_pred):
+        """Per-sample losses (no reduction, no weighting; ignored samples give 0)."""
+        labels, y_pred = self._prepare(y_true, y_pred)
+        if self.ignore_class is None:
+            return self._compute(labels, y_pred, "none")
+        valid = labels != self.ignore_class
+        values = self._compute(np.where(valid, labels, 0), y_pred, "none")
+        return values * valid.astype(values.dtype)
+
+    def _compute(self, labels, y_pred, reduction):
+        """Losses of checked labels (int64, in range): PyTorch's reduction names."""
+        batch_shape = tuple(y_pred.shape[:-1])
+        if len(batch_shape) != 1:  # (..., C) -> (M, C)
+            y_pred = y_pred.reshape(-1, y_pred.shape[-1])
+            labels = labels.reshape(-1)
+        if self.from_logits:
+            out = F.cross_entropy(y_pred, labels, reduction=reduction)
+        else:
+            # The labels were checked above: gather without another scan.
+            out = -_clipped_log(y_pred)[np.arange(labels.shape[0]), labels]
+            out = torch_reduce(out, reduction)
+        if reduction == "none" and len(batch_shape) != 1:
+            out = out.reshape(batch_shape)
+        return out
+
+    def get_config(self):
+        return {"from_logits": self.from_logits, "ignore_class": self.ignore_class,
+                **super().get_config()}
+
+
+class KLDivergence(ClassLoss):
+    """Keras's Kullback-Leibler divergence per sample:
+    ``sum(t * log(t / p))`` over the last axis with ``t, p`` clipped to ``[1e-7, 1]``
+    (``nn.KLDivLoss(reduction="none")(log p, t).sum(-1)`` for values inside that range).
+
+    Shape:
+        y_true, y_pred: ``(N, C)``. Output: scalar or ``(N,)``.
+
+    Example:
+        >>> KLDivergence()([[0.5, 0.5]], mn.tensor([[0.5, 0.5]])).item()
+        0.0
+    """
+
+    default_name = "kl_divergence"
+
+    def _values(self, y_true, y_pred):
+        y_true, y_pred = prediction_tensors(y_true, y_pred)
+        t = y_true.clip(EPSILON, 1.0)
+        p = y_pred.clip(EPSILON, 1.0)
+        return (t * (t / p).log()).sum(axis=-1)
