@@ -14,7 +14,7 @@ contiguity, so the ``nogil`` loops below run without bounds checks.
 """
 from cython.parallel cimport prange
 cimport numpy as cnp
-from libc.math cimport exp, expm1, expm1f, log, log1p, tanh, fabs, erf
+from libc.math cimport exp, expm1, expm1f, log, log1p, tanh, fabs, erf, isinf
 
 from minnet._ext._blas cimport floating
 from minnet._ext._fastmath cimport (minnet_exp_nonpos_f, minnet_tanh_block_f, minnet_row_max_f,
@@ -802,41 +802,59 @@ cdef void unary_backward_kernel(int op,
 # Row-wise softmax / log-softmax on (rows, cols).
 # ---------------------------------------------------------------------------------------
 
+cdef inline floating _row_max(const floating* x, Py_ssize_t cols) noexcept nogil:
+    # float32: lane-parallel max the compiler vectorises (_fastmath.pxd).
+    cdef Py_ssize_t j
+    cdef floating m = x[0]
+    if floating is float:
+        return minnet_row_max_f(x, cols)
+    for j in range(1, cols):
+        if x[j] > m:
+            m = x[j]
+    return m
+
+
+cdef inline floating _logsumexp_row(const floating* x, Py_ssize_t cols) noexcept nogil:
+    # log(sum(exp(x))) = m + log(sum(exp(x - m))) with m the row max: every exponent is
+    # <= 0 (no overflow) and the largest term is exactly 1 (the log never underflows).
+    # The sum is accumulated in double (float32: lanes the compiler vectorises).
+    cdef Py_ssize_t j
+    cdef floating m = _row_max(x, cols)
+    cdef double total = 0
+    if isinf(m):          # a row of -inf gives -inf; a +inf gives +inf (as PyTorch)
+        return m
+    if floating is float:
+        total = minnet_exp_sum_f(x, m, NULL, cols)
+    else:
+        for j in range(cols):
+            total += _exp_nonpos(x[j] - m)
+    return <floating> (m + log(total))
+
+
 cdef inline void _softmax_row(const floating* x,   # IN  (cols,)
                               floating* y,         # OUT (cols,)
                               Py_ssize_t cols, bint log_output) noexcept nogil:
     # Subtracting the row max makes every exponent <= 0: no overflow, and the largest
     # term is exactly 1, so the sum is >= 1 and its log never underflows.
     cdef Py_ssize_t j
-    cdef floating m = x[0], e
+    cdef floating m, e
     cdef double total = 0
-    # float32: lane-parallel max and double sums the compiler vectorises (_fastmath.pxd).
-    if floating is float:
-        m = minnet_row_max_f(x, cols)
-    else:
-        for j in range(1, cols):
-            if x[j] > m:
-                m = x[j]
     if log_output:
-        if floating is float:
-            total = minnet_exp_sum_f(x, m, NULL, cols)
-        else:
-            for j in range(cols):
-                total += _exp_nonpos(x[j] - m)
-        e = <floating> (m + log(total))        # log-sum-exp of the row
+        e = _logsumexp_row(x, cols)
         for j in range(cols):
             y[j] = x[j] - e
+        return
+    m = _row_max(x, cols)
+    if floating is float:
+        total = minnet_exp_sum_f(x, m, y, cols)     # also writes y[j] = exp(x[j] - m)
     else:
-        if floating is float:
-            total = minnet_exp_sum_f(x, m, y, cols)     # also writes y[j] = exp(x[j] - m)
-        else:
-            for j in range(cols):
-                e = _exp_nonpos(x[j] - m)
-                y[j] = e
-                total += e
-        e = <floating> (1.0 / total)
         for j in range(cols):
-            y[j] = y[j] * e
+            e = _exp_nonpos(x[j] - m)
+            y[j] = e
+            total += e
+    e = <floating> (1.0 / total)
+    for j in range(cols):
+        y[j] = y[j] * e
 
 
 cdef void softmax_kernel(const floating[:, ::1] x,   # IN  (rows, cols)
@@ -848,6 +866,16 @@ cdef void softmax_kernel(const floating[:, ::1] x,   # IN  (rows, cols)
         return
     for i in prange(rows, num_threads=_team(rows * cols, n_threads), schedule="static"):
         _softmax_row(&x[i, 0], &y[i, 0], cols, log_output)
+
+
+cdef void logsumexp_kernel(const floating[:, ::1] x,   # IN  (rows, cols)
+                           floating[::1] out,          # OUT (rows,)
+                           int n_threads) noexcept nogil:
+    cdef Py_ssize_t i, rows = x.shape[0], cols = x.shape[1]
+    if cols == 0:
+        return
+    for i in prange(rows, num_threads=_team(rows * cols, n_threads), schedule="static"):
+        out[i] = _logsumexp_row(&x[i, 0], cols)
 
 
 cdef inline void _softmax_backward_row(const floating* y,    # IN  saved output (cols,)
@@ -1022,6 +1050,11 @@ cdef _unary_backward(bint f32, int op, s, g, dx, Py_ssize_t n, bint grad_block, 
 def _softmax(const floating[:, ::1] x, floating[:, ::1] y, bint log_output, int n_threads):
     with nogil:
         softmax_kernel(x, y, log_output, n_threads)
+
+
+def _logsumexp(const floating[:, ::1] x, floating[::1] out, int n_threads):
+    with nogil:
+        logsumexp_kernel(x, out, n_threads)
 
 
 def _softmax_backward(const floating[:, ::1] y, const floating[:, ::1] g,
@@ -1260,6 +1293,22 @@ def softmax_forward(x, log=False, out=None, n_threads=1):
     y = _output(out, x)
     _softmax(x, y, bool(log), _threads(n_threads))
     return y
+
+
+def logsumexp_rows(x, n_threads=1):
+    """``log(sum(exp(x[i])))`` of each row, stable (row max subtracted; a row of -inf gives
+    -inf, a row holding +inf gives +inf). The same row code as ``softmax_forward(log=True)``.
+
+    Shape:
+        x: ``(rows, cols)`` float32/float64 C-contiguous, ``cols >= 1``; result: ``(rows,)``.
+    """
+    _as_rows(x, "x")
+    if x.shape[1] == 0:
+        raise ValueError("Invalid argument `x`: expected at least one column. "
+                         f"Received: x.shape={x.shape}")
+    out = np.empty(x.shape[0], dtype=x.dtype)
+    _logsumexp(x, out, _threads(n_threads))
+    return out
 
 
 def softmax_backward(y, grad, log=False, out=None, n_threads=1):

@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from minnet._config import get_num_threads
+from minnet._ext import _activations as _activation_kernels
 from minnet._ext import _indexing
 
 from .function import Function
@@ -197,13 +198,24 @@ class Norm(Function):
 
 
 class LogSumExp(Function):
+    """``log(sum(exp(a)))`` over ``axis``. Over one axis of a float32/float64 array it runs
+    the row kernel of ``_ext._activations`` (the one log-softmax uses; prange over rows) and
+    its backward ``g * softmax(a)`` the softmax row kernel: NumPy's four passes over the
+    data did not run in parallel (benchmarks/bench_autograd.py, "logsumexp dim 1")."""
+
     @staticmethod
     def forward(ctx, a, axis=None, keepdims=False):
         dims = norm_dims(axis, a.ndim)
         ctx.meta = (a.shape, dims, keepdims)
-        m = np.max(a, axis=dims, keepdims=True)
-        m = np.where(np.isfinite(m), m, 0)
-        out = np.log(np.sum(np.exp(a - m), axis=dims, keepdims=True)) + m
+        if dims is not None and len(dims) == 1 and a.dtype in _KERNEL_DTYPES and a.size:
+            d = dims[0]
+            rows = np.ascontiguousarray(np.moveaxis(a, d, -1)).reshape(-1, a.shape[d])
+            out = _activation_kernels.logsumexp_rows(rows, n_threads=get_num_threads())
+            out = np.expand_dims(out.reshape(np.delete(a.shape, d)), d)
+        else:
+            m = np.max(a, axis=dims, keepdims=True)
+            m = np.where(np.isfinite(m), m, 0)
+            out = np.log(np.sum(np.exp(a - m), axis=dims, keepdims=True)) + m
         out = _drop_reduced(out, dims, keepdims)
         ctx.save_for_backward(a, out)
         return out
@@ -212,9 +224,21 @@ class LogSumExp(Function):
     def backward(ctx, g):
         a, out = ctx.saved_tensors
         shape, dims, keepdims = ctx.meta
-        return _expand_reduced(g, shape, dims, keepdims) * exp(a - _expand_reduced(out, shape, dims, keepdims))
+        if (type(g) is np.ndarray and dims is not None and len(dims) == 1
+                and a.dtype in _KERNEL_DTYPES and a.size and g.dtype == a.dtype):
+            d = dims[0]
+            moved = np.moveaxis(a, d, -1)
+            rows = np.ascontiguousarray(moved).reshape(-1, a.shape[d])
+            p = _activation_kernels.softmax_forward(rows, False, n_threads=get_num_threads())
+            p = np.moveaxis(p.reshape(moved.shape), -1, d)
+            return np.multiply(p, _expand_reduced(g, shape, dims, keepdims), out=p)
+        return LogSumExp.backward_graph(ctx, g)
 
-    backward_graph = backward
+    @staticmethod
+    def backward_graph(ctx, g):
+        a, out = ctx.saved_tensors
+        shape, dims, keepdims = ctx.meta
+        return _expand_reduced(g, shape, dims, keepdims) * exp(a - _expand_reduced(out, shape, dims, keepdims))
 
 
 class CumSum(Function):

@@ -208,3 +208,30 @@ def test_float32_gelu_accuracy_against_float64_erf():
     xs = np.concatenate([xs, -xs])
     ys = K.unary_forward(xs, "gelu")
     assert np.abs(np.diff(ys[:3])).max() < 1e-6 and np.abs(np.diff(ys[3:])).max() < 1e-6
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(1, 1), (3, 7), (64, 1000), (5, 33)])
+def test_logsumexp_rows_against_numpy_and_thread_counts(rng, dtype, shape):
+    x = (rng.standard_normal(shape) * 20).astype(dtype)
+    x64 = x.astype(np.float64)
+    m = x64.max(axis=1, keepdims=True)
+    want = (m + np.log(np.exp(x64 - m).sum(axis=1, keepdims=True)))[:, 0]
+    got = K.logsumexp_rows(x, n_threads=1)
+    assert got.dtype == dtype and got.shape == (shape[0],)
+    np.testing.assert_allclose(got, want, rtol=2e-7 if dtype == np.float32 else 1e-14, atol=1e-6)
+    # one row's sum never depends on the thread count
+    np.testing.assert_array_equal(K.logsumexp_rows(x, n_threads=2), got)
+    # the same row code as log_softmax: x - lse
+    np.testing.assert_array_equal(K.softmax_forward(x, log=True), x - got[:, None])
+
+
+def test_logsumexp_rows_infinite_rows_and_bad_input():
+    x = np.array([[-np.inf, -np.inf], [np.inf, 1.0], [np.nan, 1.0], [1e30, 1e30]], np.float32)
+    out = K.logsumexp_rows(x)
+    assert out[0] == -np.inf and out[1] == np.inf and np.isnan(out[2])
+    assert out[3] == pytest.approx(1e30 + np.log(2), rel=1e-6)
+    with pytest.raises(ValueError, match="at least one column"):
+        K.logsumexp_rows(np.zeros((3, 0), np.float32))
+    with pytest.raises(TypeError, match="`x`"):
+        K.logsumexp_rows(np.zeros((3, 2), np.int64))
