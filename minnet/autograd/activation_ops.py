@@ -12,6 +12,7 @@ import numpy as np
 
 from minnet._config import get_num_threads
 from minnet._ext import _activations as _kernels
+from minnet._ext import _softmax
 from minnet.autograd.function import Function
 
 from minnet.autograd.op_helpers import exp, norm_dim
@@ -112,7 +113,7 @@ def _rows(a, d):
 
 
 class Softmax(Function):
-    """Along ``dim``, on the row kernels of ``_ext._activations`` (float32/float64)."""
+    """Along ``dim``, on the row kernels of ``_ext._softmax`` (float32/float64)."""
 
     log_output = False
 
@@ -121,7 +122,7 @@ class Softmax(Function):
         d = ctx.dim = norm_dim(dim, a.ndim)
         if a.dtype in _KERNEL_DTYPES and a.size:
             rows, moved_shape = _rows(a, d)
-            y = _kernels.softmax_forward(rows, cls.log_output, n_threads=get_num_threads())
+            y = _softmax.softmax_forward(rows, cls.log_output, n_threads=get_num_threads())
             y = np.moveaxis(y.reshape(moved_shape), -1, d)
         else:
             shifted = a - np.max(a, axis=d, keepdims=True)
@@ -140,7 +141,7 @@ class Softmax(Function):
         if y.dtype in _KERNEL_DTYPES and y.size and type(g) is np.ndarray:
             y_rows, moved_shape = _rows(y, d)
             g_rows, _ = _rows(g.astype(y.dtype, copy=False), d)
-            dx = _kernels.softmax_backward(y_rows, g_rows, cls.log_output, n_threads=get_num_threads())
+            dx = _softmax.softmax_backward(y_rows, g_rows, cls.log_output, n_threads=get_num_threads())
             return np.moveaxis(dx.reshape(moved_shape), -1, d)
         return cls.backward_graph(ctx, g)
 

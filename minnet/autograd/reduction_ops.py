@@ -9,8 +9,8 @@ import math
 import numpy as np
 
 from minnet._config import get_num_threads
-from minnet._ext import _activations as _activation_kernels
 from minnet._ext import _indexing
+from minnet._ext import _softmax
 
 from .function import Function
 from .indexing_ops import where
@@ -199,7 +199,7 @@ class Norm(Function):
 
 class LogSumExp(Function):
     """``log(sum(exp(a)))`` over ``axis``. Over one axis of a float32/float64 array it runs
-    the row kernel of ``_ext._activations`` (the one log-softmax uses; prange over rows) and
+    the row kernel of ``_ext._softmax`` (the one log-softmax uses; prange over rows) and
     its backward ``g * softmax(a)`` the softmax row kernel: NumPy's four passes over the
     data did not run in parallel (benchmarks/bench_autograd.py, "logsumexp dim 1")."""
 
@@ -210,7 +210,7 @@ class LogSumExp(Function):
         if dims is not None and len(dims) == 1 and a.dtype in _KERNEL_DTYPES and a.size:
             d = dims[0]
             rows = np.ascontiguousarray(np.moveaxis(a, d, -1)).reshape(-1, a.shape[d])
-            out = _activation_kernels.logsumexp_rows(rows, n_threads=get_num_threads())
+            out = _softmax.logsumexp_rows(rows, n_threads=get_num_threads())
             out = np.expand_dims(out.reshape(np.delete(a.shape, d)), d)
         else:
             m = np.max(a, axis=dims, keepdims=True)
@@ -229,7 +229,7 @@ class LogSumExp(Function):
             d = dims[0]
             moved = np.moveaxis(a, d, -1)
             rows = np.ascontiguousarray(moved).reshape(-1, a.shape[d])
-            p = _activation_kernels.softmax_forward(rows, False, n_threads=get_num_threads())
+            p = _softmax.softmax_forward(rows, False, n_threads=get_num_threads())
             p = np.moveaxis(p.reshape(moved.shape), -1, d)
             return np.multiply(p, _expand_reduced(g, shape, dims, keepdims), out=p)
         return LogSumExp.backward_graph(ctx, g)

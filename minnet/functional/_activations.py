@@ -2,9 +2,9 @@
 log_softmax, and gelu, silu, softplus, softsign, relu6, hardsigmoid, hardswish, mish
 (PyTorch's names and meanings).
 
-Each op is a ``Function`` over the kernels of ``minnet._ext._activations`` and keeps only
-what its backward needs: sigmoid, tanh, relu, elu/selu and (log-)softmax keep their
-OUTPUT (their derivatives are functions of it: ``y*(1-y)``, ``1-y**2``, ``y > 0``,
+Each op is a ``Function`` over the kernels of ``minnet._ext`` (``_activations``,
+``_unary``, ``_softmax``) and keeps only what its backward needs: sigmoid, tanh, relu,
+elu/selu and (log-)softmax keep their OUTPUT (their derivatives are functions of it: ``y*(1-y)``, ``1-y**2``, ``y > 0``,
 ``y + alpha``, ...), so the input can be freed as soon as the next layer is done with
 it.  The math, with the shapes, is in ``docs/math/activations.md``.
 """
@@ -15,6 +15,8 @@ import numpy as np
 
 from minnet._config import get_num_threads
 from minnet._ext import _activations as _kernels
+from minnet._ext import _softmax
+from minnet._ext import _unary
 from minnet.functional._common import as_float_input as _as_float_input
 from minnet.autograd import Function
 from minnet.autograd.activation_ops import Relu, Sigmoid, Tanh, as_kernel_grad
@@ -261,7 +263,7 @@ def selu(x):
 
 
 # ---------------------------------------------------------------------------------------
-# The unary family (one fused kernel pair in _ext/_activations.pyx, chosen by `_op`):
+# The unary family (one fused kernel pair in _ext/_unary.pyx, chosen by `_op`):
 # forward saves the input x, backward computes g * f'(x) in one pass.
 # ---------------------------------------------------------------------------------------
 
@@ -271,14 +273,14 @@ class _Unary(Function):
     @classmethod
     def forward(cls, ctx, x):
         x = _contiguous(x, x.dtype)
-        y = _kernels.unary_forward(x, cls._op, n_threads=get_num_threads())
+        y = _unary.unary_forward(x, cls._op, n_threads=get_num_threads())
         ctx.save_for_backward(x)
         return y
 
     @classmethod
     def backward(cls, ctx, grad):
         (x,) = ctx.saved_tensors
-        return _kernels.unary_backward(x, as_kernel_grad(grad, x.dtype), cls._op,
+        return _unary.unary_backward(x, as_kernel_grad(grad, x.dtype), cls._op,
                                        n_threads=get_num_threads())
 
 
@@ -539,7 +541,7 @@ class Softmax(Function):
     @classmethod
     def forward(cls, ctx, x, axis):
         rows, moved_shape = _to_rows(x, axis)
-        y = _kernels.softmax_forward(rows, cls.log_output, n_threads=get_num_threads())
+        y = _softmax.softmax_forward(rows, cls.log_output, n_threads=get_num_threads())
         y = _from_rows(y, moved_shape, axis)
         ctx.save_for_backward(y)
         ctx.axis = axis
@@ -550,7 +552,7 @@ class Softmax(Function):
         (y,) = ctx.saved_tensors
         y_rows, moved_shape = _to_rows(y, ctx.axis)
         g_rows, _ = _to_rows(grad.astype(y.dtype, copy=False), ctx.axis)
-        dx = _kernels.softmax_backward(y_rows, g_rows, cls.log_output,
+        dx = _softmax.softmax_backward(y_rows, g_rows, cls.log_output,
                                        n_threads=get_num_threads())
         return _from_rows(dx, moved_shape, ctx.axis), None
 

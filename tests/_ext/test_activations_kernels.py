@@ -3,6 +3,8 @@ import numpy as np
 import pytest
 
 from minnet._ext import _activations as K
+from minnet._ext import _softmax as S
+from minnet._ext import _unary as U
 
 from _harness import TOLERANCES
 
@@ -96,12 +98,12 @@ def _ref_softmax(x):
 def test_softmax_forward_backward(rng, dtype, shape, log):
     x = _data(rng, shape, dtype)
     g = _data(rng, shape, dtype, 1.0)
-    y = K.softmax_forward(x, log=log)
+    y = S.softmax_forward(x, log=log)
     p = _ref_softmax(x)
     # Sums over a row cancel: compare with an absolute tolerance at the row's scale.
     tol = dict(rtol=1e-5, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-13)
     np.testing.assert_allclose(y, np.log(p) if log else p, **tol)
-    dx = K.softmax_backward(y, g, log=log)
+    dx = S.softmax_backward(y, g, log=log)
     g64 = g.astype(np.float64)
     if log:
         ref = g64 - p * g64.sum(axis=1, keepdims=True)
@@ -119,9 +121,9 @@ def test_extreme_values_stay_finite():
         assert np.all(np.isfinite(K.tanh_forward(x)))
         assert np.all(np.isfinite(K.elu_forward(x)))
         rows = np.array([[1e4, -1e4, 0], [-1e4, -1e4, -1e4]], dtype)
-        p = K.softmax_forward(rows)
+        p = S.softmax_forward(rows)
         np.testing.assert_allclose(p, [[1, 0, 0], [1 / 3, 1 / 3, 1 / 3]], rtol=1e-6)
-        lp = K.softmax_forward(rows, log=True)
+        lp = S.softmax_forward(rows, log=True)
         assert np.all(np.isfinite(lp))
         np.testing.assert_allclose(lp[0], [0, -2e4, -1e4], rtol=1e-6)
 
@@ -130,7 +132,7 @@ def test_nan_propagates():
     x = np.array([np.nan, 1.0, -1.0], np.float32)
     assert np.isnan(K.sigmoid_forward(x)[0])
     assert np.isnan(K.leaky_relu_forward(x, 0.0)[0])
-    assert np.isnan(K.softmax_forward(x.reshape(1, 3))).all()
+    assert np.isnan(S.softmax_forward(x.reshape(1, 3))).all()
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -138,11 +140,11 @@ def test_thread_count_does_not_change_results(rng, dtype):
     x = _data(rng, (300, 1001), dtype)
     g = _data(rng, x.shape, dtype, 1.0)
     for fwd in (K.sigmoid_forward, K.tanh_forward, K.elu_forward,
-                lambda a, n_threads: K.softmax_forward(a, log=True, n_threads=n_threads)):
+                lambda a, n_threads: S.softmax_forward(a, log=True, n_threads=n_threads)):
         np.testing.assert_array_equal(fwd(x, n_threads=1), fwd(x, n_threads=3))
-    y = K.softmax_forward(x)
-    np.testing.assert_array_equal(K.softmax_backward(y, g, n_threads=1),
-                                  K.softmax_backward(y, g, n_threads=2))
+    y = S.softmax_forward(x)
+    np.testing.assert_array_equal(S.softmax_backward(y, g, n_threads=1),
+                                  S.softmax_backward(y, g, n_threads=2))
 
 
 def test_out_argument_and_in_place(rng):
@@ -158,8 +160,8 @@ def test_out_argument_and_in_place(rng):
 def test_empty_arrays():
     for dtype in DTYPES:
         assert K.sigmoid_forward(np.empty((0, 3), dtype)).shape == (0, 3)
-        assert K.softmax_forward(np.empty((0, 3), dtype)).shape == (0, 3)
-        assert K.softmax_forward(np.empty((2, 0), dtype)).shape == (2, 0)
+        assert S.softmax_forward(np.empty((0, 3), dtype)).shape == (0, 3)
+        assert S.softmax_forward(np.empty((2, 0), dtype)).shape == (2, 0)
 
 
 def test_bad_arguments_raise_named_errors():
@@ -177,7 +179,7 @@ def test_bad_arguments_raise_named_errors():
     with pytest.raises(ValueError, match="`out`.*shape"):
         K.tanh_forward(x, out=np.zeros(6, np.float32))
     with pytest.raises(ValueError, match="`x`.*2-D"):
-        K.softmax_forward(np.zeros(3, np.float32))
+        S.softmax_forward(np.zeros(3, np.float32))
     with pytest.raises(ValueError, match="`n_threads`"):
         K.sigmoid_forward(x, n_threads=0)
 
@@ -192,8 +194,8 @@ def test_float32_gelu_accuracy_against_float64_erf():
     phi = 0.5 * np.array([math.erfc(-v / math.sqrt(2)) for v in xd])
     ref_y = xd * phi
     ref_d = phi + xd * np.exp(-0.5 * xd * xd) / math.sqrt(2 * math.pi)
-    y = K.unary_forward(x, "gelu").astype(np.float64)
-    d = K.unary_backward(x, np.ones_like(x), "gelu").astype(np.float64)
+    y = U.unary_forward(x, "gelu").astype(np.float64)
+    d = U.unary_backward(x, np.ones_like(x), "gelu").astype(np.float64)
     big = np.abs(ref_y) > 1e-6
     assert np.abs(y - ref_y).max() <= 4e-7                       # measured 3.84e-7
     assert (np.abs(y - ref_y)[big] / np.abs(ref_y[big])).max() <= 2.2e-6   # measured 1.79e-6
@@ -206,7 +208,7 @@ def test_float32_gelu_accuracy_against_float64_erf():
     xs = np.array([np.nextafter(edge, np.float32(0)), edge, np.nextafter(edge, np.float32(1))],
                   np.float32)
     xs = np.concatenate([xs, -xs])
-    ys = K.unary_forward(xs, "gelu")
+    ys = U.unary_forward(xs, "gelu")
     assert np.abs(np.diff(ys[:3])).max() < 1e-6 and np.abs(np.diff(ys[3:])).max() < 1e-6
 
 
@@ -217,21 +219,21 @@ def test_logsumexp_rows_against_numpy_and_thread_counts(rng, dtype, shape):
     x64 = x.astype(np.float64)
     m = x64.max(axis=1, keepdims=True)
     want = (m + np.log(np.exp(x64 - m).sum(axis=1, keepdims=True)))[:, 0]
-    got = K.logsumexp_rows(x, n_threads=1)
+    got = S.logsumexp_rows(x, n_threads=1)
     assert got.dtype == dtype and got.shape == (shape[0],)
     np.testing.assert_allclose(got, want, rtol=2e-7 if dtype == np.float32 else 1e-14, atol=1e-6)
     # one row's sum never depends on the thread count
-    np.testing.assert_array_equal(K.logsumexp_rows(x, n_threads=2), got)
+    np.testing.assert_array_equal(S.logsumexp_rows(x, n_threads=2), got)
     # the same row code as log_softmax: x - lse
-    np.testing.assert_array_equal(K.softmax_forward(x, log=True), x - got[:, None])
+    np.testing.assert_array_equal(S.softmax_forward(x, log=True), x - got[:, None])
 
 
 def test_logsumexp_rows_infinite_rows_and_bad_input():
     x = np.array([[-np.inf, -np.inf], [np.inf, 1.0], [np.nan, 1.0], [1e30, 1e30]], np.float32)
-    out = K.logsumexp_rows(x)
+    out = S.logsumexp_rows(x)
     assert out[0] == -np.inf and out[1] == np.inf and np.isnan(out[2])
     assert out[3] == pytest.approx(1e30 + np.log(2), rel=1e-6)
     with pytest.raises(ValueError, match="at least one column"):
-        K.logsumexp_rows(np.zeros((3, 0), np.float32))
+        S.logsumexp_rows(np.zeros((3, 0), np.float32))
     with pytest.raises(TypeError, match="`x`"):
-        K.logsumexp_rows(np.zeros((3, 2), np.int64))
+        S.logsumexp_rows(np.zeros((3, 2), np.int64))

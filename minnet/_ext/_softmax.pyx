@@ -1,0 +1,215 @@
+"""Row kernels: softmax, log-softmax and logsumexp along the last axis of a 2-D
+``(rows, cols)`` float32/float64 array (the callers move any axis last).  Rows are split
+over OpenMP threads and each row is summed by one thread in a fixed order, so the result
+does not depend on the thread count.  The math is in ``docs/math/activations.md``.
+"""
+from cython.parallel cimport prange
+cimport numpy as cnp
+from libc.math cimport exp, log, isinf
+
+import numpy as np
+
+from minnet._ext._blas cimport floating
+from minnet._ext._elementwise cimport (BLOCK, PARALLEL_MIN, as_rows, block_len, checked,
+                                       data_ptr, exp_nonpos, grad_operand, is_f32, n_blocks,
+                                       output_like, size_of, team, thread_count)
+from minnet._ext._fastmath cimport (minnet_exp_nonpos_f, minnet_tanh_block_f, minnet_row_max_f,
+                                    minnet_exp_sum_f, minnet_dot_f, minnet_tanh_f,
+                                    minnet_expm1_nonpos_f)
+
+cnp.import_array()
+
+
+# ---------------------------------------------------------------------------------------
+# Row-wise softmax / log-softmax on (rows, cols).
+# ---------------------------------------------------------------------------------------
+
+cdef inline floating _row_max(const floating* x, Py_ssize_t cols) noexcept nogil:
+    # float32: lane-parallel max the compiler vectorises (_fastmath.pxd).
+    cdef Py_ssize_t j
+    cdef floating m = x[0]
+    if floating is float:
+        return minnet_row_max_f(x, cols)
+    for j in range(1, cols):
+        if x[j] > m:
+            m = x[j]
+    return m
+
+
+cdef inline floating _logsumexp_row(const floating* x, Py_ssize_t cols) noexcept nogil:
+    # log(sum(exp(x))) = m + log(sum(exp(x - m))) with m the row max: every exponent is
+    # <= 0 (no overflow) and the largest term is exactly 1 (the log never underflows).
+    # The sum is accumulated in double (float32: lanes the compiler vectorises).
+    cdef Py_ssize_t j
+    cdef floating m = _row_max(x, cols)
+    cdef double total = 0
+    if isinf(m):          # a row of -inf gives -inf; a +inf gives +inf (as PyTorch)
+        return m
+    if floating is float:
+        total = minnet_exp_sum_f(x, m, NULL, cols)
+    else:
+        for j in range(cols):
+            total += exp_nonpos(x[j] - m)
+    return <floating> (m + log(total))
+
+
+cdef inline void _softmax_row(const floating* x,   # IN  (cols,)
+                              floating* y,         # OUT (cols,)
+                              Py_ssize_t cols, bint log_output) noexcept nogil:
+    # Subtracting the row max makes every exponent <= 0: no overflow, and the largest
+    # term is exactly 1, so the sum is >= 1 and its log never underflows.
+    cdef Py_ssize_t j
+    cdef floating m, e
+    cdef double total = 0
+    if log_output:
+        e = _logsumexp_row(x, cols)
+        for j in range(cols):
+            y[j] = x[j] - e
+        return
+    m = _row_max(x, cols)
+    if floating is float:
+        total = minnet_exp_sum_f(x, m, y, cols)     # also writes y[j] = exp(x[j] - m)
+    else:
+        for j in range(cols):
+            e = exp_nonpos(x[j] - m)
+            y[j] = e
+            total += e
+    e = <floating> (1.0 / total)
+    for j in range(cols):
+        y[j] = y[j] * e
+
+
+cdef void softmax_kernel(const floating[:, ::1] x,   # IN  (rows, cols)
+                         floating[:, ::1] y,         # OUT (rows, cols)
+                         bint log_output,
+                         int n_threads) noexcept nogil:
+    cdef Py_ssize_t i, rows = x.shape[0], cols = x.shape[1]
+    if cols == 0:
+        return
+    for i in prange(rows, num_threads=team(rows * cols, n_threads), schedule="static"):
+        _softmax_row(&x[i, 0], &y[i, 0], cols, log_output)
+
+
+cdef void logsumexp_kernel(const floating[:, ::1] x,   # IN  (rows, cols)
+                           floating[::1] out,          # OUT (rows,)
+                           int n_threads) noexcept nogil:
+    cdef Py_ssize_t i, rows = x.shape[0], cols = x.shape[1]
+    if cols == 0:
+        return
+    for i in prange(rows, num_threads=team(rows * cols, n_threads), schedule="static"):
+        out[i] = _logsumexp_row(&x[i, 0], cols)
+
+
+cdef inline void _softmax_backward_row(const floating* y,    # IN  saved output (cols,)
+                                       const floating* g,    # IN  (cols,)
+                                       floating* dx,         # OUT (cols,)
+                                       Py_ssize_t cols, bint log_output) noexcept nogil:
+    cdef Py_ssize_t j
+    cdef double total = 0
+    cdef floating t
+    if log_output:
+        # y = log p: dx = g - p * sum(g)
+        if floating is float:
+            total = minnet_dot_f(g, NULL, cols)
+        else:
+            for j in range(cols):
+                total += g[j]
+        t = <floating> total
+        for j in range(cols):
+            dx[j] = g[j] - exp_nonpos(y[j]) * t
+    else:
+        # y = p: dx = p * (g - <g, p>)
+        if floating is float:
+            total = minnet_dot_f(g, y, cols)
+        else:
+            for j in range(cols):
+                total += <double> g[j] * y[j]
+        t = <floating> total
+        for j in range(cols):
+            dx[j] = y[j] * (g[j] - t)
+
+
+cdef void softmax_backward_kernel(const floating[:, ::1] y,     # IN  saved output (rows, cols)
+                                  const floating[:, ::1] grad,  # IN  (rows, cols)
+                                  floating[:, ::1] dx,          # OUT (rows, cols)
+                                  bint log_output,
+                                  int n_threads) noexcept nogil:
+    cdef Py_ssize_t i, rows = y.shape[0], cols = y.shape[1]
+    if cols == 0:
+        return
+    for i in prange(rows, num_threads=team(rows * cols, n_threads), schedule="static"):
+        _softmax_backward_row(&y[i, 0], &grad[i, 0], &dx[i, 0], cols, log_output)
+
+
+def _softmax(const floating[:, ::1] x, floating[:, ::1] y, bint log_output, int n_threads):
+    with nogil:
+        softmax_kernel(x, y, log_output, n_threads)
+
+
+def _logsumexp(const floating[:, ::1] x, floating[::1] out, int n_threads):
+    with nogil:
+        logsumexp_kernel(x, out, n_threads)
+
+
+def _softmax_backward(const floating[:, ::1] y, const floating[:, ::1] g,
+                      floating[:, ::1] dx, bint log_output, int n_threads):
+    with nogil:
+        softmax_backward_kernel(y, g, dx, log_output, n_threads)
+
+
+# ---------------------------------------------------------------------------------------
+# Python-visible wrappers: validate, allocate, call.
+# ---------------------------------------------------------------------------------------
+
+def softmax_forward(x, log=False, out=None, n_threads=1):
+    """Softmax (or log-softmax when ``log``) of each row, stable (row max subtracted).
+
+    Args:
+        x: float32/float64 C-contiguous 2-D array ``(rows, cols)``; the functional layer
+           moves any axis to the end and reshapes.
+        log: return ``log_softmax`` instead.
+        out: optional output array like ``x``.
+        n_threads: OpenMP threads (split over rows).
+
+    Returns:
+        ``y`` with ``y[i] = exp(x[i] - max) / sum(exp(x[i] - max))`` (or its log).
+
+    Shape:
+        x: ``(rows, cols)``; y: same as x.
+    """
+    as_rows(x, "x")
+    y = output_like(out, x)
+    _softmax(x, y, bool(log), thread_count(n_threads))
+    return y
+
+
+def logsumexp_rows(x, n_threads=1):
+    """``log(sum(exp(x[i])))`` of each row, stable (row max subtracted; a row of -inf gives
+    -inf, a row holding +inf gives +inf). The same row code as ``softmax_forward(log=True)``.
+
+    Shape:
+        x: ``(rows, cols)`` float32/float64 C-contiguous, ``cols >= 1``; result: ``(rows,)``.
+    """
+    as_rows(x, "x")
+    if x.shape[1] == 0:
+        raise ValueError("Invalid argument `x`: expected at least one column. "
+                         f"Received: x.shape={x.shape}")
+    out = np.empty(x.shape[0], dtype=x.dtype)
+    _logsumexp(x, out, thread_count(n_threads))
+    return out
+
+
+def softmax_backward(y, grad, log=False, out=None, n_threads=1):
+    """Row-wise softmax gradient from the saved output.
+
+    softmax: ``dx = y * (grad - sum(grad * y))``; log-softmax:
+    ``dx = grad - exp(y) * sum(grad)`` (sums over each row).
+
+    Shape:
+        y, grad, dx: ``(rows, cols)``.
+    """
+    as_rows(y, "y")
+    checked(grad, "grad", y.dtype, y.shape)
+    dx = output_like(out, y)
+    _softmax_backward(y, grad, dx, bool(log), thread_count(n_threads))
+    return dx

@@ -1,0 +1,472 @@
+"""The "unary" activation kernels: gelu, gelu-tanh, silu, softplus, softsign, relu6, hard
+sigmoid, hard silu, mish and exp: one forward and one backward kernel selected by an op code
+(``UNARY_OPS``), elementwise over C-contiguous float32/float64 arrays in blocks split over
+OpenMP threads (the result does not depend on the thread count).  The math of each
+derivative is in ``docs/math/activations.md``; the shared block machinery and the wrappers'
+checks are in ``_elementwise.pxd``/``_elementwise.pyx``.
+"""
+from cython.parallel cimport prange
+cimport numpy as cnp
+from libc.math cimport exp, log, log1p, tanh, fabs, erf
+
+from minnet._ext._blas cimport floating
+from minnet._ext._elementwise cimport (BLOCK, PARALLEL_MIN, as_rows, block_len, checked,
+                                       data_ptr, exp_nonpos, grad_operand, is_f32, n_blocks,
+                                       output_like, size_of, team, thread_count)
+from minnet._ext._fastmath cimport (minnet_exp_nonpos_f, minnet_tanh_block_f, minnet_row_max_f,
+                                    minnet_exp_sum_f, minnet_dot_f, minnet_tanh_f,
+                                    minnet_expm1_nonpos_f)
+
+cnp.import_array()
+
+
+# ---------------------------------------------------------------------------------------
+# The unary family: y = f(x) and dx = g * f'(x), both from the saved INPUT (except exp,
+# whose backward reads its saved output: f' = f). The op code is tested once per block,
+# outside the loops, so each loop is a plain elementwise loop.
+# ---------------------------------------------------------------------------------------
+
+cdef enum:
+    OP_GELU = 0          # 0.5 x (1 + erf(x / sqrt 2))
+    OP_GELU_TANH = 1     # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+    OP_SILU = 2          # x sigmoid(x)
+    OP_SOFTPLUS = 3      # log(1 + exp(x)); x above 20 passes through (PyTorch's threshold)
+    OP_SOFTSIGN = 4      # x / (1 + |x|)
+    OP_RELU6 = 5         # min(max(x, 0), 6)
+    OP_HARD_SIGMOID = 6  # clip(x / 6 + 1/2, 0, 1)
+    OP_HARD_SILU = 7     # x hard_sigmoid(x)
+    OP_MISH = 8          # x tanh(softplus(x))
+    OP_EXP = 9           # exp(x)
+    N_UNARY_OPS = 10
+
+UNARY_OPS = {"gelu": OP_GELU, "gelu_tanh": OP_GELU_TANH, "silu": OP_SILU,
+             "softplus": OP_SOFTPLUS, "softsign": OP_SOFTSIGN, "relu6": OP_RELU6,
+             "hard_sigmoid": OP_HARD_SIGMOID, "hard_silu": OP_HARD_SILU, "mish": OP_MISH,
+             "exp": OP_EXP}
+
+cdef double _SQRT1_2 = 0.70710678118654752440
+cdef double _INV_SQRT_2PI = 0.39894228040143267794
+cdef double _SQRT_2_PI = 0.79788456080286535588
+cdef double _GELU_C = 0.044715
+cdef double _SIXTH = 1.0 / 6.0
+
+
+cdef extern from *:
+    """
+    /* float helpers for the unary family. The C library's expf/erff/log1pf are scalar
+     * calls (tens of ns each on the development machine); these inline polynomial forms
+     * are branch-light and accurate to a few ulp for float (double uses the C library).
+     * minnet_exp_nonpos_f and minnet_tanh_f come from _fastmath.pxd. */
+
+    /* exp(x) for any float x: exp(-|x|) in (0, 1], inverted for x > 0 (inf above ~88.7). */
+    static inline float minnet_exp_f(float x) {
+        float e = minnet_exp_nonpos_f(x > 0.0f ? -x : x);
+        return x > 0.0f ? 1.0f / e : e;
+    }
+
+    /* log(x) for normal float x > 0 (Cephes logf: x = m 2^k, m in [sqrt(1/2), sqrt(2))). */
+    static inline float minnet_log_f(float x) {
+        uint32_t bits;
+        memcpy(&bits, &x, 4);
+        int k = (int)((bits >> 23) & 0xff) - 126;
+        bits = (bits & 0x007fffffu) | 0x3f000000u;        /* mantissa in [0.5, 1) */
+        float m;
+        memcpy(&m, &bits, 4);
+        if (m < 0.707106781186547524f) { k -= 1; m = m + m - 1.0f; } else { m = m - 1.0f; }
+        float z = m * m;
+        float y = 7.0376836292e-2f;
+        y = y * m - 1.1514610310e-1f;
+        y = y * m + 1.1676998740e-1f;
+        y = y * m - 1.2420140846e-1f;
+        y = y * m + 1.4249322787e-1f;
+        y = y * m - 1.6668057665e-1f;
+        y = y * m + 2.0000714765e-1f;
+        y = y * m - 2.4999993993e-1f;
+        y = y * m + 3.3333331174e-1f;
+        y = y * m * z;
+        y += -2.12194440e-4f * (float)k;
+        y += -0.5f * z;
+        return m + y + 0.693359375f * (float)k;
+    }
+
+    /* log(1 + e) for e in [0, 1] without losing small e: u = 1 + e, log(u) * e / (u - 1). */
+    static inline float minnet_log1p01_f(float e) {
+        float u = 1.0f + e;
+        return u == 1.0f ? e : minnet_log_f(u) * (e / (u - 1.0f));
+    }
+
+    /* Phi(x) = P(N(0,1) <= x) for float x, from z = x / sqrt2 and e = exp(-z^2) (the
+     * backward reuses e for the density). |z| < 0.5: erf's Taylor series (error < 1e-8);
+     * beyond: 0.5 erfc(a) = 0.5 t R(t) e, a = |z|, t = 1/(1 + a/2), R a degree-9
+     * polynomial fitted to erfcx(a) / t on t in [0.15, 0.8] (relative error 3e-9 in
+     * float64, 1.4e-7 evaluated in float32; docs/math/activations.md), used as it
+     * stands for x < 0 (no cancellation in the left tail) and as 1 - ... for x > 0.
+     * Both sides are computed and one selected, so the loops vectorise.  (It replaced
+     * Numerical Recipes' erfcc, t exp(-a^2 + P(t)), which needed a second exp in the
+     * backward: benchmarks/bench_autograd.py, gelu layer.) */
+    static inline float minnet_phi_from_f(float z, float e) {
+        float a = z < 0.0f ? -z : z;
+        float z2 = z * z;
+        float p = -1.0f / 1320.0f;
+        p = p * z2 + 1.0f / 216.0f;
+        p = p * z2 - 1.0f / 42.0f;
+        p = p * z2 + 1.0f / 10.0f;
+        p = p * z2 - 1.0f / 3.0f;
+        p = p * z2 + 1.0f;
+        float small = 0.5f + 0.56418958354775629f * z * p;       /* 0.5 (1 + erf z) */
+        float t = 1.0f / (1.0f + 0.5f * a);
+        float r = -3.509517759e-02f;
+        r = r * t + 8.776799589e-02f;
+        r = r * t + 2.295171656e-02f;
+        r = r * t - 2.283937335e-01f;
+        r = r * t + 1.227211282e-01f;
+        r = r * t + 3.141010553e-02f;
+        r = r * t + 1.893989742e-01f;
+        r = r * t + 2.448578775e-01f;
+        r = r * t + 2.822599113e-01f;
+        r = r * t + 2.820889354e-01f;
+        float half_erfc = 0.5f * t * r * e;
+        float big = z < 0.0f ? half_erfc : 1.0f - half_erfc;
+        return a < 0.5f ? small : big;
+    }
+
+    static inline float minnet_phi_cdf_f(float x) {
+        float z = x * 0.70710678118654752f;
+        return minnet_phi_from_f(z, minnet_exp_nonpos_f(-(z * z)));
+    }
+
+    static inline float minnet_sigmoid1_f(float v) {
+        float e = minnet_exp_nonpos_f(v < 0.0f ? v : -v);
+        return (v >= 0.0f ? 1.0f : e) / (1.0f + e);
+    }
+
+    static inline float minnet_softplus1_f(float v) {
+        float e = minnet_exp_nonpos_f(v < 0.0f ? v : -v);
+        float sp = (v > 0.0f ? v : 0.0f) + minnet_log1p01_f(e);
+        return v > 20.0f ? v : sp;
+    }
+
+    /* The float loops of the unary family, in C so that GCC vectorises them (op codes as in
+     * the Cython enum below; the op is tested once, outside the loops). */
+    MINNET_TARGET_CLONES
+    static void minnet_unary_f(int op, const float *x, float *y, Py_ssize_t n) {
+        Py_ssize_t i;
+        switch (op) {
+        case 0: for (i = 0; i < n; i++) y[i] = x[i] * minnet_phi_cdf_f(x[i]); break;
+        case 1: for (i = 0; i < n; i++) { float v = x[i];
+                    float t = minnet_tanh_f(0.79788456080286535588f * (v + 0.044715f * v * v * v));
+                    y[i] = 0.5f * v * (1.0f + t); } break;
+        case 2: for (i = 0; i < n; i++) y[i] = x[i] * minnet_sigmoid1_f(x[i]); break;
+        case 3: for (i = 0; i < n; i++) y[i] = minnet_softplus1_f(x[i]); break;
+        case 4: for (i = 0; i < n; i++) { float v = x[i]; float a = v < 0.0f ? -v : v;
+                    y[i] = v / (1.0f + a); } break;
+        case 5: for (i = 0; i < n; i++) { float v = x[i]; float lo = v < 0.0f ? 0.0f : v;
+                    y[i] = lo > 6.0f ? 6.0f : lo; } break;
+        case 6: for (i = 0; i < n; i++) { float v = x[i] * (1.0f / 6.0f) + 0.5f;
+                    float lo = v < 0.0f ? 0.0f : v; y[i] = lo > 1.0f ? 1.0f : lo; } break;
+        case 7: for (i = 0; i < n; i++) { float v = x[i]; float h = v * (1.0f / 6.0f) + 0.5f;
+                    float lo = h < 0.0f ? 0.0f : h; y[i] = v * (lo > 1.0f ? 1.0f : lo); } break;
+        case 8: for (i = 0; i < n; i++) y[i] = x[i] * minnet_tanh_f(minnet_softplus1_f(x[i])); break;
+        case 9: for (i = 0; i < n; i++) y[i] = minnet_exp_f(x[i]); break;
+        default: break;
+        }
+    }
+
+    MINNET_TARGET_CLONES
+    static void minnet_unary_backward_f(int op, const float *s, const float *g, float *dx,
+                                        Py_ssize_t n) {
+        Py_ssize_t i;
+        switch (op) {
+        case 0: for (i = 0; i < n; i++) { float v = s[i];          /* Phi(x) + x phi(x) */
+                    float z = v * 0.70710678118654752f;
+                    float e = minnet_exp_nonpos_f(-(z * z));            /* exp(-x^2 / 2) */
+                    dx[i] = g[i] * (minnet_phi_from_f(z, e) + v * 0.39894228040143267794f * e); } break;
+        case 1: for (i = 0; i < n; i++) { float v = s[i];
+                    float t = minnet_tanh_f(0.79788456080286535588f * (v + 0.044715f * v * v * v));
+                    dx[i] = g[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t)
+                                    * 0.79788456080286535588f * (1.0f + 3.0f * 0.044715f * v * v)); } break;
+        case 2: for (i = 0; i < n; i++) { float v = s[i]; float sg = minnet_sigmoid1_f(v);
+                    dx[i] = g[i] * sg * (1.0f + v * (1.0f - sg)); } break;
+        case 3: for (i = 0; i < n; i++) { float v = s[i];
+                    dx[i] = v > 20.0f ? g[i] : g[i] * minnet_sigmoid1_f(v); } break;
+        case 4: for (i = 0; i < n; i++) { float v = s[i]; float t = 1.0f + (v < 0.0f ? -v : v);
+                    dx[i] = g[i] / (t * t); } break;
+        case 5: for (i = 0; i < n; i++) { float v = s[i];
+                    dx[i] = (v > 0.0f) & (v < 6.0f) ? g[i] : 0.0f; } break;
+        case 6: for (i = 0; i < n; i++) { float v = s[i];
+                    dx[i] = (v > -3.0f) & (v < 3.0f) ? g[i] / 6.0f : 0.0f; } break;
+        case 7: for (i = 0; i < n; i++) { float v = s[i];
+                    float mid = g[i] * (v * (1.0f / 3.0f) + 0.5f);
+                    float hi = v < 3.0f ? mid : g[i];
+                    dx[i] = v <= -3.0f ? 0.0f : hi; } break;
+        case 8: for (i = 0; i < n; i++) { float v = s[i];
+                    float t = minnet_tanh_f(minnet_softplus1_f(v));
+                    dx[i] = g[i] * (t + v * minnet_sigmoid1_f(v) * (1.0f - t * t)); } break;
+        case 9: for (i = 0; i < n; i++) dx[i] = g[i] * s[i]; break;
+        default: break;
+        }
+    }
+    """
+    float minnet_exp_f(float x) noexcept nogil
+    float minnet_log1p01_f(float e) noexcept nogil
+    float minnet_phi_cdf_f(float x) noexcept nogil
+    void minnet_unary_f(int op, const float* x, float* y, Py_ssize_t n) noexcept nogil
+    void minnet_unary_backward_f(int op, const float* s, const float* g, float* dx,
+                                 Py_ssize_t n) noexcept nogil
+
+
+cdef inline floating _f_exp(floating v) noexcept nogil:
+    if floating is float:
+        return minnet_exp_f(v)
+    else:
+        return exp(v)
+
+
+cdef inline floating _f_tanh(floating v) noexcept nogil:
+    if floating is float:
+        return minnet_tanh_f(v)
+    else:
+        return tanh(v)
+
+
+cdef inline floating _f_phi_cdf(floating v) noexcept nogil:
+    """P(N(0, 1) <= v) = 0.5 (1 + erf(v / sqrt 2))."""
+    if floating is float:
+        return minnet_phi_cdf_f(v)
+    else:
+        return 0.5 * (1 + erf(v * _SQRT1_2))
+
+
+cdef inline floating _f_sigmoid(floating v) noexcept nogil:
+    cdef floating e
+    if floating is float:
+        e = minnet_exp_nonpos_f(-fabs(v))
+    else:
+        e = exp(-fabs(v))
+    return (1 if v >= 0 else e) / (1 + e)
+
+
+cdef inline floating _f_softplus(floating v) noexcept nogil:
+    # PyTorch's softplus(beta=1, threshold=20): v above 20; below, computed as
+    # max(v, 0) + log1p(exp(-|v|)) (equal to log1p(exp(v)), and exp never overflows).
+    cdef floating e
+    if v > 20:
+        return v
+    if floating is float:
+        e = minnet_exp_nonpos_f(-fabs(v))
+        return (v if v > 0 else 0) + minnet_log1p01_f(e)
+    else:
+        return log1p(exp(v))
+
+
+cdef void _unary_block(int op, const floating* x, floating* y, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef floating v, t
+    if floating is float:
+        minnet_unary_f(op, x, y, n)           # the same formulas, in C (top of the file)
+        return
+    if op == OP_GELU:
+        for i in range(n):
+            v = x[i]
+            y[i] = v * _f_phi_cdf(v)
+    elif op == OP_GELU_TANH:
+        for i in range(n):
+            v = x[i]
+            t = _f_tanh(<floating> _SQRT_2_PI * (v + <floating> _GELU_C * v * v * v))
+            y[i] = <floating> 0.5 * v * (1 + t)
+    elif op == OP_SILU:
+        for i in range(n):
+            v = x[i]
+            y[i] = v * _f_sigmoid(v)
+    elif op == OP_SOFTPLUS:
+        for i in range(n):
+            y[i] = _f_softplus(x[i])
+    elif op == OP_SOFTSIGN:
+        for i in range(n):
+            v = x[i]
+            y[i] = v / (1 + fabs(v))
+    elif op == OP_RELU6:
+        for i in range(n):
+            v = x[i]
+            y[i] = 0 if v < 0 else (6 if v > 6 else v)
+    elif op == OP_HARD_SIGMOID:
+        for i in range(n):
+            v = x[i] * <floating> _SIXTH + <floating> 0.5
+            y[i] = 0 if v < 0 else (1 if v > 1 else v)
+    elif op == OP_HARD_SILU:
+        for i in range(n):
+            v = x[i]
+            t = v * <floating> _SIXTH + <floating> 0.5
+            y[i] = v * (0 if t < 0 else (1 if t > 1 else t))
+    elif op == OP_MISH:
+        for i in range(n):
+            v = x[i]
+            y[i] = v * _f_tanh(_f_softplus(v))
+    elif op == OP_EXP:
+        for i in range(n):
+            y[i] = _f_exp(x[i])
+
+
+cdef void _unary_backward_block(int op, const floating* s, const floating* g, floating* dx,
+                                Py_ssize_t n) noexcept nogil:
+    # s is the saved input x (the saved output y for OP_EXP).
+    cdef Py_ssize_t i
+    cdef floating v, t, sg, d
+    if floating is float:
+        minnet_unary_backward_f(op, s, g, dx, n)
+        return
+    if op == OP_GELU:
+        # d/dx = Phi(x) + x phi(x)
+        for i in range(n):
+            v = s[i]
+            d = _f_phi_cdf(v) + v * <floating> _INV_SQRT_2PI * _f_exp(<floating> -0.5 * v * v)
+            dx[i] = g[i] * d
+    elif op == OP_GELU_TANH:
+        # with u = k (x + c x^3), t = tanh u: d/dx = (1 + t)/2 + x (1 - t^2) k (1 + 3 c x^2) / 2
+        for i in range(n):
+            v = s[i]
+            t = _f_tanh(<floating> _SQRT_2_PI * (v + <floating> _GELU_C * v * v * v))
+            d = <floating> 0.5 * (1 + t) + <floating> 0.5 * v * (1 - t * t) \
+                * <floating> _SQRT_2_PI * (1 + 3 * <floating> _GELU_C * v * v)
+            dx[i] = g[i] * d
+    elif op == OP_SILU:
+        # d/dx = s (1 + x (1 - s)), s = sigmoid(x)
+        for i in range(n):
+            v = s[i]
+            sg = _f_sigmoid(v)
+            dx[i] = g[i] * sg * (1 + v * (1 - sg))
+    elif op == OP_SOFTPLUS:
+        for i in range(n):
+            v = s[i]
+            dx[i] = g[i] if v > 20 else g[i] * _f_sigmoid(v)
+    elif op == OP_SOFTSIGN:
+        for i in range(n):
+            t = 1 + fabs(s[i])
+            dx[i] = g[i] / (t * t)
+    elif op == OP_RELU6:
+        # PyTorch's hardtanh backward: the gradient passes strictly inside (0, 6)
+        for i in range(n):
+            v = s[i]
+            dx[i] = g[i] if (v > 0 and v < 6) else 0
+    elif op == OP_HARD_SIGMOID:
+        for i in range(n):
+            v = s[i]
+            dx[i] = g[i] / 6 if (v > -3 and v < 3) else 0
+    elif op == OP_HARD_SILU:
+        # PyTorch's hardswish backward: 0 up to -3, (2x + 3)/6 below 3, 1 from 3 on
+        for i in range(n):
+            v = s[i]
+            dx[i] = 0 if v <= -3 else (g[i] * (v / 3 + <floating> 0.5) if v < 3 else g[i])
+    elif op == OP_MISH:
+        # d/dx = tanh(sp) + x sigmoid(x) (1 - tanh(sp)^2), sp = softplus(x)
+        for i in range(n):
+            v = s[i]
+            t = _f_tanh(_f_softplus(v))
+            dx[i] = g[i] * (t + v * _f_sigmoid(v) * (1 - t * t))
+    elif op == OP_EXP:
+        for i in range(n):
+            dx[i] = g[i] * s[i]
+
+
+cdef void unary_kernel(int op,
+                       const floating* x,    # IN  (n,)
+                       floating* y,          # OUT (n,)
+                       Py_ssize_t n, int n_threads) noexcept nogil:
+    cdef Py_ssize_t b, start
+    if team(n, n_threads) == 1:
+        for b in range(n_blocks(n)):
+            start = b * BLOCK
+            _unary_block(op, x + start, y + start, block_len(n, start))
+        return
+    for b in prange(n_blocks(n), num_threads=n_threads, schedule="static"):
+        start = b * BLOCK
+        _unary_block(op, x + start, y + start, block_len(n, start))
+
+
+cdef void unary_backward_kernel(int op,
+                                const floating* s,      # IN  saved input (output for exp)
+                                const floating* grad,   # IN  (n,), or one block (grad_block)
+                                floating* dx,           # OUT (n,)
+                                Py_ssize_t n, bint grad_block, int n_threads) noexcept nogil:
+    cdef Py_ssize_t b, start
+    if team(n, n_threads) == 1:
+        for b in range(n_blocks(n)):
+            start = b * BLOCK
+            _unary_backward_block(op, s + start, grad if grad_block else grad + start, dx + start,
+                                  block_len(n, start))
+        return
+    for b in prange(n_blocks(n), num_threads=n_threads, schedule="static"):
+        start = b * BLOCK
+        _unary_backward_block(op, s + start, grad if grad_block else grad + start, dx + start,
+                              block_len(n, start))
+
+
+# ---------------------------------------------------------------------------------------
+# Typed entry points: the wrappers below have checked dtype, shape and contiguity, so the
+# elementwise kernels get the arrays' data pointers (a memoryview per array and Cython's
+# fused-function dispatch cost more than a small array's loop: benchmarks/bench_autograd.py,
+# mlp100).  `f32` selects the float specialisation, else double.  GIL released.
+# ---------------------------------------------------------------------------------------
+
+cdef _unary(bint f32, int op, x, y, Py_ssize_t n, int n_threads):
+    cdef void* px = data_ptr(x)
+    cdef void* py = data_ptr(y)
+    with nogil:
+        if f32:
+            unary_kernel(op, <const float*> px, <float*> py, n, n_threads)
+        else:
+            unary_kernel(op, <const double*> px, <double*> py, n, n_threads)
+
+
+cdef _unary_backward(bint f32, int op, s, g, dx, Py_ssize_t n, bint grad_block, int n_threads):
+    cdef void* ps = data_ptr(s)
+    cdef void* pg = data_ptr(g)
+    cdef void* pd = data_ptr(dx)
+    with nogil:
+        if f32:
+            unary_backward_kernel(op, <const float*> ps, <const float*> pg, <float*> pd, n,
+                                  grad_block, n_threads)
+        else:
+            unary_backward_kernel(op, <const double*> ps, <const double*> pg, <double*> pd, n,
+                                  grad_block, n_threads)
+
+
+# ---------------------------------------------------------------------------------------
+# Python-visible wrappers: validate, allocate, call.
+# ---------------------------------------------------------------------------------------
+
+def _unary_op(op):
+    if op not in UNARY_OPS:
+        raise ValueError(f"Invalid argument `op`: expected one of {sorted(UNARY_OPS)}. "
+                         f"Received: op={op!r}")
+    return UNARY_OPS[op]
+
+
+def unary_forward(x, op, out=None, n_threads=1):
+    """``y = f(x)`` elementwise for ``op`` in ``UNARY_OPS`` (``"gelu"``, ``"gelu_tanh"``,
+    ``"silu"``, ``"softplus"``, ``"softsign"``, ``"relu6"``, ``"hard_sigmoid"``,
+    ``"hard_silu"``, ``"mish"``, ``"exp"``).
+
+    Shape:
+        x: ``(*)``; y: same as x.
+    """
+    code = _unary_op(op)
+    checked(x, "x")
+    y = output_like(out, x)
+    _unary(is_f32(x), code, x, y, size_of(x), thread_count(n_threads))
+    return y
+
+
+def unary_backward(saved, grad, op, out=None, n_threads=1):
+    """``dx = grad * f'(x)`` from the saved input ``x`` (from the saved output for ``"exp"``).
+
+    Shape:
+        saved, grad, dx: ``(*)``, all the same.
+    """
+    code = _unary_op(op)
+    checked(saved, "saved")
+    g, grad_block = grad_operand(grad, saved)
+    dx = output_like(out, saved)
+    _unary_backward(is_f32(saved), code, saved, g, dx, size_of(saved), grad_block,
+                    thread_count(n_threads))
+    return dx
