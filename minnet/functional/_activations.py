@@ -4,8 +4,8 @@ log_softmax, and gelu, silu, softplus, softsign, relu6, hardsigmoid, hardswish, 
 
 Each op is a ``Function`` over the kernels of ``minnet._ext`` (``_activations``,
 ``_unary``, ``_softmax``) and keeps only what its backward needs: sigmoid, tanh, relu,
-elu/selu and (log-)softmax keep their OUTPUT (their derivatives are functions of it: ``y*(1-y)``, ``1-y**2``, ``y > 0``,
-``y + alpha``, ...), so the input can be freed as soon as the next layer is done with
+elu/selu and (log-)softmax keep their OUTPUT (their derivatives are functions of it:
+``y*(1-y)``, ``1-y**2``, ``y > 0``, ``y + alpha``, ...), so the input can be freed as soon as the next layer is done with
 it.  The math, with the shapes, is in ``docs/math/activations.md``.
 """
 import math
