@@ -15,7 +15,7 @@ from minnet._ext import _activations as _kernels
 from minnet._ext import _softmax
 from minnet.autograd.function import Function
 
-from minnet.autograd.op_helpers import exp, norm_dim
+from minnet.autograd.op_helpers import exp, from_rows, norm_dim, rows_along
 
 __all__ = ["Sigmoid", "Tanh", "Relu", "Softmax", "LogSoftmax", "as_kernel_grad"]
 
@@ -105,13 +105,6 @@ class Relu(Function):
         return grad * (y > 0).astype(y.dtype)
 
 
-def _rows(a, d):
-    """``a`` with axis ``d`` last, as C-contiguous (rows, n) (a view when ``d`` is already last)."""
-    moved = np.moveaxis(a, d, -1)
-    n = a.shape[d]
-    return np.ascontiguousarray(moved).reshape(-1, n), moved.shape
-
-
 class Softmax(Function):
     """Along ``dim``, on the row kernels of ``_ext._softmax`` (float32/float64)."""
 
@@ -120,10 +113,10 @@ class Softmax(Function):
     @classmethod
     def forward(cls, ctx, a, dim=-1):
         d = ctx.dim = norm_dim(dim, a.ndim)
-        if a.dtype in _KERNEL_DTYPES and a.size:
-            rows, moved_shape = _rows(a, d)
+        if a.dtype in _KERNEL_DTYPES:
+            rows, moved_shape = rows_along(a, d)
             y = _softmax.softmax_forward(rows, cls.log_output, n_threads=get_num_threads())
-            y = np.moveaxis(y.reshape(moved_shape), -1, d)
+            y = from_rows(y, moved_shape, d)
         else:
             shifted = a - np.max(a, axis=d, keepdims=True)
             if cls.log_output:
@@ -138,11 +131,11 @@ class Softmax(Function):
     def backward(cls, ctx, g):
         (y,) = ctx.saved_tensors
         d = ctx.dim
-        if y.dtype in _KERNEL_DTYPES and y.size and type(g) is np.ndarray:
-            y_rows, moved_shape = _rows(y, d)
-            g_rows, _ = _rows(g.astype(y.dtype, copy=False), d)
+        if y.dtype in _KERNEL_DTYPES and type(g) is np.ndarray:
+            y_rows, moved_shape = rows_along(y, d)
+            g_rows, _ = rows_along(g.astype(y.dtype, copy=False), d)
             dx = _softmax.softmax_backward(y_rows, g_rows, cls.log_output, n_threads=get_num_threads())
-            return np.moveaxis(dx.reshape(moved_shape), -1, d)
+            return from_rows(dx, moved_shape, d)
         return cls.backward_graph(ctx, g)
 
     @classmethod

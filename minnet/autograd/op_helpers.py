@@ -14,7 +14,8 @@ broadcast in the forward, ``unbroadcast`` sums the gradient back to the operand'
 import numpy as np
 
 __all__ = ["Tensor", "is_tensor", "raw", "shape_of", "norm_dims", "norm_dim", "unbroadcast",
-           "zeros_like", "exp", "log", "sin", "cos", "absolute", "swap_last_two"]
+           "zeros_like", "exp", "log", "sin", "cos", "absolute", "swap_last_two", "rows_along",
+           "from_rows"]
 
 # The Tensor class, bound at the bottom of tensor.py (op_helpers.Tensor = Tensor): it
 # sits above these modules, which only need it to recognise and make Tensors.
@@ -109,3 +110,18 @@ def absolute(x):
 def swap_last_two(x):
     """The matrix transpose of the last two axes (``x.mT``)."""
     return x.transpose(-1, -2) if is_tensor(x) else np.swapaxes(x, -1, -2)
+
+
+def rows_along(a, d):
+    """``a`` with axis ``d`` moved last, as a C-contiguous ``(rows, n)`` array for the row
+    kernels (no copy when ``d`` is already last and ``a`` contiguous), and the moved shape
+    ``from_rows`` needs. Zero-size arrays keep their row count."""
+    moved = np.moveaxis(a, d, -1)
+    n_rows = int(np.prod(moved.shape[:-1], dtype=np.int64))
+    return np.ascontiguousarray(moved).reshape(n_rows, a.shape[d]), moved.shape
+
+
+def from_rows(rows, moved_shape, d):
+    """Undo ``rows_along``: a view with the last axis moved back to ``d``."""
+    return np.moveaxis(rows.reshape(moved_shape), -1, d)
+

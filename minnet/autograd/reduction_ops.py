@@ -14,7 +14,7 @@ from minnet._ext import _softmax
 
 from .function import Function
 from .indexing_ops import where
-from .op_helpers import absolute, exp, is_tensor, norm_dim, norm_dims, raw
+from .op_helpers import absolute, exp, from_rows, is_tensor, norm_dim, norm_dims, raw, rows_along
 from .shape_ops import broadcast_to, flip
 
 __all__ = ["Sum", "Mean", "Var", "Prod", "Norm", "LogSumExp", "CumSum", "Amax"]
@@ -209,9 +209,9 @@ class LogSumExp(Function):
         ctx.meta = (a.shape, dims, keepdims)
         if dims is not None and len(dims) == 1 and a.dtype in _KERNEL_DTYPES and a.size:
             d = dims[0]
-            rows = np.ascontiguousarray(np.moveaxis(a, d, -1)).reshape(-1, a.shape[d])
+            rows, moved_shape = rows_along(a, d)
             out = _softmax.logsumexp_rows(rows, n_threads=get_num_threads())
-            out = np.expand_dims(out.reshape(np.delete(a.shape, d)), d)
+            out = np.expand_dims(out.reshape(moved_shape[:-1]), d)
         else:
             m = np.max(a, axis=dims, keepdims=True)
             m = np.where(np.isfinite(m), m, 0)
@@ -227,10 +227,9 @@ class LogSumExp(Function):
         if (type(g) is np.ndarray and dims is not None and len(dims) == 1
                 and a.dtype in _KERNEL_DTYPES and a.size and g.dtype == a.dtype):
             d = dims[0]
-            moved = np.moveaxis(a, d, -1)
-            rows = np.ascontiguousarray(moved).reshape(-1, a.shape[d])
-            p = _softmax.softmax_forward(rows, False, n_threads=get_num_threads())
-            p = np.moveaxis(p.reshape(moved.shape), -1, d)
+            rows, moved_shape = rows_along(a, d)
+            p = from_rows(_softmax.softmax_forward(rows, False, n_threads=get_num_threads()),
+                          moved_shape, d)
             return np.multiply(p, _expand_reduced(g, shape, dims, keepdims), out=p)
         return LogSumExp.backward_graph(ctx, g)
 

@@ -3,7 +3,7 @@ log_softmax, and gelu, silu, softplus, softsign, relu6, hardsigmoid, hardswish, 
 (PyTorch's names and meanings).
 
 Each op is a ``Function`` over the kernels of ``minnet._ext`` (``_activations``,
-``_unary``, ``_softmax``) and keeps only what its backward needs: sigmoid, tanh, relu,
+``_unary``; softmax is autograd's, on ``_softmax``) and keeps only what its backward needs: sigmoid, tanh, relu,
 elu/selu and (log-)softmax keep their OUTPUT (their derivatives are functions of it:
 ``y*(1-y)``, ``1-y**2``, ``y > 0``, ``y + alpha``, ...), so the input can be freed as soon as the next layer is done with
 it.  The math, with the shapes, is in ``docs/math/activations.md``.
@@ -15,11 +15,10 @@ import numpy as np
 
 from minnet._config import get_num_threads
 from minnet._ext import _activations as _kernels
-from minnet._ext import _softmax
 from minnet._ext import _unary
 from minnet.functional._common import as_float_input as _as_float_input
 from minnet.autograd import Function
-from minnet.autograd.activation_ops import Relu, Sigmoid, Tanh, as_kernel_grad
+from minnet.autograd.activation_ops import LogSoftmax, Relu, Sigmoid, Softmax, Tanh, as_kernel_grad
 from minnet.autograd.elementwise_ops import Erf
 
 __all__ = ["relu", "leaky_relu", "elu", "selu", "sigmoid", "tanh", "softmax", "log_softmax",
@@ -520,56 +519,9 @@ def prelu_broadcast(x, alpha):
 # Softmax / log-softmax
 # ---------------------------------------------------------------------------------------
 
-def _to_rows(a, axis):
-    """``a`` with ``axis`` moved last, as a C-contiguous ``(rows, cols)`` array."""
-    moved = np.moveaxis(a, axis, -1)
-    n_rows = int(np.prod(moved.shape[:-1], dtype=np.int64))
-    return np.ascontiguousarray(moved).reshape(n_rows, a.shape[axis]), moved.shape
-
-
-def _from_rows(rows, moved_shape, axis):
-    # A view: moving the axis back costs nothing, and for axis=-1 it is the array itself.
-    return np.moveaxis(rows.reshape(moved_shape), -1, axis)
-
-
-class Softmax(Function):
-    """``y = exp(x - max) / sum(exp(x - max))`` along ``axis``; backward
-    ``dx = y * (g - sum(g * y))`` (saves ``y``)."""
-
-    log_output = False
-
-    @classmethod
-    def forward(cls, ctx, x, axis):
-        rows, moved_shape = _to_rows(x, axis)
-        y = _softmax.softmax_forward(rows, cls.log_output, n_threads=get_num_threads())
-        y = _from_rows(y, moved_shape, axis)
-        ctx.save_for_backward(y)
-        ctx.axis = axis
-        return y
-
-    @classmethod
-    def backward(cls, ctx, grad):
-        (y,) = ctx.saved_tensors
-        y_rows, moved_shape = _to_rows(y, ctx.axis)
-        g_rows, _ = _to_rows(grad.astype(y.dtype, copy=False), ctx.axis)
-        dx = _softmax.softmax_backward(y_rows, g_rows, cls.log_output,
-                                       n_threads=get_num_threads())
-        return _from_rows(dx, moved_shape, ctx.axis), None
-
-    @classmethod
-    def backward_graph(cls, ctx, grad):
-        y = ctx.graph_output(0, ctx.saved_arrays[0])
-        if cls.log_output:
-            return grad - y.exp() * grad.sum(axis=ctx.axis, keepdims=True), None
-        gy = grad * y
-        return gy - y * gy.sum(axis=ctx.axis, keepdims=True), None
-
-
-class LogSoftmax(Softmax):
-    """``y = x - logsumexp(x)`` along ``axis``; backward ``dx = g - exp(y) * sum(g)``
-    (saves ``y``)."""
-
-    log_output = True
+# Softmax and LogSoftmax are the autograd operations behind ``Tensor.softmax`` /
+# ``Tensor.log_softmax`` (autograd/activation_ops.py, on the row kernels of _ext/_softmax);
+# the functions below add the public argument checks.
 
 
 def softmax(x, axis=-1):
@@ -591,7 +543,7 @@ def softmax(x, axis=-1):
     """
     x = _as_float_input(x)
     axis = _check_axis(axis, x.ndim)
-    return Softmax.apply(x, axis)
+    return Softmax.apply(x, dim=axis)
 
 
 def log_softmax(x, axis=-1):
@@ -613,4 +565,4 @@ def log_softmax(x, axis=-1):
     """
     x = _as_float_input(x)
     axis = _check_axis(axis, x.ndim)
-    return LogSoftmax.apply(x, axis)
+    return LogSoftmax.apply(x, dim=axis)
