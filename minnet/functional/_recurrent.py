@@ -96,17 +96,23 @@ def _check_shape(name, array, shape):
                          f"Received: shape={tuple(array.shape)}")
 
 
+def _mask_array(mask, name, shape, axes, kinds_word):
+    """``mask`` (array or Tensor) as an ndarray of ``shape``, numeric, or an error naming it."""
+    array = mask.data if isinstance(mask, Tensor) else np.asarray(mask)
+    if array.shape != shape:
+        raise ValueError(f"Invalid value for argument `{name}`: expected shape {shape} "
+                         f"({axes}). Received: shape={array.shape}")
+    if array.dtype.kind not in "biuf":
+        raise TypeError(f"Invalid value for argument `{name}`: expected {kinds_word}. "
+                        f"Received: dtype={array.dtype}")
+    return array
+
+
 def as_mask(mask, n, t):
     """A (N, T) mask (bool/int/Tensor, nonzero = real step) as C-contiguous uint8, or None."""
     if mask is None:
         return None
-    array = mask.data if isinstance(mask, Tensor) else np.asarray(mask)
-    if array.shape != (n, t):
-        raise ValueError(f"Invalid value for argument `mask`: expected shape ({n}, {t}) "
-                         f"(batch, timesteps). Received: shape={array.shape}")
-    if array.dtype.kind not in "biuf":
-        raise TypeError(f"Invalid value for argument `mask`: expected booleans. Received: "
-                        f"dtype={array.dtype}")
+    array = _mask_array(mask, "mask", (n, t), "batch, timesteps", "booleans")
     return np.ascontiguousarray(array != 0, dtype=np.uint8)
 
 
@@ -114,13 +120,7 @@ def as_recurrent_mask(recurrent_mask, n, h, dtype):
     """A (N, H) recurrent dropout mask as a C-contiguous array of ``dtype``, or None."""
     if recurrent_mask is None:
         return None
-    array = recurrent_mask.data if isinstance(recurrent_mask, Tensor) else np.asarray(recurrent_mask)
-    if array.shape != (n, h):
-        raise ValueError(f"Invalid value for argument `recurrent_mask`: expected shape ({n}, {h}) "
-                         f"(batch, units). Received: shape={array.shape}")
-    if array.dtype.kind not in "biuf":
-        raise TypeError(f"Invalid value for argument `recurrent_mask`: expected numbers. "
-                        f"Received: dtype={array.dtype}")
+    array = _mask_array(recurrent_mask, "recurrent_mask", (n, h), "batch, units", "numbers")
     return np.ascontiguousarray(array, dtype=dtype)
 
 
