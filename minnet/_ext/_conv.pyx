@@ -858,6 +858,17 @@ def conv2d_backward(x, weight, grad_output, stride=1, padding=0, dilation=1,
     return dx, dw, db
 
 
+cdef void _sum_parts(const double[:, ::1] parts, floating[::1] out) noexcept nogil:
+    """``out[f] = sum_t parts[t, f]`` in a fixed order (the per-part bias gradients)."""
+    cdef Py_ssize_t t, f
+    cdef double acc
+    for f in range(parts.shape[1]):
+        acc = 0
+        for t in range(parts.shape[0]):
+            acc += parts[t, f]
+        out[f] = <floating> acc
+
+
 cdef _conv_backward_entry(const floating[:, :, :, ::1] x, const floating[:, :, :, ::1] w,
                           const floating[:, :, :, ::1] dy, object dx_obj, object dw_obj,
                           object db_obj, Geometry g, int n_threads, bint batched, int chunk,
@@ -873,8 +884,7 @@ cdef _conv_backward_entry(const floating[:, :, :, ::1] x, const floating[:, :, :
     cdef bint need_dw = dw_obj is not None
     cdef bint need_db = db_obj is not None
     cdef double[:, ::1] db_parts
-    cdef int t, f, n_run
-    cdef double acc
+    cdef int n_run
     cdef long ws_stride
     dtype = np.float32 if floating is float else np.float64
     if need_dx:
@@ -917,11 +927,7 @@ cdef _conv_backward_entry(const floating[:, :, :, ::1] x, const floating[:, :, :
             _reduce_parts_transposed(&parts[0, 0], n_parts, g.k, g.f, pdw, n_threads)
     if need_db:
         db = db_obj
-        for f in range(g.f):
-            acc = 0
-            for t in range(n_parts):
-                acc += db_parts[t, f]
-            db[f] = <floating> acc
+        _sum_parts(db_parts, db)
 
 
 cdef _nhwc_backward_entry(const floating[:, :, :, ::1] x, const floating[:, :, :, ::1] w2,
@@ -938,8 +944,7 @@ cdef _nhwc_backward_entry(const floating[:, :, :, ::1] x, const floating[:, :, :
     cdef bint need_dw = dw_obj is not None
     cdef bint need_db = db_obj is not None
     cdef double[:, ::1] db_parts
-    cdef int t, f, n_run
-    cdef double acc
+    cdef int n_run
     cdef long ws_stride
     dtype = np.float32 if floating is float else np.float64
     if need_dx:
@@ -971,8 +976,4 @@ cdef _nhwc_backward_entry(const floating[:, :, :, ::1] x, const floating[:, :, :
                 _reduce_parts_transposed(&parts[0, 0], n_parts, g.k, g.f, pdw, n_threads)
     if need_db:
         db = db_obj
-        for f in range(g.f):
-            acc = 0
-            for t in range(n_parts):
-                acc += db_parts[t, f]
-            db[f] = <floating> acc
+        _sum_parts(db_parts, db)
