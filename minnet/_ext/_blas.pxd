@@ -22,3 +22,12 @@ cdef void gemm_parallel(bint trans_a, bint trans_b, int m, int n, int k,
                         const floating* b, int ldb,
                         floating beta, floating* c, int ldc,
                         int n_threads) noexcept nogil
+
+# The split both use: at most n_blocks equal blocks of rows (of columns when C is wide and
+# short), each a single-threaded GEMM, on at most n_threads OpenMP threads. The blocks, and
+# so the result, depend on n_blocks only.
+cdef void gemm_split(bint trans_a, bint trans_b, int m, int n, int k,
+                     floating alpha, const floating* a, int lda,
+                     const floating* b, int ldb,
+                     floating beta, floating* c, int ldc,
+                     int n_blocks, int n_threads) noexcept nogil

@@ -38,21 +38,23 @@ cdef inline void _scale(int m, int n, floating beta, floating* c, int ldc) noexc
             c[i * ldc + j] = 0 if beta == 0 else c[i * ldc + j] * beta
 
 
-cdef void gemm_parallel(bint trans_a, bint trans_b, int m, int n, int k,
-                        floating alpha, const floating* a, int lda,
-                        const floating* b, int ldb,
-                        floating beta, floating* c, int ldc,
-                        int n_threads) noexcept nogil:
-    cdef int n_blocks, block, start, stop, size
-    cdef long flops = <long> m * n * k
-    # Below ~1 MFLOP a thread team costs more than it saves.
-    if n_threads <= 1 or flops < 1000000:
+cdef void gemm_split(bint trans_a, bint trans_b, int m, int n, int k,
+                     floating alpha, const floating* a, int lda,
+                     const floating* b, int ldb,
+                     floating beta, floating* c, int ldc,
+                     int n_blocks, int n_threads) noexcept nogil:
+    cdef int block, start, stop, size
+    cdef int dim = m if m >= n else n
+    if n_blocks > dim:
+        n_blocks = dim
+    if n_threads > n_blocks:
+        n_threads = n_blocks
+    if n_blocks <= 1:
         gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
         return
+    size = (dim + n_blocks - 1) // n_blocks
     if m >= n:
         # Row blocks of C: rows of op(A), all of op(B).
-        n_blocks = n_threads if m >= n_threads else m
-        size = (m + n_blocks - 1) // n_blocks
         for block in prange(n_blocks, nogil=True, schedule="static", num_threads=n_threads):
             start = block * size
             stop = start + size
@@ -64,8 +66,6 @@ cdef void gemm_parallel(bint trans_a, bint trans_b, int m, int n, int k,
                      b, ldb, beta, c + <long> start * ldc, ldc)
     else:
         # Column blocks of C: all of op(A), columns of op(B).
-        n_blocks = n_threads if n >= n_threads else n
-        size = (n + n_blocks - 1) // n_blocks
         for block in prange(n_blocks, nogil=True, schedule="static", num_threads=n_threads):
             start = block * size
             stop = start + size
@@ -75,6 +75,20 @@ cdef void gemm_parallel(bint trans_a, bint trans_b, int m, int n, int k,
                 gemm(trans_a, trans_b, m, stop - start, k, alpha, a, lda,
                      b + (<long> start * ldb if trans_b else start), ldb,
                      beta, c + start, ldc)
+
+
+cdef void gemm_parallel(bint trans_a, bint trans_b, int m, int n, int k,
+                        floating alpha, const floating* a, int lda,
+                        const floating* b, int ldb,
+                        floating beta, floating* c, int ldc,
+                        int n_threads) noexcept nogil:
+    cdef long flops = <long> m * n * k
+    # Below ~1 MFLOP a thread team costs more than it saves.
+    if n_threads <= 1 or flops < 1000000:
+        gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+        return
+    gemm_split(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
+               n_threads, n_threads)
 
 
 def _check_2d(name, arr, dtype):

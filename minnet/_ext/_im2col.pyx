@@ -29,7 +29,7 @@ is summed in one fixed order.
 from cython.parallel cimport prange
 from libc.string cimport memcpy, memset
 
-from minnet._ext._blas cimport floating, gemm, gemm_parallel
+from minnet._ext._blas cimport floating, gemm, gemm_parallel, gemm_split
 
 import numpy as np
 
@@ -427,7 +427,7 @@ cdef void gemm_blocks(bint trans_a, bint trans_b, int m, int n, int k,
                       const floating* b, int ldb,
                       floating beta, floating* c, int ldc,
                       int n_threads) noexcept nogil:
-    cdef int n_blocks, block, start, stop, size, dim
+    cdef int n_blocks, dim
     cdef long flops = <long> m * n * k
     if not _deterministic:
         gemm_parallel(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, n_threads)
@@ -440,29 +440,8 @@ cdef void gemm_blocks(bint trans_a, bint trans_b, int m, int n, int k,
     if flops < 1000000 or n_blocks <= 1:
         gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
         return
-    size = (dim + n_blocks - 1) // n_blocks
-    if n_threads > n_blocks:
-        n_threads = n_blocks
-    if m >= n:
-        for block in prange(n_blocks, nogil=True, schedule="static", num_threads=n_threads):
-            start = block * size
-            stop = start + size
-            if stop > m:
-                stop = m
-            if start < stop:
-                gemm(trans_a, trans_b, stop - start, n, k, alpha,
-                     a + (start if trans_a else <long> start * lda), lda,
-                     b, ldb, beta, c + <long> start * ldc, ldc)
-    else:
-        for block in prange(n_blocks, nogil=True, schedule="static", num_threads=n_threads):
-            start = block * size
-            stop = start + size
-            if stop > n:
-                stop = n
-            if start < stop:
-                gemm(trans_a, trans_b, m, stop - start, k, alpha, a, lda,
-                     b + (<long> start * ldb if trans_b else start), ldb,
-                     beta, c + start, ldc)
+    gemm_split(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
+               n_blocks, n_threads)
 
 
 cdef double sum_double(const floating* values, long size) noexcept nogil:
