@@ -15,10 +15,10 @@ cdef extern from *:
      * exp(r) by a degree-7 polynomial, then 2^n from the exponent bits: max error
      * ~1.4 ulp on [-87.3, 0].  Results below FLT_MIN (x < -87.3) are flushed to 0;
      * positive x is clamped to 0 (callers never pass one); NaN propagates. */
-    static inline float minnet_exp_nonpos_f(float x) {
+    /* The core of minnet_exp_nonpos_f for -87.33 <= x <= 0 (no clamp, no flush): callers
+     * that already bound x (tanh) skip the two clamps and the select. */
+    static inline float minnet_exp_core_f(float xc) {
         const float magic = 12582912.0f;           /* 1.5 * 2^23: adding it rounds to int */
-        float xc = x < -87.3365478515625f ? -87.3365478515625f : x;
-        xc = xc > 0.0f ? 0.0f : xc;
         float t = xc * 1.44269504088896341f + magic;
         float n = t - magic;
         int32_t t_bits, magic_bits;
@@ -35,7 +35,13 @@ cdef extern from *:
         p = p * r + 4.1665795894e-2f;
         p = p * r + 1.6666665459e-1f;
         p = p * r + 5.0000001201e-1f;
-        float y = (p * r * r + r + 1.0f) * scale;
+        return (p * r * r + r + 1.0f) * scale;
+    }
+
+    static inline float minnet_exp_nonpos_f(float x) {
+        float xc = x < -87.3365478515625f ? -87.3365478515625f : x;
+        xc = xc > 0.0f ? 0.0f : xc;
+        float y = minnet_exp_core_f(xc);
         return x < -87.3365478515625f ? 0.0f : y;
     }
 
@@ -69,7 +75,12 @@ cdef extern from *:
      * e = exp(-2|x|) in (0, 0.33], which never overflows.  Max error ~2 ulp; NaN
      * takes the polynomial side and stays NaN. */
     static inline float minnet_tanh_f(float x) {
-        float a = x < 0.0f ? -x : x;
+        uint32_t bits, sign;
+        memcpy(&bits, &x, 4);
+        sign = bits & 0x80000000u;                 /* odd: |x| in, the sign put back */
+        bits ^= sign;
+        float a;
+        memcpy(&a, &bits, 4);
         float z = x * x;
         float p = -5.70498872745e-3f;
         p = p * z + 2.06390887954e-2f;
@@ -77,9 +88,18 @@ cdef extern from *:
         p = p * z + 1.33314422036e-1f;
         p = p * z - 3.33332819422e-1f;
         float small = p * z * a + a;
-        float e = minnet_exp_nonpos_f(-2.0f * a);
+        /* exp(-2|x|) with -2|x| clamped at -87 (exp(-87) ~ 1.6e-38: (1 - e) / (1 + e)
+         * rounds to 1 there, as it does for the flushed 0), so the core exp needs no
+         * clamp or select of its own (benchmarks/bench_autograd.py, tanh layer). */
+        float m = -2.0f * a;
+        m = m < -87.0f ? -87.0f : m;
+        float e = minnet_exp_core_f(m);
         float big = (1.0f - e) / (1.0f + e);
-        return copysignf(a >= 0.5625f ? big : small, x);   /* odd: keeps -0.0 too */
+        float y = a >= 0.5625f ? big : small;
+        memcpy(&bits, &y, 4);
+        bits |= sign;                              /* keeps -0.0 too */
+        memcpy(&y, &bits, 4);
+        return y;
     }
 
     /* Row helpers for softmax and cross-entropy.  A reduction (max, sum) is a chain the
