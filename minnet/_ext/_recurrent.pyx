@@ -60,6 +60,17 @@ cdef extern from *:
      * the step's scratch h @ W_hhᵀ, overwritten with the gates; `restrict`: rows never
      * overlap. */
     #define MINNET_INLINE static inline __attribute__((always_inline))
+
+    /* Ask for `rows` rows of `bytes` bytes, `stride` bytes apart, to be brought into cache
+     * for writing: the next step's rows of the saved buffers (rows T steps apart, so each
+     * step writes memory the previous step did not touch). */
+    static inline void minnet_prefetch_rows(const void *base, int64_t stride, int rows,
+                                            int64_t bytes) {
+        const char *p = (const char *) base;
+        for (int r = 0; r < rows; r++)
+            for (int64_t b = 0; b < bytes; b += 64)
+                __builtin_prefetch(p + r * stride + b, 1, 3);
+    }
     MINNET_INLINE void minnet_sigmoid_inplace(float *restrict v, int n) {
         for (int j = 0; j < n; j++) v[j] = minnet_rnn_sigmoid_f(v[j]);
     }
@@ -84,12 +95,11 @@ cdef extern from *:
         for (int j = 0; j < H; j++) h[j] *= go[j];
     }
 
+    /* LSTM: `hr` holds the whole pre-activation already ((b_ih + b_hh) + x W_ihᵀ + h W_hhᵀ,
+     * accumulated by the step's two GEMMs with beta = 1), so the row pass starts at the gates. */
     MINNET_FAST_CLONES
-    static void minnet_lstm_fwd_row_f(const float *restrict xr, float *restrict hr,
-                                      const float *restrict bi, const float *restrict bh,
-                                      float *restrict h, float *restrict c,
+    static void minnet_lstm_fwd_row_f(float *restrict hr, float *restrict h, float *restrict c,
                                       float *restrict s, int save, int H) {
-        minnet_preact(xr, hr, bi, bh, 4 * H);
         minnet_sigmoid_inplace(hr, 2 * H);
         minnet_tanh_inplace(hr + 2 * H, H);
         minnet_sigmoid_inplace(hr + 3 * H, H);
@@ -210,9 +220,8 @@ cdef extern from *:
         if (save) memcpy(s, hr, (size_t)H * sizeof(float));
     }
     """
-    void minnet_lstm_fwd_row_f(const float* xr, float* hr, const float* bi,
-                               const float* bh, float* h, float* c, float* s, int save,
-                               int H) noexcept nogil
+    void minnet_lstm_fwd_row_f(float* hr, float* h, float* c, float* s, int save, int H) noexcept nogil
+    void minnet_prefetch_rows(const void* base, int64_t stride, int rows, int64_t bytes) noexcept nogil
     void minnet_lstm_bwd_row_f(const float* s, const float* cp, const float* dh,
                                const float* dy, float* dc, float* gx, float* dnext,
                                int H) noexcept nogil
@@ -321,7 +330,7 @@ cdef void _forward_rows(int mode, int n, int tt, int T, int I, int H,
     if floating is float:
         if mode == _LSTM:
             # hr is the saved row itself when saving (the GEMM wrote there): no copy
-            minnet_lstm_fwd_row_f(xr, hr, b_ih, b_hh, hn, cn, s, save and hr != s, H)
+            minnet_lstm_fwd_row_f(hr, hn, cn, s, save and hr != s, H)
             return
         if mode == _GRU:
             minnet_gru_fwd_row_f(xr, hr, b_ih, b_hh, hn, s, save, H)
@@ -330,11 +339,12 @@ cdef void _forward_rows(int mode, int n, int tt, int T, int I, int H,
             minnet_rnn_tanh_fwd_row_f(xr, hr, b_ih, b_hh, hn, s, save, H)
             return
     if mode == _LSTM:
+        # hr holds the whole pre-activation (the step's two GEMMs accumulated onto the biases)
         for j in range(H):
-            gi = _sigmoid((xr[j] + b_ih[j]) + (hr[j] + b_hh[j]))
-            gf = _sigmoid((xr[H + j] + b_ih[H + j]) + (hr[H + j] + b_hh[H + j]))
-            gg = _tanh((xr[2 * H + j] + b_ih[2 * H + j]) + (hr[2 * H + j] + b_hh[2 * H + j]))
-            go = _sigmoid((xr[3 * H + j] + b_ih[3 * H + j]) + (hr[3 * H + j] + b_hh[3 * H + j]))
+            gi = _sigmoid(hr[j])
+            gf = _sigmoid(hr[H + j])
+            gg = _tanh(hr[2 * H + j])
+            go = _sigmoid(hr[3 * H + j])
             cnew = gf * cn[j] + gi * gg
             cn[j] = cnew
             hn[j] = go * _tanh(cnew)
@@ -366,6 +376,21 @@ cdef void _forward_rows(int mode, int n, int tt, int T, int I, int H,
                 s[j] = hn[j]
 
 
+cdef inline void _prefetch_step(int mode, int N, int T, int I, int H, int tt,
+                                floating* sv, floating* hprev, floating* cprev, floating* y,
+                                bint write_seq, bint in_saved) noexcept nogil:
+    # The rows step `tt` will write into the saved arrays, requested while this step's
+    # gate pass runs (benchmarks/bench_recurrent.py, LSTM(128) forward).
+    cdef int64_t sz = sizeof(floating)
+    cdef int S = 4 * H if mode == _LSTM or mode == _GRU else H
+    minnet_prefetch_rows(hprev + <int64_t> tt * (I + H), <int64_t> T * (I + H) * sz, N, (I + H) * sz)
+    minnet_prefetch_rows(sv + <int64_t> tt * S, <int64_t> T * S * sz, N, S * sz)
+    if mode == _LSTM:
+        minnet_prefetch_rows(cprev + <int64_t> tt * H, <int64_t> T * H * sz, N, H * sz)
+    if write_seq:
+        minnet_prefetch_rows(y + <int64_t> tt * H, <int64_t> T * H * sz, N, H * sz)
+
+
 cdef void _forward(int mode, int N, int T, int I, int H,
                    const floating* x, const floating* w_ih, const floating* w_hh,   # IN
                    const floating* b_ih, const floating* b_hh,                      # IN
@@ -388,21 +413,36 @@ cdef void _forward(int mode, int N, int T, int I, int H,
     cdef bint in_saved = mode == _LSTM and save
     cdef int64_t ldh = <int64_t> T * G if in_saved else (4 * H if mode == _GRU else G)
     cdef floating* hstep
+    if mode == _LSTM:
+        for k in range(G):              # xp's first row: the summed biases b_ih + b_hh
+            xp[k] = b_ih[k] + b_hh[k]
     for step in range(T):
         tt = T - 1 - step if reverse else step
-        # This step's input projection XP (N, G) = X[:, tt] @ W_ihᵀ (rows T*I apart): computed
-        # here rather than for all steps at once, it is still in cache when the gate pass
-        # reads it (one (N*T, G) array read back step by step came from memory).
-        gemm_parallel(False, True, N, G, I, <floating> 1, x + <int64_t> tt * I, T * I, w_ih, I,
-                      <floating> 0, xp, G, n_threads)
+        hstep = sv + <int64_t> tt * G if in_saved else hp
+        if mode == _LSTM:
+            # LSTM: both GEMMs accumulate (beta = 1) onto rows holding b_ih + b_hh, so the step's
+            # pre-activation is complete in `hstep` with no zeroing pass and no separate
+            # projection to add (benchmarks/bench_recurrent.py, LSTM(128) forward).
+            for n in range(N):
+                memcpy(hstep + <int64_t> n * ldh, xp, G * sizeof(floating))
+            gemm_parallel(False, True, N, G, I, <floating> 1, x + <int64_t> tt * I, T * I, w_ih, I,
+                          <floating> 1, hstep, <int> ldh, n_threads)
+        else:
+            # This step's input projection XP (N, G) = X[:, tt] @ W_ihᵀ (rows T*I apart):
+            # computed here rather than for all steps at once, it is still in cache when the
+            # gate pass reads it (one (N*T, G) array read back step by step came from memory).
+            gemm_parallel(False, True, N, G, I, <floating> 1, x + <int64_t> tt * I, T * I, w_ih, I,
+                          <floating> 0, xp, G, n_threads)
         if rmask != NULL:
             # Recurrent dropout: the recurrent GEMM reads h * m (one mask per sample, fixed
             # over time); the state update itself uses the unmasked h.
             for k in range(<int64_t> N * H):
                 hm[k] = h[k] * rmask[k]
-        hstep = sv + <int64_t> tt * G if in_saved else hp
         gemm_parallel(False, True, N, G, H, <floating> 1, hsrc, H, w_hh, H,
-                      <floating> 0, hstep, <int> ldh, n_threads)
+                      <floating> (1 if mode == _LSTM else 0), hstep, <int> ldh, n_threads)
+        if save and step + 1 < T:
+            _prefetch_step(mode, N, T, I, H, T - 2 - step if reverse else step + 1,
+                           sv, hprev, cprev, y, write_seq, in_saved)
         for n in prange(N, schedule="static", num_threads=team):
             masked = has_mask and mask[<int64_t> n * T + tt] == 0
             _forward_rows(mode, n, tt, T, I, H, x, xp, hstep, ldh, b_ih, b_hh, h, c, hprev, cprev, sv,
