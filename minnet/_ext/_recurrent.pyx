@@ -378,7 +378,7 @@ cdef void _forward_rows(int mode, int n, int tt, int T, int I, int H,
 
 cdef inline void _prefetch_step(int mode, int N, int T, int I, int H, int tt,
                                 floating* sv, floating* hprev, floating* cprev, floating* y,
-                                bint write_seq, bint in_saved) noexcept nogil:
+                                bint write_seq) noexcept nogil:
     # The rows step `tt` will write into the saved arrays, requested while this step's
     # gate pass runs (benchmarks/bench_recurrent.py, LSTM(128) forward).
     cdef int64_t sz = sizeof(floating)
@@ -442,7 +442,7 @@ cdef void _forward(int mode, int N, int T, int I, int H,
                       <floating> (1 if mode == _LSTM else 0), hstep, <int> ldh, n_threads)
         if save and step + 1 < T:
             _prefetch_step(mode, N, T, I, H, T - 2 - step if reverse else step + 1,
-                           sv, hprev, cprev, y, write_seq, in_saved)
+                           sv, hprev, cprev, y, write_seq)
         for n in prange(N, schedule="static", num_threads=team):
             masked = has_mask and mask[<int64_t> n * T + tt] == 0
             _forward_rows(mode, n, tt, T, I, H, x, xp, hstep, ldh, b_ih, b_hh, h, c, hprev, cprev, sv,
