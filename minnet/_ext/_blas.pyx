@@ -119,6 +119,8 @@ def _item_layout(name, x, rows, cols):
     """(batch stride, row stride) in elements of a 3-D operand whose items are row-major
     ``(rows, cols)`` with unit column stride, or a ValueError naming it."""
     cdef Py_ssize_t item = x.itemsize
+    if x.size == 0:                    # nothing is read; NumPy's strides may be anything
+        return 0, max(cols, 1)
     s0, s1, s2 = x.strides
     if (cols > 1 and s2 != item) or (rows > 1 and (s1 < cols * item or s1 % item)) \
             or s0 < 0 or s0 % item:
