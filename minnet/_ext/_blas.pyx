@@ -97,8 +97,8 @@ cdef void _gemm_batched(bint trans_a, bint trans_b, int batch, int m, int n, int
                         floating* c, long stride_c, int ldc,           # OUT
                         int n_threads) noexcept nogil:
     # C[i] = op(A[i]) @ op(B[i]).  One item is gemm_parallel (the 2-D product); more are
-    # shared out whole, one single-threaded gemm each: an item's result is the same call
-    # whatever the thread count.  Batch strides may be 0 (an operand broadcast over the batch).
+    # shared out whole (as threads come free), one single-threaded gemm each: an item's
+    # result is the same call whatever the thread count.  Batch strides may be 0 (an operand broadcast over the batch).
     cdef int i
     cdef long flops = <long> batch * m * n * k
     if batch == 1:
@@ -109,7 +109,7 @@ cdef void _gemm_batched(bint trans_a, bint trans_b, int batch, int m, int n, int
             gemm(trans_a, trans_b, m, n, k, 1, a + i * stride_a, lda, b + i * stride_b, ldb,
                  0, c + i * stride_c, ldc)
         return
-    for i in prange(batch, nogil=True, schedule="static",
+    for i in prange(batch, nogil=True, schedule="dynamic",
                     num_threads=n_threads if n_threads < batch else batch):
         gemm(trans_a, trans_b, m, n, k, 1, a + i * stride_a, lda, b + i * stride_b, ldb,
              0, c + i * stride_c, ldc)

@@ -4,15 +4,16 @@ block copy behind ``cat`` and ``stack``.
 Selects run over same-shape C-contiguous arrays: a bool condition (read as its bytes,
 0 or 1), float32/float64 values.  Each element is one branch-free select (both values are
 loaded, then one is stored), which the compiler vectorises; NumPy's ``np.where`` branches
-per element and mispredicts on a random mask.  Threads take blocks of ``BLOCK`` elements;
+per element and mispredicts on a random mask.  Threads take blocks of ``BLOCK`` elements
+as they come free (a dynamic schedule: a thread the OS delays holds up no fixed share);
 blocks never overlap, and a select has no arithmetic, so the result is bit-identical for
-any thread count.  Broadcasting, other dtypes and strided arrays are the caller's NumPy
+any thread count and any schedule.  Broadcasting, other dtypes and strided arrays are the caller's NumPy
 path (``autograd/indexing_ops.py``).
 
 ``concat`` copies C-contiguous arrays of one dtype into their concatenation along ``axis``.
 Each input is seen as ``(outer, inner_i)`` rows of bytes (``outer`` the product of the sizes
 before ``axis``); the output row is the inputs' rows one after another.  The copies are
-split into chunks of at most ``CHUNK`` bytes, and threads take chunks, so a concatenation
+split into chunks of at most ``CHUNK`` bytes, and threads take chunks as they come free, so a concatenation
 along the first axis (``outer = 1``) is shared as well as one of many short rows.
 """
 cimport numpy as cnp
@@ -101,7 +102,7 @@ cdef void where_kernel(const unsigned char* c,   # IN  condition bytes (n,)
     if _team(n, n_threads) == 1:
         _where_block(c, a, b, out, n)
         return
-    for blk in prange(n_blocks(n), num_threads=n_threads, schedule="static"):
+    for blk in prange(n_blocks(n), num_threads=n_threads, schedule="dynamic"):
         start = blk * BLOCK
         _where_block(c + start, a + start, b + start, out + start, block_len(n, start))
 
@@ -115,7 +116,7 @@ cdef void fill_kernel(const unsigned char* c,    # IN  mask bytes (n,)
     if _team(n, n_threads) == 1:
         _fill_block(c, a, value, out, n)
         return
-    for blk in prange(n_blocks(n), num_threads=n_threads, schedule="static"):
+    for blk in prange(n_blocks(n), num_threads=n_threads, schedule="dynamic"):
         start = blk * BLOCK
         _fill_block(c + start, a + start, value, out + start, block_len(n, start))
 
@@ -137,7 +138,7 @@ cdef void where_backward_kernel(const unsigned char* c,  # IN  condition bytes (
             _split_block(c + start, g, NULL if ga == NULL else ga + start,
                          NULL if gb == NULL else gb + start, block_len(n, start))
         return
-    for blk in prange(n_blocks(n), num_threads=n_threads, schedule="static"):
+    for blk in prange(n_blocks(n), num_threads=n_threads, schedule="dynamic"):
         start = blk * BLOCK
         _split_block(c + start, g if grad_block else g + start,
                      NULL if ga == NULL else ga + start, NULL if gb == NULL else gb + start,
@@ -289,7 +290,7 @@ cdef void concat_kernel(const intptr_t* src,      # IN  start of each input (n_i
         for task in range(outer * per_row):
             _copy_chunk(task, per_row, src, row_bytes, offset, first, out, out_row, n_inputs)
         return
-    for task in prange(outer * per_row, num_threads=n_threads, schedule="static"):
+    for task in prange(outer * per_row, num_threads=n_threads, schedule="dynamic"):
         _copy_chunk(task, per_row, src, row_bytes, offset, first, out, out_row, n_inputs)
 
 
