@@ -279,7 +279,7 @@ class MaskedFill(Function):
         if mask.dtype != np.bool_:
             raise TypeError(f"masked_fill expected `mask` to be a boolean tensor. Received: dtype={mask.dtype}")
         ctx.mask = mask
-        if _select_ready(mask, a):
+        if np.ndim(value) == 0 and _select_ready(mask, a):
             return _select.masked_fill(a, mask, value, n_threads=get_num_threads())
         out = np.where(mask, np.asarray(value, dtype=a.dtype), a)
         if out.shape != a.shape:

@@ -119,6 +119,17 @@ def test_masked_fill_matches_numpy(mask_shape, dtype, threads):
     np.testing.assert_array_equal(ga, np.where(mask, 0, w))
 
 
+def test_masked_fill_with_a_tensor_value(threads):
+    mask = RNG.random((4, 5)) > 0.5
+    a = RNG.standard_normal((4, 5))
+    x = mn.tensor(a)
+    np.testing.assert_array_equal(x.masked_fill(mn.tensor(mask), mn.tensor(2.5)).numpy(),
+                                  np.where(mask, 2.5, a))
+    row = np.arange(5.0)                                  # a value per column broadcasts
+    np.testing.assert_array_equal(x.masked_fill(mn.tensor(mask), mn.tensor(row)).numpy(),
+                                  np.where(mask, row, a))
+
+
 def test_where_and_masked_fill_match_torch(torch, threads):
     cond = RNG.random((64, 33)) > 0.5
     a = RNG.standard_normal((64, 33)).astype(np.float32)
