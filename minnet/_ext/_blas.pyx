@@ -91,6 +91,112 @@ cdef void gemm_parallel(bint trans_a, bint trans_b, int m, int n, int k,
                n_threads, n_threads)
 
 
+cdef void _gemm_batched(bint trans_a, bint trans_b, int batch, int m, int n, int k,
+                        const floating* a, long stride_a, int lda,     # IN  item i at a + i * stride_a
+                        const floating* b, long stride_b, int ldb,     # IN
+                        floating* c, long stride_c, int ldc,           # OUT
+                        int n_threads) noexcept nogil:
+    # C[i] = op(A[i]) @ op(B[i]).  One item is gemm_parallel (the 2-D product); more are
+    # shared out whole (as threads come free), one single-threaded gemm each: an item's
+    # result is the same call whatever the thread count.  Batch strides may be 0 (an operand broadcast over the batch).
+    cdef int i
+    cdef long flops = <long> batch * m * n * k
+    if batch == 1:
+        gemm_parallel(trans_a, trans_b, m, n, k, 1, a, lda, b, ldb, 0, c, ldc, n_threads)
+        return
+    if n_threads <= 1 or flops < 1000000:
+        for i in range(batch):
+            gemm(trans_a, trans_b, m, n, k, 1, a + i * stride_a, lda, b + i * stride_b, ldb,
+                 0, c + i * stride_c, ldc)
+        return
+    for i in prange(batch, nogil=True, schedule="dynamic",
+                    num_threads=n_threads if n_threads < batch else batch):
+        gemm(trans_a, trans_b, m, n, k, 1, a + i * stride_a, lda, b + i * stride_b, ldb,
+             0, c + i * stride_c, ldc)
+
+
+def _item_layout(name, x, rows, cols):
+    """(batch stride, row stride) in elements of a 3-D operand whose items are row-major
+    ``(rows, cols)`` with unit column stride, or a ValueError naming it."""
+    cdef Py_ssize_t item = x.itemsize
+    if x.size == 0:                    # nothing is read; NumPy's strides may be anything
+        return 0, max(cols, 1)
+    s0, s1, s2 = x.strides
+    if (cols > 1 and s2 != item) or (rows > 1 and (s1 < cols * item or s1 % item)) \
+            or s0 < 0 or s0 % item:
+        raise ValueError(f"Invalid argument `{name}`: expected items with unit column stride and "
+                         f"row stride >= {cols} elements (transpose flags instead of transposed "
+                         f"views of other layouts). Received: {name}.shape={x.shape}, "
+                         f"{name}.strides={x.strides}")
+    return s0 // item, (s1 // item if rows > 1 else max(cols, 1))
+
+
+def gemm_batched(a, b, c, trans_a=False, trans_b=False, n_threads=1):
+    """``c[i] = op(a[i]) @ op(b[i])`` for every ``i`` of the batch.
+
+    Args:
+        a: (batch, m, k), or (batch, k, m) when ``trans_a``; float32 or float64; each item
+            row-major with unit column stride; any batch stride (0: one item for all).
+        b: (batch, k, n), or (batch, n, k) when ``trans_b``; like ``a``, same dtype.
+        c: (batch, m, n) output, C-contiguous, same dtype.
+        n_threads: threads. Batch 1 is ``py_gemm``'s blocked product; a larger batch gives
+            whole items to the threads, one single-threaded GEMM each, so every item's result
+            is the same for any thread count.
+
+    Returns:
+        ``c``.
+    """
+    for name, x in (("a", a), ("b", b), ("c", c)):
+        if not isinstance(x, np.ndarray):
+            raise TypeError(f"Invalid argument `{name}`: expected a numpy.ndarray. "
+                            f"Received: {type(x).__name__}")
+        if x.ndim != 3:
+            raise ValueError(f"Invalid argument `{name}`: expected a 3-D array. "
+                             f"Received: {name}.shape={x.shape}")
+    if a.dtype not in (np.float32, np.float64):
+        raise TypeError(f"Invalid argument `a`: expected float32 or float64. Received: dtype={a.dtype}")
+    for name, x in (("b", b), ("c", c)):
+        if x.dtype != a.dtype:
+            raise TypeError(f"Invalid argument `{name}`: expected dtype {a.dtype}. "
+                            f"Received: dtype={x.dtype}")
+    batch = a.shape[0]
+    m, ka = (a.shape[2], a.shape[1]) if trans_a else (a.shape[1], a.shape[2])
+    kb, n = (b.shape[2], b.shape[1]) if trans_b else (b.shape[1], b.shape[2])
+    if ka != kb or b.shape[0] != batch:
+        raise ValueError(f"Invalid arguments `a`, `b`: expected op(a) (batch, m, k) and op(b) "
+                         f"(batch, k, n). Received: op(a) {(batch, m, ka)}, op(b) "
+                         f"{(b.shape[0], kb, n)}")
+    if c.shape != (batch, m, n) or not c.flags.c_contiguous or not c.flags.writeable:
+        raise ValueError(f"Invalid argument `c`: expected a writeable C-contiguous array of shape "
+                         f"{(batch, m, n)}. Received: shape={c.shape}")
+    threads = int(n_threads)
+    if threads < 1:
+        raise ValueError(f"Invalid argument `n_threads`: expected an int >= 1. "
+                         f"Received: n_threads={threads}")
+    stride_a, lda = _item_layout("a", a, a.shape[1], a.shape[2])
+    stride_b, ldb = _item_layout("b", b, b.shape[1], b.shape[2])
+    if batch == 0 or m == 0 or n == 0:
+        return c
+    if ka == 0:
+        c[...] = 0
+        return c
+    if a.dtype == np.float32:
+        _batched_dispatch[float](a, b, c, trans_a, trans_b, stride_a, lda, stride_b, ldb, threads)
+    else:
+        _batched_dispatch[double](a, b, c, trans_a, trans_b, stride_a, lda, stride_b, ldb, threads)
+    return c
+
+
+cdef _batched_dispatch(const floating[:, :, :] a, const floating[:, :, :] b,
+                       floating[:, :, ::1] c, bint trans_a, bint trans_b,
+                       long stride_a, int lda, long stride_b, int ldb, int n_threads):
+    cdef int batch = c.shape[0], m = c.shape[1], n = c.shape[2]
+    cdef int k = a.shape[1] if trans_a else a.shape[2]
+    with nogil:
+        _gemm_batched(trans_a, trans_b, batch, m, n, k, &a[0, 0, 0], stride_a, lda,
+                      &b[0, 0, 0], stride_b, ldb, &c[0, 0, 0], <long> m * n, n, n_threads)
+
+
 def _check_2d(name, arr, dtype):
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"Invalid argument `{name}`: expected a numpy.ndarray. "

@@ -11,6 +11,7 @@ import numpy as np
 
 from minnet._config import get_num_threads
 from minnet._ext import _indexing as _kernels
+from minnet._ext import _select
 
 from .function import Function
 from .op_helpers import is_tensor, norm_dim, raw, shape_of, unbroadcast, zeros_like
@@ -202,7 +203,38 @@ def _scatter_index(g, key, shape):
     return grad
 
 
+def _select_ready(condition, *arrays):
+    """True when ``_select``'s kernels take these: a C-contiguous bool condition and
+    C-contiguous float32/float64 ndarrays of its shape and one dtype (broadcasting, other
+    dtypes and strided arrays take NumPy's path)."""
+    if type(condition) is not np.ndarray or not condition.flags.c_contiguous:
+        return False
+    dtype = arrays[0].dtype if type(arrays[0]) is np.ndarray else None
+    if dtype not in _SELECT_DTYPES:
+        return False
+    for x in arrays:
+        if type(x) is not np.ndarray or x.dtype != dtype or x.shape != condition.shape \
+                or not x.flags.c_contiguous:
+            return False
+    return True
+
+
+def _grad_ready(condition, g):
+    """True when ``_select.where_backward`` takes ``g``: C-contiguous, or one value broadcast
+    to the condition's shape (what ``.sum().backward()`` sends)."""
+    return type(condition) is np.ndarray and condition.flags.c_contiguous \
+        and type(g) is np.ndarray and g.dtype in _SELECT_DTYPES and g.shape == condition.shape \
+        and (g.flags.c_contiguous or not any(g.strides))
+
+
+_SELECT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
 class Where(Function):
+    """``a`` where ``condition`` else ``b``; backward ``ga = where(c, g, 0)``,
+    ``gb = where(c, 0, g)`` (one pass of ``_select.where_backward``), each summed over the
+    axes its operand was broadcast along."""
+
     @staticmethod
     def forward(ctx, condition, a, b):
         condition = np.asarray(condition)
@@ -210,39 +242,61 @@ class Where(Function):
             raise TypeError(f"where expected condition to be a boolean tensor. Received: dtype={condition.dtype}")
         ctx.condition = condition
         ctx.shapes = (shape_of(a), shape_of(b))
+        if _select_ready(condition, a, b):
+            return _select.where(condition, a, b, n_threads=get_num_threads())
         return np.asarray(np.where(condition, a, b))
 
     @staticmethod
     def backward(ctx, g):
         sa, sb = ctx.shapes
         _, na, nb = ctx.needs_input_grad
-        zero = zeros_like(g) if is_tensor(g) else 0
+        if _grad_ready(ctx.condition, g):
+            ga, gb = _select.where_backward(ctx.condition, g, need_a=na, need_b=nb,
+                                            n_threads=get_num_threads())
+        else:
+            ga = np.where(ctx.condition, g, 0) if na else None
+            gb = np.where(ctx.condition, 0, g) if nb else None
+        return (None, unbroadcast(ga, sa) if na else None,
+                unbroadcast(gb, sb) if nb else None)
+
+    @staticmethod
+    def backward_graph(ctx, g):
+        # double backward: the same selects, recorded (g is a Tensor)
+        sa, sb = ctx.shapes
+        _, na, nb = ctx.needs_input_grad
+        zero = zeros_like(g)
         ga = unbroadcast(where(ctx.condition, g, zero), sa) if na else None
         gb = unbroadcast(where(ctx.condition, zero, g), sb) if nb else None
         return None, ga, gb
 
-    backward_graph = backward
-
 
 class MaskedFill(Function):
+    """``value`` where ``mask`` else ``a``; backward ``where(mask, 0, g)``."""
+
     @staticmethod
     def forward(ctx, a, mask, value=0.0):
         mask = np.asarray(mask)
         if mask.dtype != np.bool_:
             raise TypeError(f"masked_fill expected `mask` to be a boolean tensor. Received: dtype={mask.dtype}")
+        ctx.mask = mask
+        if np.ndim(value) == 0 and _select_ready(mask, a):
+            return _select.masked_fill(a, mask, value, n_threads=get_num_threads())
         out = np.where(mask, np.asarray(value, dtype=a.dtype), a)
         if out.shape != a.shape:
             raise RuntimeError(f"masked_fill: the mask of shape {mask.shape} must broadcast to the "
                                f"tensor's shape {a.shape}")
-        ctx.mask = mask
         return out
 
     @staticmethod
     def backward(ctx, g):
-        zero = zeros_like(g) if is_tensor(g) else 0
-        return where(ctx.mask, zero, g), None
+        if _grad_ready(ctx.mask, g):
+            return _select.where_backward(ctx.mask, g, need_a=False,
+                                          n_threads=get_num_threads())[1], None
+        return np.where(ctx.mask, 0, g), None
 
-    backward_graph = backward
+    @staticmethod
+    def backward_graph(ctx, g):
+        return where(ctx.mask, zeros_like(g), g), None
 
 # --------------------------------------------------------------------------- indexing
 

@@ -1,7 +1,8 @@
 """Linear algebra as Functions: matmul (``@``, batched, with NumPy's 1-D promotion) and
 einsum.
 
-2-D and 3-D float32/float64 products go to minnet's BLAS layer (``_ext._blas.py_gemm``),
+2-D and 3-D float32/float64 products go to minnet's BLAS layer (``_ext._blas.py_gemm``,
+``gemm_batched``),
 with transposes passed as flags instead of copies; everything else to ``np.matmul`` /
 ``np.einsum``.  Backward: ``dA = G Bᵀ``, ``dB = Aᵀ G`` (summed over broadcast batch axes);
 einsum's gradient for each operand is another einsum.  Math: ``docs/math/autograd_ops.md``.
@@ -9,7 +10,7 @@ einsum's gradient for each operand is another einsum.  Math: ``docs/math/autogra
 import numpy as np
 
 from minnet._config import get_num_threads
-from minnet._ext._blas import py_gemm
+from minnet._ext._blas import gemm_batched, py_gemm
 
 from .function import Function
 from .op_helpers import is_tensor, shape_of, swap_last_two, unbroadcast
@@ -47,16 +48,41 @@ def _gemm2(a, b, ta, tb, out=None):
     return py_gemm(a, b, trans_a=ta, trans_b=tb, c=out, n_threads=get_num_threads())
 
 
+def _batched_operand(x, t):
+    """``(x, t)`` with ``x``'s items row-major with unit column stride, as
+    ``_blas.gemm_batched`` takes them: a transposed view goes as its transpose with the flag
+    flipped, an operand broadcast over the batch as one contiguous item with batch stride 0
+    (the ``.sum().backward()`` gradient is one item's copy, not the batch's); other layouts
+    are copied."""
+    if _rows_ok(x):
+        return x, t
+    xt = x.transpose(0, 2, 1)
+    if _rows_ok(xt):
+        return xt, not t
+    if x.strides[0] == 0:
+        return np.broadcast_to(np.ascontiguousarray(x[0]), x.shape), t
+    return np.ascontiguousarray(x), t
+
+
+def _rows_ok(x):
+    item = x.itemsize
+    s0, s1, s2 = x.strides
+    return (x.shape[2] <= 1 or s2 == item) and (x.shape[1] <= 1 or (s1 >= x.shape[2] * item
+                                                                      and s1 % item == 0)) \
+        and s0 >= 0 and s0 % item == 0
+
+
 def _gemm(a, b, ta=False, tb=False):
-    """``op(a) @ op(b)`` for 2-D, or batch by batch for 3-D, arrays that ``_blas_ready`` accepts."""
+    """``op(a) @ op(b)`` for 2-D arrays, or item by item for 3-D ones (``_blas.gemm_batched``:
+    the items shared out among the threads), that ``_blas_ready`` accepts."""
     if a.ndim == 2:
         return _gemm2(a, b, ta, tb)
+    a, ta = _batched_operand(a, ta)
+    b, tb = _batched_operand(b, tb)
     m = a.shape[2] if ta else a.shape[1]
     n = b.shape[1] if tb else b.shape[2]
     out = np.empty((a.shape[0], m, n), dtype=a.dtype)
-    for i in range(a.shape[0]):
-        _gemm2(a[i], b[i], ta, tb, out[i])
-    return out
+    return gemm_batched(a, b, out, trans_a=ta, trans_b=tb, n_threads=get_num_threads())
 
 
 class MatMul(Function):

@@ -5,6 +5,9 @@ cat/stack); the math is in ``docs/math/autograd_ops.md``.
 """
 import numpy as np
 
+from minnet._config import get_num_threads
+from minnet._ext import _select
+
 from .function import Function
 from .op_helpers import is_tensor, norm_dim, norm_dims, unbroadcast
 
@@ -134,6 +137,30 @@ class Flip(Function):
     backward_graph = backward
 
 
+# Below this many bytes NumPy's single-threaded copy is as fast as a thread team.
+_PARALLEL_COPY_BYTES = 1 << 17
+
+
+def _concat(arrays, axis):
+    """``np.concatenate(arrays, axis)``; with more than one thread, C-contiguous arrays of one
+    dtype and matching shapes are copied by ``_select.concat`` (the copy shared among the
+    threads; benchmarks/bench_autograd.py, "cat" and "stack"), anything else by NumPy (which
+    also raises the errors)."""
+    n_threads = get_num_threads()
+    first = arrays[0]
+    if n_threads > 1 and 0 <= axis < first.ndim and \
+            sum(a.nbytes for a in arrays) >= _PARALLEL_COPY_BYTES:
+        head, tail = first.shape[:axis], first.shape[axis + 1:]
+        for a in arrays:
+            if a.dtype != first.dtype or not a.flags.c_contiguous or a.ndim != first.ndim \
+                    or a.shape[:axis] != head or a.shape[axis + 1:] != tail:
+                break
+        else:
+            out = np.empty(head + (sum(a.shape[axis] for a in arrays),) + tail, dtype=first.dtype)
+            return _select.concat(arrays, axis, out, n_threads=n_threads)
+    return np.concatenate(arrays, axis=axis)
+
+
 class Cat(Function):
     @staticmethod
     def forward(ctx, *tensors, dim=0):
@@ -141,7 +168,7 @@ class Cat(Function):
         d = ctx.dim = norm_dim(dim, arrays[0].ndim)
         ctx.sizes = [a.shape[d] for a in arrays]
         try:
-            return np.concatenate(arrays, axis=d)
+            return _concat(arrays, d)
         except ValueError as err:
             raise RuntimeError(f"cat(): {err}") from None
 
@@ -166,6 +193,10 @@ class Stack(Function):
     def forward(ctx, *tensors, dim=0):
         arrays = [np.asarray(t) for t in tensors]
         d = ctx.dim = norm_dim(dim, arrays[0].ndim + 1)
+        shape = arrays[0].shape
+        if all(a.shape == shape for a in arrays):
+            # stacking is concatenating along a new axis of size 1 (a free reshape)
+            return _concat([a.reshape(shape[:d] + (1,) + shape[d:]) for a in arrays], d)
         try:
             return np.stack(arrays, axis=d)
         except ValueError as err:

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from minnet._ext._blas import py_gemm
+from minnet._ext._blas import gemm_batched, py_gemm
 
 SHAPES = [(1, 1, 1), (3, 5, 7), (17, 1, 9), (64, 33, 129), (5, 200, 3), (128, 96, 80)]
 
@@ -54,3 +54,78 @@ def test_gemm_noncontiguous_operands_are_handled():
     a = rng.standard_normal((8, 12))[:, ::2]
     b = rng.standard_normal((6, 9))
     np.testing.assert_allclose(py_gemm(a, b), a @ b, rtol=1e-12)
+
+
+# --------------------------------------------------------------------------- gemm_batched
+
+def _op(x, trans):
+    return np.swapaxes(x, 1, 2) if trans else x
+
+
+@pytest.mark.parametrize("dtype, tol", [(np.float32, 1e-4), (np.float64, 1e-12)])
+@pytest.mark.parametrize("batch, m, n, k", [(1, 40, 50, 60), (5, 3, 7, 4), (9, 60, 50, 70)])
+@pytest.mark.parametrize("trans_a", [False, True])
+@pytest.mark.parametrize("trans_b", [False, True])
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_gemm_batched_matches_numpy(dtype, tol, batch, m, n, k, trans_a, trans_b, n_threads):
+    rng = np.random.default_rng(batch * m + n)
+    a = rng.standard_normal((batch, k, m) if trans_a else (batch, m, k)).astype(dtype)
+    b = rng.standard_normal((batch, n, k) if trans_b else (batch, k, n)).astype(dtype)
+    c = np.full((batch, m, n), np.nan, dtype)
+    assert gemm_batched(a, b, c, trans_a=trans_a, trans_b=trans_b, n_threads=n_threads) is c
+    expected = np.matmul(_op(a, trans_a).astype(np.float64), _op(b, trans_b).astype(np.float64))
+    np.testing.assert_allclose(c, expected, rtol=tol, atol=tol * k)
+
+
+def test_gemm_batched_reads_strided_and_broadcast_operands():
+    rng = np.random.default_rng(3)
+    # items with a row stride longer than a row (a slice of wider rows), and an operand
+    # broadcast over the batch (batch stride 0, read-only)
+    wide = rng.standard_normal((6, 5, 11))
+    a = wide[:, :, 2:9]                                   # (6, 5, 7), row stride 11
+    b = np.broadcast_to(rng.standard_normal((1, 7, 4)), (6, 7, 4))
+    c = np.empty((6, 5, 4))
+    gemm_batched(a, b, c, n_threads=2)
+    np.testing.assert_allclose(c, np.matmul(a, b), rtol=1e-12, atol=1e-12)
+
+
+def test_gemm_batched_is_bit_identical_at_any_thread_count():
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((16, 64, 96)).astype(np.float32)
+    b = rng.standard_normal((16, 96, 80)).astype(np.float32)
+    results = []
+    for n_threads in (1, 2, 3, 4):
+        c = np.empty((16, 64, 80), np.float32)
+        gemm_batched(a, b, c, n_threads=n_threads)
+        results.append(c.tobytes())
+    assert all(r == results[0] for r in results)
+    single = np.empty((64, 80), np.float32)               # each item is the 2-D product
+    py_gemm(a[3], b[3], c=single)
+    assert single.tobytes() == np.frombuffer(results[0], np.float32).reshape(16, 64, 80)[3].tobytes()
+
+
+def test_gemm_batched_empty_and_k_zero():
+    c = np.full((3, 2, 4), np.nan)
+    gemm_batched(np.zeros((3, 2, 0)), np.zeros((3, 0, 4)), c)
+    np.testing.assert_array_equal(c, np.zeros((3, 2, 4)))
+    gemm_batched(np.zeros((0, 2, 5)), np.zeros((0, 5, 4)), np.zeros((0, 2, 4)))
+
+
+def test_gemm_batched_errors_name_the_argument():
+    a = np.zeros((2, 3, 4), np.float32)
+    b = np.zeros((2, 4, 5), np.float32)
+    c = np.zeros((2, 3, 5), np.float32)
+    with pytest.raises(ValueError, match="`a`.*3-D.*\\(3, 4\\)"):
+        gemm_batched(a[0], b, c)
+    with pytest.raises(TypeError, match="`b`.*float32.*float64"):
+        gemm_batched(a, b.astype(np.float64), c)
+    with pytest.raises(TypeError, match="`a`.*int64"):
+        gemm_batched(a.astype(np.int64), b, c)
+    with pytest.raises(ValueError, match="`a`, `b`.*\\(2, 3, 4\\).*\\(2, 3, 5\\)"):
+        gemm_batched(a, np.zeros((2, 3, 5), np.float32), c)
+    with pytest.raises(ValueError, match="`c`.*\\(2, 3, 5\\)"):
+        gemm_batched(a, b, np.zeros((2, 5, 3), np.float32))
+    with pytest.raises(ValueError, match="`a`.*unit column stride.*strides"):
+        gemm_batched(np.zeros((2, 4, 3), np.float32).transpose(0, 2, 1), b, c)
+    with pytest.raises(ValueError, match="`n_threads`"):
+        gemm_batched(a, b, c, n_threads=0)
