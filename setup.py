@@ -108,6 +108,10 @@ def _extensions():
         ("MINNET_OPENMP", "1" if openmp else "0"),
         ("MINNET_DEBUG_BUILD", "1" if DEBUG_BUILD else "0"),
     ]
+    # Per-module flags. _optim: its update must round every operation as NumPy's ufuncs do
+    # (no fused multiply-add), and its sqrt needs no errno check to vectorise (the module
+    # calls no other libm function, so nothing else changes).
+    module_flags = {} if sys.platform == "win32" else {"_optim": ["-ffp-contract=off", "-fno-math-errno"]}
     extensions = []
     for pyx in sorted(EXT_DIR.glob("*.pyx")):
         name = pyx.stem
@@ -120,7 +124,7 @@ def _extensions():
                 include_dirs=[np.get_include()],
                 depends=[str(h.relative_to(HERE)) for h in sorted(EXT_DIR.glob("*.h"))],
                 define_macros=macros,
-                extra_compile_args=opt + omp_compile,
+                extra_compile_args=opt + omp_compile + module_flags.get(name, []),
                 extra_link_args=omp_link,
             )
         )

@@ -1,9 +1,9 @@
-"""Optimizer step time: minnet (NumPy in-place ufuncs) vs torch.optim, same thread count.
+"""Optimizer step time: minnet vs torch.optim, same thread count (both pinned).
 
-Parameter set of a 784-256-10 MLP (kernels 256x784 and 10x256 plus biases, ~204k
-floats, float32).  Reports microseconds per ``step()`` and the ratio minnet / torch.
-NumPy's element-wise ufuncs are single-threaded, so torch is pinned to 1 thread too
-(override with --threads).
+Parameter sets: a 784-256-10 MLP (kernels 256x784 and 10x256 plus biases, ~204k floats)
+and the table of an ``Embedding(10000, 64)`` (640k floats), float32.  Reports microseconds
+per ``step()`` and the ratio minnet / torch (below 1: minnet is faster).  SGD runs
+NumPy's in-place ufuncs; Adam/AdamW the fused one-pass kernel of ``_ext/_optim.pyx``.
 
     python benchmarks/bench_optimizers.py [--steps 300] [--threads 1]
 """
@@ -15,7 +15,8 @@ import numpy as np
 import minnet as mn
 from minnet import optimizers
 
-SHAPES = [(256, 784), (256,), (10, 256), (10,)]
+SETS = {"mlp": [(256, 784), (256,), (10, 256), (10,)], "embedding": [(10000, 64)]}
+SHAPES = SETS["mlp"]
 
 
 def _time(fn, steps, repeats=5):
@@ -29,18 +30,18 @@ def _time(fn, steps, repeats=5):
     return best * 1e6
 
 
-def bench_minnet(name, kwargs, steps):
+def bench_minnet(name, kwargs, steps, shapes=SHAPES):
     rng = np.random.default_rng(0)
-    params = [mn.Parameter(rng.standard_normal(s).astype(np.float32)) for s in SHAPES]
+    params = [mn.Parameter(rng.standard_normal(s).astype(np.float32)) for s in shapes]
     for p in params:
         p.grad = rng.standard_normal(p.shape).astype(np.float32)
     opt = getattr(optimizers, name)(params, **kwargs)
     return _time(opt.step, steps)
 
 
-def bench_torch(torch, name, kwargs, steps):
+def bench_torch(torch, name, kwargs, steps, shapes=SHAPES):
     rng = np.random.default_rng(0)
-    params = [torch.tensor(rng.standard_normal(s).astype(np.float32), requires_grad=True) for s in SHAPES]
+    params = [torch.tensor(rng.standard_normal(s).astype(np.float32), requires_grad=True) for s in shapes]
     for p in params:
         p.grad = torch.tensor(rng.standard_normal(tuple(p.shape)).astype(np.float32))
     opt = getattr(torch.optim, name)(params, **kwargs)
@@ -60,23 +61,24 @@ def main():
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
+    mn.set_num_threads(args.threads)
     try:
         import torch
         torch.set_num_threads(args.threads)
     except ImportError:
         torch = None
-    n = sum(int(np.prod(s)) for s in SHAPES)
-    print(f"parameters: {n} float32 in {len(SHAPES)} tensors; torch threads: {args.threads}")
-    print(f"{'optimizer':<22}{'minnet us/step':>16}{'torch us/step':>16}{'ratio':>8}")
-    for name, ours_kw, torch_kw in CASES:
-        label = name + ("+momentum" if "momentum" in ours_kw else "")
-        ours = bench_minnet(name, ours_kw, args.steps)
-        if torch is None:
-            print(f"{label:<22}{ours:>16.1f}{'-':>16}{'-':>8}")
-            continue
-        theirs = bench_torch(torch, name, torch_kw, args.steps)
-        print(f"{label:<22}{ours:>16.1f}{theirs:>16.1f}{ours / theirs:>8.2f}")
-
+    for set_name, shapes in SETS.items():
+        n = sum(int(np.prod(s)) for s in shapes)
+        print(f"{set_name}: {n} float32 in {len(shapes)} tensors; threads: {args.threads}")
+        print(f"{'optimizer':<22}{'minnet us/step':>16}{'torch us/step':>16}{'ratio':>8}")
+        for name, ours_kw, torch_kw in CASES:
+            label = name + ("+momentum" if "momentum" in ours_kw else "")
+            ours = bench_minnet(name, ours_kw, args.steps, shapes)
+            if torch is None:
+                print(f"{label:<22}{ours:>16.1f}{'-':>16}{'-':>8}")
+                continue
+            theirs = bench_torch(torch, name, torch_kw, args.steps, shapes)
+            print(f"{label:<22}{ours:>16.1f}{theirs:>16.1f}{ours / theirs:>8.2f}")
 
 if __name__ == "__main__":
     main()

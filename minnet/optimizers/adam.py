@@ -3,7 +3,9 @@ import math
 
 import numpy as np
 
-from minnet.optimizers.optimizer import Optimizer, check_bool, check_number
+from minnet._config import get_num_threads
+from minnet._ext import _optim
+from minnet.optimizers.optimizer import Optimizer, check_bool, check_number, fusable
 
 __all__ = ["Adam", "AdamW", "lerp_"]
 
@@ -76,20 +78,27 @@ class Adam(Optimizer):
                 state["max_exp_avg_sq"] = np.zeros_like(data)
         state["step"] = step = state["step"] + 1
         m, v = state["exp_avg"], state["exp_avg_sq"]
+        bias_correction1 = 1.0 - self.beta_1 ** step
+        bias_correction2_sqrt = math.sqrt(1.0 - self.beta_2 ** step)
+        step_size = lr / bias_correction1
+        v_max = None
+        if self.amsgrad:
+            v_max = state.get("max_exp_avg_sq")
+            if v_max is None:  # amsgrad switched on after a state_dict load
+                state["max_exp_avg_sq"] = v_max = np.zeros_like(data)
+        if fusable(data, grad, m, v, v_max):
+            # the same operations in one pass (bit for bit; benchmarks/bench_optimizers.py)
+            _optim.adam_step(data, grad, m, v, v_max, 1.0 - self.beta_1, self.beta_2,
+                             bias_correction2_sqrt, self.epsilon, step_size,
+                             n_threads=get_num_threads())
+            return
 
         lerp_(m, grad, 1.0 - self.beta_1, work)
         np.multiply(v, self.beta_2, out=v)
         np.multiply(grad, grad, out=work)
         np.multiply(work, 1.0 - self.beta_2, out=work)
         np.add(v, work, out=v)
-
-        bias_correction1 = 1.0 - self.beta_1 ** step
-        bias_correction2_sqrt = math.sqrt(1.0 - self.beta_2 ** step)
-        step_size = lr / bias_correction1
-        if self.amsgrad:
-            v_max = state.get("max_exp_avg_sq")
-            if v_max is None:  # amsgrad switched on after a state_dict load
-                state["max_exp_avg_sq"] = v_max = np.zeros_like(data)
+        if v_max is not None:
             np.maximum(v_max, v, out=v_max)
             v = v_max
         np.sqrt(v, out=work)

@@ -106,6 +106,22 @@ def _flatten_groups(params):
     return flat, overrides
 
 
+
+def fusable(data, *arrays):
+    """True when a fused update of ``_ext._optim`` can take these arrays: float32/float64,
+    C-contiguous, one dtype and shape, ``data`` writeable (None entries are absent state).
+    Anything else runs the NumPy calls of the optimizer's ``_update``."""
+    dtype = data.dtype
+    if (dtype != np.float32 and dtype != np.float64) or not data.flags.writeable:
+        return False
+    for a in (data,) + arrays:
+        if a is None:
+            continue
+        if type(a) is not np.ndarray or a.dtype != dtype or a.shape != data.shape \
+                or not a.flags.c_contiguous:
+            return False
+    return True
+
 class Optimizer:
     """Base class of minnet's optimizers.
 

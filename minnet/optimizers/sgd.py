@@ -1,7 +1,9 @@
 """Stochastic gradient descent with momentum, dampening, Nesterov and L2 weight decay."""
 import numpy as np
 
-from minnet.optimizers.optimizer import Optimizer, check_bool, check_number
+from minnet._config import get_num_threads
+from minnet._ext import _optim
+from minnet.optimizers.optimizer import Optimizer, check_bool, check_number, fusable
 
 __all__ = ["SGD"]
 
@@ -54,11 +56,20 @@ class SGD(Optimizer):
         return self.nesterov
 
     def _update(self, data, grad, state, lr, work):
+        buf = None
+        first = False
         if self.momentum != 0:
             buf = state.get("momentum_buffer")
             if buf is None:
                 state["momentum_buffer"] = buf = np.array(grad, dtype=data.dtype, copy=True)
-            else:
+                first = True
+        if fusable(data, grad, buf):
+            # the same operations in one pass (bit for bit; benchmarks/bench_optimizers.py)
+            _optim.sgd_step(data, grad, buf, self.momentum, self.dampening, self.nesterov,
+                            not first, lr, n_threads=get_num_threads())
+            return
+        if buf is not None:
+            if not first:
                 np.multiply(buf, self.momentum, out=buf)
                 if self.dampening != 0:
                     np.multiply(grad, 1.0 - self.dampening, out=work)

@@ -1,0 +1,261 @@
+"""Fused optimizer updates: Adam's and SGD's step for one parameter in one pass over its arrays.
+
+``Adam._update`` (minnet/optimizers/adam.py) writes the rule as eleven NumPy calls, each a
+pass over the parameter's arrays; on a large parameter (an ``Embedding(10000, 64)`` table)
+those passes come from memory every time (SGD with momentum: five).  These kernels do the
+same operations, in the
+same order and the same precision, element by element: per element Adam reads ``p, g, m,
+v`` once and writes ``p, m, v`` once.
+
+Same numbers as the NumPy path, bit for bit: every operation is the one NumPy performs
+(float32 arrays meet the Python-float constants rounded to float32, as NumPy rounds a
+Python scalar to the array's dtype), and the block function is compiled with floating-point
+contraction off (setup.py's flags for this module), so no ``a * b + c`` becomes a fused
+multiply-add.  ``tests/_ext/test_optim.py`` checks the bit equality.  Elementwise, so the result
+does not depend on the thread count.
+"""
+from cython.parallel cimport prange
+from libc.stdint cimport int64_t
+
+from minnet._ext._blas cimport floating
+
+import numpy as np
+
+from minnet._ext._validate import check_array
+
+
+# Below this many elements a thread team costs more than it saves.
+cdef int64_t _PARALLEL_MIN = 65536
+
+
+def _set_parallel_min(n):
+    """Set the size below which the kernel runs on one thread; returns the old value (tests use 0)."""
+    global _PARALLEL_MIN
+    old = _PARALLEL_MIN
+    _PARALLEL_MIN = int(n)
+    return old
+
+
+cdef extern from *:
+    """
+    /* One block of the Adam update, the operations of Adam._update in its order.  Built
+     * for the CPU it runs on (AVX-512 / AVX2 copies picked at load time with GCC).  setup.py
+     * compiles this module with -ffp-contract=off, so that no `a * b + c` becomes a fused
+     * multiply-add: each operation rounds as NumPy's ufunc does; and with -fno-math-errno,
+     * so that sqrt (whose argument is never negative) needs no errno check and vectorises. */
+    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+    #define MINNET_OPTIM_FN __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", \
+        "default")))
+    #else
+    #define MINNET_OPTIM_FN
+    #endif
+    #if defined(__clang__)
+    #pragma clang fp contract(off)
+    #endif
+    #define MINNET_ADAM_BLOCK(NAME, T, SQRT)                                                 \
+    MINNET_OPTIM_FN                                                                         \
+    static void NAME(T *restrict p, const T *restrict g, T *restrict m, T *restrict v,      \
+                     T *restrict vmax, int64_t n, int lerp_low, T w, T b2, T omb2, T bc2,   \
+                     T eps, T neg) {                                                        \
+        for (int64_t i = 0; i < n; i++) {                                                   \
+            T gi = g[i], mi = m[i];                                                         \
+            T d = gi - mi;                   /* lerp_: work = g - m */                      \
+            T t = d * w;                     /* work *= weight (or 1 - weight) */           \
+            mi = lerp_low ? mi + t : gi - t; /* m += work, or m = g - work */               \
+            m[i] = mi;                                                                      \
+            T vi = v[i] * b2;                /* v *= beta_2 */                              \
+            T s = gi * gi;                   /* work = g * g */                             \
+            s = s * omb2;                    /* work *= 1 - beta_2 */                       \
+            vi = vi + s;                     /* v += work */                                \
+            v[i] = vi;                                                                      \
+            if (vmax) {                      /* amsgrad: maximum(v_max, v), NaN wins */     \
+                T x = vmax[i];                                                              \
+                x = (vi > x || vi != vi) ? vi : x;                                          \
+                vmax[i] = x;                                                                \
+                vi = x;                                                                     \
+            }                                                                               \
+            T r = SQRT(vi);                  /* work = sqrt(v) */                           \
+            r = r / bc2;                     /* work /= sqrt(1 - beta_2 ** step) */         \
+            r = r + eps;                     /* work += epsilon */                          \
+            r = mi / r;                      /* work = m / work */                          \
+            r = r * neg;                     /* work *= -step_size */                       \
+            p[i] = p[i] + r;                 /* p += work */                                \
+        }                                                                                   \
+    }
+    MINNET_ADAM_BLOCK(minnet_adam_block_f, float, __builtin_sqrtf)
+    MINNET_ADAM_BLOCK(minnet_adam_block_d, double, __builtin_sqrt)
+
+    /* One block of the SGD update, the operations of SGD._update in its order.  `buf`
+     * NULL: plain SGD.  `mode`: 0 the buffer is not updated (its first step, a copy of g),
+     * 1 buf = buf * momentum + g, 2 buf = buf * momentum + g * (1 - dampening). */
+    #define MINNET_SGD_BLOCK(NAME, T)                                                       \
+    MINNET_OPTIM_FN                                                                         \
+    static void NAME(T *restrict p, const T *restrict g, T *restrict buf, int64_t n,       \
+                     int mode, int nesterov, T mom, T omd, T lr) {                          \
+        for (int64_t i = 0; i < n; i++) {                                                   \
+            T gi = g[i];                                                                    \
+            if (buf) {                                                                      \
+                T b = buf[i];                                                               \
+                if (mode) {                                                                 \
+                    b = b * mom;                 /* buf *= momentum */                      \
+                    T t = mode == 2 ? gi * omd : gi; /* work = g * (1 - dampening) */       \
+                    b = b + t;                   /* buf += work (or g) */                   \
+                    buf[i] = b;                                                             \
+                }                                                                           \
+                if (nesterov) {                                                             \
+                    T t = b * mom;               /* work = buf * momentum */                \
+                    gi = gi + t;                 /* grad += work */                         \
+                } else {                                                                    \
+                    gi = b;                      /* grad = buf */                           \
+                }                                                                           \
+            }                                                                               \
+            T t = gi * lr;                       /* work = grad * lr */                     \
+            p[i] = p[i] - t;                     /* p -= work */                            \
+        }                                                                                   \
+    }
+    MINNET_SGD_BLOCK(minnet_sgd_block_f, float)
+    MINNET_SGD_BLOCK(minnet_sgd_block_d, double)
+    """
+    void minnet_sgd_block_f(float* p, const float* g, float* buf, int64_t n, int mode,
+                            int nesterov, float mom, float omd, float lr) noexcept nogil
+    void minnet_sgd_block_d(double* p, const double* g, double* buf, int64_t n, int mode,
+                            int nesterov, double mom, double omd, double lr) noexcept nogil
+    void minnet_adam_block_f(float* p, const float* g, float* m, float* v, float* vmax,
+                             int64_t n, int lerp_low, float w, float b2, float omb2, float bc2,
+                             float eps, float neg) noexcept nogil
+    void minnet_adam_block_d(double* p, const double* g, double* m, double* v, double* vmax,
+                             int64_t n, int lerp_low, double w, double b2, double omb2,
+                             double bc2, double eps, double neg) noexcept nogil
+
+
+cdef enum:
+    _BLOCK = 16384      # elements per task
+
+
+cdef void _adam(floating* p, const floating* g, floating* m, floating* v, floating* vmax,
+                int64_t n, bint lerp_low, floating w, floating b2, floating omb2,
+                floating bc2, floating eps, floating neg_step, int n_threads) noexcept nogil:
+    # Blocks of _BLOCK elements split over the threads (elementwise: any split gives the
+    # same numbers).
+    cdef int64_t blk, start, size, n_blocks = (n + _BLOCK - 1) // _BLOCK
+    cdef int team = n_threads if n >= _PARALLEL_MIN else 1
+    for blk in prange(n_blocks, schedule="static", num_threads=team):
+        start = blk * _BLOCK
+        size = n - start if n - start < _BLOCK else _BLOCK
+        if floating is float:
+            minnet_adam_block_f(p + start, g + start, m + start, v + start,
+                                vmax + start if vmax != NULL else NULL, size, lerp_low, w, b2,
+                                omb2, bc2, eps, neg_step)
+        else:
+            minnet_adam_block_d(p + start, g + start, m + start, v + start,
+                                vmax + start if vmax != NULL else NULL, size, lerp_low, w, b2,
+                                omb2, bc2, eps, neg_step)
+
+
+def adam_step(p, g, m, v, vmax, double weight, double beta_2, double bias_correction2_sqrt,
+              double epsilon, double step_size, int n_threads=1):
+    """One Adam update of parameter ``p`` in place (``m``, ``v`` and ``vmax`` too).
+
+    Args:
+        p, g, m, v: C-contiguous arrays of one shape and dtype (float32/float64): the
+            parameter, its gradient and the two moment estimates.
+        vmax: the AMSGrad running maximum (same shape), or None.
+        weight: ``1 - beta_1`` (the lerp weight of the first moment).
+        beta_2: the second moment's decay.
+        bias_correction2_sqrt: ``sqrt(1 - beta_2 ** step)``.
+        epsilon: added to the denominator.
+        step_size: ``learning_rate / (1 - beta_1 ** step)``.
+        n_threads: OpenMP threads (elementwise: the result does not depend on it).
+    """
+    check_array(p, "p")
+    for name, a in (("g", g), ("m", m), ("v", v)):
+        check_array(a, name, p.dtype, p.shape)
+    if vmax is not None:
+        check_array(vmax, "vmax", p.dtype, p.shape)
+    if p.dtype == np.float32:
+        _adam_dispatch[float](p.reshape(-1), g.reshape(-1), m.reshape(-1), v.reshape(-1),
+                              None if vmax is None else vmax.reshape(-1), weight, beta_2,
+                              bias_correction2_sqrt, epsilon, step_size, n_threads)
+    else:
+        _adam_dispatch[double](p.reshape(-1), g.reshape(-1), m.reshape(-1), v.reshape(-1),
+                               None if vmax is None else vmax.reshape(-1), weight, beta_2,
+                               bias_correction2_sqrt, epsilon, step_size, n_threads)
+
+
+cdef _adam_dispatch(floating[::1] p, const floating[::1] g, floating[::1] m, floating[::1] v,
+                    floating[::1] vmax, double weight, double beta_2, double bc2, double eps,
+                    double step_size, int n_threads):
+    cdef int64_t n = p.shape[0]
+    cdef bint lerp_low = weight < 0.5
+    # the constants as NumPy rounds a Python float against an array of this dtype
+    cdef floating w = <floating> (weight if lerp_low else 1.0 - weight)
+    cdef floating b2 = <floating> beta_2
+    cdef floating omb2 = <floating> (1.0 - beta_2)
+    cdef floating fbc2 = <floating> bc2
+    cdef floating feps = <floating> eps
+    cdef floating neg = <floating> (-step_size)
+    cdef floating* pmax = NULL
+    if n == 0:
+        return
+    if vmax is not None:
+        pmax = &vmax[0]
+    with nogil:
+        _adam(&p[0], &g[0], &m[0], &v[0], pmax, n, lerp_low, w, b2, omb2, fbc2, feps, neg,
+              n_threads if n_threads > 1 else 1)
+
+
+cdef void _sgd(floating* p, const floating* g, floating* buf, int64_t n, int mode,
+               bint nesterov, floating mom, floating omd, floating lr, int n_threads) noexcept nogil:
+    cdef int64_t blk, start, size, n_blocks = (n + _BLOCK - 1) // _BLOCK
+    cdef int team = n_threads if n >= _PARALLEL_MIN else 1
+    for blk in prange(n_blocks, schedule="static", num_threads=team):
+        start = blk * _BLOCK
+        size = n - start if n - start < _BLOCK else _BLOCK
+        if floating is float:
+            minnet_sgd_block_f(p + start, g + start, buf + start if buf != NULL else NULL, size,
+                               mode, nesterov, mom, omd, lr)
+        else:
+            minnet_sgd_block_d(p + start, g + start, buf + start if buf != NULL else NULL, size,
+                               mode, nesterov, mom, omd, lr)
+
+
+def sgd_step(p, g, buf, double momentum, double dampening, bint nesterov, bint update_buffer,
+             double lr, int n_threads=1):
+    """One SGD update of parameter ``p`` in place (and of the momentum buffer ``buf``).
+
+    Args:
+        p, g: C-contiguous arrays of one shape and dtype (float32/float64).
+        buf: the momentum buffer (same shape), or None for plain SGD.
+        momentum, dampening, nesterov: as ``SGD``.
+        update_buffer: False on the buffer's first step (it was just set to a copy of g).
+        lr: the learning rate.
+        n_threads: OpenMP threads (elementwise: the result does not depend on it).
+    """
+    check_array(p, "p")
+    check_array(g, "g", p.dtype, p.shape)
+    if buf is not None:
+        check_array(buf, "buf", p.dtype, p.shape)
+    mode = 0 if buf is None or not update_buffer else (1 if dampening == 0 else 2)
+    if p.dtype == np.float32:
+        _sgd_dispatch[float](p.reshape(-1), g.reshape(-1), None if buf is None else buf.reshape(-1),
+                             mode, nesterov, momentum, dampening, lr, n_threads)
+    else:
+        _sgd_dispatch[double](p.reshape(-1), g.reshape(-1), None if buf is None else buf.reshape(-1),
+                              mode, nesterov, momentum, dampening, lr, n_threads)
+
+
+cdef _sgd_dispatch(floating[::1] p, const floating[::1] g, floating[::1] buf, int mode,
+                   bint nesterov, double momentum, double dampening, double lr, int n_threads):
+    cdef int64_t n = p.shape[0]
+    cdef floating* pbuf = NULL
+    # the constants as NumPy rounds a Python float against an array of this dtype
+    cdef floating mom = <floating> momentum
+    cdef floating omd = <floating> (1.0 - dampening)
+    cdef floating flr = <floating> lr
+    if n == 0:
+        return
+    if buf is not None:
+        pbuf = &buf[0]
+    with nogil:
+        _sgd(&p[0], &g[0], pbuf, n, mode, nesterov, mom, omd, flr,
+             n_threads if n_threads > 1 else 1)
