@@ -105,6 +105,17 @@ class Relu(Function):
         return grad * (y > 0).astype(y.dtype)
 
 
+def _grad_rows(g, d, rows_shape):
+    """``g`` as the ``(rows, cols)`` operand of the softmax backward kernel, axis ``d`` last:
+    a view when each row is contiguous or one value (column stride 1 or 0, e.g. the
+    broadcast gradient of ``.sum()``), which the kernel reads as it is; a C-contiguous copy
+    otherwise (benchmarks/bench_autograd.py, "softmax dim -1")."""
+    rows = np.moveaxis(g, d, -1).reshape(rows_shape)       # a view where NumPy can
+    if rows.strides[1] in (0, rows.itemsize):
+        return rows
+    return np.ascontiguousarray(rows)
+
+
 class Softmax(Function):
     """Along ``dim``, on the row kernels of ``_ext._softmax`` (float32/float64)."""
 
@@ -133,7 +144,7 @@ class Softmax(Function):
         d = ctx.dim
         if y.dtype in _KERNEL_DTYPES and type(g) is np.ndarray:
             y_rows, moved_shape = rows_along(y, d)
-            g_rows, _ = rows_along(g.astype(y.dtype, copy=False), d)
+            g_rows = _grad_rows(g.astype(y.dtype, copy=False), d, y_rows.shape)
             dx = _softmax.softmax_backward(y_rows, g_rows, cls.log_output, n_threads=get_num_threads())
             return from_rows(dx, moved_shape, d)
         return cls.backward_graph(ctx, g)

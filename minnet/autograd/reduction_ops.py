@@ -200,8 +200,9 @@ class Norm(Function):
 class LogSumExp(Function):
     """``log(sum(exp(a)))`` over ``axis``. Over one axis of a float32/float64 array it runs
     the row kernel of ``_ext._softmax`` (the one log-softmax uses; prange over rows) and
-    its backward ``g * softmax(a)`` the softmax row kernel: NumPy's four passes over the
-    data did not run in parallel (benchmarks/bench_autograd.py, "logsumexp dim 1")."""
+    its backward ``g * exp(a - out)`` one fused pass of the same module from the saved
+    output: NumPy's four passes over the data did not run in parallel
+    (benchmarks/bench_autograd.py, "logsumexp dim 1")."""
 
     @staticmethod
     def forward(ctx, a, axis=None, keepdims=False):
@@ -228,9 +229,9 @@ class LogSumExp(Function):
                 and a.dtype in _KERNEL_DTYPES and a.size and g.dtype == a.dtype):
             d = dims[0]
             rows, moved_shape = rows_along(a, d)
-            p = from_rows(_softmax.softmax_forward(rows, False, n_threads=get_num_threads()),
-                          moved_shape, d)
-            return np.multiply(p, _expand_reduced(g, shape, dims, keepdims), out=p)
+            dx = _softmax.logsumexp_backward(rows, out.reshape(-1), g.reshape(-1),
+                                             n_threads=get_num_threads())
+            return from_rows(dx, moved_shape, d)
         return LogSumExp.backward_graph(ctx, g)
 
     @staticmethod
