@@ -16,7 +16,8 @@ from minnet._ext._elementwise cimport (BLOCK, PARALLEL_MIN, as_rows, block_len, 
                                        output_like, size_of, team, thread_count)
 from minnet._ext._fastmath cimport (minnet_exp_nonpos_f, minnet_tanh_block_f, minnet_row_max_f,
                                     minnet_exp_sum_f, minnet_dot_f, minnet_tanh_f,
-                                    minnet_expm1_nonpos_f, minnet_ce_grad_row_f)
+                                    minnet_expm1_nonpos_f, minnet_ce_grad_row_f,
+                                    minnet_scale_f)
 
 cnp.import_array()
 
@@ -76,8 +77,11 @@ cdef inline void _softmax_row(const floating* x,   # IN  (cols,)
             y[j] = e
             total += e
     e = <floating> (1.0 / total)
-    for j in range(cols):
-        y[j] = y[j] * e
+    if floating is float:
+        minnet_scale_f(y, e, cols)
+    else:
+        for j in range(cols):
+            y[j] = y[j] * e
 
 
 cdef void softmax_kernel(const floating[:, ::1] x,   # IN  (rows, cols)
