@@ -279,16 +279,17 @@ def softmax_backward(y, grad, log=False, out=None, n_threads=1):
     return dx
 
 
-def logsumexp_backward(x, out, grad, n_threads=1):
-    """Gradient of ``out = logsumexp_rows(x)``: ``dx[i, j] = grad[i] * exp(x[i, j] - out[i])``
-    in one pass (``grad``, ``out``: ``(rows,)`` of ``x``'s dtype, any stride).
+def logsumexp_backward(x, lse, grad, out=None, n_threads=1):
+    """Gradient of ``lse = logsumexp_rows(x)``: ``dx[i, j] = grad[i] * exp(x[i, j] - lse[i])``
+    in one pass (``grad``, ``lse``: ``(rows,)`` of ``x``'s dtype, any stride; ``out``: an
+    optional output array like ``x``).
 
     Shape:
-        x, dx: ``(rows, cols)``; out, grad: ``(rows,)``.
+        x, dx: ``(rows, cols)``; lse, grad: ``(rows,)``.
     """
     as_rows(x, "x")
-    for name, a in (("out", out), ("grad", grad)):
+    for name, a in (("lse", lse), ("grad", grad)):
         check_array(a, name, x.dtype, (x.shape[0],), contiguous=False)
-    dx = np.empty(x.shape, dtype=x.dtype)
-    _logsumexp_backward(x, out, grad, dx, thread_count(n_threads))
+    dx = output_like(out, x)
+    _logsumexp_backward(x, lse, grad, dx, thread_count(n_threads))
     return dx

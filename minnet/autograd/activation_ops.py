@@ -145,8 +145,13 @@ class Softmax(Function):
         if y.dtype in _KERNEL_DTYPES and type(g) is np.ndarray:
             y_rows, moved_shape = rows_along(y, d)
             g_rows = _grad_rows(g.astype(y.dtype, copy=False), d, y_rows.shape)
-            dx = _softmax.softmax_backward(y_rows, g_rows, cls.log_output, n_threads=get_num_threads())
-            return from_rows(dx, moved_shape, d)
+            # written through a view into an array of the moved shape, which is returned
+            # itself when d is the last axis: a gradient that is not a view is the engine's
+            # to keep, not copied again into .grad (benchmarks/bench_autograd.py, "softmax dim -1")
+            dx = np.empty(moved_shape, dtype=y.dtype)
+            _softmax.softmax_backward(y_rows, g_rows, cls.log_output, out=dx.reshape(y_rows.shape),
+                                      n_threads=get_num_threads())
+            return dx if d == y.ndim - 1 else np.moveaxis(dx, -1, d)
         return cls.backward_graph(ctx, g)
 
     @classmethod

@@ -15,7 +15,7 @@ from minnet._ext import _softmax
 
 from .function import Function
 from .indexing_ops import where
-from .op_helpers import absolute, exp, from_rows, is_tensor, norm_dim, norm_dims, raw, rows_along
+from .op_helpers import absolute, exp, is_tensor, norm_dim, norm_dims, raw, rows_along
 from .shape_ops import broadcast_to, flip
 
 __all__ = ["Sum", "Mean", "Var", "Prod", "Norm", "LogSumExp", "CumSum", "Amax"]
@@ -247,9 +247,12 @@ class LogSumExp(Function):
                 and a.dtype in _KERNEL_DTYPES and a.size and g.dtype == a.dtype):
             d = dims[0]
             rows, moved_shape = rows_along(a, d)
-            dx = _softmax.logsumexp_backward(rows, out.reshape(-1), g.reshape(-1),
-                                             n_threads=get_num_threads())
-            return from_rows(dx, moved_shape, d)
+            # an array of the moved shape, returned itself when d is last (not a view: the
+            # engine keeps it as .grad without a copy)
+            dx = np.empty(moved_shape, dtype=a.dtype)
+            _softmax.logsumexp_backward(rows, out.reshape(-1), g.reshape(-1), out=dx.reshape(rows.shape),
+                                        n_threads=get_num_threads())
+            return dx if d == a.ndim - 1 else np.moveaxis(dx, -1, d)
         return LogSumExp.backward_graph(ctx, g)
 
     @staticmethod

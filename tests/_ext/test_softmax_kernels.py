@@ -82,6 +82,9 @@ def test_logsumexp_backward(rng, dtype, shape):
     np.testing.assert_allclose(S.logsumexp_backward(x, out, const), 1.5 * _ref_softmax(x), **TOL[dtype])
     for threads in (2, 3):
         np.testing.assert_array_equal(S.logsumexp_backward(x, out, g, n_threads=threads), dx)
+    into = np.empty_like(x)
+    assert S.logsumexp_backward(x, out, g, out=into) is into
+    np.testing.assert_array_equal(into, dx)
 
 
 def test_logsumexp_backward_non_finite_rows():
@@ -95,8 +98,10 @@ def test_logsumexp_backward_non_finite_rows():
 def test_logsumexp_backward_bad_arguments_raise_named_errors():
     x = np.zeros((3, 4))
     out = np.zeros(3)
-    with pytest.raises(ValueError, match="`out`.*expected shape"):
+    with pytest.raises(ValueError, match="`lse`.*expected shape"):
         S.logsumexp_backward(x, np.zeros(4), out)
+    with pytest.raises(ValueError, match="`out`.*expected shape"):
+        S.logsumexp_backward(x, out, out, out=np.zeros((4, 3)))
     with pytest.raises(TypeError, match="`grad`.*float64"):
         S.logsumexp_backward(x, out, np.zeros(3, np.float32))
     with pytest.raises(ValueError, match="`x`.*2-D"):
