@@ -46,11 +46,22 @@ cdef extern from *:
      * (MINNET_FAST_CLONES, _fastmath.pxd): NumPy's own add loops use AVX-512 too. */
     #define MINNET_SUM_LANES 32
     #define MINNET_DEFINE_REDUCE(T, SUFFIX)                                               \
-    /* acc[k] += row[k] for k < n */                                                      \
+    /* acc[k] += x[i * stride + k] for i < n_rows, k < width, rows added in order; eight   \
+     * rows per load/store of acc (the additions stay one after another, in row order). */ \
     MINNET_FAST_CLONES                                                                    \
-    static void minnet_add_row_##SUFFIX(T *restrict acc, const T *restrict row,           \
-                                        Py_ssize_t n) {                                   \
-        for (Py_ssize_t k = 0; k < n; k++) acc[k] += row[k];                              \
+    static void minnet_add_rows_##SUFFIX(T *restrict acc, const T *restrict x,            \
+                                         Py_ssize_t stride, Py_ssize_t n_rows,            \
+                                         Py_ssize_t width) {                              \
+        Py_ssize_t i = 0, k;                                                              \
+        for (; i + 8 <= n_rows; i += 8) {                                                 \
+            const T *r = x + i * stride;                                                  \
+            for (k = 0; k < width; k++)                                                   \
+                acc[k] = ((((((((acc[k] + r[k]) + r[stride + k]) + r[2 * stride + k])      \
+                         + r[3 * stride + k]) + r[4 * stride + k]) + r[5 * stride + k])   \
+                         + r[6 * stride + k]) + r[7 * stride + k]);                       \
+        }                                                                                 \
+        for (; i < n_rows; i++)                                                           \
+            for (k = 0; k < width; k++) acc[k] += x[i * stride + k];                      \
     }                                                                                     \
     /* float64 sum of x[0..n): MINNET_SUM_LANES interleaved partial sums (independent     \
      * chains the compiler keeps in vector registers), combined in lane order. */         \
@@ -69,8 +80,10 @@ cdef extern from *:
     MINNET_DEFINE_REDUCE(float, f)
     MINNET_DEFINE_REDUCE(double, d)
     """
-    void minnet_add_row_f(float* acc, const float* row, Py_ssize_t n) noexcept nogil
-    void minnet_add_row_d(double* acc, const double* row, Py_ssize_t n) noexcept nogil
+    void minnet_add_rows_f(float* acc, const float* x, Py_ssize_t stride, Py_ssize_t n_rows,
+                           Py_ssize_t width) noexcept nogil
+    void minnet_add_rows_d(double* acc, const double* x, Py_ssize_t stride, Py_ssize_t n_rows,
+                           Py_ssize_t width) noexcept nogil
     double minnet_block_sum_f(const float* x, Py_ssize_t n) noexcept nogil
     double minnet_block_sum_d(const double* x, Py_ssize_t n) noexcept nogil
 
@@ -84,14 +97,13 @@ cdef inline double _block_sum(const floating* x, Py_ssize_t n) noexcept nogil:
 cdef inline void _column_sums(const floating* x, Py_ssize_t row_stride,   # IN  (n, width) rows
                               floating* out,                              # OUT (width,)
                               Py_ssize_t n, Py_ssize_t width, double divisor) noexcept nogil:
-    cdef Py_ssize_t i, k
+    cdef Py_ssize_t k
     for k in range(width):
         out[k] = 0
-    for i in range(n):
-        if floating is float:
-            minnet_add_row_f(out, x + i * row_stride, width)
-        else:
-            minnet_add_row_d(out, x + i * row_stride, width)
+    if floating is float:
+        minnet_add_rows_f(out, x, row_stride, n, width)
+    else:
+        minnet_add_rows_d(out, x, row_stride, n, width)
     if divisor != 1:
         for k in range(width):
             out[k] = <floating> (<double> out[k] / divisor)
