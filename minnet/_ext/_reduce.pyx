@@ -24,6 +24,8 @@ from cython.parallel cimport prange
 from libc.math cimport NAN
 cimport numpy as cnp
 
+import math
+
 import numpy as np
 
 from minnet._ext._blas cimport floating
@@ -170,8 +172,8 @@ def sum_axis(x, axis, mean=False, n_threads=1):
             raise ValueError(f"Invalid argument `axis`: expected None or an int in "
                              f"[{-x.ndim}, {x.ndim}). Received: axis={axis!r}")
         axis = int(axis) % x.ndim
-        outer = int(np.prod(x.shape[:axis], dtype=np.int64))
-        inner = int(np.prod(x.shape[axis + 1:], dtype=np.int64))
+        outer = math.prod(x.shape[:axis])
+        inner = math.prod(x.shape[axis + 1:])
         n, shape = x.shape[axis], x.shape[:axis] + x.shape[axis + 1:]
     out = np.empty(shape, dtype=x.dtype)
     _sum_axis(x.reshape(outer, n, inner), out.reshape(outer, inner),

@@ -20,6 +20,8 @@ from libc.string cimport memcpy, memset
 
 from minnet._ext._blas cimport floating
 
+import math
+
 import numpy as np
 
 from minnet._ext._validate import check_array
@@ -160,8 +162,8 @@ def argsort_along(a, dim, descending=False, n_threads=1):
     if n_threads < 1:
         raise ValueError(f"Invalid argument `n_threads`: expected an int >= 1. "
                          f"Received: n_threads={n_threads}")
-    outer = int(np.prod(a.shape[:dim], dtype=np.int64))
-    inner = int(np.prod(a.shape[dim + 1:], dtype=np.int64))
+    outer = math.prod(a.shape[:dim])
+    inner = math.prod(a.shape[dim + 1:])
     src = np.ascontiguousarray(a).reshape(outer, a.shape[dim], inner)
     out = np.empty(a.shape, dtype=np.int64)
     argsort(src, out.reshape(outer, a.shape[dim], inner), bool(descending), int(n_threads))
