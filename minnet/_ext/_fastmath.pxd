@@ -180,7 +180,7 @@ cdef extern from *:
         return total;
     }
 
-    /* y[i] *= s for n floats (the softmax normalisation; AVX-512 where the CPU has it). */
+    /* y[i] *= s for n floats (the softmax normalisation; cloned like the helpers above). */
     MINNET_FAST_CLONES
     static void minnet_scale_f(float *y, float s, Py_ssize_t n) {
         for (Py_ssize_t i = 0; i < n; i++) y[i] *= s;

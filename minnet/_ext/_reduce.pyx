@@ -45,7 +45,7 @@ cdef extern from *:
     """
     /* The two loops of this module as C with restrict pointers (no aliasing check) and,
      * on x86-64 Linux with GCC, AVX2 / AVX-512 copies picked at load time
-     * (MINNET_FAST_CLONES, _fastmath.pxd): NumPy's own add loops use AVX-512 too. */
+     * (MINNET_FAST_CLONES, _fastmath.pxd), as NumPy dispatches its own add loops. */
     #define MINNET_SUM_LANES 32
     #define MINNET_DEFINE_REDUCE(T, SUFFIX)                                               \
     /* acc[k] += x[i * stride + k] for i < n_rows, k < width, rows added in order; eight   \
