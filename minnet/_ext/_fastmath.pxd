@@ -147,16 +147,20 @@ cdef extern from *:
     }
 
     /* sum_j exp(x[j] - m) in double (m >= every x[j]); writes the terms to y unless y is
-     * NULL. */
+     * NULL.  MINNET_EXP_LANES (32) partial sums: with 8 (one AVX-512 register of doubles)
+     * every add waited on the previous one and the loop ran at the add latency, not at
+     * the exp's throughput (benchmarks/bench_autograd.py, "softmax dim -1").  The lanes
+     * are combined in lane order: a fixed order, as before. */
+    #define MINNET_EXP_LANES 32
     MINNET_FAST_CLONES
     static double minnet_exp_sum_f(const float *x, float m, float *y, Py_ssize_t n) {
-        double acc[MINNET_LANES] = {0};
+        double acc[MINNET_EXP_LANES] = {0};
         double total = 0;
         Py_ssize_t j = 0;
         int k;
         if (y != NULL) {
-            for (; j + MINNET_LANES <= n; j += MINNET_LANES)
-                for (k = 0; k < MINNET_LANES; k++) {
+            for (; j + MINNET_EXP_LANES <= n; j += MINNET_EXP_LANES)
+                for (k = 0; k < MINNET_EXP_LANES; k++) {
                     float e = minnet_exp_nonpos_f(x[j + k] - m);
                     y[j + k] = e;
                     acc[k] += (double)e;
@@ -167,12 +171,12 @@ cdef extern from *:
                 total += (double)e;
             }
         } else {
-            for (; j + MINNET_LANES <= n; j += MINNET_LANES)
-                for (k = 0; k < MINNET_LANES; k++)
+            for (; j + MINNET_EXP_LANES <= n; j += MINNET_EXP_LANES)
+                for (k = 0; k < MINNET_EXP_LANES; k++)
                     acc[k] += (double)minnet_exp_nonpos_f(x[j + k] - m);
             for (; j < n; j++) total += (double)minnet_exp_nonpos_f(x[j] - m);
         }
-        for (k = 0; k < MINNET_LANES; k++) total += acc[k];
+        for (k = 0; k < MINNET_EXP_LANES; k++) total += acc[k];
         return total;
     }
 
@@ -194,6 +198,12 @@ cdef extern from *:
         }
         for (k = 0; k < MINNET_LANES; k++) total += acc[k];
         return total;
+    }
+
+    /* y[i] *= s for n floats (the softmax normalisation; cloned like the helpers above). */
+    MINNET_FAST_CLONES
+    static void minnet_scale_f(float *y, float s, Py_ssize_t n) {
+        for (Py_ssize_t i = 0; i < n; i++) y[i] *= s;
     }
 
     /* y[i] = tanh(x[i]) for n floats. */
@@ -220,5 +230,6 @@ cdef extern from *:
     double minnet_exp_sum_f(const float* x, float m, float* y, Py_ssize_t n) noexcept nogil
     double minnet_dot_f(const float* a, const float* b, Py_ssize_t n) noexcept nogil
     void minnet_tanh_block_f(const float* x, float* y, Py_ssize_t n) noexcept nogil
+    void minnet_scale_f(float* y, float s, Py_ssize_t n) noexcept nogil
     void minnet_ce_grad_row_f(const float* x, double lse, float off, float g, float* dx,
                               Py_ssize_t n) noexcept nogil

@@ -9,13 +9,15 @@ from libc.math cimport exp, log, isinf
 
 import numpy as np
 
+from minnet._ext._validate import check_array
 from minnet._ext._blas cimport floating
 from minnet._ext._elementwise cimport (BLOCK, PARALLEL_MIN, as_rows, block_len, checked,
                                        data_ptr, exp_nonpos, grad_operand, is_f32, n_blocks,
                                        output_like, size_of, team, thread_count)
 from minnet._ext._fastmath cimport (minnet_exp_nonpos_f, minnet_tanh_block_f, minnet_row_max_f,
                                     minnet_exp_sum_f, minnet_dot_f, minnet_tanh_f,
-                                    minnet_expm1_nonpos_f)
+                                    minnet_expm1_nonpos_f, minnet_ce_grad_row_f,
+                                    minnet_scale_f)
 
 cnp.import_array()
 
@@ -75,8 +77,11 @@ cdef inline void _softmax_row(const floating* x,   # IN  (cols,)
             y[j] = e
             total += e
     e = <floating> (1.0 / total)
-    for j in range(cols):
-        y[j] = y[j] * e
+    if floating is float:
+        minnet_scale_f(y, e, cols)
+    else:
+        for j in range(cols):
+            y[j] = y[j] * e
 
 
 cdef void softmax_kernel(const floating[:, ::1] x,   # IN  (rows, cols)
@@ -101,14 +106,23 @@ cdef void logsumexp_kernel(const floating[:, ::1] x,   # IN  (rows, cols)
 
 
 cdef inline void _softmax_backward_row(const floating* y,    # IN  saved output (cols,)
-                                       const floating* g,    # IN  (cols,)
+                                       const floating* g,    # IN  (cols,), or one value
                                        floating* dx,         # OUT (cols,)
-                                       Py_ssize_t cols, bint log_output) noexcept nogil:
+                                       Py_ssize_t cols, bint log_output,
+                                       bint g_const) noexcept nogil:
+    # g_const: the row of g is one value c (the gradient of .sum() or of a reduction over
+    # this axis, a broadcast view): the sums become c * sum(y) and c * cols, and g is read
+    # once instead of a full-size copy (benchmarks/bench_autograd.py, "softmax dim -1").
     cdef Py_ssize_t j
     cdef double total = 0
-    cdef floating t
+    cdef floating t, c = g[0]
     if log_output:
         # y = log p: dx = g - p * sum(g)
+        if g_const:
+            t = <floating> (<double> c * cols)
+            for j in range(cols):
+                dx[j] = c - exp_nonpos(y[j]) * t
+            return
         if floating is float:
             total = minnet_dot_f(g, NULL, cols)
         else:
@@ -119,6 +133,16 @@ cdef inline void _softmax_backward_row(const floating* y,    # IN  saved output 
             dx[j] = g[j] - exp_nonpos(y[j]) * t
     else:
         # y = p: dx = p * (g - <g, p>)
+        if g_const:
+            if floating is float:
+                total = minnet_dot_f(y, NULL, cols)
+            else:
+                for j in range(cols):
+                    total += y[j]
+            t = <floating> (<double> c * total)
+            for j in range(cols):
+                dx[j] = y[j] * (c - t)
+            return
         if floating is float:
             total = minnet_dot_f(g, y, cols)
         else:
@@ -129,16 +153,41 @@ cdef inline void _softmax_backward_row(const floating* y,    # IN  saved output 
             dx[j] = y[j] * (g[j] - t)
 
 
-cdef void softmax_backward_kernel(const floating[:, ::1] y,     # IN  saved output (rows, cols)
-                                  const floating[:, ::1] grad,  # IN  (rows, cols)
-                                  floating[:, ::1] dx,          # OUT (rows, cols)
+cdef void softmax_backward_kernel(const floating[:, ::1] y,    # IN  saved output (rows, cols)
+                                  const floating[:, :] grad,   # IN  (rows, cols), column stride 0 or 1
+                                  floating[:, ::1] dx,         # OUT (rows, cols)
                                   bint log_output,
                                   int n_threads) noexcept nogil:
     cdef Py_ssize_t i, rows = y.shape[0], cols = y.shape[1]
+    cdef Py_ssize_t g_row = grad.strides[0] // <Py_ssize_t> sizeof(floating)
+    cdef bint g_const = grad.strides[1] == 0
+    cdef const floating* g0
+    if cols == 0 or rows == 0:
+        return
+    g0 = &grad[0, 0]
+    for i in prange(rows, num_threads=team(rows * cols, n_threads), schedule="static"):
+        _softmax_backward_row(&y[i, 0], g0 + i * g_row, &dx[i, 0], cols, log_output, g_const)
+
+
+cdef void logsumexp_backward_kernel(const floating[:, ::1] x,    # IN  (rows, cols)
+                                    const floating[:] out,       # IN  saved logsumexp (rows,)
+                                    const floating[:] grad,      # IN  (rows,), any stride
+                                    floating[:, ::1] dx,         # OUT (rows, cols)
+                                    int n_threads) noexcept nogil:
+    # dx[i, j] = grad[i] * exp(x[i, j] - out[i]): one pass, the saved output is the shift
+    # (x - out <= 0 as out >= max(x); PyTorch's formula).
+    cdef Py_ssize_t i, j, rows = x.shape[0], cols = x.shape[1]
+    cdef floating gi, oi
     if cols == 0:
         return
     for i in prange(rows, num_threads=team(rows * cols, n_threads), schedule="static"):
-        _softmax_backward_row(&y[i, 0], &grad[i, 0], &dx[i, 0], cols, log_output)
+        gi = grad[i]
+        oi = out[i]
+        if floating is float:
+            minnet_ce_grad_row_f(&x[i, 0], <double> oi, 0.0, gi, &dx[i, 0], cols)
+        else:
+            for j in range(cols):
+                dx[i, j] = gi * exp(x[i, j] - oi)
 
 
 def _softmax(const floating[:, ::1] x, floating[:, ::1] y, bint log_output, int n_threads):
@@ -151,10 +200,16 @@ def _logsumexp(const floating[:, ::1] x, floating[::1] out, int n_threads):
         logsumexp_kernel(x, out, n_threads)
 
 
-def _softmax_backward(const floating[:, ::1] y, const floating[:, ::1] g,
+def _softmax_backward(const floating[:, ::1] y, const floating[:, :] g,
                       floating[:, ::1] dx, bint log_output, int n_threads):
     with nogil:
         softmax_backward_kernel(y, g, dx, log_output, n_threads)
+
+
+def _logsumexp_backward(const floating[:, ::1] x, const floating[:] out, const floating[:] g,
+                        floating[:, ::1] dx, int n_threads):
+    with nogil:
+        logsumexp_backward_kernel(x, out, g, dx, n_threads)
 
 
 # ---------------------------------------------------------------------------------------
@@ -205,11 +260,36 @@ def softmax_backward(y, grad, log=False, out=None, n_threads=1):
     softmax: ``dx = y * (grad - sum(grad * y))``; log-softmax:
     ``dx = grad - exp(y) * sum(grad)`` (sums over each row).
 
+    ``grad`` may be a strided view whose rows are contiguous (column stride 1) or whose
+    rows are each one value (column stride 0, e.g. the broadcast gradient of ``.sum()``);
+    any row stride, 0 included.  Other layouts are copied.
+
     Shape:
         y, grad, dx: ``(rows, cols)``.
     """
     as_rows(y, "y")
-    checked(grad, "grad", y.dtype, y.shape)
+    if not isinstance(grad, np.ndarray) or grad.ndim != 2 or grad.dtype != y.dtype \
+            or grad.strides[1] not in (0, grad.itemsize):
+        grad = checked(grad, "grad", y.dtype, y.shape)
+    elif grad.shape != y.shape:
+        raise ValueError(f"Invalid argument `grad`: expected shape {y.shape}. "
+                         f"Received: grad.shape={grad.shape}")
     dx = output_like(out, y)
     _softmax_backward(y, grad, dx, bool(log), thread_count(n_threads))
+    return dx
+
+
+def logsumexp_backward(x, lse, grad, out=None, n_threads=1):
+    """Gradient of ``lse = logsumexp_rows(x)``: ``dx[i, j] = grad[i] * exp(x[i, j] - lse[i])``
+    in one pass (``grad``, ``lse``: ``(rows,)`` of ``x``'s dtype, any stride; ``out``: an
+    optional output array like ``x``).
+
+    Shape:
+        x, dx: ``(rows, cols)``; lse, grad: ``(rows,)``.
+    """
+    as_rows(x, "x")
+    for name, a in (("lse", lse), ("grad", grad)):
+        check_array(a, name, x.dtype, (x.shape[0],), contiguous=False)
+    dx = output_like(out, x)
+    _logsumexp_backward(x, lse, grad, dx, thread_count(n_threads))
     return dx

@@ -105,6 +105,17 @@ class Relu(Function):
         return grad * (y > 0).astype(y.dtype)
 
 
+def _grad_rows(g, d, rows_shape):
+    """``g`` as the ``(rows, cols)`` operand of the softmax backward kernel, axis ``d`` last:
+    a view when each row is contiguous or one value (column stride 1 or 0, e.g. the
+    broadcast gradient of ``.sum()``), which the kernel reads as it is; a C-contiguous copy
+    otherwise (benchmarks/bench_autograd.py, "softmax dim -1")."""
+    rows = np.moveaxis(g, d, -1).reshape(rows_shape)       # a view where NumPy can
+    if rows.strides[1] in (0, rows.itemsize):
+        return rows
+    return np.ascontiguousarray(rows)
+
+
 class Softmax(Function):
     """Along ``dim``, on the row kernels of ``_ext._softmax`` (float32/float64)."""
 
@@ -133,9 +144,14 @@ class Softmax(Function):
         d = ctx.dim
         if y.dtype in _KERNEL_DTYPES and type(g) is np.ndarray:
             y_rows, moved_shape = rows_along(y, d)
-            g_rows, _ = rows_along(g.astype(y.dtype, copy=False), d)
-            dx = _softmax.softmax_backward(y_rows, g_rows, cls.log_output, n_threads=get_num_threads())
-            return from_rows(dx, moved_shape, d)
+            g_rows = _grad_rows(g.astype(y.dtype, copy=False), d, y_rows.shape)
+            # written through a view into an array of the moved shape, which is returned
+            # itself when d is the last axis: a gradient that is not a view is the engine's
+            # to keep, not copied again into .grad (benchmarks/bench_autograd.py, "softmax dim -1")
+            dx = np.empty(moved_shape, dtype=y.dtype)
+            _softmax.softmax_backward(y_rows, g_rows, cls.log_output, out=dx.reshape(y_rows.shape),
+                                      n_threads=get_num_threads())
+            return dx if d == y.ndim - 1 else np.moveaxis(dx, -1, d)
         return cls.backward_graph(ctx, g)
 
     @classmethod

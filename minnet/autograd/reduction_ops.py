@@ -10,11 +10,12 @@ import numpy as np
 
 from minnet._config import get_num_threads
 from minnet._ext import _indexing
+from minnet._ext import _reduce
 from minnet._ext import _softmax
 
 from .function import Function
 from .indexing_ops import where
-from .op_helpers import absolute, exp, from_rows, is_tensor, norm_dim, norm_dims, raw, rows_along
+from .op_helpers import absolute, exp, is_tensor, norm_dim, norm_dims, raw, rows_along
 from .shape_ops import broadcast_to, flip
 
 __all__ = ["Sum", "Mean", "Var", "Prod", "Norm", "LogSumExp", "CumSum", "Amax"]
@@ -59,6 +60,23 @@ def _cumsum(x, dim, reverse=False):
     return out
 
 
+def _sum(a, dims, keepdims, mean=False, dtype=None):
+    """``np.sum`` (``np.mean`` when ``mean``) over ``dims`` (None = all).  A C-contiguous
+    float32/float64 array reduced over one axis or all of them runs on the threaded kernel
+    of ``_ext._reduce`` (the same result for any thread count; over an axis that is not the
+    last, NumPy's bit for bit); NumPy's single-thread reduction otherwise
+    (benchmarks/bench_autograd.py, "sum dim 0" and "mean")."""
+    if (type(a) is np.ndarray and a.dtype in _KERNEL_DTYPES and (dtype is None or dtype == a.dtype)
+            and a.size and a.flags.c_contiguous and (dims is None or (len(dims) == 1 and a.ndim))):
+        out = _reduce.sum_axis(a, None if dims is None else dims[0], mean, n_threads=get_num_threads())
+        if keepdims:
+            out = out.reshape(tuple(1 if dims is None or i in dims else s for i, s in enumerate(a.shape)))
+        return out
+    if mean:
+        return np.asarray(np.mean(a, axis=dims, keepdims=keepdims))
+    return np.asarray(np.sum(a, axis=dims, keepdims=keepdims, dtype=dtype))
+
+
 # --------------------------------------------------------------------------- reductions
 
 
@@ -67,7 +85,7 @@ class Sum(Function):
     def forward(ctx, a, axis=None, keepdims=False, dtype=None):
         dims = norm_dims(axis, a.ndim)
         ctx.meta = (a.shape, dims, keepdims)
-        return np.asarray(np.sum(a, axis=dims, keepdims=keepdims, dtype=dtype))
+        return _sum(a, dims, keepdims, dtype=dtype)
 
     @staticmethod
     def backward(ctx, g):
@@ -82,7 +100,7 @@ class Mean(Function):
     def forward(ctx, a, axis=None, keepdims=False):
         dims = norm_dims(axis, a.ndim)
         ctx.meta = (a.shape, dims, keepdims)
-        out = np.asarray(np.mean(a, axis=dims, keepdims=keepdims))
+        out = _sum(a, dims, keepdims, mean=True)
         ctx.count = a.size // max(out.size, 1) if a.size else 1
         return out
 
@@ -200,8 +218,9 @@ class Norm(Function):
 class LogSumExp(Function):
     """``log(sum(exp(a)))`` over ``axis``. Over one axis of a float32/float64 array it runs
     the row kernel of ``_ext._softmax`` (the one log-softmax uses; prange over rows) and
-    its backward ``g * softmax(a)`` the softmax row kernel: NumPy's four passes over the
-    data did not run in parallel (benchmarks/bench_autograd.py, "logsumexp dim 1")."""
+    its backward ``g * exp(a - out)`` one fused pass of the same module from the saved
+    output: NumPy's four passes over the data did not run in parallel
+    (benchmarks/bench_autograd.py, "logsumexp dim 1")."""
 
     @staticmethod
     def forward(ctx, a, axis=None, keepdims=False):
@@ -228,9 +247,12 @@ class LogSumExp(Function):
                 and a.dtype in _KERNEL_DTYPES and a.size and g.dtype == a.dtype):
             d = dims[0]
             rows, moved_shape = rows_along(a, d)
-            p = from_rows(_softmax.softmax_forward(rows, False, n_threads=get_num_threads()),
-                          moved_shape, d)
-            return np.multiply(p, _expand_reduced(g, shape, dims, keepdims), out=p)
+            # an array of the moved shape, returned itself when d is last (not a view: the
+            # engine keeps it as .grad without a copy)
+            dx = np.empty(moved_shape, dtype=a.dtype)
+            _softmax.logsumexp_backward(rows, out.reshape(-1), g.reshape(-1), out=dx.reshape(rows.shape),
+                                        n_threads=get_num_threads())
+            return dx if d == a.ndim - 1 else np.moveaxis(dx, -1, d)
         return LogSumExp.backward_graph(ctx, g)
 
     @staticmethod

@@ -4,6 +4,9 @@ import weakref
 
 import numpy as np
 
+from minnet._config import get_num_threads
+from minnet._ext import _sort
+
 from . import (activation_ops, elementwise_ops, indexing_ops, linalg_ops, op_helpers, reduction_ops,
                shape_ops)
 from .function import AccumulateGrad, HookDict, register_tensor_class, run_backward
@@ -806,9 +809,13 @@ def _arg_extreme(t, dim, keepdim, fn):
 
 
 def _argsort(a, d, descending):
+    """Stable argsort along ``d`` (equal elements keep their order, also when descending),
+    int64.  float32/float64 run on the threaded radix sort of ``_ext._sort``; NumPy's stable
+    sort (one thread) otherwise (benchmarks/bench_autograd.py, "sort dim 1")."""
+    if a.ndim and (a.dtype == np.float32 or a.dtype == np.float64):
+        return _sort.argsort_along(a, d, descending, n_threads=get_num_threads())
     if not descending:
         return np.argsort(a, axis=d, kind="stable").astype(np.int64)
-    # stable and descending: equal elements keep their order
     n = a.shape[d] if a.ndim else 1
     flipped = np.flip(a, d) if a.ndim else a
     order = np.argsort(flipped, axis=d, kind="stable")
