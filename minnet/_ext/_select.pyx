@@ -15,6 +15,11 @@ Each input is seen as ``(outer, inner_i)`` rows of bytes (``outer`` the product 
 before ``axis``); the output row is the inputs' rows one after another.  The copies are
 split into chunks of at most ``CHUNK`` bytes, and threads take chunks as they come free, so a concatenation
 along the first axis (``outer = 1``) is shared as well as one of many short rows.
+
+``materialize`` copies a view whose last axis is contiguous or broadcast (the gradient
+``sum``/``expand`` send back) into a new C-contiguous array, a row per task: the engine's
+copy of such a gradient into a leaf's ``.grad`` (NumPy's copy of a strided view runs on one
+thread).
 """
 cimport numpy as cnp
 from cython.parallel cimport prange
@@ -377,4 +382,72 @@ def concat(arrays, axis, out, n_threads=1):
     with nogil:
         concat_kernel(&src[0], &row_bytes[0], &offset[0], &first[0], po, outer, at, n_inputs,
                       team)
+    return out
+
+
+# --------------------------------------------------------------------------- materialize
+
+cdef void materialize_kernel(const char* src,          # IN  the view's first element
+                             const int64_t* shape,     # IN  (ndim - 1,) outer sizes
+                             const int64_t* strides,   # IN  (ndim - 1,) outer byte strides
+                             int n_outer, int64_t rows, int64_t row_len, int64_t item,
+                             bint broadcast_row,       # the last axis has stride 0
+                             char* out,                # OUT (rows, row_len) C-contiguous
+                             int n_threads) noexcept nogil:
+    cdef int64_t r, rem, offset, j, row_bytes = row_len * item
+    cdef int d
+    cdef char* dst
+    cdef const char* s
+    for r in prange(rows, schedule="static", num_threads=n_threads):
+        # the source row of output row r: unravel r over the outer sizes, apply the strides
+        rem = r
+        offset = 0
+        for d in range(n_outer - 1, -1, -1):
+            offset = offset + (rem % shape[d]) * strides[d]
+            rem = rem // shape[d]
+        s = src + offset
+        dst = out + r * row_bytes
+        if not broadcast_row:
+            memcpy(dst, s, row_bytes)
+        elif item == 4:
+            for j in range(row_len):
+                memcpy(dst + 4 * j, s, 4)
+        else:
+            for j in range(row_len):
+                memcpy(dst + item * j, s, item)
+
+
+def materialize(a, n_threads=1):
+    """A new C-contiguous copy of the array view ``a`` (any dtype), made by threads when it is
+    large: ``a``'s last axis must be contiguous (stride = itemsize) or broadcast (stride 0,
+    as in the gradient that ``expand`` or ``sum`` sends back); its other axes may have any
+    strides, 0 included.  Each output row is one thread's memcpy (or fill), so the copy is
+    the same for any thread count.  Anything else, or under ``4 * _PARALLEL_MIN`` bytes,
+    is ``np.array(a, order="C")``.
+    """
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"Invalid argument `a`: expected a numpy.ndarray. "
+                        f"Received: a of type {type(a).__name__}")
+    cdef int threads = thread_count(n_threads)
+    cdef int last = a.ndim - 1              # (explicit: this module turns wraparound off)
+    if threads <= 1 or last < 1 or a.nbytes < 4 * _PARALLEL_MIN or a.dtype.hasobject \
+            or a.strides[last] not in (0, a.itemsize) or a.shape[last] * a.itemsize < 256:
+        return np.array(a, order="C")
+    out = np.empty(a.shape, dtype=a.dtype)
+    cdef int n_outer = last
+    shape_a = np.asarray(a.shape[:last], dtype=np.int64)
+    strides_a = np.asarray(a.strides[:last], dtype=np.int64)
+    cdef int64_t[::1] shape = shape_a
+    cdef int64_t[::1] strides = strides_a
+    cdef int64_t rows = 1
+    for size in a.shape[:last]:
+        rows *= size
+    cdef int64_t row_len = a.shape[last]
+    cdef int64_t item = a.itemsize
+    cdef bint broadcast_row = a.strides[last] == 0
+    cdef const char* src = <const char*> cnp.PyArray_DATA(<cnp.ndarray> a)
+    cdef char* dst = <char*> cnp.PyArray_DATA(<cnp.ndarray> out)
+    with nogil:
+        materialize_kernel(src, &shape[0], &strides[0], n_outer, rows, row_len, item,
+                           broadcast_row, dst, threads if rows > 1 else 1)
     return out

@@ -32,6 +32,9 @@ import weakref
 
 import numpy as np
 
+from minnet._config import get_num_threads
+from minnet._ext import _select
+
 from .grad_mode import (AnomalyError, anomaly_state, check_finite, detect_anomaly, enable_grad, grad_state,
                         is_grad_enabled, no_grad, set_grad_enabled)
 
@@ -215,6 +218,17 @@ class Node:
         return hooks.add(fn)
 
 
+def _own_copy(grad):
+    """A copy of ``grad`` the leaf can keep.  A large view whose last axis is contiguous or
+    broadcast (the gradient ``sum``/``expand`` send back) is copied row by row on the
+    threads (``_select.materialize``; NumPy copies a strided view on one thread:
+    benchmarks/bench_autograd.py, "sum dim 0" and "stack"); anything else keeps NumPy's
+    copy in the view's own memory order."""
+    if grad.ndim >= 2 and grad.strides[-1] in (0, grad.itemsize) and grad.nbytes >= 1 << 20:
+        return _select.materialize(grad, n_threads=get_num_threads())
+    return np.array(grad, order="K")
+
+
 class AccumulateGrad(Node):
     """Leaf node: adds the incoming gradient into ``variable.grad``."""
 
@@ -234,7 +248,7 @@ class AccumulateGrad(Node):
             owned = True
         if var.grad is None:
             # never alias memory someone else holds: copy unless the engine owns the array
-            var.grad = grad if owned else np.array(grad, order="K")
+            var.grad = grad if owned else _own_copy(grad)
         else:
             var.grad += grad
 

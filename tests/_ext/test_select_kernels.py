@@ -170,3 +170,52 @@ def test_concat_errors_name_the_argument():
         _select.concat([a, a], 0, read_only)
     with pytest.raises(ValueError, match="`n_threads`"):
         _select.concat([a, a], 0, np.zeros((4, 3), np.float32), n_threads=0)
+
+
+# --------------------------------------------------------------------------- materialize
+
+def _views():
+    rng = np.random.default_rng(7)
+    base = rng.standard_normal((6, 5, 300))
+    yield np.broadcast_to(rng.standard_normal(300).astype(np.float32), (40, 300))   # sum(0)'s grad
+    yield np.broadcast_to(np.float64(2.5), (7, 3, 100))                             # sum()'s grad
+    yield np.broadcast_to(rng.standard_normal((4, 1, 200)), (4, 9, 200))             # middle broadcast
+    yield base[::-2, 1:, :]                                                         # negative outer stride
+    yield base.transpose(1, 0, 2)                                                   # permuted outer axes
+    yield np.broadcast_to(np.arange(120, dtype=np.int16), (33, 120))                 # 2-byte items
+    yield np.broadcast_to((rng.standard_normal(80) + 1j).astype(np.complex128), (10, 80))
+    yield np.broadcast_to(rng.random(600) > 0.5, (9, 600))                          # 1-byte items
+
+
+@pytest.mark.parametrize("view", list(_views()), ids=lambda v: f"{v.dtype}{v.shape}{v.strides}")
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_materialize_copies_any_view_into_a_new_c_array(view, threads):
+    old = _select._set_parallel_min(0)
+    try:
+        out = _select.materialize(view, n_threads=threads)
+    finally:
+        _select._set_parallel_min(old)
+    assert out.flags.c_contiguous and out.flags.writeable and out.dtype == view.dtype
+    assert not np.shares_memory(out, view)
+    np.testing.assert_array_equal(out, view)
+
+
+def test_materialize_falls_back_for_what_it_does_not_take():
+    a = np.arange(24.0).reshape(4, 6)
+    for view in (a.T, a[:, ::-1], np.arange(5.0), np.array(3.0), a.astype(object)):
+        out = _select.materialize(view, n_threads=2)
+        np.testing.assert_array_equal(out, view)
+        assert out.flags.c_contiguous
+    with pytest.raises(TypeError, match="`a`"):
+        _select.materialize([1.0, 2.0])
+
+
+def test_a_leaf_keeps_its_own_copy_of_a_broadcast_gradient():
+    import minnet as mn
+    x = mn.tensor(np.ones((800, 400), np.float32), requires_grad=True)    # 1.28 MB: the threaded copy
+    (x.sum(0) * mn.tensor(np.arange(400, dtype=np.float32))).sum().backward()
+    g = x.grad
+    assert g.flags.c_contiguous and g.flags.writeable and g.base is None
+    np.testing.assert_array_equal(g, np.broadcast_to(np.arange(400, dtype=np.float32), (800, 400)))
+    g += 1                                                 # its own memory: nothing else changes
+    assert x.grad[0, 0] == 1 and x.data[0, 0] == 1
