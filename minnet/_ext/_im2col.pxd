@@ -44,6 +44,8 @@ cdef void col2im_nhwc_batch(const floating* col, Geometry g,     # IN  (N*L, K)
 
 # ---- C = alpha op(A) op(B) + beta C split into blocks whose number and sizes depend only
 #      on (m, n, k), never on n_threads, so the result is the same for any thread count.
+cdef bint deterministic_mode() noexcept nogil    # mn.config.set_deterministic is on
+
 cdef void gemm_blocks(bint trans_a, bint trans_b, int m, int n, int k,
                       floating alpha, const floating* a, int lda,
                       const floating* b, int ldb,

@@ -422,6 +422,10 @@ def is_deterministic():
     return _deterministic
 
 
+cdef bint deterministic_mode() noexcept nogil:
+    return _deterministic
+
+
 cdef void gemm_blocks(bint trans_a, bint trans_b, int m, int n, int k,
                       floating alpha, const floating* a, int lda,
                       const floating* b, int ldb,

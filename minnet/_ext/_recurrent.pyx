@@ -41,7 +41,8 @@ from libc.math cimport exp, expf, tanh, tanhf
 from libc.stdint cimport uint8_t, int64_t
 from libc.string cimport memcpy, memset
 
-from minnet._ext._blas cimport floating, gemm_parallel
+from minnet._ext._blas cimport floating
+from minnet._ext._im2col cimport deterministic_mode, gemm_blocks
 from minnet._ext._fastmath cimport minnet_exp_nonpos_f, minnet_tanh_f
 
 # float32 gate passes in C: branch-free exp/tanh from _fastmath.pxd, so GCC vectorises the
@@ -425,20 +426,20 @@ cdef void _forward(int mode, int N, int T, int I, int H,
             # projection to add (benchmarks/bench_recurrent.py, LSTM(128) forward).
             for n in range(N):
                 memcpy(hstep + <int64_t> n * ldh, xp, G * sizeof(floating))
-            gemm_parallel(False, True, N, G, I, <floating> 1, x + <int64_t> tt * I, T * I, w_ih, I,
+            gemm_blocks(False, True, N, G, I, <floating> 1, x + <int64_t> tt * I, T * I, w_ih, I,
                           <floating> 1, hstep, <int> ldh, n_threads)
         else:
             # This step's input projection XP (N, G) = X[:, tt] @ W_ihᵀ (rows T*I apart):
             # computed here rather than for all steps at once, it is still in cache when the
             # gate pass reads it (one (N*T, G) array read back step by step came from memory).
-            gemm_parallel(False, True, N, G, I, <floating> 1, x + <int64_t> tt * I, T * I, w_ih, I,
+            gemm_blocks(False, True, N, G, I, <floating> 1, x + <int64_t> tt * I, T * I, w_ih, I,
                           <floating> 0, xp, G, n_threads)
         if rmask != NULL:
             # Recurrent dropout: the recurrent GEMM reads h * m (one mask per sample, fixed
             # over time); the state update itself uses the unmasked h.
             for k in range(<int64_t> N * H):
                 hm[k] = h[k] * rmask[k]
-        gemm_parallel(False, True, N, G, H, <floating> 1, hsrc, H, w_hh, H,
+        gemm_blocks(False, True, N, G, H, <floating> 1, hsrc, H, w_hh, H,
                       <floating> (1 if mode == _LSTM else 0), hstep, <int> ldh, n_threads)
         if save and step + 1 < T:
             _prefetch_step(mode, N, T, I, H, T - 2 - step if reverse else step + 1,
@@ -449,6 +450,63 @@ cdef void _forward(int mode, int N, int T, int I, int H,
                           save, masked)
             if write_seq:
                 memcpy(y + (<int64_t> n * T + tt) * H, h + <int64_t> n * H, H * sizeof(floating))
+
+
+cdef enum:
+    _PART_ROWS = 32     # samples per part of the batch (_batch_parts)
+
+
+cdef inline int _batch_parts(int N, int G, int n_threads) noexcept nogil:
+    # How many parts of the batch run the recurrence side by side: a sample's state depends
+    # only on its own past, so a thread can take whole samples through all T steps with no
+    # synchronisation between steps (one parallel region, not three per step). Parts of
+    # _PART_ROWS samples, a function of the shape alone: every sample gets the same
+    # arithmetic (each part's GEMMs have the same shapes) whatever the thread count. At one
+    # thread the batch stays whole (each step's GEMM packs W once, not once per part:
+    # benchmarks/bench_recurrent.py, LSTM(128) at 1 thread), except under
+    # mn.config.set_deterministic(True), which keeps the parts so that 1 thread gives the
+    # same bits as any other count.
+    if <int64_t> N * G < _PARALLEL_MIN or (n_threads <= 1 and not deterministic_mode()):
+        return 1
+    return (N + _PART_ROWS - 1) // _PART_ROWS
+
+
+cdef void _forward_split(int mode, int N, int T, int I, int H,
+                         const floating* x, const floating* w_ih, const floating* w_hh,
+                         const floating* b_ih, const floating* b_hh,
+                         const uint8_t* mask, bint has_mask, bint reverse,
+                         floating* xp, floating* hp, floating* h, floating* c,
+                         floating* y, bint write_seq,
+                         floating* hprev, floating* cprev, floating* sv, bint save,
+                         const floating* rmask, floating* hm,
+                         int n_threads) noexcept nogil:
+    """``_forward`` over the parts of the batch (``_batch_parts``), each part on one
+    thread; one part (a small batch) runs ``_forward`` with the threads inside each step."""
+    cdef int G = 4 * H if mode == _LSTM else (3 * H if mode == _GRU else H)
+    cdef int S = 4 * H if mode == _LSTM or mode == _GRU else H
+    cdef int64_t hp_row = 4 * H if mode == _GRU else G
+    cdef int parts = _batch_parts(N, G, n_threads)
+    cdef int part, n0, n1
+    cdef bint lstm = mode == _LSTM
+    if parts <= 1:
+        _forward(mode, N, T, I, H, x, w_ih, w_hh, b_ih, b_hh, mask, has_mask, reverse, xp, hp,
+                 h, c, y, write_seq, hprev, cprev, sv, save, rmask, hm, n_threads)
+        return
+    for part in prange(parts, schedule="static", num_threads=n_threads if n_threads > 1 else 1):
+        n0 = <int> (<int64_t> part * N // parts)
+        n1 = <int> ((<int64_t> part + 1) * N // parts)
+        # Arrays the caller passed as one-element placeholders (no mask, no sequence
+        # output, nothing saved, not LSTM) are passed on as they are.
+        _forward(mode, n1 - n0, T, I, H, x + <int64_t> n0 * T * I, w_ih, w_hh, b_ih, b_hh,
+                 mask + (<int64_t> n0 * T if has_mask else 0), has_mask, reverse,
+                 xp + <int64_t> n0 * G, hp + n0 * hp_row, h + <int64_t> n0 * H,
+                 c + (<int64_t> n0 * H if lstm else 0),
+                 y + (<int64_t> n0 * T * H if write_seq else 0), write_seq,
+                 hprev + (<int64_t> n0 * T * (I + H) if save else 0),
+                 cprev + (<int64_t> n0 * T * H if save and lstm else 0),
+                 sv + (<int64_t> n0 * T * S if save else 0), save,
+                 rmask + <int64_t> n0 * H if rmask != NULL else NULL,
+                 hm + (<int64_t> n0 * H if rmask != NULL else 0), 1)
 
 
 # ----------------------------------------------------------------------- backward
@@ -552,6 +610,49 @@ cdef void _column_sums(int64_t rows, int cols, const floating* a, floating* out,
                 out[j] += a[i * cols + j]
 
 
+cdef void _backward_time(int mode, int N, int T, int I, int H, const floating* w_hh,
+                         const floating* hprev, const floating* cprev, const floating* sv,
+                         const uint8_t* mask, bint has_mask, bint reverse,
+                         const floating* dy, bint has_dy,
+                         floating* dh, floating* dc, floating* dh_next,
+                         floating* dgx, floating* dgh,
+                         const floating* rmask, floating* scratch,
+                         int n_threads) noexcept nogil:
+    """Backpropagation through time for N samples: every step's gate gradients dA (into
+    dgx, and dgh for GRU) and dh_{t-1}; dh ends as dL/dh_0 (dc as dL/dc_0)."""
+    cdef int G = 4 * H if mode == _LSTM else (3 * H if mode == _GRU else H)
+    cdef int step, tt, n
+    cdef int team = _team(<int64_t> N * G, n_threads)
+    cdef bint masked
+    cdef floating* cur = dh
+    cdef floating* nxt = dh_next
+    cdef floating* tmp
+    cdef const floating* gh = dgh if mode == _GRU else dgx
+    cdef int64_t ld = <int64_t> T * G
+    cdef int64_t k
+    for step in range(T):
+        tt = step if reverse else T - 1 - step
+        for n in prange(N, schedule="static", num_threads=team):
+            masked = has_mask and mask[<int64_t> n * T + tt] == 0
+            _backward_rows(mode, n, tt, T, I, H, hprev, cprev, sv, dy, has_dy, cur, dc, nxt,
+                           dgx, dgh, masked)
+        # dh_{t-1} += dG_t (N, G) @ W_hh (G, H); a step's rows of dG are T*G apart.
+        if rmask == NULL:
+            gemm_blocks(False, False, N, H, G, <floating> 1, gh + <int64_t> tt * G, <int> ld,
+                          w_hh, H, <floating> 1, nxt, H, n_threads)
+        else:
+            # recurrent dropout: the recurrent path read h * m, so its gradient is masked too
+            gemm_blocks(False, False, N, H, G, <floating> 1, gh + <int64_t> tt * G, <int> ld,
+                          w_hh, H, <floating> 0, scratch, H, n_threads)
+            for k in range(<int64_t> N * H):
+                nxt[k] += scratch[k] * rmask[k]
+        tmp = cur
+        cur = nxt
+        nxt = tmp
+    if cur != dh:
+        memcpy(dh, cur, <int64_t> N * H * sizeof(floating))
+
+
 cdef void _backward(int mode, int N, int T, int I, int H,
                     floating* dw_cat, const floating* w_ih, const floating* w_hh,      # scratch, IN
                     const floating* hprev, const floating* cprev, const floating* sv,  # IN
@@ -565,53 +666,50 @@ cdef void _backward(int mode, int N, int T, int I, int H,
                     const floating* hprev_w,                                           # IN
                     int n_threads) noexcept nogil:
     cdef int G = 4 * H if mode == _LSTM else (3 * H if mode == _GRU else H)
-    cdef int step, tt, n
-    cdef int team = _team(<int64_t> N * G, n_threads)
-    cdef bint masked
-    cdef floating* cur = dh
-    cdef floating* nxt = dh_next
-    cdef floating* tmp
+    cdef int S = 4 * H if mode == _LSTM or mode == _GRU else H
     cdef const floating* gh = dgh if mode == _GRU else dgx
     cdef int64_t rows = <int64_t> N * T
-    cdef int64_t ld = <int64_t> T * G
     cdef int64_t k
-    for step in range(T):
-        tt = step if reverse else T - 1 - step
-        for n in prange(N, schedule="static", num_threads=team):
-            masked = has_mask and mask[<int64_t> n * T + tt] == 0
-            _backward_rows(mode, n, tt, T, I, H, hprev, cprev, sv, dy, has_dy, cur, dc, nxt,
-                           dgx, dgh, masked)
-        # dh_{t-1} += dG_t (N, G) @ W_hh (G, H); a step's rows of dG are T*G apart.
-        if rmask == NULL:
-            gemm_parallel(False, False, N, H, G, <floating> 1, gh + <int64_t> tt * G, <int> ld,
-                          w_hh, H, <floating> 1, nxt, H, n_threads)
-        else:
-            # recurrent dropout: the recurrent path read h * m, so its gradient is masked too
-            gemm_parallel(False, False, N, H, G, <floating> 1, gh + <int64_t> tt * G, <int> ld,
-                          w_hh, H, <floating> 0, scratch, H, n_threads)
-            for k in range(<int64_t> N * H):
-                nxt[k] += scratch[k] * rmask[k]
-        tmp = cur
-        cur = nxt
-        nxt = tmp
-    if cur != dh:
-        memcpy(dh, cur, <int64_t> N * H * sizeof(floating))
+    cdef int parts = _batch_parts(N, G, n_threads)
+    cdef int part, n0, n1
+    cdef bint lstm = mode == _LSTM, gru = mode == _GRU
+    if parts <= 1:
+        _backward_time(mode, N, T, I, H, w_hh, hprev, cprev, sv, mask, has_mask, reverse, dy,
+                       has_dy, dh, dc, dh_next, dgx, dgh, rmask, scratch, n_threads)
+    else:
+        # As the forward (_forward_split): samples are independent through time, so each
+        # thread takes whole samples through all T steps; the weight gradients below sum
+        # over all samples and steps in one order whatever the split.
+        for part in prange(parts, schedule="static", num_threads=n_threads if n_threads > 1 else 1):
+            n0 = <int> (<int64_t> part * N // parts)
+            n1 = <int> ((<int64_t> part + 1) * N // parts)
+            _backward_time(mode, n1 - n0, T, I, H, w_hh,
+                           hprev + <int64_t> n0 * T * (I + H),
+                           cprev + (<int64_t> n0 * T * H if lstm else 0),
+                           sv + <int64_t> n0 * T * S,
+                           mask + (<int64_t> n0 * T if has_mask else 0), has_mask, reverse,
+                           dy + (<int64_t> n0 * T * H if has_dy else 0), has_dy,
+                           dh + <int64_t> n0 * H, dc + (<int64_t> n0 * H if lstm else 0),
+                           dh_next + <int64_t> n0 * H, dgx + <int64_t> n0 * T * G,
+                           dgh + (<int64_t> n0 * T * G if gru else 0),
+                           rmask + <int64_t> n0 * H if rmask != NULL else NULL,
+                           scratch + (<int64_t> n0 * H if rmask != NULL else 0), 1)
     # The weight gradients of all steps: dAᵀ @ [X | H_prev], one GEMM (LSTM, RNN: the
     # input and recurrent sides share dA), then split; GRU (dA^(h) != dA): two GEMMs.
     if dw_ih != NULL:
         if mode == _GRU:
-            gemm_parallel(True, False, G, I, <int> rows, <floating> 1, dgx, G, hprev_w, I + H,
+            gemm_blocks(True, False, G, I, <int> rows, <floating> 1, dgx, G, hprev_w, I + H,
                           <floating> 0, dw_ih, I, n_threads)
-            gemm_parallel(True, False, G, H, <int> rows, <floating> 1, gh, G, hprev_w + I,
+            gemm_blocks(True, False, G, H, <int> rows, <floating> 1, gh, G, hprev_w + I,
                           I + H, <floating> 0, dw_hh, H, n_threads)
         else:
-            gemm_parallel(True, False, G, I + H, <int> rows, <floating> 1, dgx, G, hprev_w,
+            gemm_blocks(True, False, G, I + H, <int> rows, <floating> 1, dgx, G, hprev_w,
                           I + H, <floating> 0, dw_cat, I + H, n_threads)
             for k in range(G):
                 memcpy(dw_ih + k * I, dw_cat + k * (I + H), I * sizeof(floating))
                 memcpy(dw_hh + k * H, dw_cat + k * (I + H) + I, H * sizeof(floating))
     if dx != NULL:
-        gemm_parallel(False, False, <int> rows, I, G, <floating> 1, dgx, G, w_ih, I,
+        gemm_blocks(False, False, <int> rows, I, G, <floating> 1, dgx, G, w_ih, I,
                       <floating> 0, dx, I, n_threads)
     if want_bias:
         _column_sums(rows, G, dgx, db_ih, n_threads)
@@ -715,7 +813,7 @@ cdef _forward_dispatch(int mode, floating[:, :, ::1] x, floating[:, ::1] w_ih,
     cdef int N = x.shape[0], T = x.shape[1], I = x.shape[2], H = w_hh.shape[1]
     cdef const floating* prm = &rmask[0, 0] if has_rmask else NULL
     with nogil:
-        _forward(mode, N, T, I, H, &x[0, 0, 0], &w_ih[0, 0], &w_hh[0, 0], &b_ih[0], &b_hh[0],
+        _forward_split(mode, N, T, I, H, &x[0, 0, 0], &w_ih[0, 0], &w_hh[0, 0], &b_ih[0], &b_hh[0],
                  &mask[0, 0], has_mask, reverse, &xp[0, 0], &hp[0, 0], &h[0, 0], &c[0, 0],
                  &y[0, 0, 0], write_seq, &hprev[0, 0, 0], &cprev[0, 0, 0], &sv[0, 0, 0], save,
                  prm, &hm[0, 0], n_threads)
