@@ -14,6 +14,11 @@ interleaved rounds):
   ops table   the tensor operations a training step uses, on ~1 M-element inputs
 --split also times each op's forward alone and its backward alone (the graph is built
 outside the timed region).  Writes benchmarks/results/autograd.json (or --results).
+
+Both libraries share this process (the same load reaches both), which also shares the C
+allocator's state and the OpenMP runtimes: PyTorch's layer workloads run faster here than
+alone.  bench_autograd_separate.py times the engine and layer workloads one library per
+process (docs/autograd.md, "Overhead").
 """
 import argparse
 import time
