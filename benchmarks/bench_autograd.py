@@ -27,83 +27,28 @@ import numpy as np
 
 import minnet as mn
 import minnet.functional as F
+import _engine_workloads as W
 from _common import median_ms, write_results
 from minnet import layers
 
 
-def mlp_case(torch, depth=100, width=32, batch=64):
-    rng = np.random.default_rng(0)
-    ws = [rng.standard_normal((width, width)).astype(np.float32) * 0.2 for _ in range(depth)]
-    bs = [np.zeros(width, np.float32) for _ in range(depth)]
-    x = rng.standard_normal((batch, width)).astype(np.float32)
-    mw = [mn.Parameter(w) for w in ws]
-    mb = [mn.Parameter(b) for b in bs]
-    mx = mn.tensor(x)
-
-    def run_mn():
-        h = mx
-        for w, b in zip(mw, mb):
-            h = F.relu(F.linear(h, w, b))
-        h.sum().backward()
-        for p in mw + mb:
-            p.grad = None
-
-    tw = [torch.tensor(w, requires_grad=True) for w in ws]
-    tb = [torch.tensor(b, requires_grad=True) for b in bs]
-    tx = torch.tensor(x)
-    TF = torch.nn.functional
-
-    def run_torch():
-        h = tx
-        for w, b in zip(tw, tb):
-            h = TF.relu(TF.linear(h, w, b))
-        h.sum().backward()
-        for p in tw + tb:
-            p.grad = None
-
-    return run_mn, run_torch
+def _torch_param(torch):
+    return lambda a: torch.tensor(a, requires_grad=True)
 
 
-def chain_case(torch, n_ops=1000):
-    x0 = np.linspace(0.5, 1.5, 16).astype(np.float32)
-    mx = mn.tensor(x0, requires_grad=True)
-    tx = torch.tensor(x0, requires_grad=True)
-
-    def body(x):
-        y = x
-        for i in range(n_ops // 4):
-            y = y * 1.0001
-            y = y + 0.001
-            y = y - 0.0005
-            y = y * 0.9999
-        return y.sum()
-
-    def run_mn():
-        body(mx).backward()
-        mx.grad = None
-
-    def run_torch():
-        body(tx).backward()
-        tx.grad = None
-
-    return run_mn, run_torch
+def mlp_case(torch):
+    return (W.mlp_run(mn.tensor, mn.Parameter, F),
+            W.mlp_run(torch.tensor, _torch_param(torch), torch.nn.functional))
 
 
-def layer_case(torch, layer, torch_layer, n=3_200_000):
+def chain_case(torch):
+    return W.chain_run(lambda a: mn.tensor(a, requires_grad=True)), W.chain_run(_torch_param(torch))
+
+
+def layer_case(torch, layer, torch_layer):
     """``layer(x, training=True).sum().backward()`` on 3.2 M floats, outside ``fit``."""
-    x = np.random.default_rng(0).standard_normal((n // 100, 100)).astype(np.float32)
-    mx = mn.tensor(x, requires_grad=True)
-    tx = torch.tensor(x, requires_grad=True)
-
-    def run_mn():
-        layer(mx, training=True).sum().backward()
-        mx.grad = None
-
-    def run_torch():
-        torch_layer(tx).sum().backward()
-        tx.grad = None
-
-    return run_mn, run_torch
+    return (W.layer_run(lambda a: mn.tensor(a, requires_grad=True), lambda x: layer(x, training=True)),
+            W.layer_run(_torch_param(torch), torch_layer))
 
 
 def sigmoid_case(torch):

@@ -14,8 +14,9 @@ alternate, ``--rounds`` times, so the load still reaches both alike.  Ratio = to
 minnet time (> 1: minnet is faster): the median over the rounds, and the lowest and highest
 round.
 
-Workloads: ``layer(x, training=True).sum().backward()`` on 3.2 M floats for the Sigmoid,
-ReLU, Tanh, GELU and ELU layers; mlp100 and chain1000 as in bench_autograd.py.
+Workloads (``_engine_workloads.py``, shared with bench_autograd.py):
+``layer(x, training=True).sum().backward()`` on 3.2 M floats for the Sigmoid, ReLU, Tanh,
+GELU and ELU layers; mlp100 and chain1000.
 """
 import argparse
 import json
@@ -27,72 +28,39 @@ import numpy as np
 
 from _common import write_results
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
 WORKLOADS = ["sigmoid", "relu", "tanh", "gelu", "elu", "mlp100", "chain1000"]
 
 CHILD = r"""
 import json, sys, time
 import numpy as np
+sys.path.insert(0, {here!r})
+import _engine_workloads as W
 lib, name, threads, repeat = {lib!r}, {name!r}, {threads}, {repeat}
 if lib == "minnet":
     import minnet as module
     import minnet.functional as F
     from minnet import layers
     param = module.Parameter
+    grad_tensor = lambda a: module.tensor(a, requires_grad=True)
+    layer = dict(sigmoid=layers.Sigmoid, relu=layers.ReLU, tanh=layers.Tanh, elu=layers.ELU,
+                 gelu=lambda: layers.Activation("gelu"))
+    call = lambda: (lambda f: (lambda x: f(x, training=True)))(layer[name]())
 else:
     import torch as module
     import torch.nn.functional as F
-    param = lambda a: module.tensor(a, requires_grad=True)
+    param = grad_tensor = lambda a: module.tensor(a, requires_grad=True)
+    nn = module.nn
+    layer = dict(sigmoid=nn.Sigmoid, relu=nn.ReLU, tanh=nn.Tanh, gelu=nn.GELU, elu=nn.ELU)
+    call = lambda: layer[name]()
 module.set_num_threads(threads)
-
-
-def mlp(depth=100, width=32, batch=64):        # as bench_autograd.mlp_case
-    rng = np.random.default_rng(0)
-    ws = [param(rng.standard_normal((width, width)).astype(np.float32) * 0.2) for _ in range(depth)]
-    bs = [param(np.zeros(width, np.float32)) for _ in range(depth)]
-    x = module.tensor(rng.standard_normal((batch, width)).astype(np.float32))
-    def run():
-        h = x
-        for w, b in zip(ws, bs):
-            h = F.relu(F.linear(h, w, b))
-        h.sum().backward()
-        for p in ws + bs:
-            p.grad = None
-    return run
-
-
-def chain(n_ops=1000):                          # as bench_autograd.chain_case
-    x = param(np.linspace(0.5, 1.5, 16).astype(np.float32))
-    def run():
-        y = x
-        for i in range(n_ops // 4):
-            y = y * 1.0001
-            y = y + 0.001
-            y = y - 0.0005
-            y = y * 0.9999
-        y.sum().backward()
-        x.grad = None
-    return run
-
-
-def layer_loop():                               # as bench_autograd.layer_case
-    x = np.random.default_rng(0).standard_normal((32000, 100)).astype(np.float32)
-    t = module.tensor(x, requires_grad=True)
-    if lib == "minnet":
-        layer = dict(sigmoid=layers.Sigmoid, relu=layers.ReLU, tanh=layers.Tanh, elu=layers.ELU,
-                     gelu=lambda: layers.Activation("gelu"))[name]()
-        call = lambda: layer(t, training=True)
-    else:
-        nn = module.nn
-        layer = dict(sigmoid=nn.Sigmoid, relu=nn.ReLU, tanh=nn.Tanh, gelu=nn.GELU, elu=nn.ELU)[name]()
-        call = lambda: layer(t)
-    def run():
-        call().sum().backward()
-        t.grad = None
-    return run
-
-
-run = mlp() if name == "mlp100" else chain() if name == "chain1000" else layer_loop()
+if name == "mlp100":
+    run = W.mlp_run(module.tensor, param, F)
+elif name == "chain1000":
+    run = W.chain_run(grad_tensor)
+else:
+    run = W.layer_run(grad_tensor, call())
 for _ in range(5):
     run()
 times = []
@@ -105,7 +73,7 @@ print(json.dumps(float(np.median(times) * 1e3)))
 
 
 def measure(lib, name, threads, repeat):
-    code = CHILD.format(lib=lib, name=name, threads=threads, repeat=repeat)
+    code = CHILD.format(here=HERE, lib=lib, name=name, threads=threads, repeat=repeat)
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                          cwd=ROOT, check=True)
