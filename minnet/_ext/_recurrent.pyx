@@ -4,8 +4,8 @@ One Python-level call runs a whole sequence; the time loop is in C:
 
 * forward: per step the input projection ``XP = X_t @ W_ihᵀ`` and ``HP = h @ W_hhᵀ`` (two
   GEMMs; one GEMM over all N*T rows of X was measured slower: its (N, T, G) result came back
-  from memory step by step) and ONE fused pass over the gates (``prange`` over the batch
-  rows: biases, activations, the cell/state update, the mask);
+  from memory step by step; LSTM accumulates both onto rows holding ``b_ih + b_hh``) and ONE
+  fused pass over the gates (biases, activations, the cell/state update, the mask);
 * backward (BPTT): per step one fused pass that turns ``dh`` (and ``dc``) into the gate
   gradients ``dG`` and one GEMM ``dh_prev += dG_t @ W_hh``; after the loop the weight
   gradients are ONE GEMM (``[dW_ih | dW_hh] = dGᵀ @ [X | H_prev]``; GRU: one each), the input
@@ -32,8 +32,15 @@ recurrent part of ``dh_{t-1}`` by it and ``dW_hh`` reads ``h_{t-1} * rmask``.
 
 Masks (``uint8`` (N, T), 0 = padded): a padded step leaves ``h`` (and ``c``) unchanged
 and its gate gradients are zero; the gradient reaching it passes straight to the step
-before.  Every reduction runs in a fixed order and every GEMM is split only over its
-output rows or columns, so results do not depend on the thread count.
+before.
+
+Threads: a sample's state depends only on its own past, so from 2 threads on the forward
+and the backward's time loop cut the batch into parts of 32 samples (``_batch_parts``) and
+each thread takes whole parts through all T steps, one parallel region per sequence; one
+thread keeps the batch whole. Every reduction runs in a fixed order and every GEMM goes
+through ``_im2col.gemm_blocks``, so under ``mn.config.set_deterministic(True)`` (parts at
+every thread count, GEMMs split by shape) results do not depend on the thread count; by
+default the last bits may differ between thread counts, as for minnet's other GEMMs.
 The math, with the same symbols, is in docs/math/recurrent.md.
 """
 from cython.parallel cimport prange
