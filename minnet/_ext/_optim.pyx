@@ -18,22 +18,11 @@ from cython.parallel cimport prange
 from libc.stdint cimport int64_t
 
 from minnet._ext._blas cimport floating
+from minnet._ext._elementwise cimport BLOCK, block_len, n_blocks, team, thread_count
 
 import numpy as np
 
 from minnet._ext._validate import check_array
-
-
-# Below this many elements a thread team costs more than it saves.
-cdef int64_t _PARALLEL_MIN = 65536
-
-
-def _set_parallel_min(n):
-    """Set the size below which the kernel runs on one thread; returns the old value (tests use 0)."""
-    global _PARALLEL_MIN
-    old = _PARALLEL_MIN
-    _PARALLEL_MIN = int(n)
-    return old
 
 
 cdef extern from *:
@@ -128,20 +117,15 @@ cdef extern from *:
                              double bc2, double eps, double neg) noexcept nogil
 
 
-cdef enum:
-    _BLOCK = 16384      # elements per task
-
-
 cdef void _adam(floating* p, const floating* g, floating* m, floating* v, floating* vmax,
                 int64_t n, bint lerp_low, floating w, floating b2, floating omb2,
                 floating bc2, floating eps, floating neg_step, int n_threads) noexcept nogil:
-    # Blocks of _BLOCK elements split over the threads (elementwise: any split gives the
-    # same numbers).
-    cdef int64_t blk, start, size, n_blocks = (n + _BLOCK - 1) // _BLOCK
-    cdef int team = n_threads if n >= _PARALLEL_MIN else 1
-    for blk in prange(n_blocks, schedule="static", num_threads=team):
-        start = blk * _BLOCK
-        size = n - start if n - start < _BLOCK else _BLOCK
+    # Blocks of BLOCK elements split over the threads, as the elementwise kernels do
+    # (_elementwise.pxd); elementwise, so any split gives the same numbers.
+    cdef Py_ssize_t blk, start, size
+    for blk in prange(n_blocks(n), schedule="static", num_threads=team(n, n_threads)):
+        start = blk * BLOCK
+        size = block_len(n, start)
         if floating is float:
             minnet_adam_block_f(p + start, g + start, m + start, v + start,
                                 vmax + start if vmax != NULL else NULL, size, lerp_low, w, b2,
@@ -153,7 +137,7 @@ cdef void _adam(floating* p, const floating* g, floating* m, floating* v, floati
 
 
 def adam_step(p, g, m, v, vmax, double weight, double beta_2, double bias_correction2_sqrt,
-              double epsilon, double step_size, int n_threads=1):
+              double epsilon, double step_size, n_threads=1):
     """One Adam update of parameter ``p`` in place (``m``, ``v`` and ``vmax`` too).
 
     Args:
@@ -175,11 +159,11 @@ def adam_step(p, g, m, v, vmax, double weight, double beta_2, double bias_correc
     if p.dtype == np.float32:
         _adam_dispatch[float](p.reshape(-1), g.reshape(-1), m.reshape(-1), v.reshape(-1),
                               None if vmax is None else vmax.reshape(-1), weight, beta_2,
-                              bias_correction2_sqrt, epsilon, step_size, n_threads)
+                              bias_correction2_sqrt, epsilon, step_size, thread_count(n_threads))
     else:
         _adam_dispatch[double](p.reshape(-1), g.reshape(-1), m.reshape(-1), v.reshape(-1),
                                None if vmax is None else vmax.reshape(-1), weight, beta_2,
-                               bias_correction2_sqrt, epsilon, step_size, n_threads)
+                               bias_correction2_sqrt, epsilon, step_size, thread_count(n_threads))
 
 
 cdef _adam_dispatch(floating[::1] p, const floating[::1] g, floating[::1] m, floating[::1] v,
@@ -201,16 +185,15 @@ cdef _adam_dispatch(floating[::1] p, const floating[::1] g, floating[::1] m, flo
         pmax = &vmax[0]
     with nogil:
         _adam(&p[0], &g[0], &m[0], &v[0], pmax, n, lerp_low, w, b2, omb2, fbc2, feps, neg,
-              n_threads if n_threads > 1 else 1)
+              n_threads)
 
 
 cdef void _sgd(floating* p, const floating* g, floating* buf, int64_t n, int mode,
                bint nesterov, floating mom, floating omd, floating lr, int n_threads) noexcept nogil:
-    cdef int64_t blk, start, size, n_blocks = (n + _BLOCK - 1) // _BLOCK
-    cdef int team = n_threads if n >= _PARALLEL_MIN else 1
-    for blk in prange(n_blocks, schedule="static", num_threads=team):
-        start = blk * _BLOCK
-        size = n - start if n - start < _BLOCK else _BLOCK
+    cdef Py_ssize_t blk, start, size
+    for blk in prange(n_blocks(n), schedule="static", num_threads=team(n, n_threads)):
+        start = blk * BLOCK
+        size = block_len(n, start)
         if floating is float:
             minnet_sgd_block_f(p + start, g + start, buf + start if buf != NULL else NULL, size,
                                mode, nesterov, mom, omd, lr)
@@ -220,7 +203,7 @@ cdef void _sgd(floating* p, const floating* g, floating* buf, int64_t n, int mod
 
 
 def sgd_step(p, g, buf, double momentum, double dampening, bint nesterov, bint update_buffer,
-             double lr, int n_threads=1):
+             double lr, n_threads=1):
     """One SGD update of parameter ``p`` in place (and of the momentum buffer ``buf``).
 
     Args:
@@ -238,10 +221,10 @@ def sgd_step(p, g, buf, double momentum, double dampening, bint nesterov, bint u
     mode = 0 if buf is None or not update_buffer else (1 if dampening == 0 else 2)
     if p.dtype == np.float32:
         _sgd_dispatch[float](p.reshape(-1), g.reshape(-1), None if buf is None else buf.reshape(-1),
-                             mode, nesterov, momentum, dampening, lr, n_threads)
+                             mode, nesterov, momentum, dampening, lr, thread_count(n_threads))
     else:
         _sgd_dispatch[double](p.reshape(-1), g.reshape(-1), None if buf is None else buf.reshape(-1),
-                              mode, nesterov, momentum, dampening, lr, n_threads)
+                              mode, nesterov, momentum, dampening, lr, thread_count(n_threads))
 
 
 cdef _sgd_dispatch(floating[::1] p, const floating[::1] g, floating[::1] buf, int mode,
@@ -257,5 +240,4 @@ cdef _sgd_dispatch(floating[::1] p, const floating[::1] g, floating[::1] buf, in
     if buf is not None:
         pbuf = &buf[0]
     with nogil:
-        _sgd(&p[0], &g[0], pbuf, n, mode, nesterov, mom, omd, flr,
-             n_threads if n_threads > 1 else 1)
+        _sgd(&p[0], &g[0], pbuf, n, mode, nesterov, mom, omd, flr, n_threads)

@@ -8,10 +8,30 @@ from minnet._ext import _optim
 from minnet.optimizers import adam as adam_module
 
 
-def _run(monkeypatch, fused, dtype, amsgrad, beta_1, steps=4, shape=(37, 29), threads=1):
-    """Parameters after ``steps`` Adam updates, through the kernel or the NumPy calls."""
+# 181 x 211 = 38,191 elements: above the size that starts a thread team (PARALLEL_MIN in
+# _elementwise.pxd), in several blocks of BLOCK elements with a short last one.
+SHAPE = (181, 211)
+
+
+def _take_path(monkeypatch, module, kernel, fused):
+    """Send ``module``'s optimizer down the NumPy calls (``fused=False``), or down the kernel,
+    checking that every step reached it."""
     if not fused:
-        monkeypatch.setattr(adam_module, "fusable", lambda *a: False)
+        monkeypatch.setattr(module, "fusable", lambda *a: False)
+        return
+    real = getattr(_optim, kernel)
+
+    def counted(*args, **kwargs):
+        counted.calls += 1
+        return real(*args, **kwargs)
+    counted.calls = 0
+    monkeypatch.setattr(_optim, kernel, counted)
+    return counted
+
+
+def _run(monkeypatch, fused, dtype, amsgrad, beta_1, steps=4, shape=SHAPE, threads=1):
+    """Parameters after ``steps`` Adam updates, through the kernel or the NumPy calls."""
+    _take_path(monkeypatch, adam_module, "adam_step", fused)
     rng = np.random.default_rng(0)
     p = mn.Parameter(rng.standard_normal(shape).astype(dtype))
     opt = mn.optimizers.Adam([p], learning_rate=0.01, beta_1=beta_1, beta_2=0.99, epsilon=1e-7,
@@ -34,15 +54,14 @@ def _run(monkeypatch, fused, dtype, amsgrad, beta_1, steps=4, shape=(37, 29), th
 @pytest.mark.parametrize("amsgrad", [False, True])
 @pytest.mark.parametrize("beta_1", [0.9, 0.3])      # lerp weight below and above 0.5
 def test_fused_adam_is_the_numpy_path_bit_for_bit(monkeypatch, dtype, amsgrad, beta_1):
-    old = _optim._set_parallel_min(0)
-    try:
-        ref = _run(monkeypatch, False, dtype, amsgrad, beta_1)
-        for threads in (1, 2, 3):
-            got = _run(monkeypatch, True, dtype, amsgrad, beta_1, threads=threads)
-            for a, b in zip(got, ref):
-                np.testing.assert_array_equal(a, b)
-    finally:
-        _optim._set_parallel_min(old)
+    ref = _run(monkeypatch, False, dtype, amsgrad, beta_1)
+    monkeypatch.undo()
+    for threads in (1, 2, 3):
+        got = _run(monkeypatch, True, dtype, amsgrad, beta_1, threads=threads)
+        assert _optim.adam_step.calls == 4          # every step took the kernel
+        monkeypatch.undo()
+        for a, b in zip(got, ref):
+            np.testing.assert_array_equal(a, b)
 
 
 def test_fused_adam_is_taken_and_matches_a_plain_formula():
@@ -99,9 +118,8 @@ def test_bad_arrays_name_the_argument(bad, match):
 from minnet.optimizers import sgd as sgd_module
 
 
-def _run_sgd(monkeypatch, fused, dtype, kw, steps=4, shape=(37, 29), threads=1):
-    if not fused:
-        monkeypatch.setattr(sgd_module, "fusable", lambda *a: False)
+def _run_sgd(monkeypatch, fused, dtype, kw, steps=4, shape=SHAPE, threads=1):
+    _take_path(monkeypatch, sgd_module, "sgd_step", fused)
     rng = np.random.default_rng(2)
     p = mn.Parameter(rng.standard_normal(shape).astype(dtype))
     opt = mn.optimizers.SGD([p], learning_rate=0.03, **kw)
@@ -121,17 +139,15 @@ def _run_sgd(monkeypatch, fused, dtype, kw, steps=4, shape=(37, 29), threads=1):
 @pytest.mark.parametrize("kw", [{}, dict(momentum=0.9), dict(momentum=0.9, dampening=0.3),
                                 dict(momentum=0.8, nesterov=True)])
 def test_fused_sgd_is_the_numpy_path_bit_for_bit(monkeypatch, dtype, kw):
-    old = _optim._set_parallel_min(0)
-    try:
-        ref = _run_sgd(monkeypatch, False, dtype, kw)
+    ref = _run_sgd(monkeypatch, False, dtype, kw)
+    monkeypatch.undo()
+    for threads in (1, 2, 3):
+        got = _run_sgd(monkeypatch, True, dtype, kw, threads=threads)
+        assert _optim.sgd_step.calls == 4           # every step took the kernel
         monkeypatch.undo()
-        for threads in (1, 2, 3):
-            got = _run_sgd(monkeypatch, True, dtype, kw, threads=threads)
-            assert len(got) == len(ref)
-            for a, b in zip(got, ref):
-                np.testing.assert_array_equal(a, b)
-    finally:
-        _optim._set_parallel_min(old)
+        assert len(got) == len(ref)
+        for a, b in zip(got, ref):
+            np.testing.assert_array_equal(a, b)
 
 
 def test_sgd_step_plain_formula():
