@@ -272,6 +272,74 @@ cdef inline int _team(int64_t n_values, int n_threads) noexcept nogil:
     return n_threads if n_values >= _PARALLEL_MIN else 1
 
 
+# The per-step GEMMs of float32 sequences: the weight packed once per call, every element
+# summed in one fixed order whatever the split (_stepgemm.h).
+cdef extern from "_stepgemm.h" nogil:
+    enum:
+        MINNET_SG_INIT_C
+        MINNET_SG_INIT_BIAS
+        MINNET_SG_INIT_ZERO
+    int minnet_sg_panels(int n)
+    int64_t minnet_sg_packed_size(int K, int n)
+    void minnet_sg_pack(int K, int n, const float* W, int64_t ldw, int trans, float* Bp)
+    void minnet_sg_gemm(int M, int n, int K, const float* A, int64_t lda, const float* Bp,
+                        int init, const float* bias, float* C, int64_t ldc, int p0, int p1)
+    int minnet_sg_set_isa(int level)
+
+
+def _stepgemm_isa(int level=-1):
+    """The instruction-set copy the step GEMM runs (0 baseline, 1 AVX2+FMA, 2 AVX-512; 0
+    off x86-64); ``level >= 0`` selects that copy, capped at what this CPU runs (tests)."""
+    return minnet_sg_set_isa(level)
+
+
+def _stepgemm(A, Bfull, init="c", bias=None, C=None, bint trans=False, int n_threads=1):
+    """``C = init + A @ B`` through the packed step GEMM (tests): ``B = Bfull.T`` if
+    ``trans`` else ``Bfull``; ``init`` "c" (C's values), "bias" or "zero"."""
+    A = _contig("A", A, np.float32, A.shape)
+    Bfull = _contig("Bfull", Bfull, np.float32, Bfull.shape)
+    cdef int M = A.shape[0], K = A.shape[1]
+    cdef int n = Bfull.shape[0] if trans else Bfull.shape[1]
+    if (Bfull.shape[1] if trans else Bfull.shape[0]) != K:
+        raise ValueError(f"Invalid argument `Bfull`: expected {K} along the inner dimension. "
+                         f"Received: shape={Bfull.shape}")
+    if C is None:
+        C = np.zeros((M, n), dtype=np.float32)
+    C = _contig("C", C, np.float32, (M, n))
+    bias = _contig("bias", np.zeros(n, np.float32) if bias is None else bias, np.float32, (n,))
+    packed = np.empty(max(1, minnet_sg_packed_size(K, n)), dtype=np.float32)
+    cdef float[::1] bp = packed
+    cdef float[:, ::1] a = A, b = Bfull, c = C
+    cdef float[::1] bi = bias
+    cdef int mode = {"c": MINNET_SG_INIT_C, "bias": MINNET_SG_INIT_BIAS,
+                     "zero": MINNET_SG_INIT_ZERO}[init]
+    if M > 0 and n > 0:
+        with nogil:
+            minnet_sg_pack(K, n, &b[0, 0], b.shape[1], trans, &bp[0])
+            _step_gemm(M, n, K, &a[0, 0] if K > 0 else NULL, K, &bp[0], mode, &bi[0],
+                       &c[0, 0], n, n_threads)
+    return C
+
+
+cdef void _step_gemm(int M, int n, int K, const float* A, int64_t lda, const float* Bp,
+                     int init, const float* bias, float* C, int64_t ldc,
+                     int n_threads) noexcept nogil:
+    """C (M, n) = init + A (M, K) @ B through _stepgemm.h; threads split the column panels
+    (no thread count changes a bit: each element's sum has one order)."""
+    cdef int panels = minnet_sg_panels(n)
+    cdef int team = _team(<int64_t> M * n, n_threads)
+    cdef int t, p0, p1
+    if team > panels:
+        team = panels
+    if team <= 1:
+        minnet_sg_gemm(M, n, K, A, lda, Bp, init, bias, C, ldc, 0, panels)
+        return
+    for t in prange(team, schedule="static", num_threads=team):
+        p0 = t * panels // team
+        p1 = (t + 1) * panels // team
+        minnet_sg_gemm(M, n, K, A, lda, Bp, init, bias, C, ldc, p0, p1)
+
+
 cdef inline floating _sigmoid(floating x) noexcept nogil:
     cdef floating one = 1
     cdef floating e
@@ -311,8 +379,9 @@ cdef void _forward_rows(int mode, int n, int tt, int T, int I, int H,
                         const floating* b_ih, const floating* b_hh,
                         floating* h, floating* c,                          # INOUT (N, H)
                         floating* hprev, floating* cprev, floating* sv,    # OUT saved
-                        bint save, bint masked) noexcept nogil:
-    """Advance sample ``n`` by one step (time index ``tt``): the fused gate pass."""
+                        bint save, bint staged, bint masked) noexcept nogil:
+    """Advance sample ``n`` by one step (time index ``tt``): the fused gate pass.
+    ``staged``: the step's saved inputs were written before its GEMM (_stage_rows)."""
     cdef int G = 4 * H if mode == _LSTM else (3 * H if mode == _GRU else H)
     cdef int S = 4 * H if mode == _LSTM or mode == _GRU else H
     cdef int64_t row = <int64_t> n * T + tt
@@ -326,7 +395,7 @@ cdef void _forward_rows(int mode, int n, int tt, int T, int I, int H,
     cdef floating zero = 0
     cdef floating gi, gf, gg, go, r, z, nn, hh, pre, cnew
     cdef int j
-    if save:
+    if save and not staged:
         # the saved step inputs [x_t | h_{t-1}], side by side: dW_ih and dW_hh are then one
         # GEMM (dAᵀ @ XH) after the loop
         memcpy(hprev + row * (I + H), x + row * I, I * sizeof(floating))
@@ -399,6 +468,32 @@ cdef inline void _prefetch_step(int mode, int N, int T, int I, int H, int tt,
         minnet_prefetch_rows(y + <int64_t> tt * H, <int64_t> T * H * sz, N, H * sz)
 
 
+cdef void _stage_rows(int N, int T, int I, int H, int tt, const floating* x,
+                      const floating* h, const floating* c, floating* hprev, floating* cprev,
+                      bint save, const floating* rmask, floating* xh, int team) noexcept nogil:
+    """LSTM, before step ``tt``'s GEMM: the saved rows [x_t | h_{t-1}] and c_{t-1} (``save``)
+    and, when the GEMM cannot read those (not saving, or recurrent dropout: it reads
+    [x_t | h * m]), the same rows in the scratch ``xh`` (N, I + H)."""
+    cdef int n, j
+    cdef floating* row
+    cdef int64_t r
+    for n in prange(N, schedule="static", num_threads=team):
+        r = <int64_t> n * T + tt
+        if save:
+            row = hprev + r * (I + H)
+            memcpy(row, x + r * I, I * sizeof(floating))
+            memcpy(row + I, h + <int64_t> n * H, H * sizeof(floating))
+            memcpy(cprev + r * H, c + <int64_t> n * H, H * sizeof(floating))
+        if rmask != NULL or not save:
+            row = xh + <int64_t> n * (I + H)
+            memcpy(row, x + r * I, I * sizeof(floating))
+            if rmask == NULL:
+                memcpy(row + I, h + <int64_t> n * H, H * sizeof(floating))
+            else:
+                for j in range(H):
+                    row[I + j] = h[<int64_t> n * H + j] * rmask[<int64_t> n * H + j]
+
+
 cdef void _forward(int mode, int N, int T, int I, int H,
                    const floating* x, const floating* w_ih, const floating* w_hh,   # IN
                    const floating* b_ih, const floating* b_hh,                      # IN
@@ -408,6 +503,7 @@ cdef void _forward(int mode, int N, int T, int I, int H,
                    floating* y, bint write_seq,                                     # OUT
                    floating* hprev, floating* cprev, floating* sv, bint save,       # OUT
                    const floating* rmask, floating* hm,                             # IN, scratch
+                   const floating* wpx, const floating* wph, floating* xh,          # IN, scratch
                    int n_threads) noexcept nogil:
     cdef int G = 4 * H if mode == _LSTM else (3 * H if mode == _GRU else H)
     cdef int step, tt, n, j
@@ -421,16 +517,40 @@ cdef void _forward(int mode, int N, int T, int I, int H,
     cdef bint in_saved = mode == _LSTM and save
     cdef int64_t ldh = <int64_t> T * G if in_saved else (4 * H if mode == _GRU else G)
     cdef floating* hstep
+    # float32: the step GEMMs run on weights packed once (_stepgemm.h): wph is [W_ih | W_hh]ᵀ
+    # for LSTM (one GEMM over the step's [x_t | h_{t-1}] rows), W_hhᵀ otherwise (wpx: W_ihᵀ)
+    cdef bint packed = False
+    cdef bint staged = False
+    cdef const floating* xa
+    cdef int64_t lda
+    if floating is float:
+        packed = wph != NULL
+        staged = packed and mode == _LSTM
     if mode == _LSTM:
         for k in range(G):              # xp's first row: the summed biases b_ih + b_hh
             xp[k] = b_ih[k] + b_hh[k]
     for step in range(T):
         tt = T - 1 - step if reverse else step
         hstep = sv + <int64_t> tt * G if in_saved else hp
-        if mode == _LSTM:
-            # LSTM: both GEMMs accumulate (beta = 1) onto rows holding b_ih + b_hh, so the step's
-            # pre-activation is complete in `hstep` with no zeroing pass and no separate
-            # projection to add (benchmarks/bench_recurrent.py, LSTM(128) forward).
+        if staged:
+            # LSTM: the rows [x_t | h_{t-1}] (h * m under recurrent dropout) are the GEMM's A;
+            # when saving without dropout they are the saved rows themselves
+            _stage_rows(N, T, I, H, tt, x, h, c, hprev, cprev, save, rmask, xh, team)
+            if save and rmask == NULL:
+                xa = hprev + <int64_t> tt * (I + H)
+                lda = <int64_t> T * (I + H)
+            else:
+                xa = xh
+                lda = I + H
+            # pre-activation = (b_ih + b_hh) + [x_t | h] @ [W_ih | W_hh]ᵀ: one GEMM, straight
+            # into the saved gate rows (benchmarks/bench_recurrent.py, LSTM(128))
+            if floating is float:
+                _step_gemm(N, G, I + H, xa, lda, wph, MINNET_SG_INIT_BIAS, xp, hstep, ldh,
+                           n_threads)
+        elif mode == _LSTM:
+            # (float64) both GEMMs accumulate (beta = 1) onto rows holding b_ih + b_hh, so the
+            # step's pre-activation is complete in `hstep` with no zeroing pass and no separate
+            # projection to add.
             for n in range(N):
                 memcpy(hstep + <int64_t> n * ldh, xp, G * sizeof(floating))
             gemm_blocks(False, True, N, G, I, <floating> 1, x + <int64_t> tt * I, T * I, w_ih, I,
@@ -439,22 +559,33 @@ cdef void _forward(int mode, int N, int T, int I, int H,
             # This step's input projection XP (N, G) = X[:, tt] @ W_ihᵀ (rows T*I apart):
             # computed here rather than for all steps at once, it is still in cache when the
             # gate pass reads it (one (N*T, G) array read back step by step came from memory).
-            gemm_blocks(False, True, N, G, I, <floating> 1, x + <int64_t> tt * I, T * I, w_ih, I,
-                          <floating> 0, xp, G, n_threads)
-        if rmask != NULL:
-            # Recurrent dropout: the recurrent GEMM reads h * m (one mask per sample, fixed
-            # over time); the state update itself uses the unmasked h.
-            for k in range(<int64_t> N * H):
-                hm[k] = h[k] * rmask[k]
-        gemm_blocks(False, True, N, G, H, <floating> 1, hsrc, H, w_hh, H,
-                      <floating> (1 if mode == _LSTM else 0), hstep, <int> ldh, n_threads)
+            if packed:
+                if floating is float:
+                    _step_gemm(N, G, I, x + <int64_t> tt * I, <int64_t> T * I, wpx,
+                               MINNET_SG_INIT_ZERO, NULL, xp, G, n_threads)
+            else:
+                gemm_blocks(False, True, N, G, I, <floating> 1, x + <int64_t> tt * I, T * I,
+                            w_ih, I, <floating> 0, xp, G, n_threads)
+        if not staged:
+            if rmask != NULL:
+                # Recurrent dropout: the recurrent GEMM reads h * m (one mask per sample, fixed
+                # over time); the state update itself uses the unmasked h.
+                for k in range(<int64_t> N * H):
+                    hm[k] = h[k] * rmask[k]
+            if packed:
+                if floating is float:
+                    _step_gemm(N, G, H, hsrc, H, wph, MINNET_SG_INIT_ZERO, NULL, hstep, ldh,
+                               n_threads)
+            else:
+                gemm_blocks(False, True, N, G, H, <floating> 1, hsrc, H, w_hh, H,
+                            <floating> (1 if mode == _LSTM else 0), hstep, <int> ldh, n_threads)
         if save and step + 1 < T:
             _prefetch_step(mode, N, T, I, H, T - 2 - step if reverse else step + 1,
                            sv, hprev, cprev, y, write_seq)
         for n in prange(N, schedule="static", num_threads=team):
             masked = has_mask and mask[<int64_t> n * T + tt] == 0
             _forward_rows(mode, n, tt, T, I, H, x, xp, hstep, ldh, b_ih, b_hh, h, c, hprev, cprev, sv,
-                          save, masked)
+                          save, staged, masked)
             if write_seq:
                 memcpy(y + (<int64_t> n * T + tt) * H, h + <int64_t> n * H, H * sizeof(floating))
 
@@ -486,6 +617,7 @@ cdef void _forward_split(int mode, int N, int T, int I, int H,
                          floating* y, bint write_seq,
                          floating* hprev, floating* cprev, floating* sv, bint save,
                          const floating* rmask, floating* hm,
+                         const floating* wpx, const floating* wph, floating* xh,
                          int n_threads) noexcept nogil:
     """``_forward`` over the parts of the batch (``_batch_parts``), each part on one
     thread; one part (a small batch) runs ``_forward`` with the threads inside each step."""
@@ -495,9 +627,10 @@ cdef void _forward_split(int mode, int N, int T, int I, int H,
     cdef int parts = _batch_parts(N, G, n_threads)
     cdef int part, n0, n1
     cdef bint lstm = mode == _LSTM
+    cdef bint xh_rows = lstm and wph != NULL and (rmask != NULL or not save)   # xh is (N, I+H)
     if parts <= 1:
         _forward(mode, N, T, I, H, x, w_ih, w_hh, b_ih, b_hh, mask, has_mask, reverse, xp, hp,
-                 h, c, y, write_seq, hprev, cprev, sv, save, rmask, hm, n_threads)
+                 h, c, y, write_seq, hprev, cprev, sv, save, rmask, hm, wpx, wph, xh, n_threads)
         return
     for part in prange(parts, schedule="static", num_threads=n_threads if n_threads > 1 else 1):
         n0 = <int> (<int64_t> part * N // parts)
@@ -513,7 +646,8 @@ cdef void _forward_split(int mode, int N, int T, int I, int H,
                  cprev + (<int64_t> n0 * T * H if save and lstm else 0),
                  sv + (<int64_t> n0 * T * S if save else 0), save,
                  rmask + <int64_t> n0 * H if rmask != NULL else NULL,
-                 hm + (<int64_t> n0 * H if rmask != NULL else 0), 1)
+                 hm + (<int64_t> n0 * H if rmask != NULL else 0),
+                 wpx, wph, xh + (<int64_t> n0 * (I + H) if xh_rows else 0), 1)
 
 
 # ----------------------------------------------------------------------- backward
@@ -623,7 +757,7 @@ cdef void _backward_time(int mode, int N, int T, int I, int H, const floating* w
                          const floating* dy, bint has_dy,
                          floating* dh, floating* dc, floating* dh_next,
                          floating* dgx, floating* dgh,
-                         const floating* rmask, floating* scratch,
+                         const floating* rmask, floating* scratch, const floating* wpb,
                          int n_threads) noexcept nogil:
     """Backpropagation through time for N samples: every step's gate gradients dA (into
     dgx, and dgh for GRU) and dh_{t-1}; dh ends as dL/dh_0 (dc as dL/dc_0)."""
@@ -644,6 +778,21 @@ cdef void _backward_time(int mode, int N, int T, int I, int H, const floating* w
             _backward_rows(mode, n, tt, T, I, H, hprev, cprev, sv, dy, has_dy, cur, dc, nxt,
                            dgx, dgh, masked)
         # dh_{t-1} += dG_t (N, G) @ W_hh (G, H); a step's rows of dG are T*G apart.
+        # float32: W_hh packed once (wpb, _stepgemm.h)
+        if floating is float:
+            if wpb != NULL:
+                if rmask == NULL:
+                    _step_gemm(N, H, G, gh + <int64_t> tt * G, ld, wpb, MINNET_SG_INIT_C, NULL,
+                               nxt, H, n_threads)
+                else:
+                    _step_gemm(N, H, G, gh + <int64_t> tt * G, ld, wpb, MINNET_SG_INIT_ZERO,
+                               NULL, scratch, H, n_threads)
+                    for k in range(<int64_t> N * H):
+                        nxt[k] += scratch[k] * rmask[k]
+                tmp = cur
+                cur = nxt
+                nxt = tmp
+                continue
         if rmask == NULL:
             gemm_blocks(False, False, N, H, G, <floating> 1, gh + <int64_t> tt * G, <int> ld,
                           w_hh, H, <floating> 1, nxt, H, n_threads)
@@ -670,7 +819,7 @@ cdef void _backward(int mode, int N, int T, int I, int H,
                     floating* dx, floating* dw_ih, floating* dw_hh,                    # OUT
                     floating* db_ih, floating* db_hh, bint want_bias,                  # OUT
                     const floating* rmask, floating* scratch,                          # IN, scratch
-                    const floating* hprev_w,                                           # IN
+                    const floating* hprev_w, const floating* wpb,                      # IN
                     int n_threads) noexcept nogil:
     cdef int G = 4 * H if mode == _LSTM else (3 * H if mode == _GRU else H)
     cdef int S = 4 * H if mode == _LSTM or mode == _GRU else H
@@ -682,7 +831,7 @@ cdef void _backward(int mode, int N, int T, int I, int H,
     cdef bint lstm = mode == _LSTM, gru = mode == _GRU
     if parts <= 1:
         _backward_time(mode, N, T, I, H, w_hh, hprev, cprev, sv, mask, has_mask, reverse, dy,
-                       has_dy, dh, dc, dh_next, dgx, dgh, rmask, scratch, n_threads)
+                       has_dy, dh, dc, dh_next, dgx, dgh, rmask, scratch, wpb, n_threads)
     else:
         # As the forward (_forward_split): samples are independent through time, so each
         # thread takes whole samples through all T steps; the weight gradients below sum
@@ -700,7 +849,7 @@ cdef void _backward(int mode, int N, int T, int I, int H,
                            dh_next + <int64_t> n0 * H, dgx + <int64_t> n0 * T * G,
                            dgh + (<int64_t> n0 * T * G if gru else 0),
                            rmask + <int64_t> n0 * H if rmask != NULL else NULL,
-                           scratch + (<int64_t> n0 * H if rmask != NULL else 0), 1)
+                           scratch + (<int64_t> n0 * H if rmask != NULL else 0), wpb, 1)
     # The weight gradients of all steps: dAᵀ @ [X | H_prev], one GEMM (LSTM, RNN: the
     # input and recurrent sides share dA), then split; GRU (dA^(h) != dA): two GEMMs.
     if dw_ih != NULL:
@@ -818,12 +967,39 @@ cdef _forward_dispatch(int mode, floating[:, :, ::1] x, floating[:, ::1] w_ih,
                        floating[:, :, ::1] sv, bint save, floating[:, ::1] rmask,
                        floating[:, ::1] hm, bint has_rmask, int n_threads):
     cdef int N = x.shape[0], T = x.shape[1], I = x.shape[2], H = w_hh.shape[1]
+    cdef int G = w_hh.shape[0]
     cdef const floating* prm = &rmask[0, 0] if has_rmask else NULL
+    # float32: the weights packed once for the step GEMMs (_stepgemm.h). LSTM: [W_ih | W_hh]ᵀ
+    # (its steps are one GEMM over [x_t | h_{t-1}]) and the (N, I + H) rows it reads when
+    # they are not the saved ones; GRU/RNN: W_ihᵀ and W_hhᵀ.
+    cdef floating[::1] pk_x, pk_h
+    cdef floating[:, ::1] w_cat, xh
+    cdef const floating* wpx = NULL
+    cdef const floating* wph = NULL
+    if floating is float:
+        if mode == _LSTM:
+            w_cat = np.concatenate([w_ih, w_hh], axis=1)
+            pk_h = np.empty(minnet_sg_packed_size(I + H, G), dtype=np.float32)
+            pk_x = pk_h
+            xh = np.empty((N if has_rmask or not save else 1, I + H), dtype=np.float32)
+            with nogil:
+                minnet_sg_pack(I + H, G, &w_cat[0, 0], I + H, 1, &pk_h[0])
+        else:
+            pk_x = np.empty(max(1, minnet_sg_packed_size(I, G)), dtype=np.float32)
+            pk_h = np.empty(minnet_sg_packed_size(H, G), dtype=np.float32)
+            xh = np.empty((1, 1), dtype=np.float32)
+            with nogil:
+                minnet_sg_pack(I, G, &w_ih[0, 0], I, 1, &pk_x[0])
+                minnet_sg_pack(H, G, &w_hh[0, 0], H, 1, &pk_h[0])
+        wpx = &pk_x[0]
+        wph = &pk_h[0]
+    else:
+        xh = np.empty((1, 1), dtype=np.float64)
     with nogil:
         _forward_split(mode, N, T, I, H, &x[0, 0, 0], &w_ih[0, 0], &w_hh[0, 0], &b_ih[0], &b_hh[0],
                  &mask[0, 0], has_mask, reverse, &xp[0, 0], &hp[0, 0], &h[0, 0], &c[0, 0],
                  &y[0, 0, 0], write_seq, &hprev[0, 0, 0], &cprev[0, 0, 0], &sv[0, 0, 0], save,
-                 prm, &hm[0, 0], n_threads)
+                 prm, &hm[0, 0], wpx, wph, &xh[0, 0], n_threads)
 
 
 def recurrent_backward(int mode, x, w_ih, w_hh, hprev, cprev, saved, mask, bint reverse,
@@ -933,13 +1109,21 @@ cdef _backward_dispatch(int mode, floating[:, ::1] dw_cat, floating[:, ::1] w_ih
     cdef floating* pw_hh = _ptr2(dw_hh)
     cdef floating* pb_ih = NULL if db_ih is None else &db_ih[0]
     cdef floating* pb_hh = NULL if db_hh is None else &db_hh[0]
+    cdef int G = w_hh.shape[0]
+    cdef floating[::1] pk
+    cdef const floating* wpb = NULL
+    if floating is float:      # W_hh packed once for the step GEMMs (_stepgemm.h)
+        pk = np.empty(minnet_sg_packed_size(G, H), dtype=np.float32)
+        with nogil:
+            minnet_sg_pack(G, H, &w_hh[0, 0], H, 0, &pk[0])
+        wpb = &pk[0]
     with nogil:
         _backward(mode, N, T, I, H, &dw_cat[0, 0], &w_ih[0, 0], &w_hh[0, 0], &hprev[0, 0, 0],
                   &cprev[0, 0, 0], &sv[0, 0, 0], &mask[0, 0], has_mask, reverse,
                   &dy[0, 0, 0], has_dy, &dh[0, 0], &dc[0, 0], &dh_next[0, 0],
                   &dgx[0, 0, 0], &dgh[0, 0, 0], pdx, pw_ih, pw_hh, pb_ih, pb_hh, want_bias,
                   &rmask[0, 0] if has_rmask else NULL, &scratch[0, 0], &hprev_w[0, 0, 0],
-                  n_threads)
+                  wpb, n_threads)
 
 
 # ----------------------------------------------------------------------- embedding

@@ -1,0 +1,121 @@
+"""_stepgemm.h, the recurrent layers' per-step GEMM on a weight packed once: against a float64
+NumPy product, for every instruction-set copy this CPU runs, and bit-identical however the
+rows or the column panels are split (the property the batch parts and threads rely on)."""
+import numpy as np
+import pytest
+
+from minnet._ext import _recurrent as R
+
+BEST_ISA = R._stepgemm_isa(99)      # the best copy this CPU runs (capped); restored below
+ISAS = list(range(BEST_ISA + 1))
+
+
+@pytest.fixture(autouse=True)
+def restore_isa_and_threads():
+    old = R._set_parallel_min(0)      # small products still take the threaded path
+    yield
+    R._stepgemm_isa(BEST_ISA)
+    R._set_parallel_min(old)
+
+
+def reference(a, b, init, bias, c):
+    start = {"c": c, "bias": np.broadcast_to(bias, c.shape), "zero": np.zeros_like(c)}[init]
+    return start.astype(np.float64) + a.astype(np.float64) @ b.astype(np.float64)
+
+
+def operands(rng, m, n, k, trans):
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((n, k) if trans else (k, n)).astype(np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
+    c = rng.standard_normal((m, n)).astype(np.float32)
+    return a, b, bias, c
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("m, n, k", [(1, 1, 1), (3, 5, 7), (8, 32, 16), (9, 33, 64),
+                                     (13, 100, 130), (37, 40, 30), (64, 512, 192),
+                                     (6, 64, 0), (7, 31, 3)])
+@pytest.mark.parametrize("init", ["c", "bias", "zero"])
+@pytest.mark.parametrize("trans", [False, True])
+def test_matches_a_float64_product(isa, m, n, k, init, trans):
+    R._stepgemm_isa(isa)
+    rng = np.random.default_rng(m * 1000 + n * 10 + k)
+    a, b, bias, c = operands(rng, m, n, k, trans)
+    out = R._stepgemm(a, b, init, bias, c.copy(), trans=trans)
+    expected = reference(a, b.T if trans else b, init, bias, c)
+    # float32 sums of k products: error about k * eps * |terms|
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=2e-6 * max(k, 1) ** 0.5 * 4)
+
+
+@pytest.mark.parametrize("isa", ISAS)
+def test_splitting_rows_or_panels_does_not_change_a_bit(isa):
+    R._stepgemm_isa(isa)
+    rng = np.random.default_rng(3)
+    a, b, bias, c = operands(rng, 37, 200, 75, True)
+    whole = R._stepgemm(a, b, "bias", bias, c.copy(), trans=True)
+    # each row alone: tiles of 1 row instead of the full tiles
+    rows = np.concatenate([R._stepgemm(a[i:i + 1], b, "bias", bias, c[i:i + 1].copy(),
+                                       trans=True) for i in range(37)])
+    np.testing.assert_array_equal(rows, whole)
+    # the column panels shared among threads
+    for threads in (2, 3, 7):
+        np.testing.assert_array_equal(
+            R._stepgemm(a, b, "bias", bias, c.copy(), trans=True, n_threads=threads), whole)
+    # columns 0..63 alone (two whole panels) are the first columns of the whole product
+    np.testing.assert_array_equal(
+        R._stepgemm(a, b[:64], "bias", bias[:64], c[:, :64].copy(), trans=True), whole[:, :64])
+
+
+def test_accumulates_onto_c_and_leaves_other_memory_alone():
+    rng = np.random.default_rng(4)
+    a, b, _, _ = operands(rng, 5, 33, 9, False)
+    big = rng.standard_normal((5, 40)).astype(np.float32)
+    c = big[:, :33].copy()
+    out = R._stepgemm(a, b, "c", None, c)
+    assert out is c
+    np.testing.assert_allclose(out, big[:, :33] + a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_nan_and_inf_propagate_like_a_product():
+    a = np.ones((3, 4), np.float32)
+    a[1, 2] = np.nan
+    a[2, 0] = np.inf
+    b = np.ones((4, 5), np.float32)
+    out = R._stepgemm(a, b, "zero")
+    assert np.all(out[0] == 4)
+    assert np.all(np.isnan(out[1]))
+    assert np.all(np.isposinf(out[2]))
+
+
+def test_bad_operands_raise():
+    a = np.ones((3, 4), np.float32)
+    with pytest.raises(ValueError, match="Bfull"):
+        R._stepgemm(a, np.ones((5, 5), np.float32))
+    with pytest.raises(ValueError, match="`A`"):
+        R._stepgemm(a.astype(np.float64), np.ones((4, 5), np.float32))
+
+
+@pytest.mark.parametrize("mode", [R.LSTM, R.GRU, R.RNN_TANH])
+def test_float32_time_loop_is_bit_identical_for_any_thread_count_by_default(mode):
+    # The time loop's GEMMs are this kernel and its gate passes are per sample, so the
+    # outputs, final states and dL/dh_0 do not change with the thread count even without
+    # mn.config.set_deterministic (the weight and input gradients, OpenBLAS GEMMs split by
+    # threads, may differ in the last bits there).
+    rng = np.random.default_rng(11)
+    n, t, i, hid = 70, 6, 9, 40
+    g = R.gates_per_cell(mode) * hid
+    x = rng.standard_normal((n, t, i)).astype(np.float32)
+    w_ih = (0.3 * rng.standard_normal((g, i))).astype(np.float32)
+    w_hh = (0.3 * rng.standard_normal((g, hid))).astype(np.float32)
+    b_ih, b_hh = (0.1 * rng.standard_normal((2, g))).astype(np.float32)
+    gy = rng.standard_normal((n, t, hid)).astype(np.float32)
+    results = []
+    for threads in (1, 2, 3):
+        fwd = R.recurrent_forward(mode, x, w_ih, w_hh, b_ih, b_hh, None, None, None, False, True,
+                                  True, threads)
+        bwd = R.recurrent_backward(mode, x, w_ih, w_hh, fwd[3], fwd[4], fwd[5], None, False, gy,
+                                   None, None, n_threads=threads)
+        results.append([fwd[0], fwd[1], bwd[5]])
+    for other in results[1:]:
+        for a, b in zip(results[0], other):
+            np.testing.assert_array_equal(a, b)
