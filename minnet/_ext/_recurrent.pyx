@@ -145,12 +145,36 @@ cdef extern from *:
         minnet_tanh_inplace(out, H);
     }
 
-    static void minnet_lstm_bwd_row_f(const float *s, const float *cp, const float *dh,
+    /* The same, writing each gate's gradient over the gate itself (backward's last use of
+     * the saved gates: recurrent_backward(reuse_saved=True)). Separate from the function
+     * above because its restrict pointers promise that inputs and outputs never overlap. */
+    MINNET_FAST_CLONES __attribute__((noinline))
+    static void minnet_lstm_bwd_body_inplace(float *restrict gi, float *restrict gf,
+                                             float *restrict gg, float *restrict go,
+                                             const float *restrict cp, const float *restrict dh,
+                                             const float *restrict dy, const float *restrict tc,
+                                             float *restrict dc, int H) {
+        for (int j = 0; j < H; j++) {
+            float i = gi[j], f = gf[j], g = gg[j], o = go[j];
+            float d = dh[j] + dy[j];
+            float dcj = dc[j] + d * o * (1.0f - tc[j] * tc[j]);
+            gi[j] = dcj * g * i * (1.0f - i);
+            gf[j] = dcj * cp[j] * f * (1.0f - f);
+            gg[j] = dcj * i * (1.0f - g * g);
+            go[j] = d * tc[j] * o * (1.0f - o);
+            dc[j] = dcj * f;
+        }
+    }
+
+    static void minnet_lstm_bwd_row_f(float *s, const float *cp, const float *dh,
                                       const float *dy, float *dc, float *gx, float *dnext,
                                       int H) {
         minnet_lstm_cell_tanh(s, s + H, s + 2 * H, cp, dnext, H);   /* tanh(c_t), recomputed */
-        minnet_lstm_bwd_body(s, s + H, s + 2 * H, s + 3 * H, cp, dh, dy, dnext, dc,
-                             gx, gx + H, gx + 2 * H, gx + 3 * H, H);
+        if (gx == s)
+            minnet_lstm_bwd_body_inplace(s, s + H, s + 2 * H, s + 3 * H, cp, dh, dy, dnext, dc, H);
+        else
+            minnet_lstm_bwd_body(s, s + H, s + 2 * H, s + 3 * H, cp, dh, dy, dnext, dc,
+                                 gx, gx + H, gx + 2 * H, gx + 3 * H, H);
         memset(dnext, 0, (size_t)H * sizeof(float));
     }
 
@@ -230,7 +254,7 @@ cdef extern from *:
     """
     void minnet_lstm_fwd_row_f(float* hr, float* h, float* c, float* s, int save, int H) noexcept nogil
     void minnet_prefetch_rows(const void* base, int64_t stride, int rows, int64_t bytes) noexcept nogil
-    void minnet_lstm_bwd_row_f(const float* s, const float* cp, const float* dh,
+    void minnet_lstm_bwd_row_f(float* s, const float* cp, const float* dh,
                                const float* dy, float* dc, float* gx, float* dnext,
                                int H) noexcept nogil
     void minnet_gru_fwd_row_f(const float* xr, float* hr, const float* bi,
@@ -683,7 +707,7 @@ cdef void _backward_rows(int mode, int n, int tt, int T, int I, int H,
         return
     if floating is float:
         if mode == _LSTM:
-            minnet_lstm_bwd_row_f(s, cp, dhr, dyr, dcr, gx, dnext, H)
+            minnet_lstm_bwd_row_f(<float*> s, cp, dhr, dyr, dcr, gx, dnext, H)   # gx may be s
             return
         if mode == _GRU:
             minnet_gru_bwd_row_f(s, hp, dhr, dyr, gx, gh, dnext, H)
@@ -1004,7 +1028,7 @@ cdef _forward_dispatch(int mode, floating[:, :, ::1] x, floating[:, ::1] w_ih,
 
 def recurrent_backward(int mode, x, w_ih, w_hh, hprev, cprev, saved, mask, bint reverse,
                        dy, dh_n, dc_n, bint want_x=True, bint want_weights=True,
-                       bint want_bias=True, int n_threads=1, rmask=None):
+                       bint want_bias=True, int n_threads=1, rmask=None, bint reuse_saved=False):
     """Backpropagation through time for ``recurrent_forward``'s saved arrays.
 
     Args:
@@ -1013,6 +1037,9 @@ def recurrent_backward(int mode, x, w_ih, w_hh, hprev, cprev, saved, mask, bint 
         dy: (N, T, H) gradient of the output sequence, or None.
         dh_n, dc_n: (N, H) gradients of the final states, or None.
         rmask: the recurrent dropout mask forward used, or None.
+        reuse_saved: this is the last use of ``saved`` (the autograd graph is not retained):
+            LSTM and RNN write each step's gate gradients over its saved gates (same shape)
+            instead of a new (N, T, G) array; ``saved`` is garbage afterwards.
 
     Returns:
         ``(dx, dw_ih, dw_hh, db_ih, db_hh, dh0, dc0)``; entries not asked for are None
@@ -1049,7 +1076,11 @@ def recurrent_backward(int mode, x, w_ih, w_hh, hprev, cprev, saved, mask, bint 
     if is_lstm and dc_n is not None:
         dc[...] = dc_n
     dh_next = np.empty((N, H), dtype=dtype)
-    dgx = np.empty((N, T, G), dtype=dtype)
+    # LSTM/RNN: the gate gradients have the saved gates' shape, and step t's are computed
+    # from step t's saved row alone, so on the last use they can overwrite it: one (N, T, G)
+    # array less to allocate (and to fault in), written where the pass just read.
+    dgx = saved if reuse_saved and S == G and saved.flags.writeable else \
+        np.empty((N, T, G), dtype=dtype)
     dgh = np.empty((N, T, G) if mode == _GRU else (1, 1, 1), dtype=dtype)
     dx = np.empty((N, T, I), dtype=dtype) if want_x else None
     dw_ih = np.empty((G, I), dtype=dtype) if want_weights else None

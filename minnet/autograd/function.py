@@ -75,6 +75,10 @@ class Context:
     _graph_saved = None
     needs_input_grad = ()
     non_differentiable = ()
+    # True while backward runs for the last time through this ctx (no retain_graph): the
+    # saved arrays are dropped right after, so a backward may overwrite them as scratch
+    # (the recurrent kernels write the gate gradients over the saved gates).
+    last_use = False
 
     def save_for_backward(self, *arrays):
         """Keep ``arrays`` (ndarrays or None) for backward; checked for in-place changes."""
@@ -797,6 +801,8 @@ def run_backward(tensors, grad_tensors, retain_graph=False, create_graph=False, 
                 input_grads = node.apply_graph(grads)
                 raw = incoming = ()
             else:
+                if not retain_graph and not node.ctx._released:
+                    node.ctx.last_use = True
                 input_grads, raw, incoming = node.apply(grads)
                 if node.fn_cls._user:
                     raw = None        # a user's backward may return arrays it keeps: never own them

@@ -66,7 +66,7 @@ class Recurrent(Function):
             mode, None, weight_ih, weight_hh, hprev, cprev, saved, ctx.mask, ctx.reverse, dy,
             dh_n, dc_n, want_x=needs[0], want_weights=needs[1] or needs[2],
             want_bias=ctx.has_bias and (needs[3] or needs[4]), n_threads=get_num_threads(),
-            rmask=ctx.recurrent_mask)
+            rmask=ctx.recurrent_mask, reuse_saved=ctx.last_use)
         return (dx, dw_ih if needs[1] else None, dw_hh if needs[2] else None,
                 db_ih if needs[3] else None, db_hh if needs[4] else None,
                 dh0 if needs[5] else None, dc0 if needs[6] else None)

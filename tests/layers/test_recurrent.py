@@ -309,3 +309,28 @@ def test_sequential_fit_learns_a_sequence_task():
                   metrics=["accuracy"])
     history = model.fit(x, y, batch_size=32, epochs=15, verbose=0)
     assert history.history["accuracy"][-1] > 0.9
+
+
+@pytest.mark.parametrize("cls", [layers.LSTM, layers.SimpleRNN, layers.GRU])
+def test_backward_twice_with_retain_graph_and_once_without(cls):
+    # Without retain_graph the kernel writes the gate gradients over the saved gates (their
+    # last use); with it the saved gates must survive for the second backward.
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((5, 6, 3)).astype(np.float32)
+    mn.manual_seed(1)
+    layer = cls(4, return_sequences=True)
+    layer(x)
+    xt = mn.tensor(x, requires_grad=True)
+    y = layer(xt, training=True)
+    g = rng.standard_normal(y.shape).astype(np.float32)
+    y.backward(g, retain_graph=True)
+    first = [np.array(p.grad) for p in layer.parameters()] + [np.array(xt.grad)]
+    for p in layer.parameters():
+        p.grad = None
+    xt.grad = None
+    y.backward(g)
+    second = [np.array(p.grad) for p in layer.parameters()] + [np.array(xt.grad)]
+    for a, b in zip(first, second):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(RuntimeError, match="retain_graph"):
+        y.backward(g)
