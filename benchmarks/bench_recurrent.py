@@ -38,6 +38,10 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+try:
+    import resource  # noqa: E402  (Unix: page-fault counts)
+except ImportError:
+    resource = None
 import time  # noqa: E402
 
 from _common import median_ms, write_results  # noqa: E402
@@ -148,6 +152,18 @@ def fit_torch(torch, x, y):
     return epoch
 
 
+def page_faults_per_call(fn, calls=10):
+    """Minor page faults of the process per ``fn()`` (memory the C library gave back to the
+    kernel and had to fault in, zeroed, again: a cost outside either framework's kernels)."""
+    if resource is None:
+        return None
+    fn()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(calls):
+        fn()
+    return round((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / calls, 1)
+
+
 def thread_median_ms(fn, repeat, warmup=1):
     """Median CPU time of the calling thread for ``fn()`` in milliseconds."""
     for _ in range(warmup):
@@ -247,6 +263,7 @@ def main():
                 t_ours.append(median_ms(ours, max(1, args.repeat // args.rounds), warmup=1))
                 t_theirs.append(median_ms(theirs, max(1, args.repeat // args.rounds), warmup=1))
             ms_ours, ms_theirs = float(np.median(t_ours)), float(np.median(t_theirs))
+            faults = [page_faults_per_call(fn) for fn in (ours, theirs)]
             row = {"workload": f"{kind.upper()}({H}) fwd+bwd {N}x{T}x{I}", "threads": threads,
                    "minnet_ms": round(ms_ours, 2), "torch_ms": round(ms_theirs, 2),
                    "ratio_torch_over_minnet": round(ms_theirs / ms_ours, 2),
@@ -254,6 +271,7 @@ def main():
                    "torch_ms_spread": [round(min(t_theirs), 2), round(max(t_theirs), 2)],
                    "round_ratios": [round(b / a, 2) for a, b in zip(t_ours, t_theirs)],
                    "load_before_after": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+                   "minnet_page_faults_per_call": faults[0], "torch_page_faults_per_call": faults[1],
                    "minnet_saved_bytes_per_step": minnet_saved_bytes(layer, x) // T,
                    "torch_saved_bytes_per_step": torch_saved_bytes(torch, module, x) // T}
             rows.append(row)

@@ -958,9 +958,19 @@ def recurrent_forward(int mode, x, w_ih, w_hh, b_ih, b_hh, h0, c0, mask, bint re
         mask = np.ones((1, 1), dtype=np.uint8)
     S = saved_per_step(mode) * H
     y = np.empty((N, T, H), dtype=dtype) if write_seq else np.empty((1, 1, 1), dtype=dtype)
-    hprev = np.empty((N, T, I + H), dtype=dtype) if save else np.empty((1, 1, 1), dtype=dtype)
-    cprev = np.empty((N, T, H), dtype=dtype) if save and is_lstm else np.empty((1, 1, 1), dtype=dtype)
-    sv = np.empty((N, T, S), dtype=dtype) if save else np.empty((1, 1, 1), dtype=dtype)
+    if save:
+        # What backward needs, as three views of ONE block: one allocation instead of three,
+        # and, being the largest block a step frees, it lifts glibc's dynamic mmap/trim
+        # thresholds above a step's other buffers, so they stay in the heap instead of being
+        # returned to the kernel and faulted in again next step (benchmarks/bench_recurrent.py
+        # counts the page faults per step).
+        block = np.empty(N * T * ((I + H) + (H if is_lstm else 0) + S), dtype=dtype)
+        hprev = block[:N * T * (I + H)].reshape(N, T, I + H)
+        rest = block[N * T * (I + H):]
+        cprev = rest[:N * T * H].reshape(N, T, H) if is_lstm else np.empty((1, 1, 1), dtype=dtype)
+        sv = rest[(N * T * H if is_lstm else 0):].reshape(N, T, S)
+    else:
+        hprev = cprev = sv = np.empty((1, 1, 1), dtype=dtype)
     xp = np.empty((N, G), dtype=dtype)
     hp = np.empty((N, 4 * H if mode == GRU else G), dtype=dtype)   # GRU rows: H of scratch
     has_rmask = rmask is not None
@@ -1079,9 +1089,14 @@ def recurrent_backward(int mode, x, w_ih, w_hh, hprev, cprev, saved, mask, bint 
     # LSTM/RNN: the gate gradients have the saved gates' shape, and step t's are computed
     # from step t's saved row alone, so on the last use they can overwrite it: one (N, T, G)
     # array less to allocate (and to fault in), written where the pass just read.
-    dgx = saved if reuse_saved and S == G and saved.flags.writeable else \
-        np.empty((N, T, G), dtype=dtype)
-    dgh = np.empty((N, T, G) if mode == _GRU else (1, 1, 1), dtype=dtype)
+    if mode == _GRU:    # dA and dA^(h) as two views of one block (see recurrent_forward)
+        block = np.empty(2 * N * T * G, dtype=dtype)
+        dgx = block[:N * T * G].reshape(N, T, G)
+        dgh = block[N * T * G:].reshape(N, T, G)
+    else:
+        dgx = saved if reuse_saved and S == G and saved.flags.writeable else \
+            np.empty((N, T, G), dtype=dtype)
+        dgh = np.empty((1, 1, 1), dtype=dtype)
     dx = np.empty((N, T, I), dtype=dtype) if want_x else None
     dw_ih = np.empty((G, I), dtype=dtype) if want_weights else None
     dw_hh = np.empty((G, H), dtype=dtype) if want_weights else None
