@@ -2,14 +2,23 @@
 
 One Python-level call runs a whole sequence; the time loop is in C:
 
-* forward: per step the input projection ``XP = X_t @ W_ihᵀ`` and ``HP = h @ W_hhᵀ`` (two
-  GEMMs; one GEMM over all N*T rows of X was measured slower: its (N, T, G) result came back
-  from memory step by step; LSTM accumulates both onto rows holding ``b_ih + b_hh``) and ONE
-  fused pass over the gates (biases, activations, the cell/state update, the mask);
+* forward: per step the pre-activations and ONE fused pass over the gates (biases,
+  activations, the cell/state update, the mask). float32: LSTM computes a step as ONE GEMM
+  ``(b_ih + b_hh) + [x_t | h_{t-1}] @ [W_ih | W_hh]ᵀ`` over the rows it saves for backward
+  anyway, GRU/RNN as ``x_t @ W_ihᵀ`` and ``h @ W_hhᵀ``, all on weights packed once per call
+  (``_stepgemm.h``: a BLAS call re-packs its operands at every step). float64: the same
+  products through BLAS (LSTM accumulating both onto rows holding ``b_ih + b_hh``). One GEMM
+  over all N*T rows of X first was measured slower: its (N, T, G) result came back from
+  memory step by step;
 * backward (BPTT): per step one fused pass that turns ``dh`` (and ``dc``) into the gate
-  gradients ``dG`` and one GEMM ``dh_prev += dG_t @ W_hh``; after the loop the weight
-  gradients are ONE GEMM (``[dW_ih | dW_hh] = dGᵀ @ [X | H_prev]``; GRU: one each), the input
-  gradient one GEMM (``dX = dG @ W_ih``) and the bias gradients fixed-order column sums.
+  gradients ``dG`` and one GEMM ``dh_prev += dG_t @ W_hh`` (float32: ``_stepgemm.h``, W_hh
+  packed once; also ``dx_t = dG_t @ W_ih`` while ``dG_t`` is in cache: 17.3-19.1 ms against
+  17.8-19.8 ms for one GEMM after the loop, LSTM(128) fwd+bwd, 1 thread, 4 alternating runs
+  of 60); after the loop the weight gradients are ONE GEMM
+  (``[dW_ih | dW_hh] = dGᵀ @ [X | H_prev]``; GRU: one each), float64's input gradient one
+  GEMM (``dX = dG @ W_ih``) and the bias gradients fixed-order column sums. On the saved arrays'
+  last use (``reuse_saved``: the autograd graph is not retained) LSTM and RNN write ``dG``
+  over the saved gates.
 
 All arrays are batch-major, ``(N, T, ...)``: a step's rows are strided (row stride
 ``T * width``), which BLAS reads directly, so nothing is ever transposed.
@@ -37,10 +46,13 @@ before.
 Threads: a sample's state depends only on its own past, so from 2 threads on the forward
 and the backward's time loop cut the batch into parts of 32 samples (``_batch_parts``) and
 each thread takes whole parts through all T steps, one parallel region per sequence; one
-thread keeps the batch whole. Every reduction runs in a fixed order and every GEMM goes
-through ``_im2col.gemm_blocks``, so under ``mn.config.set_deterministic(True)`` (parts at
-every thread count, GEMMs split by shape) results do not depend on the thread count; by
-default the last bits may differ between thread counts, as for minnet's other GEMMs.
+thread keeps the batch whole. Every reduction runs in a fixed order. float32's step GEMMs
+give every element the same sum however the rows or columns are split, so the float32 time
+loop (outputs, final states, dL/dh_0) is bit-identical for any thread count; the GEMMs after
+the loop (and all of float64's) go through ``_im2col.gemm_blocks``, so under
+``mn.config.set_deterministic(True)`` (parts at every thread count, GEMMs split by shape)
+every result is, and by default their last bits may differ between thread counts, as for
+minnet's other GEMMs.
 The math, with the same symbols, is in docs/math/recurrent.md.
 """
 from cython.parallel cimport prange
@@ -624,8 +636,8 @@ cdef inline int _batch_parts(int N, int G, int n_threads) noexcept nogil:
     # synchronisation between steps (one parallel region, not three per step). Parts of
     # _PART_ROWS samples, a function of the shape alone: every sample gets the same
     # arithmetic (each part's GEMMs have the same shapes) whatever the thread count. At one
-    # thread the batch stays whole (each step's GEMM packs W once, not once per part:
-    # benchmarks/bench_recurrent.py, LSTM(128) at 1 thread), except under
+    # thread the batch stays whole (float64's BLAS GEMMs pack W once per step, not once per
+    # part: benchmarks/bench_recurrent.py, LSTM(128) at 1 thread), except under
     # mn.config.set_deterministic(True), which keeps the parts so that 1 thread gives the
     # same bits as any other count.
     if <int64_t> N * G < _PARALLEL_MIN or (n_threads <= 1 and not deterministic_mode()):
@@ -782,9 +794,12 @@ cdef void _backward_time(int mode, int N, int T, int I, int H, const floating* w
                          floating* dh, floating* dc, floating* dh_next,
                          floating* dgx, floating* dgh,
                          const floating* rmask, floating* scratch, const floating* wpb,
+                         const floating* wpx, floating* dx,
                          int n_threads) noexcept nogil:
     """Backpropagation through time for N samples: every step's gate gradients dA (into
-    dgx, and dgh for GRU) and dh_{t-1}; dh ends as dL/dh_0 (dc as dL/dc_0)."""
+    dgx, and dgh for GRU) and dh_{t-1}; dh ends as dL/dh_0 (dc as dL/dc_0). With ``wpx``
+    (float32: W_ih packed) also each step's input gradient dx_t = dA_t @ W_ih, while dA_t is
+    in cache."""
     cdef int G = 4 * H if mode == _LSTM else (3 * H if mode == _GRU else H)
     cdef int step, tt, n
     cdef int team = _team(<int64_t> N * G, n_threads)
@@ -804,6 +819,9 @@ cdef void _backward_time(int mode, int N, int T, int I, int H, const floating* w
         # dh_{t-1} += dG_t (N, G) @ W_hh (G, H); a step's rows of dG are T*G apart.
         # float32: W_hh packed once (wpb, _stepgemm.h)
         if floating is float:
+            if wpx != NULL:
+                _step_gemm(N, I, G, dgx + <int64_t> tt * G, ld, wpx, MINNET_SG_INIT_ZERO, NULL,
+                           dx + <int64_t> tt * I, <int64_t> T * I, n_threads)
             if wpb != NULL:
                 if rmask == NULL:
                     _step_gemm(N, H, G, gh + <int64_t> tt * G, ld, wpb, MINNET_SG_INIT_C, NULL,
@@ -844,6 +862,7 @@ cdef void _backward(int mode, int N, int T, int I, int H,
                     floating* db_ih, floating* db_hh, bint want_bias,                  # OUT
                     const floating* rmask, floating* scratch,                          # IN, scratch
                     const floating* hprev_w, const floating* wpb,                      # IN
+                    const floating* wpx,                                               # IN
                     int n_threads) noexcept nogil:
     cdef int G = 4 * H if mode == _LSTM else (3 * H if mode == _GRU else H)
     cdef int S = 4 * H if mode == _LSTM or mode == _GRU else H
@@ -855,7 +874,8 @@ cdef void _backward(int mode, int N, int T, int I, int H,
     cdef bint lstm = mode == _LSTM, gru = mode == _GRU
     if parts <= 1:
         _backward_time(mode, N, T, I, H, w_hh, hprev, cprev, sv, mask, has_mask, reverse, dy,
-                       has_dy, dh, dc, dh_next, dgx, dgh, rmask, scratch, wpb, n_threads)
+                       has_dy, dh, dc, dh_next, dgx, dgh, rmask, scratch, wpb,
+                       wpx if dx != NULL else NULL, dx, n_threads)
     else:
         # As the forward (_forward_split): samples are independent through time, so each
         # thread takes whole samples through all T steps; the weight gradients below sum
@@ -873,7 +893,9 @@ cdef void _backward(int mode, int N, int T, int I, int H,
                            dh_next + <int64_t> n0 * H, dgx + <int64_t> n0 * T * G,
                            dgh + (<int64_t> n0 * T * G if gru else 0),
                            rmask + <int64_t> n0 * H if rmask != NULL else NULL,
-                           scratch + (<int64_t> n0 * H if rmask != NULL else 0), wpb, 1)
+                           scratch + (<int64_t> n0 * H if rmask != NULL else 0), wpb,
+                           wpx if dx != NULL else NULL,
+                           dx + (<int64_t> n0 * T * I if dx != NULL else 0), 1)
     # The weight gradients of all steps: dAᵀ @ [X | H_prev], one GEMM (LSTM, RNN: the
     # input and recurrent sides share dA), then split; GRU (dA^(h) != dA): two GEMMs.
     if dw_ih != NULL:
@@ -888,7 +910,7 @@ cdef void _backward(int mode, int N, int T, int I, int H,
             for k in range(G):
                 memcpy(dw_ih + k * I, dw_cat + k * (I + H), I * sizeof(floating))
                 memcpy(dw_hh + k * H, dw_cat + k * (I + H) + I, H * sizeof(floating))
-    if dx != NULL:
+    if dx != NULL and wpx == NULL:      # (float32: computed step by step above)
         gemm_blocks(False, False, <int> rows, I, G, <floating> 1, dgx, G, w_ih, I,
                       <floating> 0, dx, I, n_threads)
     if want_bias:
@@ -1156,20 +1178,26 @@ cdef _backward_dispatch(int mode, floating[:, ::1] dw_cat, floating[:, ::1] w_ih
     cdef floating* pb_ih = NULL if db_ih is None else &db_ih[0]
     cdef floating* pb_hh = NULL if db_hh is None else &db_hh[0]
     cdef int G = w_hh.shape[0]
-    cdef floating[::1] pk
+    cdef floating[::1] pk, pkx
     cdef const floating* wpb = NULL
-    if floating is float:      # W_hh packed once for the step GEMMs (_stepgemm.h)
+    cdef const floating* wpx = NULL
+    if floating is float:      # W_hh (and W_ih) packed once for the step GEMMs (_stepgemm.h)
         pk = np.empty(minnet_sg_packed_size(G, H), dtype=np.float32)
         with nogil:
             minnet_sg_pack(G, H, &w_hh[0, 0], H, 0, &pk[0])
         wpb = &pk[0]
+        if dx is not None:
+            pkx = np.empty(max(1, minnet_sg_packed_size(G, I)), dtype=np.float32)
+            with nogil:
+                minnet_sg_pack(G, I, &w_ih[0, 0], I, 0, &pkx[0])
+            wpx = &pkx[0]
     with nogil:
         _backward(mode, N, T, I, H, &dw_cat[0, 0], &w_ih[0, 0], &w_hh[0, 0], &hprev[0, 0, 0],
                   &cprev[0, 0, 0], &sv[0, 0, 0], &mask[0, 0], has_mask, reverse,
                   &dy[0, 0, 0], has_dy, &dh[0, 0], &dc[0, 0], &dh_next[0, 0],
                   &dgx[0, 0, 0], &dgh[0, 0, 0], pdx, pw_ih, pw_hh, pb_ih, pb_hh, want_bias,
                   &rmask[0, 0] if has_rmask else NULL, &scratch[0, 0], &hprev_w[0, 0, 0],
-                  wpb, n_threads)
+                  wpb, wpx, n_threads)
 
 
 # ----------------------------------------------------------------------- embedding
