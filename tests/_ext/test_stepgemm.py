@@ -98,8 +98,8 @@ def test_bad_operands_raise():
 @pytest.mark.parametrize("mode", [R.LSTM, R.GRU, R.RNN_TANH])
 def test_float32_time_loop_is_bit_identical_for_any_thread_count_by_default(mode):
     # The time loop's GEMMs are this kernel and its gate passes are per sample, so the
-    # outputs, final states and dL/dh_0 do not change with the thread count even without
-    # mn.config.set_deterministic (the weight and input gradients, OpenBLAS GEMMs split by
+    # outputs, final states, dL/dx and dL/dh_0 do not change with the thread count even
+    # without mn.config.set_deterministic (the weight gradients, OpenBLAS GEMMs split by
     # threads, may differ in the last bits there).
     rng = np.random.default_rng(11)
     n, t, i, hid = 70, 6, 9, 40
@@ -115,7 +115,7 @@ def test_float32_time_loop_is_bit_identical_for_any_thread_count_by_default(mode
                                   True, threads)
         bwd = R.recurrent_backward(mode, x, w_ih, w_hh, fwd[3], fwd[4], fwd[5], None, False, gy,
                                    None, None, n_threads=threads)
-        results.append([fwd[0], fwd[1], bwd[5]])
+        results.append([fwd[0], fwd[1], bwd[0], bwd[5]])
     for other in results[1:]:
         for a, b in zip(results[0], other):
             np.testing.assert_array_equal(a, b)
