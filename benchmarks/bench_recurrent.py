@@ -16,7 +16,9 @@
 ``--gemms`` prints instead where an LSTM(128) step's GEMMs go: each GEMM of the kernels'
 arrangement through minnet's BLAS (``minnet._ext._blas.py_gemm``, scipy's OpenBLAS) and the
 same products through ``torch.matmul`` (MKL), CPU time of the calling thread at 1 thread,
-medians of 25 interleaved runs (the per-step ones are 50 calls).
+medians of 25 interleaved runs (the per-step ones are 50 calls); then the per-step products
+of minnet's float32 kernels through their own step GEMM (``_stepgemm.h``, the weights packed
+once), with this CPU's best copy and, on an AVX-512 CPU, the AVX2 copy too.
 
 ``--clock thread`` times with ``time.thread_time()`` (CPU time of the calling thread)
 instead of the wall clock: at 1 thread both frameworks compute in the calling thread, so
@@ -210,6 +212,34 @@ def gemm_breakdown(torch, repeat=25):
         ("dX = dA W_ih", lambda: py_gemm(a["dA"], a["w_ih"], c=out["X"]),
          lambda: t["dA"] @ t["w_ih"]),
     ]
+    # minnet's float32 step GEMM (_stepgemm.h), weights packed once as the kernels do; the
+    # torch column times the same products per step through torch.matmul
+    from minnet._ext import _recurrent as R
+    arr["xh"] = np.concatenate([arr["x_t"], arr["h"]], axis=1)
+    arr["w_cat"] = np.concatenate([arr["w_ih"], arr["w_hh"]], axis=1)
+    arr["bias"] = rng.standard_normal(G).astype(np.float32)
+    for k in ("xh", "w_cat", "bias"):
+        t[k] = torch.from_numpy(arr[k])
+    pk_cat, pk_hh, pk_ih = (R._stepgemm_pack(arr["w_cat"], trans=True), R._stepgemm_pack(arr["w_hh"]),
+                            R._stepgemm_pack(arr["w_ih"]))
+    best = R._stepgemm_isa()
+    names = {2: "AVX-512", 1: "AVX2", 0: "baseline"}
+    for isa in sorted({best, min(best, 1)}, reverse=True):
+        def run(A, pk, c, init, isa=isa, **kw):
+            R._stepgemm_isa(isa)
+            R._stepgemm_run(A, *pk, c, init, calls=T, **kw)
+            R._stepgemm_isa(best)
+        cases += [
+            (f"b + [x_t | h] [W_ih | W_hh]^T, per step (minnet step GEMM, {names[isa]})",
+             lambda run=run: run(a["xh"], pk_cat, out["NG"], "bias", bias=a["bias"]),
+             lambda: [torch.addmm(t["bias"], t["xh"], t["w_cat"].T) for _ in range(T)]),
+            (f"dA_t W_hh, per step (minnet step GEMM, {names[isa]})",
+             lambda run=run: run(a["dA_t"], pk_hh, out["NH"], "c"),
+             lambda: [t["dA_t"] @ t["w_hh"] for _ in range(T)]),
+            (f"dA_t W_ih, per step (minnet step GEMM, {names[isa]})",
+             lambda run=run: run(a["dA_t"], pk_ih, np.empty((N, I), np.float32), "zero"),
+             lambda: [t["dA_t"] @ t["w_ih"] for _ in range(T)]),
+        ]
     rows = []
     for name, ours, theirs in cases:
         t_ours, t_theirs = [], []
@@ -217,7 +247,7 @@ def gemm_breakdown(torch, repeat=25):
             t_ours.append(thread_median_ms(ours, 1, warmup=0))
             if theirs is not None:
                 t_theirs.append(thread_median_ms(theirs, 1, warmup=0))
-        row = {"gemm": name, "minnet_blas_ms": round(float(np.median(t_ours)), 2),
+        row = {"gemm": name, "minnet_ms": round(float(np.median(t_ours)), 2),
                "torch_ms": round(float(np.median(t_theirs)), 2) if t_theirs else None}
         rows.append(row)
         print(row, flush=True)

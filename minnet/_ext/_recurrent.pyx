@@ -329,32 +329,55 @@ def _stepgemm_isa(int level=-1):
     return minnet_sg_set_isa(level)
 
 
-def _stepgemm(A, Bfull, init="c", bias=None, C=None, bint trans=False, int n_threads=1):
-    """``C = init + A @ B`` through the packed step GEMM (tests): ``B = Bfull.T`` if
-    ``trans`` else ``Bfull``; ``init`` "c" (C's values), "bias" or "zero"."""
-    A = _contig("A", A, np.float32, A.shape)
+def _stepgemm_pack(Bfull, bint trans=False):
+    """``(panels, K, n)``: B (``Bfull.T`` if ``trans``) packed for ``_stepgemm_run``."""
     Bfull = _contig("Bfull", Bfull, np.float32, Bfull.shape)
-    cdef int M = A.shape[0], K = A.shape[1]
+    cdef float[:, ::1] b = Bfull
+    cdef int K = Bfull.shape[1] if trans else Bfull.shape[0]
     cdef int n = Bfull.shape[0] if trans else Bfull.shape[1]
-    if (Bfull.shape[1] if trans else Bfull.shape[0]) != K:
-        raise ValueError(f"Invalid argument `Bfull`: expected {K} along the inner dimension. "
-                         f"Received: shape={Bfull.shape}")
-    if C is None:
-        C = np.zeros((M, n), dtype=np.float32)
-    C = _contig("C", C, np.float32, (M, n))
-    bias = _contig("bias", np.zeros(n, np.float32) if bias is None else bias, np.float32, (n,))
     packed = np.empty(max(1, minnet_sg_packed_size(K, n)), dtype=np.float32)
     cdef float[::1] bp = packed
-    cdef float[:, ::1] a = A, b = Bfull, c = C
+    if K > 0 and n > 0:
+        with nogil:
+            minnet_sg_pack(K, n, &b[0, 0], b.shape[1], trans, &bp[0])
+    return packed, K, n
+
+
+def _stepgemm_run(A, packed, int K, int n, C, init="c", bias=None, int calls=1,
+                  int n_threads=1):
+    """``C = init + A @ B``, ``calls`` times, on panels from ``_stepgemm_pack``; ``init``
+    "c" (C's values), "bias" or "zero" (tests; benchmarks time the step GEMM alone)."""
+    A = _contig("A", A, np.float32, A.shape)
+    if A.ndim != 2 or A.shape[1] != K:
+        raise ValueError(f"Invalid argument `A`: expected a 2-D array with {K} columns. "
+                         f"Received: shape={A.shape}")
+    cdef int M = A.shape[0]
+    C = _contig("C", C, np.float32, (M, n))
+    bias = _contig("bias", np.zeros(n, np.float32) if bias is None else bias, np.float32, (n,))
+    cdef float[::1] bp = packed
+    cdef float[:, ::1] a = A, c = C
     cdef float[::1] bi = bias
     cdef int mode = {"c": MINNET_SG_INIT_C, "bias": MINNET_SG_INIT_BIAS,
                      "zero": MINNET_SG_INIT_ZERO}[init]
+    cdef int r
     if M > 0 and n > 0:
         with nogil:
-            minnet_sg_pack(K, n, &b[0, 0], b.shape[1], trans, &bp[0])
-            _step_gemm(M, n, K, &a[0, 0] if K > 0 else NULL, K, &bp[0], mode, &bi[0],
-                       &c[0, 0], n, n_threads)
+            for r in range(calls):
+                _step_gemm(M, n, K, &a[0, 0] if K > 0 else NULL, K, &bp[0], mode, &bi[0],
+                           &c[0, 0], n, n_threads)
     return C
+
+
+def _stepgemm(A, Bfull, init="c", bias=None, C=None, bint trans=False, int n_threads=1):
+    """``C = init + A @ B`` through the packed step GEMM (tests): ``B = Bfull.T`` if
+    ``trans`` else ``Bfull``; ``init`` "c" (C's values), "bias" or "zero"."""
+    packed, K, n = _stepgemm_pack(Bfull, trans)
+    if A.shape[-1] != K:
+        raise ValueError(f"Invalid argument `Bfull`: expected {A.shape[-1]} along the inner "
+                         f"dimension. Received: shape={Bfull.shape}")
+    if C is None:
+        C = np.zeros((A.shape[0], n), dtype=np.float32)
+    return _stepgemm_run(A, packed, K, n, C, init, bias, 1, n_threads)
 
 
 cdef void _step_gemm(int M, int n, int K, const float* A, int64_t lda, const float* Bp,
