@@ -48,7 +48,7 @@ and the backward's time loop cut the batch into parts of 32 samples (``_batch_pa
 each thread takes whole parts through all T steps, one parallel region per sequence; one
 thread keeps the batch whole. Every reduction runs in a fixed order. float32's step GEMMs
 give every element the same sum however the rows or columns are split, so the float32 time
-loop (outputs, final states, dL/dh_0) is bit-identical for any thread count; the GEMMs after
+loop (outputs, final states, dL/dx, dL/dh_0) is bit-identical for any thread count; the GEMMs after
 the loop (and all of float64's) go through ``_im2col.gemm_blocks``, so under
 ``mn.config.set_deterministic(True)`` (parts at every thread count, GEMMs split by shape)
 every result is, and by default their last bits may differ between thread counts, as for
@@ -371,9 +371,13 @@ def _stepgemm_run(A, packed, int K, int n, C, init="c", bias=None, int calls=1,
 def _stepgemm(A, Bfull, init="c", bias=None, C=None, bint trans=False, int n_threads=1):
     """``C = init + A @ B`` through the packed step GEMM (tests): ``B = Bfull.T`` if
     ``trans`` else ``Bfull``; ``init`` "c" (C's values), "bias" or "zero"."""
+    # (this module compiles with wraparound=False: no negative indices, even on a shape tuple)
+    A = _contig("A", A, np.float32, A.shape)
+    if A.ndim != 2:
+        raise ValueError(f"Invalid argument `A`: expected a 2-D array. Received: shape={A.shape}")
     packed, K, n = _stepgemm_pack(Bfull, trans)
-    if A.shape[-1] != K:
-        raise ValueError(f"Invalid argument `Bfull`: expected {A.shape[-1]} along the inner "
+    if A.shape[1] != K:
+        raise ValueError(f"Invalid argument `Bfull`: expected {A.shape[1]} along the inner "
                          f"dimension. Received: shape={Bfull.shape}")
     if C is None:
         C = np.zeros((A.shape[0], n), dtype=np.float32)

@@ -9,10 +9,10 @@
  *
  *     Bp[p][k][j] = B[k][32 p + j]        (0 where 32 p + j >= n)
  *
- * and each step runs a register-tile loop over it: a tile of MR rows x 32 columns of C
- * lives in vector registers while k runs 0 .. K-1, each step adding A[m][k] * Bp[p][k][:]
- * (one broadcast, one fused multiply-add per row and vector). A is read in place (rows
- * `lda` apart: a step's rows of a batch-major (N, T, ...) array).
+ * and each step runs a register-tile loop over it: a tile of MR rows x (a part of) a panel's
+ * columns of C lives in vector registers while k runs 0 .. K-1, each step adding
+ * A[m][k] * Bp[p][k][j0 .. j1) (one broadcast, one fused multiply-add per row and vector). A
+ * is read in place (rows `lda` apart: a step's rows of a batch-major (N, T, ...) array).
  *
  * What every element computes, whatever the tiling, the thread count or the instruction set:
  *
@@ -21,15 +21,17 @@
  * in that order, with init = C itself, a bias row, or 0. The tile shape only decides which
  * elements are computed together, never the arithmetic of one element, so splitting the
  * rows (the batch parts of _recurrent) or the column panels (threads) cannot change a bit.
- * The multiply-add is fused where the CPU has FMA (the AVX2 and AVX-512 copies) and is a
- * multiply then an add in the plain copy; one machine always runs the same copy.
+ * The multiply-add is fused where the compiled copy has FMA (AVX2, AVX-512, ARM) and is a
+ * multiply then an add in the baseline x86-64 copy; one machine always runs the same copy.
  *
- * Copies: on x86-64 with GCC or Clang three copies of the same C code are compiled (AVX-512
- * with tiles of 8 rows, AVX2+FMA with 3 rows, baseline SSE2 with 1 row: as many rows as
- * keep the tile in the 32 / 16 / 16 vector registers) and the CPU picks one at first use;
- * other GCC/Clang targets (ARM) compile the portable vector code with tiles of 2 rows; other
- * compilers a scalar loop with the same arithmetic. minnet_sg_set_isa() lets the tests run
- * every copy this CPU can run (tests/_ext/test_stepgemm.py).
+ * Copies: on x86-64 with GCC or Clang three copies of the same C code are compiled (AVX-512:
+ * tiles of 8 rows x 32 columns, 2 zmm per row; AVX2+FMA: 6 rows x 16 columns, 2 ymm; baseline
+ * SSE2: 4 rows x 8 columns, 2 xmm; as many accumulators as fit the 32 / 16 / 16 vector
+ * registers beside the loaded B vectors) and the CPU picks one at first use; other GCC/Clang
+ * targets (ARM: 32 registers) compile the portable vector code with tiles of 6 rows x 16
+ * columns; other compilers a scalar loop with the same arithmetic. minnet_sg_set_isa() lets
+ * the tests run every copy this CPU can run (tests/_ext/test_stepgemm.py). Speed:
+ * benchmarks/bench_recurrent.py --gemms, docs/math/recurrent.md ("The step GEMM").
  */
 #ifndef MINNET_STEPGEMM_H
 #define MINNET_STEPGEMM_H
@@ -92,9 +94,9 @@ typedef float minnet_sg_v4 __attribute__((vector_size(16), aligned(4)));
  * tiles wide — and the rest of the rows in tiles of 4, 2 and 1 row. `mr` is a constant in
  * every call of the tile function, so the compiler unrolls the row and vector loops and keeps
  * acc[][] in registers: MR NV accumulators + NV loaded vectors + 1 broadcast must fit the
- * register file (AVX2 with 8 rows x 4 ymm spilled and ran at 10 GFLOP/s, 6 rows x 2 ymm at
- * 50). Loads and stores go through the aligned(4) vector types, not memcpy (GCC 12 copied
- * those through the stack: 5x slower). */
+ * register file (AVX2 with 3 rows x 4 ymm spilled the accumulators and ran at 12 GFLOP/s on
+ * this machine, 6 rows x 2 ymm at 65-73). Loads and stores go through the aligned(4) vector
+ * types, not memcpy (GCC 12 copied those through the stack: 4-5x slower). */
 #define MINNET_SG_KERNEL(SUFFIX, TARGET, VT, W, NV, MR)                                   \
 TARGET static inline __attribute__((always_inline))                                       \
 void minnet_sg_tile_##SUFFIX(const minnet_sg_args *a, const int mr, int m0, int p, int q) { \

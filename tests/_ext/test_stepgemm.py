@@ -1,6 +1,7 @@
 """_stepgemm.h, the recurrent layers' per-step GEMM on a weight packed once: against a float64
 NumPy product, for every instruction-set copy this CPU runs, and bit-identical however the
-rows or the column panels are split (the property the batch parts and threads rely on)."""
+rows or the column panels are split (the property the batch parts and threads rely on; the
+recurrent layers' thread-count test is in test_recurrent_kernels.py)."""
 import numpy as np
 import pytest
 
@@ -93,29 +94,3 @@ def test_bad_operands_raise():
         R._stepgemm(a, np.ones((5, 5), np.float32))
     with pytest.raises(ValueError, match="`A`"):
         R._stepgemm(a.astype(np.float64), np.ones((4, 5), np.float32))
-
-
-@pytest.mark.parametrize("mode", [R.LSTM, R.GRU, R.RNN_TANH])
-def test_float32_time_loop_is_bit_identical_for_any_thread_count_by_default(mode):
-    # The time loop's GEMMs are this kernel and its gate passes are per sample, so the
-    # outputs, final states, dL/dx and dL/dh_0 do not change with the thread count even
-    # without mn.config.set_deterministic (the weight gradients, OpenBLAS GEMMs split by
-    # threads, may differ in the last bits there).
-    rng = np.random.default_rng(11)
-    n, t, i, hid = 70, 6, 9, 40
-    g = R.gates_per_cell(mode) * hid
-    x = rng.standard_normal((n, t, i)).astype(np.float32)
-    w_ih = (0.3 * rng.standard_normal((g, i))).astype(np.float32)
-    w_hh = (0.3 * rng.standard_normal((g, hid))).astype(np.float32)
-    b_ih, b_hh = (0.1 * rng.standard_normal((2, g))).astype(np.float32)
-    gy = rng.standard_normal((n, t, hid)).astype(np.float32)
-    results = []
-    for threads in (1, 2, 3):
-        fwd = R.recurrent_forward(mode, x, w_ih, w_hh, b_ih, b_hh, None, None, None, False, True,
-                                  True, threads)
-        bwd = R.recurrent_backward(mode, x, w_ih, w_hh, fwd[3], fwd[4], fwd[5], None, False, gy,
-                                   None, None, n_threads=threads)
-        results.append([fwd[0], fwd[1], bwd[0], bwd[5]])
-    for other in results[1:]:
-        for a, b in zip(results[0], other):
-            np.testing.assert_array_equal(a, b)
