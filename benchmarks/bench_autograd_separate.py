@@ -33,10 +33,10 @@ ROOT = os.path.dirname(HERE)
 WORKLOADS = ["sigmoid", "relu", "tanh", "gelu", "elu", "mlp100", "chain1000"]
 
 CHILD = r"""
-import json, sys, time
-import numpy as np
+import json, sys
 sys.path.insert(0, {here!r})
 import _engine_workloads as W
+from _common import median_ms
 lib, name, threads, repeat = {lib!r}, {name!r}, {threads}, {repeat}
 if lib == "minnet":
     import minnet as module
@@ -61,14 +61,7 @@ elif name == "chain1000":
     run = W.chain_run(grad_tensor)
 else:
     run = W.layer_run(grad_tensor, call())
-for _ in range(5):
-    run()
-times = []
-for _ in range(repeat):
-    start = time.perf_counter()
-    run()
-    times.append(time.perf_counter() - start)
-print(json.dumps(float(np.median(times) * 1e3)))
+print(json.dumps(median_ms(run, repeat, warmup=5)))
 """
 
 

@@ -45,6 +45,7 @@ try:
 except ImportError:
     resource = None
 import time  # noqa: E402
+import tracemalloc  # noqa: E402
 
 from _common import median_ms, write_results  # noqa: E402
 
@@ -164,6 +165,17 @@ def page_faults_per_call(fn, calls=10):
     for _ in range(calls):
         fn()
     return round((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / calls, 1)
+
+
+def peak_traced_mb(fn):
+    """Peak NumPy/Python memory allocated during one ``fn()`` (tracemalloc; minnet only:
+    PyTorch's allocator is not traced)."""
+    fn()
+    tracemalloc.start()
+    fn()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return round(peak / 1e6, 1)
 
 
 def thread_median_ms(fn, repeat, warmup=1):
@@ -302,6 +314,7 @@ def main():
                    "round_ratios": [round(b / a, 2) for a, b in zip(t_ours, t_theirs)],
                    "load_before_after": [round(load_before, 2), round(os.getloadavg()[0], 2)],
                    "minnet_page_faults_per_call": faults[0], "torch_page_faults_per_call": faults[1],
+                   "minnet_peak_traced_mb": peak_traced_mb(ours),
                    "minnet_saved_bytes_per_step": minnet_saved_bytes(layer, x) // T,
                    "torch_saved_bytes_per_step": torch_saved_bytes(torch, module, x) // T}
             rows.append(row)

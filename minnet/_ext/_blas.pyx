@@ -9,6 +9,8 @@ from scipy.linalg.cython_blas cimport sgemm, dgemm
 
 import numpy as np
 
+from minnet._ext._validate import check_array
+
 
 cdef void gemm(bint trans_a, bint trans_b, int m, int n, int k,
                floating alpha, const floating* a, int lda,
@@ -146,19 +148,13 @@ def gemm_batched(a, b, c, trans_a=False, trans_b=False, n_threads=1):
     Returns:
         ``c``.
     """
+    check_array(a, "a", contiguous=False)            # strides: checked by _item_layout below
+    check_array(b, "b", a.dtype, contiguous=False)
+    check_array(c, "c", a.dtype, contiguous=False)   # shape and layout: checked below
     for name, x in (("a", a), ("b", b), ("c", c)):
-        if not isinstance(x, np.ndarray):
-            raise TypeError(f"Invalid argument `{name}`: expected a numpy.ndarray. "
-                            f"Received: {type(x).__name__}")
         if x.ndim != 3:
             raise ValueError(f"Invalid argument `{name}`: expected a 3-D array. "
                              f"Received: {name}.shape={x.shape}")
-    if a.dtype not in (np.float32, np.float64):
-        raise TypeError(f"Invalid argument `a`: expected float32 or float64. Received: dtype={a.dtype}")
-    for name, x in (("b", b), ("c", c)):
-        if x.dtype != a.dtype:
-            raise TypeError(f"Invalid argument `{name}`: expected dtype {a.dtype}. "
-                            f"Received: dtype={x.dtype}")
     batch = a.shape[0]
     m, ka = (a.shape[2], a.shape[1]) if trans_a else (a.shape[1], a.shape[2])
     kb, n = (b.shape[2], b.shape[1]) if trans_b else (b.shape[1], b.shape[2])

@@ -317,7 +317,8 @@ cdef extern from "_stepgemm.h" nogil:
         MINNET_SG_INIT_ZERO
     int minnet_sg_panels(int n)
     int64_t minnet_sg_packed_size(int K, int n)
-    void minnet_sg_pack(int K, int n, const float* W, int64_t ldw, int trans, float* Bp)
+    void minnet_sg_pack(int K, int k0, int kn, int n, const float* W, int64_t ldw, int trans,
+                        float* Bp)
     void minnet_sg_gemm(int M, int n, int K, const float* A, int64_t lda, const float* Bp,
                         int init, const float* bias, float* C, int64_t ldc, int p0, int p1)
     int minnet_sg_set_isa(int level)
@@ -339,7 +340,7 @@ def _stepgemm_pack(Bfull, bint trans=False):
     cdef float[::1] bp = packed
     if K > 0 and n > 0:
         with nogil:
-            minnet_sg_pack(K, n, &b[0, 0], b.shape[1], trans, &bp[0])
+            minnet_sg_pack(K, 0, K, n, &b[0, 0], b.shape[1], trans, &bp[0])
     return packed, K, n
 
 
@@ -1056,24 +1057,24 @@ cdef _forward_dispatch(int mode, floating[:, :, ::1] x, floating[:, ::1] w_ih,
     # (its steps are one GEMM over [x_t | h_{t-1}]) and the (N, I + H) rows it reads when
     # they are not the saved ones; GRU/RNN: W_ihᵀ and W_hhᵀ.
     cdef floating[::1] pk_x, pk_h
-    cdef floating[:, ::1] w_cat, xh
+    cdef floating[:, ::1] xh
     cdef const floating* wpx = NULL
     cdef const floating* wph = NULL
     if floating is float:
         if mode == _LSTM:
-            w_cat = np.concatenate([w_ih, w_hh], axis=1)
             pk_h = np.empty(minnet_sg_packed_size(I + H, G), dtype=np.float32)
             pk_x = pk_h
             xh = np.empty((N if has_rmask or not save else 1, I + H), dtype=np.float32)
             with nogil:
-                minnet_sg_pack(I + H, G, &w_cat[0, 0], I + H, 1, &pk_h[0])
+                minnet_sg_pack(I + H, 0, I, G, &w_ih[0, 0], I, 1, &pk_h[0])
+                minnet_sg_pack(I + H, I, H, G, &w_hh[0, 0], H, 1, &pk_h[0])
         else:
             pk_x = np.empty(max(1, minnet_sg_packed_size(I, G)), dtype=np.float32)
             pk_h = np.empty(minnet_sg_packed_size(H, G), dtype=np.float32)
             xh = np.empty((1, 1), dtype=np.float32)
             with nogil:
-                minnet_sg_pack(I, G, &w_ih[0, 0], I, 1, &pk_x[0])
-                minnet_sg_pack(H, G, &w_hh[0, 0], H, 1, &pk_h[0])
+                minnet_sg_pack(I, 0, I, G, &w_ih[0, 0], I, 1, &pk_x[0])
+                minnet_sg_pack(H, 0, H, G, &w_hh[0, 0], H, 1, &pk_h[0])
         wpx = &pk_x[0]
         wph = &pk_h[0]
     else:
@@ -1211,12 +1212,12 @@ cdef _backward_dispatch(int mode, floating[:, ::1] dw_cat, floating[:, ::1] w_ih
     if floating is float:      # W_hh (and W_ih) packed once for the step GEMMs (_stepgemm.h)
         pk = np.empty(minnet_sg_packed_size(G, H), dtype=np.float32)
         with nogil:
-            minnet_sg_pack(G, H, &w_hh[0, 0], H, 0, &pk[0])
+            minnet_sg_pack(G, 0, G, H, &w_hh[0, 0], H, 0, &pk[0])
         wpb = &pk[0]
         if dx is not None:
             pkx = np.empty(max(1, minnet_sg_packed_size(G, I)), dtype=np.float32)
             with nogil:
-                minnet_sg_pack(G, I, &w_ih[0, 0], I, 0, &pkx[0])
+                minnet_sg_pack(G, 0, G, I, &w_ih[0, 0], I, 0, &pkx[0])
             wpx = &pkx[0]
     with nogil:
         _backward(mode, N, T, I, H, &dw_cat[0, 0], &w_ih[0, 0], &w_hh[0, 0], &hprev[0, 0, 0],

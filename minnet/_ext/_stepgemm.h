@@ -50,15 +50,17 @@ static inline int64_t minnet_sg_packed_size(int K, int n) {
     return (int64_t) minnet_sg_panels(n) * K * MINNET_SG_NR;
 }
 
-/* Bp <- B in panels, where B[k][j] = W[j * ldw + k] if trans else W[k * ldw + j]: the
- * forward packs W_hhᵀ (trans = 1: W_hh is (G, H) and the step computes h @ W_hhᵀ), the
- * backward W_hh itself (dG @ W_hh). */
-static void minnet_sg_pack(int K, int n, const float *W, int64_t ldw, int trans, float *Bp) {
+/* Rows k0 .. k0+kn-1 of a K-row B in panels: B[k0 + k][j] = W[j * ldw + k] if trans else
+ * W[k * ldw + j]. The forward packs W_hhᵀ (trans = 1: W_hh is (G, H) and the step computes
+ * h @ W_hhᵀ), for the LSTM [W_ih | W_hh]ᵀ as two calls (rows 0..I-1 from W_ih, the rest from
+ * W_hh); the backward W_hh itself (dG @ W_hh). */
+static void minnet_sg_pack(int K, int k0, int kn, int n, const float *W, int64_t ldw, int trans,
+                           float *Bp) {
     for (int p = 0; p < minnet_sg_panels(n); p++) {
-        float *dst = Bp + (int64_t) p * K * MINNET_SG_NR;
+        float *dst = Bp + ((int64_t) p * K + k0) * MINNET_SG_NR;
         int j0 = p * MINNET_SG_NR;
         int nc = n - j0 < MINNET_SG_NR ? n - j0 : MINNET_SG_NR;
-        for (int k = 0; k < K; k++) {
+        for (int k = 0; k < kn; k++) {
             float *row = dst + (int64_t) k * MINNET_SG_NR;
             for (int j = 0; j < nc; j++)
                 row[j] = trans ? W[(int64_t) (j0 + j) * ldw + k] : W[(int64_t) k * ldw + j0 + j];
