@@ -25,3 +25,15 @@ def deterministic():
     mn.config.set_deterministic(True)
     yield
     mn.config.set_deterministic(False)
+
+
+@pytest.fixture
+def keras():
+    """Keras 3 on its torch backend (the oracle for Keras meanings), or skip when it is missing."""
+    import os
+    os.environ.setdefault("KERAS_BACKEND", "torch")
+    pytest.importorskip("torch")
+    keras = pytest.importorskip("keras")
+    if keras.config.backend() != "torch":
+        pytest.skip(f"keras runs on the {keras.config.backend()!r} backend; the oracle tests use torch")
+    return keras
