@@ -17,6 +17,7 @@ from minnet.layers._layout import check_user_layout
 from minnet.layers.base import Layer
 from minnet.layers.core import InputLayer
 from minnet.models.model import Model, format_bytes, format_count
+from minnet.models.summary_table import SummaryTable, show_table
 
 __all__ = ["Sequential"]
 
@@ -361,23 +362,6 @@ class Sequential(Model):
             shape = concrete
         headers = ("Layer (type)", "Output Shape", "Param #",
                    f"Activations (B={batch})", f"FLOPs (B={batch})")
-        widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
-                  for i, h in enumerate(headers)]
-        widths[0] = max(widths[0], 28)
-        widths[1] = max(widths[1], 18)
-
-        def line(cells):
-            return "  ".join([cells[0].ljust(widths[0]), cells[1].ljust(widths[1])]
-                             + [c.rjust(w) for c, w in zip(cells[2:], widths[2:])])
-
-        width = sum(widths) + 2 * (len(widths) - 1)
-        print_fn(f'Model: "{self.name}"')
-        print_fn("_" * width)
-        print_fn(line(headers))
-        print_fn("=" * width)
-        for row in rows:
-            print_fn(line(row))
-        print_fn("=" * width)
         trainable = sum(int(np.prod(w.shape)) for w in self.trainable_weights)
         non_trainable = sum(int(np.prod(w.shape)) for w in self.non_trainable_weights)
         param_bytes = sum(int(np.prod(w.shape)) * w.dtype.itemsize for w in self.weights)
@@ -385,17 +369,17 @@ class Sequential(Model):
         slots = _optimizer_slots(self.optimizer)
         optimizer_bytes = slots * trainable_bytes
         step_bytes = total_activations + param_bytes + trainable_bytes + optimizer_bytes
-        print_fn(f"Total params: {trainable + non_trainable:,} ({format_bytes(param_bytes)})")
-        print_fn(f"Trainable params: {trainable:,}")
-        print_fn(f"Non-trainable params: {non_trainable:,}")
-        print_fn(f"Forward FLOPs at batch size {batch}: {format_count(total_flops)}")
         optimizer_name = type(self.optimizer).__name__ if self.optimizer is not None else "no optimizer yet"
-        print_fn(f"One training step at batch size {batch}: ~{format_bytes(step_bytes)} "
-                 f"(activations {format_bytes(total_activations)} + params "
-                 f"{format_bytes(param_bytes)} + grads {format_bytes(trainable_bytes)} + "
-                 f"optimizer state {format_bytes(optimizer_bytes)} [{optimizer_name}, "
-                 f"{slots} slot(s)])")
-        print_fn("_" * width)
+        footer = [f"Total params: {trainable + non_trainable:,} ({format_bytes(param_bytes)})",
+                  f"Trainable params: {trainable:,}",
+                  f"Non-trainable params: {non_trainable:,}",
+                  f"Forward FLOPs at batch size {batch}: {format_count(total_flops)}",
+                  f"One training step at batch size {batch}: ~{format_bytes(step_bytes)} "
+                  f"(activations {format_bytes(total_activations)} + params "
+                  f"{format_bytes(param_bytes)} + grads {format_bytes(trainable_bytes)} + "
+                  f"optimizer state {format_bytes(optimizer_bytes)} [{optimizer_name}, "
+                  f"{slots} slot(s)])"]
+        show_table(SummaryTable(f'Model: "{self.name}"', headers, rows, footer), print_fn)
 
     def _layer_outputs(self, x):
         """``(layer, output)`` in order (``locate_nonfinite`` finds the first bad output)."""
