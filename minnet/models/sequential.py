@@ -13,7 +13,7 @@ from minnet.data import as_array
 from minnet.layers import deserialize as deserialize_layer
 from minnet.layers import serialize as serialize_layer
 from minnet.layers import symbolic
-from minnet.layers._layout import check_user_layout
+from minnet.layers._layout import check_user_layout, input_mismatch_hint
 from minnet.layers.base import Layer
 from minnet.layers.core import InputLayer
 from minnet.models.model import Model, format_bytes, format_count
@@ -146,7 +146,8 @@ class Sequential(Model):
         if len(shape) != len(expected) or any(e is not None and e != s
                                               for e, s in zip(expected[1:], shape[1:])):
             raise ValueError(f"Input 0 of model '{self.name}' is incompatible with the model: "
-                             f"expected shape {symbolic.shape_str(expected)}, found shape {tuple(shape)}")
+                             f"expected shape {symbolic.shape_str(expected)}, found shape {tuple(shape)}."
+                             + input_mismatch_hint(expected, shape))
 
     def build_from_data(self, x):
         """Build for the arrays ``x`` (batch first)."""
@@ -273,7 +274,8 @@ class Sequential(Model):
             if len(x.shape) != len(expected) or any(
                     e is not None and e != s for e, s in zip(expected[1:], x.shape[1:])):
                 raise ValueError(f"Input 0 of model '{self.name}' is incompatible with the model: "
-                                 f"expected shape {symbolic.shape_str(expected)}, found shape {tuple(x.shape)}")
+                                 f"expected shape {symbolic.shape_str(expected)}, found shape "
+                                 f"{tuple(x.shape)}." + input_mismatch_hint(expected, x.shape))
         training = self.training if training is None else bool(training)
         return self.call(x, training=training)
 
