@@ -11,11 +11,13 @@ names), in a temporary working directory. The first line of a block may carry a 
   the test lists how many there are, and a file made only of fragments fails).
 
 A python block followed directly by a ```` ```text ```` block is checked against it: the
-block's printed output must equal that text (trailing spaces ignored), so a doc that shows
-output cannot drift from what the code prints.
+block's printed output must equal that text (trailing spaces ignored). A statement that ends
+in a comment ``# -> TEXT`` must print TEXT (whitespace runs compared as one space). So a doc
+that shows output cannot drift from what the code prints.
 
 The package docstring (``help(minnet)``) and ``minnet.config`` run as doctests.
 """
+import ast
 import contextlib
 import doctest
 import importlib.util
@@ -51,6 +53,26 @@ def _missing(package):
     return importlib.util.find_spec(package) is None
 
 
+_SHOWS = re.compile(r"#\s*->\s*(.+?)\s*$")
+
+
+def _run_block(block, filename, namespace):
+    """Run ``block`` statement by statement; return (printed output, [(shown, printed)])."""
+    lines = block.splitlines()
+    printed = io.StringIO()
+    checks = []
+    for statement in ast.parse(block, filename).body:
+        shown = _SHOWS.search(lines[statement.end_lineno - 1])
+        code = compile(ast.Module([statement], type_ignores=[]), filename, "exec")
+        this = io.StringIO()
+        with contextlib.redirect_stdout(this):
+            exec(code, namespace)
+        printed.write(this.getvalue())
+        if shown:
+            checks.append((shown.group(1), this.getvalue()))
+    return printed.getvalue(), checks
+
+
 def _normalise(text):
     return "\n".join(line.rstrip() for line in text.strip("\n").splitlines())
 
@@ -81,17 +103,17 @@ def test_doc_code_blocks_run(path, tmp_path, monkeypatch):
         if ran == 0:
             minnet.config.set_image_data_format("channels_last")
             minnet.manual_seed(0)
-        printed = io.StringIO()
         try:
-            with contextlib.redirect_stdout(printed):
-                exec(compile(block, f"{path.name}[block {index}]", "exec"), namespace)
+            printed, checks = _run_block(block, f"{path.name}[block {index}]", namespace)
         except Exception as error:  # noqa: BLE001 - report which block failed and how
             raise AssertionError(f"{path.relative_to(ROOT)} block {index} failed: "
                                  f"{type(error).__name__}: {error}\n--- block ---\n{block}") from error
         if expected is not None:
-            assert _normalise(printed.getvalue()) == _normalise(expected), (
-                f"{path.relative_to(ROOT)} block {index} printed\n{printed.getvalue()}\n"
-                f"but the doc shows\n{expected}")
+            assert _normalise(printed) == _normalise(expected), (
+                f"{path.relative_to(ROOT)} block {index} printed\n{printed}\nbut the doc shows\n{expected}")
+        for shown, out in checks:
+            assert " ".join(out.split()) == " ".join(shown.split()), (
+                f"{path.relative_to(ROOT)} block {index}: a line shows `# -> {shown}` but printed {out!r}")
         ran += 1
     minnet.config.set_image_data_format("channels_last")
     if not ran and skipped_for:
@@ -113,3 +135,12 @@ def test_docstring_examples_run(module_name, tmp_path, monkeypatch):
         runner.run(test)
     results = runner.summarize(verbose=False)
     assert results.failed == 0, f"{results.failed} docstring example(s) of {module_name} failed"
+
+
+def test_shown_output_is_what_the_statement_prints():
+    printed, checks = _run_block("x = 3\nprint(x * 2)  # -> 6\nprint([[1, 2],\n       [3, 4]])  # -> [[1, 2], [3, 4]]\n",
+                                 "check", {})
+    assert printed == "6\n[[1, 2], [3, 4]]\n"
+    assert checks == [("6", "6\n"), ("[[1, 2], [3, 4]]", "[[1, 2], [3, 4]]\n")]
+    _, wrong = _run_block("print(7)  # -> 6\n", "check", {})
+    assert [" ".join(out.split()) == shown for shown, out in wrong] == [False]
