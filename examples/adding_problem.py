@@ -7,8 +7,13 @@ marked value across up to SEQ_LEN steps.
 
 Fixed setup: seed 0, SEQ_LEN = 40, 32 units, Adam(learning rate 0.01), batch 64, STEPS
 gradient steps on fresh batches, then the test MSE on 1,000 new sequences. Measured
-(full run, 2026-11-30): LSTM test MSE 0.0003, SimpleRNN 0.1505 (guessing 1.0: 0.156);
-|dL/dx_t| first/last step 1.6 for the LSTM, 4.9e-06 for the SimpleRNN.
+(full run, 2026-12-01, x86-64 with AVX-512, 1 and 2 threads alike): LSTM test MSE 0.0010,
+SimpleRNN 0.1514 (guessing 1.0: 0.156); |dL/dx_t| first/last step 2.1 for the LSTM,
+2.8e-04 for the SimpleRNN. float32 rounding differs between CPUs and BLAS kernels, and 1,200
+steps amplify it, so another machine prints other digits (earlier builds gave LSTM MSEs from
+0.0003 to 0.0017 and SimpleRNN ratios from 4.9e-06 to 6.0e-04); what holds everywhere, and
+tests/test_examples.py checks on every run, is LSTM MSE < 0.01, SimpleRNN MSE > 0.14, and a
+first/last gradient ratio above 0.1 for the LSTM and below 0.01 for the SimpleRNN.
 
 Why: the printout shows, for each model, the norm of d(loss)/d(input at step t) for the
 first, middle and last steps of a test batch. Through a SimpleRNN it shrinks by a factor

@@ -99,7 +99,9 @@ def lookup(kind, name, custom_objects=None):
         if found is not None:
             return found
     candidates = list(table) + list(custom_objects or ())
-    known = (f" Known names: {', '.join(sorted(candidates))}." if len(candidates) <= 30 else "")
+    # Each name once, whatever its case ("Adam" and its alias "adam").
+    unique = list({c.lower(): c for c in sorted(map(str, candidates), reverse=True)}.values())
+    known = (f" Known names: {', '.join(sorted(unique))}." if len(unique) <= 30 else "")
     raise ValueError(f"Unknown {kind}: {name!r}.{did_you_mean(name, candidates)} A custom {kind} "
                      f"loads when it is registered ({_HOW_TO_REGISTER.get(kind, 'register it')}) or "
                      f"passed in `custom_objects`.{known}")

@@ -1,6 +1,7 @@
 """Smoke test: every script in examples/ runs with --quick in a fresh interpreter."""
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -55,3 +56,18 @@ def test_model_kind_examples_run_short(name, tmp_path):
     assert result.returncode == 0, f"{name} failed:\n{result.stdout}\n{result.stderr}"
     if name == "fit_from_generator.py":
         assert "identical weights: True" in result.stdout
+
+
+def test_adding_problem_shows_what_its_docstring_says(tmp_path):
+    # The full run (1,200 steps per model, a few seconds): the claims its docstring makes.
+    script = pathlib.Path(__file__).resolve().parent.parent / "examples" / "adding_problem.py"
+    package_parent = str(pathlib.Path(minnet.__file__).resolve().parent.parent)
+    env = dict(os.environ, MPLBACKEND="Agg", PYTHONPATH=package_parent)
+    result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    mse = dict(re.findall(r"^(\w+)\s*: test MSE ([0-9.]+)", result.stdout, re.M))
+    ratio = re.findall(r"first/last: ([0-9.e+-]+)\)", result.stdout)
+    assert set(mse) == {"SimpleRNN", "LSTM"} and len(ratio) == 2, result.stdout
+    assert float(mse["LSTM"]) < 0.01 and float(mse["SimpleRNN"]) > 0.14, result.stdout
+    assert float(ratio[1]) > 0.1 and float(ratio[0]) < 0.01, result.stdout     # LSTM, SimpleRNN

@@ -77,7 +77,9 @@ class History(Callback):
                 ``learning_rate``, ``epoch_time`` and ``grad_norm/*``).
 
         Returns:
-            The matplotlib Figure.
+            The matplotlib Figure when it was saved to ``path``; None when it was shown
+            (so that in Jupyter, where ``plt.show()`` already displays it, a cell ending in
+            ``history.plot()`` shows the figure once, not a second time as the cell's value).
 
         Raises:
             ImportError: matplotlib is not installed (``pip install matplotlib``).
@@ -125,9 +127,9 @@ class History(Callback):
         fig.tight_layout()
         if plt is None:
             fig.savefig(path)
-        else:
-            plt.show()
-        return fig
+            return fig
+        plt.show()
+        return None
 
 
 # ---- progress bar ----------------------------------------------------------------

@@ -15,7 +15,7 @@ An explicit ``data_format=`` is trusted (the user said what the data is).
 """
 from minnet import config
 
-__all__ = ["check_user_layout", "resolve_data_format", "LIKELY_CHANNELS"]
+__all__ = ["check_user_layout", "resolve_data_format", "LIKELY_CHANNELS", "input_mismatch_hint"]
 
 LIKELY_CHANNELS = (1, 3, 4)     # grey, RGB, RGBA: what a user's own images carry
 
@@ -56,3 +56,27 @@ def check_user_layout(layer, input_shape):
 def resolve_data_format(data_format):
     """``(resolved, explicit)``: ``None`` -> the global setting (not explicit)."""
     return config.normalize_data_format(data_format), data_format is not None
+
+
+def input_mismatch_hint(expected, found):
+    """The sentence that says how to fix data of shape ``found`` for a model input declared
+    with shape ``expected`` (both batch first): a channels_first/last mix-up, or which shape
+    to pass (or to declare)."""
+    declared = tuple(expected[1:])
+    given = tuple(found[1:])
+    if len(declared) == 3 and len(given) == 3 and None not in declared:
+        if given == (declared[2], declared[0], declared[1]):
+            return (" The data looks channels_first (N, C, H, W) while the model expects "
+                    "channels_last (N, H, W, C), Keras's default: transpose it with "
+                    "`x.transpose(0, 2, 3, 1)`, or build the model for channels_first "
+                    "(`mn.config.set_image_data_format(\"channels_first\")` before creating the "
+                    f"layers, or `data_format=\"channels_first\"` on each, with `Input({given})`).")
+        if given == (declared[1], declared[2], declared[0]):
+            return (" The data looks channels_last (N, H, W, C) while the model expects "
+                    "channels_first (N, C, H, W): transpose it with `x.transpose(0, 3, 1, 2)`, or "
+                    "build the model for channels_last (the default data_format), with "
+                    f"`Input({given})`.")
+    shown = ", ".join("None" if s is None else str(s) for s in declared)
+    return (f" The model's first layer was declared for samples of shape ({shown}"
+            f"{',' if len(declared) == 1 else ''}) (its `Input(shape=...)` or `input_shape=`): "
+            f"pass data of that shape, or declare `Input(shape={given})` for this data.")

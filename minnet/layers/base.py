@@ -38,6 +38,7 @@ import weakref
 import numpy as np
 
 from minnet import config, constraints, initializers, regularizers
+from minnet._naming import unique_name
 from minnet._registry import snake_case
 from minnet.autograd import Parameter, Tensor, no_grad
 from minnet.autograd.hooks import HookDict, call_with_hooks
@@ -80,17 +81,9 @@ def get_keras_mask(tensor):
         return None
     return entry[1]
 
-_NAME_COUNTS = {}
 # One weight larger than this is refused with a ValueError naming the layer, before anything
 # is allocated (a typo such as units=2**31 must not end in a MemoryError or a swapping machine).
 MAX_WEIGHT_BYTES = 4 * 2**30
-
-
-def _unique_name(base):
-    """``dense``, ``dense_1``, ``dense_2``, ... (as Keras names layers)."""
-    count = _NAME_COUNTS.get(base, 0)
-    _NAME_COUNTS[base] = count + 1
-    return base if count == 0 else f"{base}_{count}"
 
 
 def _check_dtype(dtype):
@@ -179,6 +172,12 @@ def _declared_batch_shape(input_shape=None, batch_size=None, batch_input_shape=N
     return (None if batch_size is None else int(batch_size),) + sample
 
 
+def _cpu_only_message(call):
+    return (f"{call}: minnet runs on the CPU only; there are no GPU devices. To train this model "
+            f"on a GPU, move it to PyTorch: `module = minnet.interop.to_torch(model)`, then "
+            f"`module.to('cuda')` (docs/moving_to_pytorch.md).")
+
+
 class Layer:
     """Base class of all layers (and of ``Sequential``).
 
@@ -248,7 +247,7 @@ class Layer:
         object.__setattr__(self, "_batch_input_shape", _declared_batch_shape(
             input_shape, batch_size, batch_input_shape, input_dim))
         if name is None:
-            name = _unique_name(snake_case(type(self).__name__))
+            name = unique_name(snake_case(type(self).__name__))
         elif not isinstance(name, str) or not name:
             raise ValueError(f"Invalid value for argument `name`: expected a non-empty string. "
                              f"Received: name={name!r}")
@@ -503,6 +502,26 @@ class Layer:
     def eval(self):
         """Evaluation mode: ``train(False)``."""
         return self.train(False)
+
+    def to(self, device=None, dtype=None):
+        """PyTorch's ``module.to(device)``: minnet runs on the CPU only, so ``"cpu"`` returns
+        the layer unchanged and any other device is refused with the way to a GPU."""
+        if dtype is not None:
+            raise TypeError(f"Invalid argument `dtype` of {type(self).__name__}.to: minnet layers "
+                            f"keep the dtype they were built with. Create the layer with "
+                            f"`dtype=...` (or `mn.config.set_floatx(...)`) instead. "
+                            f"Received: dtype={dtype!r}")
+        if device is None or str(device).split(":", 1)[0] == "cpu":
+            return self
+        raise ValueError(_cpu_only_message(f"{type(self).__name__}.to({str(device)!r})"))
+
+    def cuda(self, device=None):
+        """PyTorch's ``module.cuda()``: refused (minnet runs on the CPU only), with the way to a GPU."""
+        raise ValueError(_cpu_only_message(f"{type(self).__name__}.cuda()"))
+
+    def cpu(self):
+        """PyTorch's ``module.cpu()``: the layer itself (minnet runs on the CPU only)."""
+        return self
 
     # ------------------------------------------------------------------ lifecycle
     def build(self, input_shape):

@@ -359,6 +359,10 @@ class SparseCategoricalCrossentropy(Loss):
         if labels.shape != batch_shape:
             hint = (", one-hot targets need CategoricalCrossentropy"
                     if labels.shape == tuple(y_pred.shape) else "")
+            if y_pred.ndim > 2 and labels.shape in ((y_pred.shape[0],), (y_pred.shape[0], 1)):
+                hint += (" (the model gives one prediction per position, not per sample: a Dense "
+                         "layer acts on the last axis only, so on images or sequences add "
+                         "`layers.Flatten()` or `layers.GlobalAveragePooling2D()` before it)")
             raise ValueError(f"{name}: expected integer labels `y_true` of shape {batch_shape} (or "
                              f"{batch_shape + (1,)}) for y_pred.shape={tuple(y_pred.shape)}{hint}. "
                              f"Received: y_true.shape={labels.shape}. Loss objects take Keras's "

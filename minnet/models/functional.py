@@ -20,6 +20,7 @@ import numpy as np
 
 from minnet.autograd import Tensor
 from minnet.layers import symbolic
+from minnet.layers._layout import input_mismatch_hint
 
 __all__ = ["FunctionalGraph", "structure_spec", "resolve_spec"]
 
@@ -242,7 +243,8 @@ class FunctionalGraph:
                     e is not None and e != s for e, s in zip(expected[1:], shape[1:])):
                 raise ValueError(f"Input {i} ('{self.flat_inputs[i].name}') of model "
                                  f"'{self.model_name}' is incompatible with the model: expected "
-                                 f"shape {symbolic.shape_str(expected)}, found shape {tuple(shape)}")
+                                 f"shape {symbolic.shape_str(expected)}, found shape {tuple(shape)}."
+                                 + input_mismatch_hint(expected, shape))
 
     def run(self, x, training):
         """Run the plan on ``x`` (array/Tensor, or a list/dict for several inputs)."""

@@ -27,10 +27,11 @@ from minnet.layers import symbolic
 from minnet.layers.base import Layer
 from minnet.layers.core import InputLayer
 from minnet.models.functional import FunctionalGraph, resolve_spec, structure_spec
+from minnet.models.summary_table import SummaryTable, show_table
 from minnet.trainers import Trainer
 from minnet.trainers.data_adapters import flat_leaves
 
-__all__ = ["Model", "format_table", "format_bytes", "format_count"]
+__all__ = ["Model", "format_bytes", "format_count"]
 
 
 def format_bytes(n_bytes):
@@ -47,29 +48,6 @@ def format_count(n):
         if abs(value) < 1000 or unit == "T":
             return f"{int(value)}" if unit == "" else f"{value:.2f} {unit}"
         value /= 1000
-
-
-def format_table(headers, rows, print_fn, title, left=2, min_widths=(28, 18), left_also=()):
-    """Print a Keras-style table: the first ``left`` columns (and ``left_also``) left-aligned,
-    the rest right-aligned; returns the width."""
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    for i, w in enumerate(min_widths):
-        if i < len(widths):
-            widths[i] = max(widths[i], w)
-
-    def line(cells):
-        return "  ".join([c.ljust(w) if i < left or i in left_also else c.rjust(w)
-                          for i, (c, w) in enumerate(zip(cells, widths))])
-
-    width = sum(widths) + 2 * (len(widths) - 1)
-    print_fn(title)
-    print_fn("_" * width)
-    print_fn(line(headers))
-    print_fn("=" * width)
-    for row in rows:
-        print_fn(line(row))
-    print_fn("=" * width)
-    return width
 
 
 def _is_functional_call(args, kwargs):
@@ -358,15 +336,14 @@ class Model(Trainer, Layer):
                              "built", f"{params:,}"))
             headers = ("Layer (type)", "Built", "Param #")
         kind = "Functional" if self._graph is not None else type(self).__name__
-        width = format_table(headers, rows, print_fn, f'Model: "{self.name}" ({kind})', left=2,
-                             left_also=(3,))
         trainable = sum(int(np.prod(w.shape)) for w in self.trainable_weights)
         non_trainable = sum(int(np.prod(w.shape)) for w in self.non_trainable_weights)
         param_bytes = sum(int(np.prod(w.shape)) * w.dtype.itemsize for w in self.weights)
-        print_fn(f"Total params: {trainable + non_trainable:,} ({format_bytes(param_bytes)})")
-        print_fn(f"Trainable params: {trainable:,}")
-        print_fn(f"Non-trainable params: {non_trainable:,}")
-        print_fn("_" * width)
+        footer = [f"Total params: {trainable + non_trainable:,} ({format_bytes(param_bytes)})",
+                  f"Trainable params: {trainable:,}",
+                  f"Non-trainable params: {non_trainable:,}"]
+        show_table(SummaryTable(f'Model: "{self.name}" ({kind})', headers, rows, footer,
+                                left=2, left_also=(3,)), print_fn)
 
     # ------------------------------------------------------------------ config
     def get_config(self):

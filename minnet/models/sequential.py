@@ -13,10 +13,11 @@ from minnet.data import as_array
 from minnet.layers import deserialize as deserialize_layer
 from minnet.layers import serialize as serialize_layer
 from minnet.layers import symbolic
-from minnet.layers._layout import check_user_layout
+from minnet.layers._layout import check_user_layout, input_mismatch_hint
 from minnet.layers.base import Layer
 from minnet.layers.core import InputLayer
 from minnet.models.model import Model, format_bytes, format_count
+from minnet.models.summary_table import SummaryTable, show_table
 
 __all__ = ["Sequential"]
 
@@ -145,7 +146,8 @@ class Sequential(Model):
         if len(shape) != len(expected) or any(e is not None and e != s
                                               for e, s in zip(expected[1:], shape[1:])):
             raise ValueError(f"Input 0 of model '{self.name}' is incompatible with the model: "
-                             f"expected shape {symbolic.shape_str(expected)}, found shape {tuple(shape)}")
+                             f"expected shape {symbolic.shape_str(expected)}, found shape {tuple(shape)}."
+                             + input_mismatch_hint(expected, shape))
 
     def build_from_data(self, x):
         """Build for the arrays ``x`` (batch first)."""
@@ -272,7 +274,8 @@ class Sequential(Model):
             if len(x.shape) != len(expected) or any(
                     e is not None and e != s for e, s in zip(expected[1:], x.shape[1:])):
                 raise ValueError(f"Input 0 of model '{self.name}' is incompatible with the model: "
-                                 f"expected shape {symbolic.shape_str(expected)}, found shape {tuple(x.shape)}")
+                                 f"expected shape {symbolic.shape_str(expected)}, found shape "
+                                 f"{tuple(x.shape)}." + input_mismatch_hint(expected, x.shape))
         training = self.training if training is None else bool(training)
         return self.call(x, training=training)
 
@@ -361,23 +364,6 @@ class Sequential(Model):
             shape = concrete
         headers = ("Layer (type)", "Output Shape", "Param #",
                    f"Activations (B={batch})", f"FLOPs (B={batch})")
-        widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
-                  for i, h in enumerate(headers)]
-        widths[0] = max(widths[0], 28)
-        widths[1] = max(widths[1], 18)
-
-        def line(cells):
-            return "  ".join([cells[0].ljust(widths[0]), cells[1].ljust(widths[1])]
-                             + [c.rjust(w) for c, w in zip(cells[2:], widths[2:])])
-
-        width = sum(widths) + 2 * (len(widths) - 1)
-        print_fn(f'Model: "{self.name}"')
-        print_fn("_" * width)
-        print_fn(line(headers))
-        print_fn("=" * width)
-        for row in rows:
-            print_fn(line(row))
-        print_fn("=" * width)
         trainable = sum(int(np.prod(w.shape)) for w in self.trainable_weights)
         non_trainable = sum(int(np.prod(w.shape)) for w in self.non_trainable_weights)
         param_bytes = sum(int(np.prod(w.shape)) * w.dtype.itemsize for w in self.weights)
@@ -385,17 +371,17 @@ class Sequential(Model):
         slots = _optimizer_slots(self.optimizer)
         optimizer_bytes = slots * trainable_bytes
         step_bytes = total_activations + param_bytes + trainable_bytes + optimizer_bytes
-        print_fn(f"Total params: {trainable + non_trainable:,} ({format_bytes(param_bytes)})")
-        print_fn(f"Trainable params: {trainable:,}")
-        print_fn(f"Non-trainable params: {non_trainable:,}")
-        print_fn(f"Forward FLOPs at batch size {batch}: {format_count(total_flops)}")
         optimizer_name = type(self.optimizer).__name__ if self.optimizer is not None else "no optimizer yet"
-        print_fn(f"One training step at batch size {batch}: ~{format_bytes(step_bytes)} "
-                 f"(activations {format_bytes(total_activations)} + params "
-                 f"{format_bytes(param_bytes)} + grads {format_bytes(trainable_bytes)} + "
-                 f"optimizer state {format_bytes(optimizer_bytes)} [{optimizer_name}, "
-                 f"{slots} slot(s)])")
-        print_fn("_" * width)
+        footer = [f"Total params: {trainable + non_trainable:,} ({format_bytes(param_bytes)})",
+                  f"Trainable params: {trainable:,}",
+                  f"Non-trainable params: {non_trainable:,}",
+                  f"Forward FLOPs at batch size {batch}: {format_count(total_flops)}",
+                  f"One training step at batch size {batch}: ~{format_bytes(step_bytes)} "
+                  f"(activations {format_bytes(total_activations)} + params "
+                  f"{format_bytes(param_bytes)} + grads {format_bytes(trainable_bytes)} + "
+                  f"optimizer state {format_bytes(optimizer_bytes)} [{optimizer_name}, "
+                  f"{slots} slot(s)])"]
+        show_table(SummaryTable(f'Model: "{self.name}"', headers, rows, footer), print_fn)
 
     def _layer_outputs(self, x):
         """``(layer, output)`` in order (``locate_nonfinite`` finds the first bad output)."""

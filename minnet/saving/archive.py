@@ -11,15 +11,18 @@ import io
 import json
 import math
 import os
+import re
 import struct
 import tempfile
 import time
+import warnings
 import zipfile
 import zlib
 
 import numpy as np
 
 import minnet.saving
+from minnet._version import __version__
 from minnet import layers as layers_module
 
 FORMAT_NAME = "minnet-model"
@@ -205,6 +208,9 @@ def _foreign_kind(path):
             head = file.read(8)
     except OSError:
         return None
+    if len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5:     # pickle protocol 2-5
+        return ("a Python pickle (PyTorch's legacy `torch.save` format, or another pickle). "
+                + _TORCH_FILE_ADVICE)
     if head == _HDF5_SIGNATURE:
         return ("an HDF5 file (Keras's legacy `.h5` format, or another HDF5 file). minnet does "
                 "not read HDF5: it reads the `.minnet` files that `model.save('net.minnet')` "
@@ -213,6 +219,12 @@ def _foreign_kind(path):
                 "(Dense and Conv2D kernels transposed to minnet's PyTorch layouts)")
     return None
 
+
+_TORCH_FILE_ADVICE = (
+    "minnet never unpickles a file (a pickle can run any code). Load it with `torch.load` in "
+    "PyTorch, then bring the weights over with `minnet.interop.load_torch_state_dict(model, "
+    "module.state_dict())` or a whole module with `minnet.interop.from_torch(module)` "
+    "(docs/moving_to_pytorch.md shows both)")
 
 _KERAS_ZIP_MESSAGE = (
     "a Keras 3 `.keras` file (a zip of config.json and model.weights.h5). minnet does not read "
@@ -240,6 +252,10 @@ def open_archive(path, what):
         archive.close()
         raise ModelFileError(f"{path!r} is damaged: its zip directory is unreadable "
                              f"({type(error).__name__}: {error}).") from None
+    if any(name == "data.pkl" or name.endswith("/data.pkl") for name in names):
+        archive.close()
+        raise ModelFileError(f"{path!r} is not a minnet {what} file: it is a PyTorch file "
+                             f"(`torch.save`'s zip format). {_TORCH_FILE_ADVICE}.")
     if "model.weights.h5" in names:
         archive.close()
         raise ModelFileError(f"{path!r} is not a minnet {what} file: it is {_KERAS_ZIP_MESSAGE}.")
@@ -409,9 +425,25 @@ def read_config(archive, path):
     if not isinstance(config.get("compile"), (dict, type(None))):
         raise file_error(path, f"{CONFIG_NAME} entry 'compile'",
                           f"expected a dict or null, found {short_repr(config.get('compile'))}")
+    _warn_if_newer(config.get("minnet_version"), path)
     if version < FORMAT_VERSION:
         _upgrade_config(config, version, path)
     return config
+
+
+def _version_tuple(text):
+    match = re.match(r"^(\d+)\.(\d+)(?:\.(\d+))?", text) if isinstance(text, str) else None
+    return tuple(int(part or 0) for part in match.groups()) if match else None
+
+
+def _warn_if_newer(written_by, path):
+    """Warn once per load when a newer minnet wrote the file (same format, so it loads)."""
+    theirs, ours = _version_tuple(written_by), _version_tuple(__version__)
+    if theirs is not None and ours is not None and theirs > ours:
+        warnings.warn(f"{path!r} was written by minnet {written_by}, newer than this minnet "
+                      f"({__version__}). Its file format is one this version reads, so it loads; "
+                      f"a layer or argument added after {__version__} would be refused. To be "
+                      f"sure, upgrade: `pip install -U minnet-dl`.", UserWarning, stacklevel=3)
 
 
 def check_weights(arrays, info, path):

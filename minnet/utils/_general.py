@@ -6,9 +6,21 @@ import numpy as np
 
 from minnet import _random
 from minnet._checks import check_int, invalid
+from minnet._naming import reset_names
 
 __all__ = ["to_categorical", "set_random_seed", "PyDataset", "unpack_x_y_sample_weight",
-           "pack_x_y_sample_weight"]
+           "pack_x_y_sample_weight", "clear_session"]
+
+
+def clear_session(free_memory=True):
+    """Reset the automatic layer and model names, as ``keras.utils.clear_session()``: the next
+    ``Dense`` is named ``dense`` again. Models that exist keep their names and weights.
+
+    Args:
+        free_memory: accepted for Keras's signature (minnet keeps no graph between calls, so
+            there is nothing else to free).
+    """
+    reset_names()
 
 
 def to_categorical(x, num_classes=None):
