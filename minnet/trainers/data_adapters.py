@@ -14,6 +14,9 @@ sources, as Keras 3 accepts them:
   ``(x, y)`` or ``(x, y, sample_weight)``; anything with a ``.numpy()`` method (a torch
   tensor) is converted (duck-typed: minnet never imports torch for it).
 """
+import collections
+import concurrent.futures
+
 import numpy as np
 
 from minnet import _random
@@ -152,8 +155,29 @@ class PyDatasetAdapter:
             generator = (np.random.default_rng([self.seed, epoch]) if self.seed is not None
                          else _random.generator())
             order = generator.permutation(n).tolist()
-        for index in order:
-            yield to_numpy(self.dataset[index])
+        workers = getattr(self.dataset, "workers", 1)
+        if not isinstance(workers, int) or workers <= 1:
+            for index in order:
+                yield to_numpy(self.dataset[index])
+            return
+        yield from self._parallel_batches(order, workers, getattr(self.dataset, "max_queue_size", 10))
+
+    def _parallel_batches(self, order, workers, depth):
+        """``dataset[i]`` read by ``workers`` threads, at most ``depth`` ahead, yielded in order."""
+        depth = max(int(depth) if isinstance(depth, int) else 10, workers)
+        pending = collections.deque()
+        indices = iter(order)
+        with concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="minnet-pydataset") as pool:
+            try:
+                for index in indices:
+                    pending.append(pool.submit(self.dataset.__getitem__, index))
+                    if len(pending) >= depth:
+                        yield to_numpy(pending.popleft().result())
+                while pending:
+                    yield to_numpy(pending.popleft().result())
+            finally:
+                for future in pending:
+                    future.cancel()
 
     def on_epoch_end(self):
         hook = getattr(self.dataset, "on_epoch_end", None)
