@@ -185,16 +185,9 @@ def _restore_random_state(state, path):
         return ModelFileError(f"{path!r} is damaged: the {CONFIG_NAME} entry 'random_state' "
                               f"{why}. Received: random_state={shown}")
 
-    if not isinstance(state, dict):
-        raise damaged("must be a dict with 'seed', 'offset' and 'generator'")
-    for key in ("seed", "offset"):
-        value = state.get(key)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise damaged(f"needs a non-negative int {key!r} (got {value!r})")
-    try:
-        np.random.default_rng().bit_generator.state = state.get("generator")
-    except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as error:
-        raise damaged(f"has an invalid 'generator' state ({type(error).__name__}: {error})") from None
+    problem = _random.state_problem(state)
+    if problem is not None:
+        raise damaged(problem)
     _random.set_state(state)
 
 
