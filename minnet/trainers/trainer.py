@@ -340,6 +340,12 @@ class Trainer:
 
     def _check_arrays(self, x, y=None, need_y=True, check_finite=False, name="x"):
         """Checked array structures for ``x`` and ``y``; labels converted for sparse losses."""
+        if isinstance(x, list) and x and all(isinstance(item, tuple) and len(item) in (2, 3) for item in x):
+            raise ValueError(f"Invalid value for argument `{name}`: a list is read as a list of inputs, "
+                             f"not as batches, so a list of (x, y) tuples is not a data source (Keras "
+                             f"3 refuses it too). Concatenate the batches into arrays, or yield them "
+                             f"from a generator (with `steps_per_epoch=`) or a "
+                             f"`mn.utils.PyDataset`. Received: a list of {len(x)} tuples")
         x = self._structure(x, name, self.structured_inputs)
         if need_y and y is None:
             raise ValueError("Argument `y` is required: pass the targets for `x`.")
