@@ -49,7 +49,8 @@ from minnet.trainers.data_adapters import (ArrayDataAdapter, GeneratorDataAdapte
                                            flat_leaves, unpack_x_y_sample_weight)
 from minnet.trainers.epoch_iterator import EpochIterator
 from minnet.trainers.interrupts import StepGuard
-from minnet.trainers.targets import class_ids, first_nonfinite_row, prepare_target, sample_weights
+from minnet.trainers.targets import (check_class_weight, class_ids, first_nonfinite_row, prepare_target,
+                                     sample_weights)
 from minnet._checks import check_int
 from minnet._ext import _memory
 
@@ -110,6 +111,18 @@ def _reusing_buffers(method):
         with _memory.buffer_cache():
             return method(self, *args, **kwargs)
     return loop
+
+
+def _check_finite(leaf, label):
+    """No NaN/inf in a float array given to fit (x or y), naming the first bad sample."""
+    if leaf.dtype.kind != "f":
+        return
+    row = first_nonfinite_row(leaf)
+    if row is not None:
+        raise ValueError(f"Invalid value for argument `{label}`: expected finite values "
+                         f"(no NaN or inf). Received: {label}[{row}] (the first bad sample) "
+                         f"holds NaN or inf. Clean or impute the data, or pass "
+                         f"`check_finite=False` to train anyway.")
 
 
 def _is_dataset(value):
@@ -307,8 +320,8 @@ class Trainer:
     _prepare_target = staticmethod(prepare_target)
     _class_ids = staticmethod(class_ids)
 
-    def _sample_weights(self, y, n, sample_weight, class_weight):
-        return sample_weights(y, n, sample_weight, class_weight)
+    def _sample_weights(self, y, n, sample_weight, class_weight, check_finite=True):
+        return sample_weights(y, n, sample_weight, class_weight, check_finite)
 
     def _losses_per_output(self):
         if self.compiled_loss is None:
@@ -366,19 +379,17 @@ class Trainer:
             elif len(leaf) != n:
                 raise ValueError(f"All inputs must have the same number of samples. Received: "
                                  f"{[len(v) for v in leaves]} samples")
-            if check_finite and leaf.dtype.kind == "f":
-                row = first_nonfinite_row(leaf)
-                if row is not None:
-                    raise ValueError(f"Invalid value for argument `{label}`: expected finite values "
-                                     f"(no NaN or inf). Received: {label}[{row}] (the first bad sample) "
-                                     f"holds NaN or inf. Clean or impute the data, or pass "
-                                     f"`check_finite=False` to train anyway.")
+            if check_finite:
+                _check_finite(leaf, label)
         if y is not None:
             y = self._structure(y, "y", self.structured_outputs)
-            for leaf in flat_leaves(y):
+            y_leaves = flat_leaves(y)
+            for i, leaf in enumerate(y_leaves):
                 if leaf.ndim == 0 or len(leaf) != n:
                     raise ValueError(f"Arguments `x` and `y` must have the same number of samples. "
                                      f"Received: len(x)={n}, y with shape {leaf.shape}")
+                if check_finite:
+                    _check_finite(leaf, "y" if len(y_leaves) == 1 else f"y[{i}]")
             y = self._prepare_targets(y)
         return x, y, n
 
@@ -499,7 +510,10 @@ class Trainer:
                 epochs (a list of 1-based epoch numbers).
             seed: int seed for shuffling (epoch ``e`` uses ``default_rng([seed, e])``, so a
                 resumed run sees the same order); None draws from ``mn.manual_seed``'s generator.
-            check_finite: check once, before training, that float array inputs hold no NaN/inf.
+            check_finite: check once, before training, that the float arrays ``x`` and ``y``,
+                ``sample_weight`` and the ``class_weight`` values hold no NaN/inf (False trains
+                anyway). ``class_weight`` keys are always checked: ints >= 0 (keys of classes
+                absent from ``y`` are ignored, as in Keras).
             prefetch: draw batches in a background thread (default: on for generators,
                 PyDataset and iterables, off for arrays).
 
@@ -537,11 +551,13 @@ class Trainer:
                                  f"infinite, so fit cannot tell where an epoch ends: pass "
                                  f"`steps_per_epoch=` (batches per epoch). Received: x of type "
                                  f"{type(x).__name__}, steps_per_epoch=None")
+            if class_weight is not None:
+                class_weight = check_class_weight(class_weight, check_finite)
             prepare = self._batch_preparer(class_weight)
         else:
             default_step = type(self).train_step is Trainer.train_step
             x, y, n = self._check_arrays(x, y, need_y=default_step, check_finite=check_finite)
-            weights = self._sample_weights(y, n, sample_weight, class_weight)
+            weights = self._sample_weights(y, n, sample_weight, class_weight, check_finite)
             if validation_data is None and validation_split:
                 (x_train, y_train), (x_val, y_val) = self._split(x, y, validation_split)
                 w_val = None
