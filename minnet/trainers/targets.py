@@ -7,7 +7,8 @@ import numpy as np
 from minnet.data import as_array
 from minnet.trainers.compile_utils import is_sparse_loss
 
-__all__ = ["prepare_target", "class_ids", "sample_weights", "check_class_weight", "first_nonfinite_row"]
+__all__ = ["prepare_target", "class_ids", "sample_weights", "check_class_weight", "first_nonfinite_row",
+           "string_input_hint"]
 
 
 def prepare_target(y, loss, name="y"):
@@ -133,3 +134,11 @@ def first_nonfinite_row(array, chunk_rows=4096):
         if bad.size:
             return start + int(bad[0])
     return None
+
+
+def string_input_hint(layers, array):
+    """For strings given to a model that starts with a TextVectorization: what to do instead."""
+    if array.dtype.kind not in "USO" or not layers or not hasattr(layers[0], "get_vocabulary"):
+        return ""
+    return (". A minnet model takes numbers: apply the TextVectorization to the strings outside "
+            "the model (`tokens = vectorizer(texts)`) and give the model the token ids")

@@ -50,7 +50,7 @@ from minnet.trainers.data_adapters import (ArrayDataAdapter, GeneratorDataAdapte
 from minnet.trainers.epoch_iterator import EpochIterator
 from minnet.trainers.interrupts import StepGuard
 from minnet.trainers.targets import (check_class_weight, class_ids, first_nonfinite_row, prepare_target,
-                                     sample_weights)
+                                     sample_weights, string_input_hint)
 from minnet._checks import check_int
 from minnet._ext import _memory
 
@@ -373,7 +373,8 @@ class Trainer:
                                  f"(batch dimension first). Received: {label} with shape {leaf.shape}")
             if leaf.dtype.kind not in "fiub":
                 raise TypeError(f"Invalid value for argument `{label}`: expected a numeric array. "
-                                f"Received: {label} with dtype {leaf.dtype}")
+                                f"Received: {label} with dtype {leaf.dtype}"
+                                f"{string_input_hint(self.layers, leaf)}")
             if n is None:
                 n = len(leaf)
             elif len(leaf) != n:
