@@ -1,35 +1,9 @@
 """Small helpers shared by several minnet modules."""
-import difflib
 import os
 import sys
 import warnings
 
-
-def did_you_mean(name, candidates):
-    """A " Did you mean 'x'?" hint for an unknown name, or ``""`` when nothing is close.
-
-    The comparison ignores case, so ``"dens"`` still suggests ``"Dense"``; the suggestion
-    is spelled as in ``candidates``.
-
-    Args:
-        name: the name that was not found (anything; non-strings give ``""``).
-        candidates: the valid names (an iterable of str).
-
-    Returns:
-        ``" Did you mean 'adam'?"`` (leading space, ready to append to a message) or ``""``.
-
-    Example:
-        >>> did_you_mean("adamm", ["sgd", "adam", "rmsprop"])
-        " Did you mean 'adam'?"
-    """
-    if not isinstance(name, str):
-        return ""
-    by_lower = {}
-    for candidate in candidates:
-        if isinstance(candidate, str):
-            by_lower.setdefault(candidate.lower(), candidate)
-    matches = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=0.6)
-    return f" Did you mean {by_lower[matches[0]]!r}?" if matches else ""
+from minnet._registry import did_you_mean  # noqa: F401  (the one suggestion helper lives there)
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep

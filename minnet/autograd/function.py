@@ -39,6 +39,7 @@ from .grad_mode import (AnomalyError, anomaly_state, check_finite, detect_anomal
                         is_grad_enabled, no_grad, set_grad_enabled)
 
 __all__ = ["Function", "Context", "Node", "BackwardNode", "AccumulateGrad", "once_differentiable", "HookDict",
+           "check_hook_gradient",
            "register_tensor_class",
            "no_grad", "enable_grad", "is_grad_enabled", "set_grad_enabled", "detect_anomaly",
            "AnomalyError", "RemovableHandle"]
@@ -698,6 +699,26 @@ def _run_hooks(node, index, g, graph, owned):
     return g, owned
 
 
+def check_hook_gradient(result, shape, hook, where):
+    """What a gradient hook returned, checked: None, or a Tensor / array of numbers (else a
+    TypeError naming the hook, what it returned and what was expected)."""
+    if result is None:
+        return
+    data = result.data if isinstance(result, _TENSOR[0]) else result
+    try:
+        kind = np.asarray(data).dtype.kind
+    except (TypeError, ValueError):
+        kind = "O"
+    if kind not in "fiub":
+        shown = repr(result)
+        shown = shown if len(shown) <= 80 else shown[:80] + "..."
+        name = getattr(hook, "__qualname__", None) or repr(hook)
+        expected = "" if shape is None else f" of shape {tuple(shape)}"
+        raise TypeError(f"The {where} {name!r} returned {type(result).__name__} {shown}: a gradient "
+                        f"hook must return None (keep the gradient) or a gradient{expected} (a Tensor "
+                        f"or an array of numbers).")
+
+
 def _apply_hooks(hooks, g, graph, owned):
     Tensor = _TENSOR[0]
     if hooks:
@@ -706,6 +727,7 @@ def _apply_hooks(hooks, g, graph, owned):
             r = fn(arg)
             if r is None:
                 continue
+            check_hook_gradient(r, g.shape, fn, "tensor hook")
             if graph:
                 r = r if isinstance(r, Tensor) else Tensor._make(np.asarray(r, dtype=g.dtype))
             else:

@@ -8,7 +8,7 @@ backward receives ``grad_input`` and may replace it with what the hook returns).
 """
 import numpy as np
 
-from .function import Function, HookDict
+from .function import Function, HookDict, check_hook_gradient
 from .tensor import Tensor
 
 __all__ = ["HookDict", "call_with_hooks"]
@@ -41,6 +41,9 @@ class _State:
                 if len(result) != len(grad_input):
                     raise RuntimeError(f"A backward hook of layer '{self.layer.name}' returned {len(result)} "
                                        f"gradients; expected {len(grad_input)} (one per input)")
+                for new, old in zip(result, grad_input):
+                    check_hook_gradient(new, None if old is None else old.shape, hook,
+                                        f"backward hook of layer '{self.layer.name}'")
                 grad_input = result
         return grad_input
 

@@ -7,6 +7,8 @@ import numpy as np
 from minnet.data import as_array
 from minnet.trainers.compile_utils import is_sparse_loss
 
+_INT64_MAX = np.iinfo(np.int64).max
+
 __all__ = ["prepare_target", "class_ids", "sample_weights", "check_class_weight", "first_nonfinite_row",
            "string_input_hint"]
 
@@ -15,6 +17,11 @@ def prepare_target(y, loss, name="y"):
     """Targets for ``loss``: integer-valued float labels of sparse losses -> int64."""
     if is_sparse_loss(loss):
         if y.dtype.kind in "iu":
+            if y.dtype.kind == "u" and y.dtype.itemsize == 8 and y.size and y.max() > _INT64_MAX:
+                # int64 would wrap it to a negative label, and the error would show that one
+                bad = int(np.flatnonzero(y > _INT64_MAX)[0])
+                raise ValueError(f"Invalid value for argument `{name}`: expected class labels below "
+                                 f"2**63. Received: {name}[{bad}]={int(y.flat[bad])} ({y.dtype})")
             return y.astype(np.int64, copy=False)
         if y.dtype.kind == "b" or y.dtype.kind not in "f":
             raise TypeError(f"Invalid value for argument `{name}`: expected integer class labels "
@@ -24,6 +31,10 @@ def prepare_target(y, loss, name="y"):
             raise ValueError(f"Invalid value for argument `{name}`: expected integer class labels "
                              f"for loss {type(loss).__name__}; received float labels that are "
                              f"not whole numbers (one-hot targets need CategoricalCrossentropy)")
+        if y.size and np.abs(y).max() >= 2.0 ** 63:
+            bad = int(np.flatnonzero(np.abs(y) >= 2.0 ** 63)[0])
+            raise ValueError(f"Invalid value for argument `{name}`: expected class labels below "
+                             f"2**63. Received: {name}[{bad}]={y.flat[bad]!r}")
         return y.astype(np.int64)
     if y.dtype.kind not in "fiub":
         raise TypeError(f"Invalid value for argument `{name}`: expected a numeric array. "
@@ -35,6 +46,10 @@ def class_ids(y, one_hot_only=False):
     """Class index per sample for integer labels or one-hot rows; None for other targets."""
     if not isinstance(y, np.ndarray):
         return None
+    if y.dtype.kind == "u" and y.dtype.itemsize == 8 and y.size and y.max() > _INT64_MAX:
+        bad = int(np.flatnonzero(y > _INT64_MAX)[0])
+        raise ValueError(f"Invalid value for argument `y`: expected class labels below 2**63. "
+                         f"Received: y[{bad}]={int(y.flat[bad])} ({y.dtype})")
     if y.ndim == 1 and y.dtype.kind in "iu":
         return y.astype(np.int64)
     if y.ndim == 2 and y.shape[1] > 1:

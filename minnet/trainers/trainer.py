@@ -113,6 +113,16 @@ def _reusing_buffers(method):
     return loop
 
 
+def _step_logs(logs, step_name, model):
+    """A step's logs, which must be a dict: a None (a forgotten ``return``) is named as such
+    rather than read as "no batch"."""
+    if not isinstance(logs, dict):
+        hint = " (a missing `return`?)" if logs is None else ""
+        raise TypeError(f"{type(model).__name__}.{step_name} must return a dict of logs "
+                        f"{{name: value}}, as Keras's does. Received: {type(logs).__name__}{hint}")
+    return logs
+
+
 def _check_finite(leaf, label):
     """No NaN/inf in a float array given to fit (x or y), naming the first bad sample."""
     if leaf.dtype.kind != "f":
@@ -604,7 +614,7 @@ class Trainer:
                         if not self.built:       # a model first seen with a generator's batch
                             self._build_from(unpack_x_y_sample_weight(data)[0])
                             self._ensure_optimizer_params()
-                        logs = train_step(data)
+                        logs = _step_logs(train_step(data), "train_step", self)
                         guard.end_step()
                         callback_list.on_train_batch_end(step, logs)
                         if self.stop_training:
@@ -722,7 +732,7 @@ class Trainer:
         test_step = self.test_step
         for step, data in iterator.epoch(0):
             callback_list.on_test_batch_begin(step)
-            logs = test_step(data)
+            logs = _step_logs(test_step(data), "test_step", self)
             callback_list.on_test_batch_end(step, logs)
         logs = self._pythonify(logs) if logs is not None else self.get_metrics_result()
         callback_list.on_test_end(logs)
@@ -812,6 +822,10 @@ class Trainer:
                 for step, data in iterator.epoch(0):
                     callback_list.on_predict_batch_begin(step)
                     out = predict_step(data)
+                    if out is None:
+                        raise TypeError(f"{type(self).__name__}.predict_step returned None: it must "
+                                        f"return the model's outputs for the batch (a missing "
+                                        f"`return`?).")
                     structure = out
                     leaves = [np.asarray(getattr(v, "data", v)) for v in flat_leaves(out)]
                     outputs.append(leaves)
