@@ -3,7 +3,7 @@
 Keras 3 downloads the four gzipped IDX files below and passes no hash for them
 (``keras/src/datasets/fashion_mnist.py``). Zalando Research publishes an MD5 for each file
 (the README of github.com/zalandoresearch/fashion-mnist; torchvision checks the same ones),
-and the copies Keras serves have the same sizes, so minnet checks those MD5s, records each
+so minnet checks those MD5s for Keras's copies too, records each
 accepted file's SHA-256 in the cache (``_download``), and after reading checks each IDX
 header (magic number, counts, 28x28), that images and labels agree, and that every label is
 one of the 10 classes.
