@@ -223,16 +223,14 @@ def _after_fork_in_child():
     (a team of one never touches the pool) and ``set_num_threads(n > 1)`` warns once and keeps
     1. A parent that never ran a kernel on 2+ threads leaves a child free to use any count.
     """
+    # Only minnet's own state and OpenMP's default team here: no dlopen or /proc reads, which
+    # are not safe in a child of a threaded parent. scipy's BLAS is already pinned to one
+    # thread per caller by the parent (set_num_threads), and OpenBLAS handles fork itself.
     if _state["team_started"] and _openmp.openmp_enabled():
         _state["forked_pool"] = True
         _state["fork_warned"] = False
         _state["num_threads"] = 1
         _openmp.omp_set_num_threads(1)
-    _state["blas_libs"] = None          # the child re-reads its own maps (same libraries)
-    try:
-        _set_blas_threads(1)
-    except OSError:
-        pass
 
 
 if hasattr(os, "register_at_fork"):        # POSIX

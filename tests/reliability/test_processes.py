@@ -90,6 +90,7 @@ def test_a_forked_child_computes_the_parents_numbers(raise_threads):
     assert mn.get_num_threads() == 2      # the parent keeps its threads
 
 
+@pytest.mark.slow_once          # a fresh interpreter: about 2 s
 @needs_fork
 def test_a_child_of_a_single_threaded_parent_keeps_its_thread_choice():
     # No team of 2+ threads ever ran in this fresh interpreter, so the child's pool is intact.
