@@ -32,6 +32,7 @@ import weakref
 
 import numpy as np
 
+from minnet._checks import check_hook_gradient
 from minnet._config import get_num_threads
 from minnet._ext import _select
 
@@ -39,7 +40,6 @@ from .grad_mode import (AnomalyError, anomaly_state, check_finite, detect_anomal
                         is_grad_enabled, no_grad, set_grad_enabled)
 
 __all__ = ["Function", "Context", "Node", "BackwardNode", "AccumulateGrad", "once_differentiable", "HookDict",
-           "check_hook_gradient",
            "register_tensor_class",
            "no_grad", "enable_grad", "is_grad_enabled", "set_grad_enabled", "detect_anomaly",
            "AnomalyError", "RemovableHandle"]
@@ -697,26 +697,6 @@ def _run_hooks(node, index, g, graph, owned):
             else:
                 t.grad = t.grad + data
     return g, owned
-
-
-def check_hook_gradient(result, shape, hook, where):
-    """What a gradient hook returned, checked: None, or a Tensor / array of numbers (else a
-    TypeError naming the hook, what it returned and what was expected)."""
-    if result is None:
-        return
-    data = result.data if isinstance(result, _TENSOR[0]) else result
-    try:
-        kind = np.asarray(data).dtype.kind
-    except (TypeError, ValueError):
-        kind = "O"
-    if kind not in "fiub":
-        shown = repr(result)
-        shown = shown if len(shown) <= 80 else shown[:80] + "..."
-        name = getattr(hook, "__qualname__", None) or repr(hook)
-        expected = "" if shape is None else f" of shape {tuple(shape)}"
-        raise TypeError(f"The {where} {name!r} returned {type(result).__name__} {shown}: a gradient "
-                        f"hook must return None (keep the gradient) or a gradient{expected} (a Tensor "
-                        f"or an array of numbers).")
 
 
 def _apply_hooks(hooks, g, graph, owned):

@@ -8,7 +8,9 @@ backward receives ``grad_input`` and may replace it with what the hook returns).
 """
 import numpy as np
 
-from .function import Function, HookDict, check_hook_gradient
+from minnet._checks import check_hook_gradient
+
+from .function import Function, HookDict
 from .tensor import Tensor
 
 __all__ = ["HookDict", "call_with_hooks"]

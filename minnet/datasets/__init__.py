@@ -15,7 +15,7 @@ import numpy as np
 
 from minnet import _random
 from minnet.datasets import cifar10, cifar100, fashion_mnist, mnist
-from minnet.datasets._download import check_labels, file_hash
+from minnet.datasets._download import check_file_labels, file_hash
 from minnet.config import normalize_data_format
 from minnet.datasets.sequence_tasks import make_sequence_task  # noqa: F401
 
@@ -54,7 +54,7 @@ def _digits_raw():
         raise OSError(f"The digits data set at {_DIGITS_PATH!r} is damaged: expected uint8 pixels "
                       f"0..16, found {images.dtype} up to {images.max()}")
     try:
-        check_labels(labels, 10, _DIGITS_PATH, "digits")
+        check_file_labels(labels, 10, _DIGITS_PATH, "digits")
     except ValueError as error:
         raise OSError(str(error)) from None
     return images, labels

@@ -16,9 +16,9 @@ import tempfile
 import urllib.error
 import urllib.request
 
-import numpy as np
+from minnet._checks import check_labels
 
-__all__ = ["cache_dir", "fetch", "file_hash", "check_labels", "MANIFEST"]
+__all__ = ["cache_dir", "fetch", "file_hash", "check_file_labels", "MANIFEST"]
 
 _CHUNK = 1 << 20
 
@@ -169,13 +169,14 @@ def fetch(name, origin, algorithm, expected, subdir, path=None, verbose=True):
     return target
 
 
-def check_labels(labels, n_classes, path, part):
-    """Labels read from ``path`` are integers in ``[0, n_classes)`` (the loader's documented range)."""
+def check_file_labels(labels, n_classes, path, part):
+    """Labels read from ``path`` are integers in ``[0, n_classes)`` (the loader's documented
+    range): the shared ``_checks.check_labels`` scan, its error prefixed with the file."""
     if labels.dtype.kind not in "iu":
-        raise ValueError(f"{path!r}: the {part} labels have dtype {labels.dtype}; expected integers "
-                         f"0..{n_classes - 1}.")
-    if labels.size and (labels.min() < 0 or labels.max() >= n_classes):
-        bad = int(np.flatnonzero((labels < 0) | (labels >= n_classes))[0])
-        raise ValueError(f"{path!r}: the {part} labels must be in 0..{n_classes - 1}; label {bad} is "
-                         f"{int(labels.flat[bad])}. The file is damaged or not the right data set: "
-                         f"delete it and download it again.")
+        raise ValueError(f"{path!r} is damaged or not the right data set: the {part} labels have "
+                         f"dtype {labels.dtype}; expected integers in [0, {n_classes}).")
+    try:
+        check_labels(f"{part} labels", labels, n_classes)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{path!r} is damaged or not the right data set (delete it and download "
+                         f"it again): {error}") from None

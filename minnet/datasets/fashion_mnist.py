@@ -14,7 +14,7 @@ import zlib
 
 import numpy as np
 
-from minnet.datasets._download import check_labels, fetch
+from minnet.datasets._download import check_file_labels, fetch
 
 __all__ = ["load_data"]
 
@@ -54,8 +54,8 @@ def load_data(path=None):
         raise ValueError(f"The Fashion-MNIST files disagree on the number of samples: images "
                          f"{len(x_train)}/{len(x_test)} in {paths[1]!r}/{paths[3]!r}, labels "
                          f"{len(y_train)}/{len(y_test)} in {paths[0]!r}/{paths[2]!r}.")
-    check_labels(y_train, N_CLASSES, paths[0], "train")
-    check_labels(y_test, N_CLASSES, paths[2], "test")
+    check_file_labels(y_train, N_CLASSES, paths[0], "train")
+    check_file_labels(y_test, N_CLASSES, paths[2], "test")
     return (x_train, y_train), (x_test, y_test)
 
 

@@ -1,7 +1,7 @@
 """MNIST handwritten digits, as ``keras.datasets.mnist`` (downloaded once, verified, no pickle)."""
 import numpy as np
 
-from minnet.datasets._download import check_labels, fetch
+from minnet.datasets._download import check_file_labels, fetch
 
 __all__ = ["load_data"]
 
@@ -45,5 +45,5 @@ def read_npz(local):
                              f"expected (n, 28, 28) and (n,).")
         if x.dtype != np.uint8:
             raise ValueError(f"{local!r}: the {part} images have dtype {x.dtype}; expected uint8.")
-        check_labels(y, 10, local, part)
+        check_file_labels(y, 10, local, part)
     return (x_train, y_train), (x_test, y_test)

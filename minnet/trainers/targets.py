@@ -34,7 +34,7 @@ def prepare_target(y, loss, name="y"):
         if y.size and np.abs(y).max() >= 2.0 ** 63:
             bad = int(np.flatnonzero(np.abs(y) >= 2.0 ** 63)[0])
             raise ValueError(f"Invalid value for argument `{name}`: expected class labels below "
-                             f"2**63. Received: {name}[{bad}]={y.flat[bad]!r}")
+                             f"2**63. Received: {name}[{bad}]={y.flat[bad].item()!r}")
         return y.astype(np.int64)
     if y.dtype.kind not in "fiub":
         raise TypeError(f"Invalid value for argument `{name}`: expected a numeric array. "

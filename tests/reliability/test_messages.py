@@ -124,7 +124,7 @@ def test_hooks_returning_gradients_or_none_still_work():
 
 @pytest.mark.parametrize("label, shown", [(np.uint64(2 ** 64 - 1), "18446744073709551615"),
                                           (np.uint64(2 ** 63), "9223372036854775808"),
-                                          (np.float64(1e30), "np.float64(1e+30)")])
+                                          (np.float64(1e30), "1e+30")])
 def test_a_label_beyond_int64_is_reported_as_received(label, shown):
     model = mn.Sequential([mn.Input((2,)), mn.layers.Dense(3)])
     model.compile("sgd", mn.losses.SparseCategoricalCrossentropy(from_logits=True))
