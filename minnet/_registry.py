@@ -107,12 +107,14 @@ def did_you_mean(name, candidates):
     """A " Did you mean 'x'?" hint for an unknown name, or ``""`` when nothing is close.
 
     The one suggestion helper of minnet (every kind of name uses it). A candidate equal to
-    ``name`` but for case, underscores and hyphens comes first (``"categorical_cross_entropy"``
-    -> ``"categorical_crossentropy"``); otherwise ``difflib.get_close_matches`` (case ignored)
-    proposes, and the proposal fewest edits away wins, a swap of two letters counting as one
-    (``"adma"`` -> ``"adam"``, not ``"adamax"``). Of spellings that differ only by case, the
-    one written like ``name`` is suggested (``"Adma"`` -> ``"Adam"``, ``"acuracy"`` ->
-    ``"accuracy"``).
+    ``name`` but for case, underscores and hyphens comes first, the one fewest edits away
+    (``"categorical_cross_entropy"`` -> ``"categorical_crossentropy"``,
+    ``"CategoricalCrossEntropy"`` -> ``"CategoricalCrossentropy"``). Otherwise, ignoring case,
+    the candidate fewest edits away wins, a swap of two neighbours counting as one (``"adma"``
+    is one edit from ``"adam"``, three from ``"adamax"``), ties broken by difflib's
+    similarity, when it is within a third of the name's length; else
+    ``difflib.get_close_matches``. The suggestion is spelled as the first candidate of that
+    name (the class name before its lower-case alias: ``"Adam"``).
 
     Args:
         name: the name that was not found (anything; non-strings give ``""``).
@@ -122,44 +124,42 @@ def did_you_mean(name, candidates):
         ``" Did you mean 'Adam'?"`` (leading space, ready to append to a message) or ``""``.
 
     Example:
-        >>> did_you_mean("adma", ["SGD", "Adam", "Adamax"])
+        >>> did_you_mean("adma", ["SGD", "Adam", "Adamax", "adam"])
         " Did you mean 'Adam'?"
     """
     if not isinstance(name, str):
         return ""
     pool = list(dict.fromkeys(c for c in candidates if isinstance(c, str)))
-    capitals = any(ch.isupper() for ch in name)
-
-    def style(candidate):      # 0 when written like the name (CamelCase or lower/snake case)
-        return int(any(ch.isupper() for ch in candidate) != capitals)
-
     wanted = normalize_name(name)
     same = [c for c in pool if normalize_name(c) == wanted]
     if same:
-        best = min(same, key=lambda c: (style(c), _osa_distance(name, c)))
-        return f" Did you mean {best!r}?"
-    lowers = list(dict.fromkeys(c.lower() for c in pool))
-    close = difflib.get_close_matches(name.lower(), lowers, n=5, cutoff=0.6)
-    if not close:
-        return ""
-    rank = {lower: i for i, lower in enumerate(close)}
-    best = min((c for c in pool if c.lower() in rank),
-               key=lambda c: (_osa_distance(name.lower(), c.lower()), style(c), rank[c.lower()]))
-    return f" Did you mean {best!r}?"
+        return f" Did you mean {min(same, key=lambda c: _osa_distance(name, c))!r}?"
+    by_lower = {}
+    for candidate in pool:
+        by_lower.setdefault(candidate.lower(), candidate)
+    typed = name.lower()
+    scored = sorted((_osa_distance(typed, key), -difflib.SequenceMatcher(None, typed, key).ratio(), key)
+                    for key in by_lower)
+    if scored and scored[0][0] <= max(1, len(typed) // 3):
+        return f" Did you mean {by_lower[scored[0][2]]!r}?"
+    matches = difflib.get_close_matches(typed, list(by_lower), n=1, cutoff=0.6)
+    return f" Did you mean {by_lower[matches[0]]!r}?" if matches else ""
 
 
 def unknown_name_error(kind, name, candidates=None, argument=None):
     """The error for a name that names no registered ``kind`` (returned, not raised).
 
     One message for every kind: the argument (when given), the name received, one
-    suggestion, how a custom object is found, and the known names once (left out above
-    60 names).
+    suggestion, how a custom object is found, and the known names once, each name once
+    whatever its case (left out above 60 names).
     """
     if candidates is None:
         candidates = names(kind)
     head = (f"Invalid value for argument `{argument}`: unknown {kind} {name!r}." if argument
             else f"Unknown {kind}: {name!r}.")
-    unique = sorted(set(c for c in candidates if isinstance(c, str)))
+    # Each name once, whatever its case ("Adam" and its alias "adam": the class name is shown).
+    unique = sorted({c.lower(): c for c in sorted((c for c in candidates if isinstance(c, str)),
+                                                  reverse=True)}.values())
     known = f" Known names: {', '.join(unique)}." if len(unique) <= _MAX_LISTED else ""
     return ValueError(f"{head}{did_you_mean(name, candidates)} A custom {kind} is found when it is "
                       f"registered ({_HOW_TO_REGISTER.get(kind, 'register it')}) or passed in "
