@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 __all__ = ["invalid", "check_int", "check_float", "check_int_tuple", "check_padding",
-           "check_pad_pairs", "check_choice", "check_labels"]
+           "check_pad_pairs", "check_choice", "check_labels", "check_hook_gradient"]
 
 
 def invalid(name, expected, value, error=ValueError):
@@ -148,7 +148,7 @@ def check_labels(name, labels, n_classes, ignore_index=None):
         if bad.any():
             i = int(np.flatnonzero(bad.ravel())[0])
             raise ValueError(f"Invalid value for argument `{name}`: expected integer class "
-                             f"labels. Received: {labels.ravel()[i]!r} at flat index {i}")
+                             f"labels. Received: {labels.ravel()[i].item()!r} at flat index {i}")
     if labels.size:
         valid = (labels >= 0) & (labels < n_classes)
         if ignore_index is not None:
@@ -158,7 +158,7 @@ def check_labels(name, labels, n_classes, ignore_index=None):
             raise ValueError(f"Invalid value for argument `{name}`: expected class labels in "
                              f"[0, {n_classes})" + (f" or {ignore_index}" if ignore_index is not
                                                     None else "")
-                             + f". Received: {labels.ravel()[i]!r} at flat index {i}")
+                             + f". Received: {labels.ravel()[i].item()!r} at flat index {i}")
     return labels.astype(np.int64, copy=False)
 
 
@@ -168,3 +168,22 @@ class UnsupportedArgumentError(ValueError, NotImplementedError):
     A ``ValueError`` (the argument cannot be taken, and the message names it, what minnet
     takes and what it received) and a ``NotImplementedError`` (it is a gap, not a mistake).
     """
+
+
+def check_hook_gradient(result, shape, hook, where):
+    """What a gradient hook returned, checked: None, or a Tensor / array of numbers (else a
+    TypeError naming the hook, what it returned and what was expected)."""
+    if result is None:
+        return
+    try:
+        kind = np.asarray(getattr(result, "data", result)).dtype.kind
+    except (TypeError, ValueError):
+        kind = "O"
+    if kind not in "fiub":
+        shown = repr(result)
+        shown = shown if len(shown) <= 80 else shown[:80] + "..."
+        name = getattr(hook, "__qualname__", None) or repr(hook)
+        expected = "" if shape is None else f" of shape {tuple(shape)}"
+        raise TypeError(f"The {where} {name!r} returned {type(result).__name__} {shown}: a gradient "
+                        f"hook must return None (keep the gradient) or a gradient{expected} (a Tensor "
+                        f"or an array of numbers).")

@@ -11,6 +11,7 @@ import glob
 import os
 import platform
 import sys
+import warnings
 
 import numpy
 import scipy
@@ -24,7 +25,12 @@ try:
 except ImportError:  # not on POSIX (Windows)
     resource = None
 
-_state = {"num_threads": None, "blas_libs": None}
+_state = {"num_threads": None, "blas_libs": None,
+          # True once minnet handed a kernel more than one thread: the OpenMP runtime may then
+          # hold a thread pool, which a fork() does not copy (the child has only the caller).
+          "team_started": False,
+          # True in a child forked after that: its OpenMP pool is broken, so it runs on 1 thread.
+          "forked_pool": False, "fork_warned": False}
 
 # Symbols by which the OpenBLAS builds shipped in scipy / numpy wheels set their pool size.
 _OPENBLAS_SETTERS = (
@@ -160,6 +166,9 @@ def set_num_threads(n):
            system lets a process create when that is less).  The OpenMP kernels use ``n``
            threads; the BLAS library they call runs single-threaded inside each of them, so
            the cores are never oversubscribed by BLAS.  Results do not depend on ``n``.
+           In a process forked (``os.fork``, multiprocessing's "fork" start method) after
+           minnet's kernels ran on 2+ threads, the OpenMP pool is unusable: ``n > 1`` warns
+           once (``RuntimeWarning``) and 1 thread is kept.
 
     Raises:
         TypeError: ``n`` is not an int.
@@ -179,6 +188,16 @@ def set_num_threads(n):
         raise ValueError(f"Invalid value for argument `n`: expected an int in [1, {bound}] "
                          f"(64 threads per CPU, at most what the system lets a process "
                          f"create). Received: n={n}")
+    if n > 1 and _state["forked_pool"]:
+        if not _state["fork_warned"]:
+            _state["fork_warned"] = True
+            warnings.warn(
+                f"minnet stays at 1 thread in this process (asked for {n}): it was forked after "
+                f"minnet's OpenMP kernels ran on several threads, and the OpenMP runtime's thread "
+                f"pool does not survive fork() (a kernel on 2+ threads would hang). Start worker "
+                f"processes with multiprocessing's 'spawn' or 'forkserver' method to use more "
+                f"threads in them.", RuntimeWarning, stacklevel=2)
+        n = 1
     _openmp.omp_set_num_threads(n)
     _set_blas_threads(1)
     _state["num_threads"] = n
@@ -186,9 +205,36 @@ def set_num_threads(n):
 
 def get_num_threads():
     """Number of threads minnet's kernels use (see ``set_num_threads``)."""
-    if _state["num_threads"] is None:
+    n = _state["num_threads"]
+    if n is None:       # resolved once at import (minnet/__init__.py), before any kernel asks
         set_num_threads(_default_num_threads())
-    return _state["num_threads"]
+        return _state["num_threads"]
+    if n > 1 and not _state["team_started"]:       # a kernel is about to use n threads
+        _state["team_started"] = True
+    return n
+
+
+def _after_fork_in_child():
+    """In a child made by fork(): one thread, as PyTorch's DataLoader workers run.
+
+    An OpenMP runtime's worker threads are not copied by fork(), but the pool's bookkeeping
+    is, so the child's first parallel region waits for threads that do not exist (libgomp
+    hangs there). When the parent may have started that pool, the child drops to 1 thread
+    (a team of one never touches the pool) and ``set_num_threads(n > 1)`` warns once and keeps
+    1. A parent that never ran a kernel on 2+ threads leaves a child free to use any count.
+    """
+    # Only minnet's own state and OpenMP's default team here: no dlopen or /proc reads, which
+    # are not safe in a child of a threaded parent. scipy's BLAS is already pinned to one
+    # thread per caller by the parent (set_num_threads), and OpenBLAS handles fork itself.
+    if _state["team_started"] and _openmp.openmp_enabled():
+        _state["forked_pool"] = True
+        _state["fork_warned"] = False
+        _state["num_threads"] = 1
+        _openmp.omp_set_num_threads(1)
+
+
+if hasattr(os, "register_at_fork"):        # POSIX
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def config_dict():

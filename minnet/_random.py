@@ -56,8 +56,27 @@ def get_state():
             "generator": _state["generator"].bit_generator.state}
 
 
+def state_problem(state):
+    """What is wrong with ``state`` as a ``get_state()`` result, or None when it can be restored
+    exactly (the one check for model files and backups)."""
+    if not isinstance(state, dict):
+        return "must be a dict with 'seed', 'offset' and 'generator'"
+    for key in ("seed", "offset"):
+        value = state.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            return f"needs a non-negative int {key!r} (got {value!r})"
+    try:
+        np.random.default_rng().bit_generator.state = state.get("generator")
+    except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as error:
+        return f"has an invalid 'generator' state ({type(error).__name__}: {error})"
+    return None
+
+
 def set_state(state):
-    """Restore a state returned by ``get_state``."""
+    """Restore a state returned by ``get_state`` (checked first: ValueError, nothing changed)."""
+    problem = state_problem(state)
+    if problem is not None:
+        raise ValueError(f"Invalid value for argument `state`: the random state {problem}.")
     _state["seed"] = int(state["seed"])
     _state["offset"] = int(state["offset"])
     g = np.random.default_rng()

@@ -4,21 +4,22 @@ Kinds: ``"layer"``, ``"loss"``, ``"metric"``, ``"optimizer"``, ``"initializer"``
 ``"activation"``, ``"regularizer"``, ``"constraint"``, ``"schedule"``, ``"callback"``.
 Each module registers its built-ins at import (``register("loss", MeanSquaredError,
 aliases=("mse",))``) and exposes Keras's ``get``/``serialize``/``deserialize`` as thin calls
-into this one. Names are looked up exactly, then through one normaliser
-(:func:`normalize_name`: case and underscores ignored, so ``"BinaryCrossentropy"``,
-``"binary_crossentropy"`` and ``"binarycrossentropy"`` meet), with one "did you mean" hint.
+into this one. Names are looked up as Keras 3 looks them up: exactly (``"binary_crossentropy"``
+and ``"BinaryCrossentropy"`` are both registered; ``"binary_cross_entropy"`` is refused, as
+Keras refuses it), and optimizers also ignoring case (Keras lower-cases them: ``"ADAM"``). An
+unknown name raises :func:`unknown_name_error`, the one message for every kind: the closest
+spelling suggested once (:func:`did_you_mean`) and the known names listed once.
 
 This module imports nothing above itself.
 """
-from minnet._utils import did_you_mean
+import difflib
 
 __all__ = ["register", "lookup", "get", "serialize", "deserialize", "normalize_name",
-           "snake_case", "names"]
+           "snake_case", "names", "did_you_mean", "unknown_name_error"]
 
 _KINDS = ("layer", "loss", "metric", "optimizer", "initializer", "activation", "regularizer",
           "constraint", "schedule", "callback")
 _tables = {kind: {} for kind in _KINDS}        # kind -> {exact name: object}
-_normalised = {kind: {} for kind in _KINDS}    # kind -> {normalised name: object}
 _canonical = {kind: {} for kind in _KINDS}     # kind -> {id(object): registered name}
 
 
@@ -65,11 +66,7 @@ def register(kind, obj, name=None, aliases=()):
             raise ValueError(f"A different {kind} is already registered under the name {key!r} "
                              f"({existing!r}). Register this one under another name, such as "
                              f"'package>{key}'.")
-        _tables[kind][key] = obj
-        if existing is not None and existing is not obj:   # a re-run definition replaces its twin
-            _normalised[kind][normalize_name(key)] = obj
-        else:
-            _normalised[kind].setdefault(normalize_name(key), obj)
+        _tables[kind][key] = obj      # a re-run definition replaces its twin
     _canonical[kind][id(obj)] = _canonical[kind].get(id(obj), name)
     return obj
 
@@ -86,25 +83,103 @@ def names(kind):
     return sorted(_tables[kind])
 
 
-def lookup(kind, name, custom_objects=None):
-    """The object registered as ``name`` (or in ``custom_objects``), else ``ValueError``."""
+# Kinds Keras looks up ignoring case (``keras.optimizers.get("ADAM")``); every other kind is exact.
+_CASE_INSENSITIVE = ("optimizer",)
+# Above this many names the list is left out of the message (the layers); the suggestion stays.
+_MAX_LISTED = 60
+
+
+def _osa_distance(a, b):
+    """Edits (insert, delete, substitute, swap two neighbours) from ``a`` to ``b``."""
+    previous2, previous = None, list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        current = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                current[j] = min(current[j], previous2[j - 2] + 1)
+        previous2, previous = previous, current
+    return previous[-1]
+
+
+def did_you_mean(name, candidates):
+    """A " Did you mean 'x'?" hint for an unknown name, or ``""`` when nothing is close.
+
+    The one suggestion helper of minnet (every kind of name uses it). A candidate equal to
+    ``name`` but for case, underscores and hyphens comes first, the one fewest edits away
+    (``"categorical_cross_entropy"`` -> ``"categorical_crossentropy"``,
+    ``"CategoricalCrossEntropy"`` -> ``"CategoricalCrossentropy"``). Otherwise, ignoring case,
+    the candidate fewest edits away wins, a swap of two neighbours counting as one (``"adma"``
+    is one edit from ``"adam"``, three from ``"adamax"``), ties broken by difflib's
+    similarity, when it is within a third of the name's length; else
+    ``difflib.get_close_matches``. The suggestion is spelled as the first candidate of that
+    name (the class name before its lower-case alias: ``"Adam"``).
+
+    Args:
+        name: the name that was not found (anything; non-strings give ``""``).
+        candidates: the valid names (an iterable of str).
+
+    Returns:
+        ``" Did you mean 'Adam'?"`` (leading space, ready to append to a message) or ``""``.
+
+    Example:
+        >>> did_you_mean("adma", ["SGD", "Adam", "Adamax", "adam"])
+        " Did you mean 'Adam'?"
+    """
+    if not isinstance(name, str):
+        return ""
+    pool = list(dict.fromkeys(c for c in candidates if isinstance(c, str)))
+    wanted = normalize_name(name)
+    same = [c for c in pool if normalize_name(c) == wanted]
+    if same:
+        return f" Did you mean {min(same, key=lambda c: _osa_distance(name, c))!r}?"
+    by_lower = {}
+    for candidate in pool:
+        by_lower.setdefault(candidate.lower(), candidate)
+    typed = name.lower()
+    scored = sorted((_osa_distance(typed, key), -difflib.SequenceMatcher(None, typed, key).ratio(), key)
+                    for key in by_lower)
+    if scored and scored[0][0] <= max(1, len(typed) // 3):
+        return f" Did you mean {by_lower[scored[0][2]]!r}?"
+    matches = difflib.get_close_matches(typed, list(by_lower), n=1, cutoff=0.6)
+    return f" Did you mean {by_lower[matches[0]]!r}?" if matches else ""
+
+
+def unknown_name_error(kind, name, candidates=None, argument=None):
+    """The error for a name that names no registered ``kind`` (returned, not raised).
+
+    One message for every kind: the argument (when given), the name received, one
+    suggestion, how a custom object is found, and the known names once, each name once
+    whatever its case (left out above 60 names).
+    """
+    if candidates is None:
+        candidates = names(kind)
+    head = (f"Invalid value for argument `{argument}`: unknown {kind} {name!r}." if argument
+            else f"Unknown {kind}: {name!r}.")
+    # Each name once, whatever its case ("Adam" and its alias "adam": the class name is shown).
+    unique = sorted({c.lower(): c for c in sorted((c for c in candidates if isinstance(c, str)),
+                                                  reverse=True)}.values())
+    known = f" Known names: {', '.join(unique)}." if len(unique) <= _MAX_LISTED else ""
+    return ValueError(f"{head}{did_you_mean(name, candidates)} A custom {kind} is found when it is "
+                      f"registered ({_HOW_TO_REGISTER.get(kind, 'register it')}) or passed in "
+                      f"`custom_objects`.{known}")
+
+
+def lookup(kind, name, custom_objects=None, argument=None, also=()):
+    """The object registered as ``name`` (or in ``custom_objects``), else ``unknown_name_error``
+    (``also``: names the caller resolves itself, such as ``"accuracy"``, offered as suggestions)."""
     _check_kind(kind)
     if custom_objects and name in custom_objects:
         return custom_objects[name]
     table = _tables[kind]
     if name in table:
         return table[name]
-    if isinstance(name, str):
-        found = _normalised[kind].get(normalize_name(name))
-        if found is not None:
-            return found
-    candidates = list(table) + list(custom_objects or ())
-    # Each name once, whatever its case ("Adam" and its alias "adam").
-    unique = list({c.lower(): c for c in sorted(map(str, candidates), reverse=True)}.values())
-    known = (f" Known names: {', '.join(sorted(unique))}." if len(unique) <= 30 else "")
-    raise ValueError(f"Unknown {kind}: {name!r}.{did_you_mean(name, candidates)} A custom {kind} "
-                     f"loads when it is registered ({_HOW_TO_REGISTER.get(kind, 'register it')}) or "
-                     f"passed in `custom_objects`.{known}")
+    if isinstance(name, str) and kind in _CASE_INSENSITIVE:
+        for key, obj in table.items():
+            if key.lower() == name.lower():
+                return obj
+    raise unknown_name_error(kind, name, list(also) + list(table) + list(custom_objects or ()), argument)
 
 
 def registered_name(kind, obj):

@@ -21,7 +21,6 @@ import numpy as np
 from minnet import _registry
 from minnet import functional as F
 from minnet.autograd import Tensor
-from minnet._utils import did_you_mean
 
 __all__ = ["relu", "relu6", "leaky_relu", "elu", "selu", "sigmoid", "hard_sigmoid", "hard_silu",
            "hard_swish", "tanh", "softmax", "log_softmax", "softplus", "softsign", "silu",
@@ -180,13 +179,7 @@ def get(identifier):
     if identifier is None:
         return linear
     if isinstance(identifier, str):
-        try:
-            return _registry.lookup("activation", identifier.strip())
-        except ValueError:
-            names = _registry.names("activation")
-            raise ValueError(f"Invalid value for argument `activation`: expected one of "
-                             f"{names}, None or a callable. Received: activation={identifier!r}."
-                             + did_you_mean(identifier, names)) from None
+        return _registry.lookup("activation", identifier.strip(), argument="activation")
     if callable(identifier):
         return identifier
     raise TypeError(f"Invalid value for argument `activation`: expected a string, None or a "

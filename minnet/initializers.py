@@ -26,7 +26,6 @@ import math
 import numpy as np
 
 from minnet import _random, _registry
-from minnet._utils import did_you_mean
 
 __all__ = [
     "Initializer", "Zeros", "Ones", "Constant", "RandomUniform", "RandomNormal",
@@ -412,14 +411,7 @@ def get(identifier):
     if isinstance(identifier, dict):
         return deserialize(identifier)
     if isinstance(identifier, str):
-        try:
-            cls = _registry.lookup("initializer", identifier.strip())
-        except ValueError:
-            names = _registry.names("initializer")
-            raise ValueError(f"Invalid value for argument `initializer`: expected one of {names}, "
-                             f"an Initializer or a callable (shape, dtype) -> ndarray. "
-                             f"Received: initializer={identifier!r}."
-                             + did_you_mean(identifier, names)) from None
+        cls = _registry.lookup("initializer", identifier.strip(), argument="initializer")
         return cls() if isinstance(cls, type) else cls
     raise TypeError(f"Invalid value for argument `initializer`: expected a string, a dict, an "
                     f"Initializer or a callable (shape, dtype) -> ndarray. "

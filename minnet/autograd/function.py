@@ -32,6 +32,7 @@ import weakref
 
 import numpy as np
 
+from minnet._checks import check_hook_gradient
 from minnet._config import get_num_threads
 from minnet._ext import _select
 
@@ -706,6 +707,7 @@ def _apply_hooks(hooks, g, graph, owned):
             r = fn(arg)
             if r is None:
                 continue
+            check_hook_gradient(r, g.shape, fn, "tensor hook")
             if graph:
                 r = r if isinstance(r, Tensor) else Tensor._make(np.asarray(r, dtype=g.dtype))
             else:

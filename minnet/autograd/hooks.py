@@ -8,6 +8,8 @@ backward receives ``grad_input`` and may replace it with what the hook returns).
 """
 import numpy as np
 
+from minnet._checks import check_hook_gradient
+
 from .function import Function, HookDict
 from .tensor import Tensor
 
@@ -41,6 +43,9 @@ class _State:
                 if len(result) != len(grad_input):
                     raise RuntimeError(f"A backward hook of layer '{self.layer.name}' returned {len(result)} "
                                        f"gradients; expected {len(grad_input)} (one per input)")
+                for new, old in zip(result, grad_input):
+                    check_hook_gradient(new, None if old is None else old.shape, hook,
+                                        f"backward hook of layer '{self.layer.name}'")
                 grad_input = result
         return grad_input
 

@@ -27,7 +27,7 @@ Example:
 from minnet.callbacks._common import resolve_verbose
 from minnet.callbacks.callback import Callback
 from minnet.callbacks.callback_list import CallbackList
-from minnet.callbacks.checkpoints import BackupAndRestore, EarlyStopping, ModelCheckpoint
+from minnet.callbacks.checkpoints import BackupAndRestore, BackupError, EarlyStopping, ModelCheckpoint
 from minnet.callbacks.monitors import GradientMonitor, LambdaCallback, TerminateOnNaN
 from minnet.callbacks.progress import CSVLogger, History, ProgbarLogger
 from minnet.callbacks.schedules import LearningRateScheduler, ReduceLROnPlateau
@@ -46,5 +46,6 @@ __all__ = [
     "GradientMonitor",
     "LambdaCallback",
     "BackupAndRestore",
+    "BackupError",
     "resolve_verbose",
 ]

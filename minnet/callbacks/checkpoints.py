@@ -4,6 +4,8 @@ import math
 import numbers
 import os
 import warnings
+import zipfile
+import zlib
 
 import numpy as np
 
@@ -13,7 +15,7 @@ from minnet.callbacks._common import (check_mode, check_non_negative_int, check_
                                       print_line, scalar_value)
 from minnet.callbacks.callback import Callback
 
-__all__ = ["EarlyStopping", "ModelCheckpoint", "BackupAndRestore"]
+__all__ = ["EarlyStopping", "ModelCheckpoint", "BackupAndRestore", "BackupError"]
 
 
 class EarlyStopping(Callback):
@@ -231,23 +233,50 @@ class ModelCheckpoint(Callback):
 
 
 def _atomic_savez(path, arrays):
-    temporary = path + ".tmp.npz"
-    np.savez(temporary, **arrays)
-    os.replace(temporary, path)
+    """Write ``arrays`` to ``path`` so that a crash leaves the old file or the new one whole:
+    a temporary file beside it, flushed to disk, then ``os.replace``."""
+    temporary = f"{path}.{os.getpid()}.tmp.npz"
+    try:
+        with open(temporary, "wb") as file:
+            np.savez(file, **arrays)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+        raise
+
+
+class BackupError(ValueError):
+    """A ``BackupAndRestore`` file that cannot be restored exactly: the message names the file
+    and what is wrong (a ValueError)."""
+
+
+_BACKUP_NAME = "backup.npz"
+_BACKUP_FORMAT = 1
+_LEGACY_NAMES = ("training_metadata.json", "weights.npz", "optimizer.npz")
+_READ_ERRORS = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error, TypeError)
 
 
 class BackupAndRestore(Callback):
     """Resume a killed ``fit`` exactly where its last completed epoch left it (Keras 3).
 
-    At the end of every epoch (or every ``save_freq`` batches) it writes, atomically, into
-    ``backup_dir``: the weights, the optimizer state (step counter, moments), the next
-    epoch and minnet's random state (dropout masks, shuffling with ``seed=None``). When
-    ``fit`` starts with a backup present it restores all four, and training continues from
-    that epoch as if it had never stopped: the same seed gives the same final weights.
-    The backup is deleted when training ends normally (``delete_checkpoint=True``).
+    At the end of every epoch (or every ``save_freq`` batches) it writes ``backup_dir/backup.npz``:
+    the weights, the optimizer state (step counter, moments), the next epoch and minnet's
+    random state (dropout masks, shuffling with ``seed=None``), all in one file that replaces
+    the previous one atomically (written beside it, then ``os.replace``), so a kill at any
+    moment leaves either the old backup or the new one, never a mix. When ``fit`` starts with
+    a backup present it checks the whole file first (the epoch is an int in ``[0, epochs]``,
+    the random state is one ``get_state`` wrote, the weights have the model's names, count,
+    shapes and dtypes, the optimizer class and state fit) and only then restores all four;
+    a file that fails a check raises ``BackupError`` (a ValueError) naming the file and what
+    is wrong, and nothing is changed. Training continues from the stored epoch as if it had
+    never stopped: the same seed gives the same final weights. The backup is deleted when
+    training ends normally (``delete_checkpoint=True``).
 
     Args:
-        backup_dir: a directory for the backup files (created if missing).
+        backup_dir: a directory for the backup file (created if missing).
         save_freq: ``"epoch"`` or an int number of batches between backups.
         delete_checkpoint: remove the backup after a completed ``fit``.
 
@@ -269,26 +298,104 @@ class BackupAndRestore(Callback):
         self.delete_checkpoint = bool(delete_checkpoint)
         self._epoch = 0
         self._batches = 0
-        self._weights_path = os.path.join(self.backup_dir, "weights.npz")
-        self._optimizer_path = os.path.join(self.backup_dir, "optimizer.npz")
-        self._meta_path = os.path.join(self.backup_dir, "training_metadata.json")
+        self._path = os.path.join(self.backup_dir, _BACKUP_NAME)
+
+    # ---- reading: check everything, then restore everything ---------------------------
+
+    def _damaged(self, why):
+        return BackupError(f"BackupAndRestore cannot resume from {self._path!r}: {why}. Delete the "
+                           f"file to train from the start.")
+
+    def _read(self):
+        """``(metadata, weights, optimizer_state)`` from the file, every part checked."""
+        try:
+            with np.load(self._path, allow_pickle=False) as archive:
+                names = list(archive.files)
+                if "metadata" not in names:
+                    raise self._damaged("it has no 'metadata' entry (not a minnet backup, or "
+                                        "truncated)")
+                arrays = {name: archive[name] for name in names}
+        except BackupError:
+            raise
+        except _READ_ERRORS as error:
+            raise self._damaged(f"the archive cannot be read ({type(error).__name__}: {error}); "
+                                f"it is truncated or not a backup") from None
+        raw = arrays.pop("metadata")
+        try:
+            if raw.dtype != np.uint8 or raw.ndim != 1:
+                raise ValueError("not a byte string")
+            meta = json.loads(raw.tobytes().decode("utf-8"))
+        except (ValueError, UnicodeDecodeError) as error:
+            raise self._damaged(f"its metadata is not JSON ({error})") from None
+        if not isinstance(meta, dict):
+            raise self._damaged(f"its metadata must be a JSON object. Received: {type(meta).__name__}")
+        missing = [key for key in ("format", "epoch", "random_state", "n_weights", "optimizer")
+                   if key not in meta]
+        if missing:
+            raise self._damaged(f"its metadata lacks {missing}")
+        if meta["format"] != _BACKUP_FORMAT:
+            raise self._damaged(f"format {meta['format']!r} is not this minnet's ({_BACKUP_FORMAT})")
+        epoch, epochs = meta["epoch"], self.params.get("epochs")
+        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0 \
+                or (isinstance(epochs, int) and epoch > epochs):
+            bound = f"[0, {epochs}] (fit's epochs)" if isinstance(epochs, int) else ">= 0"
+            raise self._damaged(f"the stored epoch must be an int in {bound}. Received: epoch={epoch!r}")
+        problem = _random.state_problem(meta["random_state"])
+        if problem is not None:
+            raise self._damaged(f"the random state {problem}")
+        n_weights = meta["n_weights"]
+        if isinstance(n_weights, bool) or not isinstance(n_weights, int) or n_weights < 0:
+            raise self._damaged(f"n_weights must be an int >= 0. Received: {n_weights!r}")
+        weight_keys = [f"weight_{i:05d}" for i in range(n_weights)]
+        optimizer_keys = {name for name in arrays if name.startswith("optimizer/")}
+        foreign = sorted(set(arrays) - set(weight_keys) - optimizer_keys)
+        absent = [key for key in weight_keys if key not in arrays]
+        if foreign or absent:
+            raise self._damaged(f"its entries do not match its metadata (missing: {absent}, "
+                                f"unknown: {foreign})")
+        weights = [arrays[key] for key in weight_keys]
+        current = self.model.get_weights()
+        if len(weights) != len(current):
+            raise self._damaged(f"it holds {len(weights)} weights but the model has {len(current)} "
+                                f"(a backup of another model, or a model not built before fit)")
+        for i, (stored, own) in enumerate(zip(weights, current)):
+            if stored.shape != own.shape or stored.dtype != own.dtype:
+                raise self._damaged(f"weight {i} is {stored.dtype}{list(stored.shape)} but the model's "
+                                    f"is {own.dtype}{list(own.shape)}")
+        optimizer = getattr(self.model, "optimizer", None)
+        stored_class = meta["optimizer"]
+        if optimizer_keys and (optimizer is None or type(optimizer).__name__ != stored_class):
+            raise self._damaged(f"its optimizer state is {stored_class!r}'s but the model's optimizer "
+                                f"is {type(optimizer).__name__ if optimizer is not None else None!r}")
+        state = {name[len("optimizer/"):]: arrays[name] for name in optimizer_keys}
+        return meta, weights, state
 
     def on_train_begin(self, logs=None):
-        if not os.path.exists(self._meta_path):
+        legacy = [name for name in _LEGACY_NAMES if os.path.exists(os.path.join(self.backup_dir, name))]
+        if not os.path.exists(self._path):
+            if legacy:
+                raise BackupError(f"BackupAndRestore found {legacy} in {self.backup_dir!r}: a backup in "
+                                  f"three files by an older minnet, which cannot be checked as one "
+                                  f"unit. Delete them to train from the start.")
             return
-        with open(self._meta_path, encoding="utf-8") as file:
-            meta = json.load(file)
-        with np.load(self._weights_path, allow_pickle=False) as archive:
-            self.model.set_weights([archive[f"w{i:05d}"] for i in range(len(archive.files))])
+        meta, weights, state = self._read()
         optimizer = getattr(self.model, "optimizer", None)
-        if optimizer is not None and os.path.exists(self._optimizer_path):
+        if state and optimizer is not None:
             if not getattr(optimizer, "params", None):
                 optimizer.set_parameters(self.model.parameters())
-            with np.load(self._optimizer_path, allow_pickle=False) as archive:
-                optimizer.load_state_dict({key: archive[key] for key in archive.files})
+            previous = optimizer.state_dict()
+            try:
+                optimizer.load_state_dict(state)
+            except (ValueError, TypeError, KeyError, IndexError, OverflowError) as error:
+                optimizer.load_state_dict(previous)
+                raise self._damaged(f"its optimizer state does not fit "
+                                    f"({type(error).__name__}: {error})") from None
+        self.model.set_weights(weights)
         _random.set_state(meta["random_state"])
-        self._epoch = int(meta["epoch"])
+        self._epoch = meta["epoch"]
         self.model.resume_epoch = self._epoch
+
+    # ---- writing: one file, switched atomically ----------------------------------------
 
     def on_epoch_begin(self, epoch, logs=None):
         self._epoch = epoch
@@ -305,18 +412,18 @@ class BackupAndRestore(Callback):
 
     def _backup(self, next_epoch):
         os.makedirs(self.backup_dir, exist_ok=True)
-        _atomic_savez(self._weights_path, {f"w{i:05d}": w for i, w in enumerate(self.model.get_weights())})
+        weights = self.model.get_weights()
+        arrays = {f"weight_{i:05d}": w for i, w in enumerate(weights)}
         optimizer = getattr(self.model, "optimizer", None)
+        optimizer_class = None
         if optimizer is not None and getattr(optimizer, "params", None):
-            _atomic_savez(self._optimizer_path, optimizer.state_dict())
-        temporary = self._meta_path + ".tmp"
-        with open(temporary, "w", encoding="utf-8") as file:
-            json.dump({"epoch": next_epoch, "random_state": _random.get_state()}, file)
-        os.replace(temporary, self._meta_path)
+            optimizer_class = type(optimizer).__name__
+            arrays.update({f"optimizer/{key}": value for key, value in optimizer.state_dict().items()})
+        meta = {"format": _BACKUP_FORMAT, "epoch": int(next_epoch), "random_state": _random.get_state(),
+                "n_weights": len(weights), "optimizer": optimizer_class}
+        arrays["metadata"] = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
+        _atomic_savez(self._path, arrays)
 
     def on_train_end(self, logs=None):
-        if self.delete_checkpoint:
-            for path in (self._meta_path, self._weights_path, self._optimizer_path):
-                if os.path.exists(path):
-                    os.remove(path)
-
+        if self.delete_checkpoint and os.path.exists(self._path):
+            os.remove(self._path)

@@ -15,6 +15,7 @@ import numpy as np
 
 from minnet import _random
 from minnet.datasets import cifar10, cifar100, fashion_mnist, mnist
+from minnet.datasets._download import check_file_labels, file_hash
 from minnet.config import normalize_data_format
 from minnet.datasets.sequence_tasks import make_sequence_task  # noqa: F401
 
@@ -26,10 +27,20 @@ _DIGITS_PATH = os.path.join(_DATA_DIR, "digits.npz")
 _DIGITS_N_SAMPLES = 1797
 _DIGITS_N_TEST = 360
 _DIGITS_SPLIT_SEED = 0
+# SHA-256 of the shipped digits.npz (a file minnet itself publishes), checked on every load.
+DIGITS_SHA256 = "b2dab7b501728c22e9119ad76740b2e17c77a231e42d1e592380d90886f1a05e"
 
 
 def _digits_raw():
     """The shipped images (uint8 0..16, shape (1797, 8, 8)) and labels (uint8 0..9)."""
+    try:
+        digest = file_hash(_DIGITS_PATH, "sha256")
+    except OSError as error:
+        raise OSError(f"Could not read the digits data set at {_DIGITS_PATH!r} (the file ships "
+                      f"with minnet; reinstall the package): {error}") from error
+    if digest != DIGITS_SHA256:
+        raise OSError(f"The digits data set at {_DIGITS_PATH!r} is damaged: its SHA-256 is {digest}, "
+                      f"not the {DIGITS_SHA256} minnet ships; reinstall the package.")
     try:
         with np.load(_DIGITS_PATH, allow_pickle=False) as archive:
             images, labels = archive["images"], archive["labels"]
@@ -39,6 +50,13 @@ def _digits_raw():
     if images.shape != (_DIGITS_N_SAMPLES, 8, 8) or labels.shape != (_DIGITS_N_SAMPLES,):
         raise OSError(f"The digits data set at {_DIGITS_PATH!r} is damaged: expected images "
                       f"(1797, 8, 8) and labels (1797,), found {images.shape} and {labels.shape}")
+    if images.dtype != np.uint8 or images.max() > 16:
+        raise OSError(f"The digits data set at {_DIGITS_PATH!r} is damaged: expected uint8 pixels "
+                      f"0..16, found {images.dtype} up to {images.max()}")
+    try:
+        check_file_labels(labels, 10, _DIGITS_PATH, "digits")
+    except ValueError as error:
+        raise OSError(str(error)) from None
     return images, labels
 
 

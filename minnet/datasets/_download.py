@@ -3,6 +3,11 @@
 Files live in ``$MINNET_HOME/datasets`` (default ``~/.minnet/datasets``). A download goes
 to a temporary file beside its target, is checked against the published hash, and only
 then renamed into place, so an interrupted or tampered download never enters the cache.
+
+Every file a loader accepts from the cache also gets its SHA-256 recorded in the folder's
+``SHA256SUMS`` (``sha256sum`` format) the first time; later loads check the published hash
+and that record, so a cached file that changed after it was accepted is refused by name even
+where the publisher gives only an MD5.
 """
 import hashlib
 import os
@@ -11,7 +16,9 @@ import tempfile
 import urllib.error
 import urllib.request
 
-__all__ = ["cache_dir", "fetch", "file_hash"]
+from minnet._checks import check_labels
+
+__all__ = ["cache_dir", "fetch", "file_hash", "check_file_labels", "MANIFEST"]
 
 _CHUNK = 1 << 20
 
@@ -38,6 +45,53 @@ def _verify(path, algorithm, expected, origin):
         raise ValueError(f"The file {path!r} does not match the published {algorithm.upper()} "
                          f"of {origin} (expected {expected}, found {actual}): it is damaged or "
                          f"not the right file. Delete it and download it again.")
+
+
+MANIFEST = "SHA256SUMS"
+
+
+def _manifest(directory):
+    """``{file name: sha256}`` recorded in ``directory``'s SHA256SUMS (empty when none)."""
+    recorded = {}
+    try:
+        with open(os.path.join(directory, MANIFEST), encoding="utf-8") as file:
+            for line in file:
+                digest, _, name = line.rstrip("\n").partition("  ")
+                if len(digest) == 64 and name:
+                    recorded[name] = digest
+    except (OSError, UnicodeDecodeError):
+        pass
+    return recorded
+
+
+def _record(path, digest):
+    """Add ``path``'s SHA-256 to its folder's SHA256SUMS (rewritten atomically)."""
+    directory, name = os.path.split(path)
+    recorded = _manifest(directory)
+    recorded[name] = digest
+    fd, temp = tempfile.mkstemp(prefix=".sha256sums-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            file.writelines(f"{d}  {n}\n" for n, d in sorted(recorded.items()))
+        os.replace(temp, os.path.join(directory, MANIFEST))
+    except OSError:              # a read-only cache: the published hash still guards it
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+
+
+def _accept_cached(path, algorithm, expected, origin):
+    """Check a cached file against the published hash and its recorded SHA-256; record it."""
+    _verify(path, algorithm, expected, origin)
+    digest = expected if algorithm == "sha256" and expected is not None else file_hash(path, "sha256")
+    recorded = _manifest(os.path.dirname(path)).get(os.path.basename(path))
+    if recorded is None:
+        _record(path, digest)
+    elif recorded != digest:
+        raise ValueError(f"The file {path!r} changed after minnet accepted it: its SHA-256 is "
+                         f"{digest}, the one recorded in {MANIFEST} beside it is {recorded}. Delete "
+                         f"the file (and its line in {MANIFEST}) and download it again.")
 
 
 def _progress(done, total, name, stream):
@@ -103,7 +157,7 @@ def fetch(name, origin, algorithm, expected, subdir, path=None, verbose=True):
         return path
     target = os.path.join(cache_dir(), subdir, name)
     if os.path.isfile(target):
-        _verify(target, algorithm, expected, origin)
+        _accept_cached(target, algorithm, expected, origin)
         return target
     try:
         _download(origin, target, algorithm, expected, verbose)
@@ -111,4 +165,18 @@ def fetch(name, origin, algorithm, expected, subdir, path=None, verbose=True):
         raise OSError(f"Could not download {origin} ({error}). Without a network, download it "
                       f"elsewhere and put it at {target!r} (the cache: $MINNET_HOME/datasets, "
                       f"default ~/.minnet/datasets), or pass its location as `path=`.") from error
+    _accept_cached(target, algorithm, expected, origin)
     return target
+
+
+def check_file_labels(labels, n_classes, path, part):
+    """Labels read from ``path`` are integers in ``[0, n_classes)`` (the loader's documented
+    range): the shared ``_checks.check_labels`` scan, its error prefixed with the file."""
+    if labels.dtype.kind not in "iu":
+        raise ValueError(f"{path!r} is damaged or not the right data set: the {part} labels have "
+                         f"dtype {labels.dtype}; expected integers in [0, {n_classes}).")
+    try:
+        check_labels(f"{part} labels", labels, n_classes)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{path!r} is damaged or not the right data set (delete it and download "
+                         f"it again): {error}") from None

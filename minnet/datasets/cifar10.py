@@ -1,6 +1,6 @@
 """CIFAR-10 from its authors' binary release (never the pickled one), as ``keras.datasets.cifar10``."""
 from minnet.datasets._cifar import read_records, to_layout
-from minnet.datasets._download import fetch
+from minnet.datasets._download import check_file_labels, fetch
 
 __all__ = ["load_data"]
 
@@ -30,4 +30,6 @@ def load_data(path=None):
     local = fetch("cifar-10-binary.tar.gz", ORIGIN, "md5", MD5, "cifar10", path=path)
     x_train, y_train = read_records(local, TRAIN, 1)
     x_test, y_test = read_records(local, TEST, 1)
+    check_file_labels(y_train, 10, local, "train")
+    check_file_labels(y_test, 10, local, "test")
     return (to_layout(x_train), y_train.copy()), (to_layout(x_test), y_test.copy())

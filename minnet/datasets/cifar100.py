@@ -1,7 +1,7 @@
 """CIFAR-100 from its authors' binary release (never the pickled one), as ``keras.datasets.cifar100``."""
 from minnet._checks import check_choice
 from minnet.datasets._cifar import read_records, to_layout
-from minnet.datasets._download import fetch
+from minnet.datasets._download import check_file_labels, fetch
 
 __all__ = ["load_data"]
 
@@ -29,5 +29,8 @@ def load_data(label_mode="fine", path=None):
     column = 1 if label_mode == "fine" else 0      # each record: coarse byte, fine byte
     x_train, y_train = read_records(local, TRAIN, 2)
     x_test, y_test = read_records(local, TEST, 2)
+    for labels, part in ((y_train, "train"), (y_test, "test")):
+        check_file_labels(labels[:, 0], 20, local, f"{part} coarse")
+        check_file_labels(labels[:, 1], 100, local, f"{part} fine")
     return ((to_layout(x_train), y_train[:, column:column + 1].copy()),
             (to_layout(x_test), y_test[:, column:column + 1].copy()))

@@ -1,7 +1,7 @@
 """MNIST handwritten digits, as ``keras.datasets.mnist`` (downloaded once, verified, no pickle)."""
 import numpy as np
 
-from minnet.datasets._download import fetch
+from minnet.datasets._download import check_file_labels, fetch
 
 __all__ = ["load_data"]
 
@@ -43,4 +43,7 @@ def read_npz(local):
         if x.ndim != 3 or x.shape[1:] != (28, 28) or y.shape != (x.shape[0],):
             raise ValueError(f"{local!r}: the {part} arrays have shapes {x.shape} and {y.shape}; "
                              f"expected (n, 28, 28) and (n,).")
+        if x.dtype != np.uint8:
+            raise ValueError(f"{local!r}: the {part} images have dtype {x.dtype}; expected uint8.")
+        check_file_labels(y, 10, local, part)
     return (x_train, y_train), (x_test, y_test)

@@ -537,6 +537,27 @@ class Bidirectional(_SequenceLayer):
             return (out if isinstance(out, list) else [out]) + states
         return out
 
+    def compute_output_shape(self, input_shape):
+        """From the wrapped layers' formulas, so an unknown time axis (``Input((None, 2))``) is
+        accepted wherever the plain layer accepts it."""
+        forward = self.forward_layer.compute_output_shape(input_shape)
+        backward = self.backward_layer.compute_output_shape(input_shape)
+        states = []
+        if self.return_state:
+            states = list(forward[1:]) + list(backward[1:])
+            forward, backward = forward[0], backward[0]
+        forward, backward = tuple(forward), tuple(backward)
+        if self.merge_mode == "concat":
+            last = None if forward[-1] is None or backward[-1] is None else forward[-1] + backward[-1]
+            out = forward[:-1] + (last,)
+        elif self.merge_mode is None:
+            out = [forward, backward]
+        else:
+            out = forward
+        if self.return_state:
+            return (out if isinstance(out, list) else [out]) + states
+        return out
+
     def reset_states(self):
         self.forward_layer.reset_states()
         self.backward_layer.reset_states()
@@ -596,6 +617,15 @@ class TimeDistributed(_SequenceLayer):
         if in_mask is not None:
             set_keras_mask(out, in_mask)
         return out
+
+    def compute_output_shape(self, input_shape):
+        """``(N, T) + layer's output per step``, from the layer's formula (T may be None)."""
+        input_shape = tuple(input_shape)
+        if len(input_shape) < 3:
+            raise ValueError(f"Layer '{self.name}' expects inputs with at least 3 axes (batch, "
+                             f"timesteps, ...). Received input_shape={input_shape}")
+        inner = tuple(self.layer.compute_output_shape((None,) + input_shape[2:]))
+        return input_shape[:2] + inner[1:]
 
     def get_config(self):
         return {**super().get_config(), "layer": _layer_config(self.layer)}

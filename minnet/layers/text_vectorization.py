@@ -125,18 +125,44 @@ class TextVectorization(Layer):
         self._set(tokens)
 
     def set_vocabulary(self, vocabulary):
-        """Use ``vocabulary`` (a list of tokens; leading ``""``/``"[UNK]"`` are accepted)."""
+        """Use ``vocabulary`` (a list of token strings), by Keras 3's rules (``IndexLookup``).
+
+        The vocabulary may start with the two reserved tokens in precisely this order,
+        ``["", "[UNK]"]`` (as ``get_vocabulary()`` returns them); they are then dropped.
+        Otherwise it holds ordinary tokens only. Raised, as Keras raises (a ValueError):
+        an empty vocabulary; a repeated token; the mask token ``""`` (an empty token)
+        anywhere else; more than ``max_tokens`` indices in all. As in Keras with
+        ``invert=False``, ``"[UNK]"`` after the reserved positions is an ordinary token.
+        The same checks apply to ``vocabulary=`` in the constructor, so to a loaded file.
+        """
+        if isinstance(vocabulary, (str, bytes)) or not hasattr(vocabulary, "__iter__"):
+            raise invalid("vocabulary", "a list of token strings (a vocabulary file path is not "
+                                        "supported)", vocabulary, TypeError)
         tokens = [t.decode("utf-8") if isinstance(t, bytes) else t for t in vocabulary]
-        if tokens[:1] == [_PAD]:
-            tokens = tokens[1:]
-        if tokens[:1] == [_OOV]:
-            tokens = tokens[1:]
-        if len(set(tokens)) != len(tokens) or any(not isinstance(t, str) for t in tokens):
-            raise invalid("vocabulary", "a list of distinct strings", vocabulary)
-        if self.max_tokens is not None and len(tokens) + 2 > self.max_tokens:
-            raise invalid("vocabulary", f"at most max_tokens - 2 = {self.max_tokens - 2} tokens",
-                          f"{len(tokens)} tokens")
-        self._set(tokens)
+        if not tokens:
+            raise ValueError(f"Cannot set an empty vocabulary. Received: vocabulary={vocabulary!r}")
+        wrong = [t for t in tokens if not isinstance(t, str)]
+        if wrong:
+            raise invalid("vocabulary", "a list of token strings", f"a {type(wrong[0]).__name__} "
+                          f"token {wrong[0]!r}", TypeError)
+        special = [_PAD, _OOV]
+        start = 2 if tokens[:2] == special else 0
+        body = tokens[start:]
+        repeated = [token for token, count in collections.Counter(body).items() if count > 1]
+        if repeated:
+            raise ValueError(f"The passed vocabulary has at least one repeated term. Please uniquify "
+                             f"your dataset. The repeated terms are: {repeated}")
+        if _PAD in body:
+            raise ValueError(f"Found reserved mask token {_PAD!r} (an empty token) at unexpected "
+                             f"location in `vocabulary`. The vocabulary does not need to include "
+                             f"the OOV and mask tokens: remove them, or include them only at the "
+                             f"start in precisely this order: {special}. Received: mask_token="
+                             f"{_PAD!r} at vocabulary index {start + body.index(_PAD)}")
+        if self.max_tokens is not None and len(body) + 2 > self.max_tokens:
+            raise ValueError(f"Attempted to set a vocabulary larger than the maximum vocab size. "
+                             f"Received vocabulary size is {len(body) + 2} (with the 2 reserved "
+                             f"tokens); `max_tokens` is {self.max_tokens}.")
+        self._set(body)
 
     def _set(self, tokens):
         self._vocabulary = [_PAD, _OOV] + list(tokens)

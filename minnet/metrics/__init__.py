@@ -150,7 +150,7 @@ def get(identifier, loss=None, custom_objects=None):
         if identifier in ("accuracy", "acc"):
             metric = _accuracy_for_loss(identifier, loss)
             return metric if metric is not None else AutoAccuracy(name=identifier)
-        cls = _registry.lookup("metric", identifier, custom_objects)
+        cls = _registry.lookup("metric", identifier, custom_objects, also=("accuracy", "acc"))
         if isinstance(cls, type) and identifier in _ALIAS_NAMES:
             return cls(name=identifier)      # logs say "mae", as the user wrote it
         return cls() if isinstance(cls, type) else MeanMetricWrapper(cls, name=identifier)

@@ -18,6 +18,7 @@ from minnet.layers.base import Layer
 from minnet.layers.core import InputLayer
 from minnet.models.model import Model, format_bytes, format_count
 from minnet.models.summary_table import SummaryTable, show_table
+from minnet.trainers.targets import string_input_hint
 
 __all__ = ["Sequential"]
 
@@ -262,7 +263,7 @@ class Sequential(Model):
             array = as_array(x, "x")
             if array.dtype.kind not in "fiub":
                 raise TypeError(f"Model '{self.name}' expected a numeric array or Tensor as input. "
-                                f"Received dtype {array.dtype}")
+                                f"Received dtype {array.dtype}{string_input_hint(self._layers, array)}")
             x = Tensor(array)
         if not self.built:
             if x.ndim < 1:

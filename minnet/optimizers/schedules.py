@@ -6,6 +6,12 @@ does.  The formulas are Keras 3's (``keras.optimizers.schedules``); ``StepDecay`
 PyTorch's ``StepLR`` counted in optimizer steps and ``LinearWarmup`` wraps any
 schedule or constant with a linear ramp.
 
+Every schedule gives a finite value at any finite step >= 0: where a formula's value would
+leave the float range (``ExponentialDecay`` with ``decay_rate > 1``, ``StepDecay`` with
+``gamma > 1``, a tiny ``decay_steps``), the schedule saturates at ``MAX_LEARNING_RATE`` (the
+largest float64), and a configuration that has no finite value at some step (``PolynomialDecay``
+with a negative ``power``) is refused when the schedule is made.
+
 Example:
     >>> from minnet.optimizers import SGD, schedules
     >>> lr = schedules.ExponentialDecay(0.1, decay_steps=100, decay_rate=0.5)
@@ -14,6 +20,7 @@ Example:
 """
 import math
 import numbers
+import sys
 
 from minnet import _registry
 
@@ -55,10 +62,37 @@ def _check_number(name, value, low=None, high=None, low_open=False, high_open=Fa
 
 
 def _check_step(step):
-    if isinstance(step, bool) or not isinstance(step, numbers.Real) or step < 0:
-        raise ValueError(f"Invalid value for argument `step`: expected a non-negative number. "
+    if isinstance(step, numbers.Integral) and not isinstance(step, bool) and step >= 0:
+        return float(min(step, 2 ** 1023))      # an int beyond the float range: the limit
+    if isinstance(step, bool) or not isinstance(step, numbers.Real) or not math.isfinite(step) or step < 0:
+        raise ValueError(f"Invalid value for argument `step`: expected a finite non-negative number. "
                          f"Received: step={step!r}")
     return float(step)
+
+
+# The largest value a schedule returns: its formula's value where that is finite, else this
+# (the largest float64), so a growing schedule (decay_rate > 1, gamma > 1) saturates instead of
+# raising OverflowError from inside fit.
+MAX_LEARNING_RATE = sys.float_info.max
+
+
+def _scaled_power(scale, base, exponent):
+    """``scale * base ** exponent`` for scale >= 0 and base > 0, saturated at MAX_LEARNING_RATE."""
+    if scale == 0.0:
+        return 0.0
+    try:
+        value = scale * base ** exponent
+    except OverflowError:           # base ** exponent beyond the float range
+        return MAX_LEARNING_RATE
+    return min(value, MAX_LEARNING_RATE)
+
+
+def _ratio(step, steps, staircase=False):
+    """``step / steps`` (floored with ``staircase``), saturated instead of inf or OverflowError."""
+    ratio = step / steps
+    if not math.isfinite(ratio):    # a tiny `steps`
+        return MAX_LEARNING_RATE
+    return float(math.floor(ratio)) if staircase else ratio
 
 
 class LearningRateSchedule:
@@ -107,10 +141,8 @@ class ExponentialDecay(LearningRateSchedule):
         self.staircase = bool(staircase)
 
     def __call__(self, step):
-        p = _check_step(step) / self.decay_steps
-        if self.staircase:
-            p = math.floor(p)
-        return self.initial_learning_rate * self.decay_rate ** p
+        p = _ratio(_check_step(step), self.decay_steps, self.staircase)
+        return _scaled_power(self.initial_learning_rate, self.decay_rate, p)
 
     def get_config(self):
         return {"initial_learning_rate": self.initial_learning_rate, "decay_steps": self.decay_steps,
@@ -134,10 +166,10 @@ class InverseTimeDecay(LearningRateSchedule):
         self.staircase = bool(staircase)
 
     def __call__(self, step):
-        p = _check_step(step) / self.decay_steps
-        if self.staircase:
-            p = math.floor(p)
-        return self.initial_learning_rate / (1.0 + self.decay_rate * p)
+        p = _ratio(_check_step(step), self.decay_steps, self.staircase)
+        if self.decay_rate == 0.0:
+            return self.initial_learning_rate
+        return self.initial_learning_rate / (1.0 + min(self.decay_rate * p, MAX_LEARNING_RATE))
 
     def get_config(self):
         return {"initial_learning_rate": self.initial_learning_rate, "decay_steps": self.decay_steps,
@@ -191,7 +223,7 @@ class StepDecay(LearningRateSchedule):
 
     def __call__(self, step):
         step = _check_step(step)
-        return self.initial_learning_rate * self.gamma ** (int(step) // self.step_size)
+        return _scaled_power(self.initial_learning_rate, self.gamma, int(step) // self.step_size)
 
     def get_config(self):
         return {"initial_learning_rate": self.initial_learning_rate, "step_size": self.step_size,
@@ -207,7 +239,7 @@ class PolynomialDecay(LearningRateSchedule):
         initial_learning_rate: learning rate at step 0.
         decay_steps: positive number of steps.
         end_learning_rate: final learning rate.
-        power: exponent (1.0 is linear decay).
+        power: exponent >= 0 (1.0 is linear decay).
         cycle: restart after ``decay_steps``.
     """
 
@@ -216,14 +248,17 @@ class PolynomialDecay(LearningRateSchedule):
         self.initial_learning_rate = _check_number("initial_learning_rate", initial_learning_rate, low=0)
         self.decay_steps = _check_number("decay_steps", decay_steps, low=0, low_open=True)
         self.end_learning_rate = _check_number("end_learning_rate", end_learning_rate, low=0)
-        self.power = _check_number("power", power)
+        # A negative power would make the rate infinite at decay_steps (0 ** -1): refused.
+        self.power = _check_number("power", power, low=0)
         self.cycle = bool(cycle)
 
     def __call__(self, step):
         step = _check_step(step)
         decay_steps = self.decay_steps
         if self.cycle:
-            decay_steps *= 1.0 if step == 0 else math.ceil(step / decay_steps)
+            cycles = 1.0 if step == 0 else math.ceil(_ratio(step, decay_steps))
+            decay_steps = min(decay_steps * cycles, MAX_LEARNING_RATE)
+            step = min(step, decay_steps)
         else:
             step = min(step, decay_steps)
         p = step / decay_steps

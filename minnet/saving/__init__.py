@@ -79,16 +79,24 @@ def save_model(model, path):
     optimizer_state = {}
     if model.optimizer is not None:
         optimizer_state = model.optimizer.state_dict()
+    model_entry = {**serialize_layer(model), "build_config": model.get_build_config()}
+    if weights and not model.built:
+        # Layers built one by one (each called on data, the model never called): record each
+        # layer's build so the loader rebuilds exactly this state (Keras's build_config).
+        model_entry["layer_build_configs"] = [layer.get_build_config() if layer.built else None
+                                              for layer in model.layers]
     config = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
         "minnet_version": __version__,
-        "model": {**serialize_layer(model), "build_config": model.get_build_config()},
+        "model": model_entry,
         "compile": compile_config_of(model),
         "weights": weight_info,
         "optimizer_state": sorted(optimizer_state),
         "random_state": _random.get_state(),
     }
+    if "layer_build_configs" in model_entry:
+        _check_rebuilds(model, config, path, weight_info)
     config_bytes = json.dumps(config, indent=1).encode("utf-8")
 
     def write(file):
@@ -100,6 +108,25 @@ def save_model(model, path):
                 write_member(archive, f"optimizer/{key}.npy", array_bytes(optimizer_state[key]))
 
     atomic_write(path, write)
+
+
+def _check_rebuilds(model, config, path, weight_info):
+    """Before writing a model that is not built as a whole: rebuild it from ``config`` as the
+    loader will and refuse to save when that does not give back every weight."""
+    try:
+        rebuilt = build_model(json.loads(json.dumps(config)), path, None)
+    except ModelFileError:
+        return      # e.g. a custom class the loader will get through custom_objects
+    shapes = [tuple(w.shape) for w in rebuilt.weights]
+    if shapes != [tuple(entry["shape"]) for entry in weight_info]:
+        unbuilt = [f"{i} ({type(layer).__name__})" for i, layer in enumerate(model.layers)
+                   if layer.weights and layer.get_build_config() is None]
+        raise ValueError(
+            f"Cannot save model '{model.name}' to {path!r}: it is not built, and its layers' "
+            f"weights ({len(weight_info)}) cannot be rebuilt from the file (the loader would get "
+            f"{len(shapes)}{'; layers without a recorded build: ' + ', '.join(unbuilt) if unbuilt else ''}). "
+            f"Build the model first: call it on a batch (`model(x)`), call "
+            f"`model.build(input_shape)`, or start it with `mn.Input(shape)`. Nothing was written.")
 
 
 def load_model(path, custom_objects=None, compile=True, restore_random_state=True):
@@ -185,16 +212,9 @@ def _restore_random_state(state, path):
         return ModelFileError(f"{path!r} is damaged: the {CONFIG_NAME} entry 'random_state' "
                               f"{why}. Received: random_state={shown}")
 
-    if not isinstance(state, dict):
-        raise damaged("must be a dict with 'seed', 'offset' and 'generator'")
-    for key in ("seed", "offset"):
-        value = state.get(key)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise damaged(f"needs a non-negative int {key!r} (got {value!r})")
-    try:
-        np.random.default_rng().bit_generator.state = state.get("generator")
-    except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as error:
-        raise damaged(f"has an invalid 'generator' state ({type(error).__name__}: {error})") from None
+    problem = _random.state_problem(state)
+    if problem is not None:
+        raise damaged(problem)
     _random.set_state(state)
 
 

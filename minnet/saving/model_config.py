@@ -212,7 +212,45 @@ def build_model(config, path, custom_objects):
     except CONFIG_ERRORS as error:
         raise file_error(path, f"the model ({class_name})",
                           f"{type(error).__name__}: {clip_text(str(error), 400)}") from None
+    if "layer_build_configs" in model_entry:
+        _build_layers(model, model_entry["layer_build_configs"], path)
     return model
+
+
+def _build_layers(model, entries, path):
+    """Build each layer as it was built when saved (a model whose layers were built one by one)."""
+    layers = model.layers
+    if not isinstance(entries, list) or len(entries) != len(layers):
+        raise file_error(path, "the model's 'layer_build_configs'",
+                          f"expected a list of {len(layers)} entries (one per layer), found "
+                          f"{short_repr(entries)}")
+    total = 0
+    for i, (layer, entry) in enumerate(zip(layers, entries)):
+        if entry is None or layer.built:
+            continue
+        shape = entry.get("input_shape") if isinstance(entry, dict) else None
+        if not isinstance(shape, list) or not all(
+                s is None or (isinstance(s, int) and not isinstance(s, bool)
+                              and 0 <= s <= minnet.saving.MAX_DIMENSION) for s in shape):
+            raise file_error(path, f"layer {i} ({type(layer).__name__})'s build config",
+                              f"expected {{'input_shape': [sizes in [0, {minnet.saving.MAX_DIMENSION}] "
+                              f"or null]}}, found {short_repr(entry)}")
+        try:
+            out_shape = tuple(layer.compute_output_shape(tuple(shape)))
+        except Exception:  # noqa: BLE001 - no estimate; the build itself checks the rest
+            out_shape = None
+        if out_shape is not None and all(s is None or isinstance(s, (int, np.integer)) for s in out_shape):
+            total += _estimate_parameters(layer, layer.get_config(), tuple(shape), out_shape)
+            if total > minnet.saving.MAX_PARAMETERS:
+                raise file_error(path, f"layer {i} ({type(layer).__name__})",
+                                  f"its build would create about {total} weights, more than "
+                                  f"minnet.saving.MAX_PARAMETERS={minnet.saving.MAX_PARAMETERS}; "
+                                  f"refused before allocating them")
+        try:
+            layer.build_from_config({"input_shape": shape})
+        except CONFIG_ERRORS as error:
+            raise file_error(path, f"layer {i} ({type(layer).__name__})",
+                              f"{type(error).__name__}: {clip_text(str(error), 400)}") from None
 
 
 def build_compile(model, compile_config, optimizer_state, path, custom_objects):

@@ -10,10 +10,17 @@ sources, as Keras 3 accepts them:
 - ``mn.utils.PyDataset`` (``__len__``, ``__getitem__``, ``on_epoch_end``):
   ``PyDatasetAdapter``;
 - Python generators, iterators and other iterables of batches (a PyTorch ``DataLoader``,
-  a list of ``(x, y)`` tuples): ``GeneratorDataAdapter``. Each batch is ``x``, ``(x,)``,
+  any object whose ``__iter__`` yields batches): ``GeneratorDataAdapter``. A plain list is
+  not one: as in Keras 3, a list is read as a list of inputs, and a list of ``(x, y)`` tuples
+  is refused with a message saying what to pass instead. Each batch is ``x``, ``(x,)``,
   ``(x, y)`` or ``(x, y, sample_weight)``; anything with a ``.numpy()`` method (a torch
   tensor) is converted (duck-typed: minnet never imports torch for it).
 """
+import collections
+import concurrent.futures
+import warnings
+import weakref
+
 import numpy as np
 
 from minnet import _random
@@ -152,8 +159,29 @@ class PyDatasetAdapter:
             generator = (np.random.default_rng([self.seed, epoch]) if self.seed is not None
                          else _random.generator())
             order = generator.permutation(n).tolist()
-        for index in order:
-            yield to_numpy(self.dataset[index])
+        workers = getattr(self.dataset, "workers", 1)
+        if not isinstance(workers, int) or workers <= 1:
+            for index in order:
+                yield to_numpy(self.dataset[index])
+            return
+        yield from self._parallel_batches(order, workers, getattr(self.dataset, "max_queue_size", 10))
+
+    def _parallel_batches(self, order, workers, depth):
+        """``dataset[i]`` read by ``workers`` threads, at most ``depth`` ahead, yielded in order."""
+        depth = max(int(depth) if isinstance(depth, int) else 10, workers)
+        pending = collections.deque()
+        indices = iter(order)
+        with concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="minnet-pydataset") as pool:
+            try:
+                for index in indices:
+                    pending.append(pool.submit(self.dataset.__getitem__, index))
+                    if len(pending) >= depth:
+                        yield to_numpy(pending.popleft().result())
+                while pending:
+                    yield to_numpy(pending.popleft().result())
+            finally:
+                for future in pending:
+                    future.cancel()
 
     def on_epoch_end(self):
         hook = getattr(self.dataset, "on_epoch_end", None)
@@ -162,7 +190,7 @@ class PyDatasetAdapter:
 
 
 class GeneratorDataAdapter:
-    """Batches from a generator, an iterator or a re-iterable (a DataLoader, a list of batches).
+    """Batches from a generator, an iterator or a re-iterable (a DataLoader).
 
     A one-shot iterator (a generator: ``iter(g) is g``) continues where it stopped at the next
     epoch; a re-iterable restarts. ``num_batches`` is ``len(source)`` when it has one.
@@ -195,8 +223,40 @@ class GeneratorDataAdapter:
         return self._iterator
 
     def epoch_batches(self, epoch, shuffle=None):
+        if self.one_shot:
+            while True:         # batches handed back by an earlier call come first
+                handed = _HANDED_BACK.get(self.source) if _weakref_able(self.source) else None
+                if not handed:
+                    break
+                yield handed.popleft()
         for batch in self.iterator(restart=True):
             yield to_numpy(batch)
+
+    def give_back(self, batches):
+        """Keep ``batches`` (drawn from a one-shot source, never used) for the next call that
+        reads this source; a re-iterable restarts anyway, so nothing is kept for it."""
+        if not self.one_shot or not batches:
+            return
+        if not _weakref_able(self.source):
+            warnings.warn(f"{len(batches)} batch(es) drawn ahead from this "
+                          f"{type(self.source).__name__} were not used and cannot be handed back "
+                          f"(it cannot be weakly referenced); pass a generator to keep them.",
+                          UserWarning, stacklevel=2)
+            return
+        kept = _HANDED_BACK.setdefault(self.source, collections.deque())
+        kept.extendleft(reversed(batches))
+
+
+# Batches drawn ahead from a one-shot source and not used, by source (weakly: they go with it).
+_HANDED_BACK = weakref.WeakKeyDictionary()
+
+
+def _weakref_able(source):
+    try:
+        weakref.ref(source)
+    except TypeError:
+        return False
+    return True
 
 
 def as_array_structure(value, name, structured):

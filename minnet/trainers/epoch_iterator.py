@@ -12,8 +12,11 @@
 
 With ``prefetch`` a background thread draws the next batches while the current step
 computes (for slow sources: generators, PyDataset, DataLoader). It never draws more than
-``depth`` batches ahead; a batch drawn but not used in an epoch is kept for the next one,
-so the order of batches is the same with and without prefetching.
+``depth`` batches ahead, nor more than the steps of the epoch under way (so after
+``fit(generator, steps_per_epoch=2)`` the generator has given exactly 2 batches per epoch);
+batches drawn for steps that a stop or an error then skipped are handed back to a one-shot
+source (``GeneratorDataAdapter.give_back``): the next ``fit``/``evaluate``/``predict`` on that
+generator uses them first. The order of batches is the same with and without prefetching.
 """
 import queue
 import threading
@@ -25,20 +28,48 @@ _ITEM, _END, _ERROR = 0, 1, 2
 
 
 class Prefetcher:
-    """Draws from ``iterator`` in a daemon thread into a bounded queue.
+    """Draws from ``iterator`` in a daemon thread into a bounded queue, never more than allowed.
+
+    The thread draws only against permits (``allow(n)``): ``EpochIterator`` grants an epoch's
+    steps when the epoch starts, so a source is never asked for a batch that no step will
+    use. Batches drawn but not consumed when ``close()`` is called (a stop or an error in
+    the middle of an epoch) are returned by ``close`` in the order they were drawn, to be
+    handed back to their source.
 
     Args:
-        iterator: any iterator.
+        iterator: any iterator of raw batches.
         depth: how many batches may wait in the queue.
+        transform: applied to each batch in the thread; ``__next__`` returns the result.
+        permits: batches the thread may draw before ``allow`` grants more (None: no limit).
     """
 
-    def __init__(self, iterator, depth=2):
+    def __init__(self, iterator, depth=2, transform=None, permits=None):
         self._iterator = iterator
+        self._transform = transform
         self._queue = queue.Queue(maxsize=depth)
         self._stop = threading.Event()
+        self._permits = permits
+        self._granted = threading.Condition()
+        self._held = []           # a batch drawn, not queued, when the consumer stopped
         self._thread = threading.Thread(target=self._run, name="minnet-prefetch", daemon=True)
         self._finished = False
         self._thread.start()
+
+    def allow(self, n):
+        """Let the thread draw ``n`` more batches (None: any number)."""
+        with self._granted:
+            self._permits = None if n is None or self._permits is None else self._permits + n
+            self._granted.notify()
+
+    def _take_permit(self):
+        with self._granted:
+            while self._permits is not None and self._permits <= 0 and not self._stop.is_set():
+                self._granted.wait(0.05)
+            if self._stop.is_set():
+                return False
+            if self._permits is not None:
+                self._permits -= 1
+            return True
 
     def _put(self, item):
         while not self._stop.is_set():
@@ -51,12 +82,18 @@ class Prefetcher:
 
     def _run(self):
         try:
-            for batch in self._iterator:
-                if not self._put((_ITEM, batch)):
+            while self._take_permit():
+                try:
+                    raw = next(self._iterator)
+                except StopIteration:
+                    self._put((_END, None, None))
                     return
-            self._put((_END, None))
+                value = raw if self._transform is None else self._transform(raw)
+                if not self._put((_ITEM, raw, value)):
+                    self._held.append(raw)
+                    return
         except BaseException as error:  # noqa: BLE001 - handed to the consumer, re-raised there
-            self._put((_ERROR, error))
+            self._put((_ERROR, None, error))
 
     def __iter__(self):
         return self
@@ -64,7 +101,7 @@ class Prefetcher:
     def __next__(self):
         if self._finished:
             raise StopIteration
-        kind, value = self._queue.get()
+        kind, _, value = self._queue.get()
         if kind == _ITEM:
             return value
         self._finished = True
@@ -73,8 +110,20 @@ class Prefetcher:
         raise StopIteration
 
     def close(self):
+        """Stop the thread; return the raw batches it drew that nobody consumed."""
         self._stop.set()
+        with self._granted:
+            self._granted.notify()
         self._thread.join(timeout=5)
+        unused = []
+        while True:
+            try:
+                kind, raw, _ = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if kind == _ITEM:
+                unused.append(raw)
+        return unused + self._held
 
 
 class EpochIterator:
@@ -117,16 +166,25 @@ class EpochIterator:
         one_shot = getattr(self.adapter, "one_shot", False)
         if self.steps_per_epoch is not None and one_shot:
             if self._persistent is None:
-                self._persistent = self._start(self._prepared(self.adapter.epoch_batches(epoch)))
+                self._persistent = self._start(self.adapter.epoch_batches(epoch))
+            elif self.prefetch:
+                self._persistent.allow(self.steps_per_epoch)     # this epoch's steps, no more
             return self._persistent
-        return self._start(self._prepared(self.adapter.epoch_batches(epoch)))
+        return self._start(self.adapter.epoch_batches(epoch))
 
     def _start(self, iterator):
         if not self.prefetch:
-            return iter(iterator)
-        prefetcher = Prefetcher(iterator)
+            return iter(self._prepared(iterator))
+        prefetcher = Prefetcher(iter(iterator), transform=self.prepare, permits=self.steps_per_epoch)
         self._prefetcher = prefetcher
         return prefetcher
+
+    def _close_prefetcher(self, prefetcher):
+        unused = prefetcher.close()
+        if unused:
+            give_back = getattr(self.adapter, "give_back", None)
+            if give_back is not None:
+                give_back(unused)
 
     def epoch(self, epoch):
         """Yield ``(step, batch)`` for one epoch."""
@@ -151,7 +209,7 @@ class EpochIterator:
                 step += 1
         finally:
             if source is not self._persistent and self._prefetcher is source:
-                source.close()
+                self._close_prefetcher(source)
                 self._prefetcher = None
         end = getattr(self.adapter, "on_epoch_end", None)
         if end is not None:
@@ -160,6 +218,6 @@ class EpochIterator:
     def close(self):
         """Stop the prefetch thread (if any)."""
         if self._prefetcher is not None:
-            self._prefetcher.close()
+            self._close_prefetcher(self._prefetcher)
             self._prefetcher = None
         self._persistent = None

@@ -49,7 +49,8 @@ from minnet.trainers.data_adapters import (ArrayDataAdapter, GeneratorDataAdapte
                                            flat_leaves, unpack_x_y_sample_weight)
 from minnet.trainers.epoch_iterator import EpochIterator
 from minnet.trainers.interrupts import StepGuard
-from minnet.trainers.targets import class_ids, first_nonfinite_row, prepare_target, sample_weights
+from minnet.trainers.targets import (check_class_weight, class_ids, first_nonfinite_row, prepare_target,
+                                     sample_weights, string_input_hint)
 from minnet._checks import check_int
 from minnet._ext import _memory
 
@@ -110,6 +111,28 @@ def _reusing_buffers(method):
         with _memory.buffer_cache():
             return method(self, *args, **kwargs)
     return loop
+
+
+def _step_logs(logs, step_name, model):
+    """A step's logs, which must be a dict: a None (a forgotten ``return``) is named as such
+    rather than read as "no batch"."""
+    if not isinstance(logs, dict):
+        hint = " (a missing `return`?)" if logs is None else ""
+        raise TypeError(f"{type(model).__name__}.{step_name} must return a dict of logs "
+                        f"{{name: value}}, as Keras's does. Received: {type(logs).__name__}{hint}")
+    return logs
+
+
+def _check_finite(leaf, label):
+    """No NaN/inf in a float array given to fit (x or y), naming the first bad sample."""
+    if leaf.dtype.kind != "f":
+        return
+    row = first_nonfinite_row(leaf)
+    if row is not None:
+        raise ValueError(f"Invalid value for argument `{label}`: expected finite values "
+                         f"(no NaN or inf). Received: {label}[{row}] (the first bad sample) "
+                         f"holds NaN or inf. Clean or impute the data, or pass "
+                         f"`check_finite=False` to train anyway.")
 
 
 def _is_dataset(value):
@@ -307,8 +330,8 @@ class Trainer:
     _prepare_target = staticmethod(prepare_target)
     _class_ids = staticmethod(class_ids)
 
-    def _sample_weights(self, y, n, sample_weight, class_weight):
-        return sample_weights(y, n, sample_weight, class_weight)
+    def _sample_weights(self, y, n, sample_weight, class_weight, check_finite=True):
+        return sample_weights(y, n, sample_weight, class_weight, check_finite)
 
     def _losses_per_output(self):
         if self.compiled_loss is None:
@@ -340,6 +363,12 @@ class Trainer:
 
     def _check_arrays(self, x, y=None, need_y=True, check_finite=False, name="x"):
         """Checked array structures for ``x`` and ``y``; labels converted for sparse losses."""
+        if isinstance(x, list) and x and all(isinstance(item, tuple) and len(item) in (2, 3) for item in x):
+            raise ValueError(f"Invalid value for argument `{name}`: a list is read as a list of inputs, "
+                             f"not as batches, so a list of (x, y) tuples is not a data source (Keras "
+                             f"3 refuses it too). Concatenate the batches into arrays, or yield them "
+                             f"from a generator (with `steps_per_epoch=`) or a "
+                             f"`mn.utils.PyDataset`. Received: a list of {len(x)} tuples")
         x = self._structure(x, name, self.structured_inputs)
         if need_y and y is None:
             raise ValueError("Argument `y` is required: pass the targets for `x`.")
@@ -354,25 +383,24 @@ class Trainer:
                                  f"(batch dimension first). Received: {label} with shape {leaf.shape}")
             if leaf.dtype.kind not in "fiub":
                 raise TypeError(f"Invalid value for argument `{label}`: expected a numeric array. "
-                                f"Received: {label} with dtype {leaf.dtype}")
+                                f"Received: {label} with dtype {leaf.dtype}"
+                                f"{string_input_hint(self.layers, leaf)}")
             if n is None:
                 n = len(leaf)
             elif len(leaf) != n:
                 raise ValueError(f"All inputs must have the same number of samples. Received: "
                                  f"{[len(v) for v in leaves]} samples")
-            if check_finite and leaf.dtype.kind == "f":
-                row = first_nonfinite_row(leaf)
-                if row is not None:
-                    raise ValueError(f"Invalid value for argument `{label}`: expected finite values "
-                                     f"(no NaN or inf). Received: {label}[{row}] (the first bad sample) "
-                                     f"holds NaN or inf. Clean or impute the data, or pass "
-                                     f"`check_finite=False` to train anyway.")
+            if check_finite:
+                _check_finite(leaf, label)
         if y is not None:
             y = self._structure(y, "y", self.structured_outputs)
-            for leaf in flat_leaves(y):
+            y_leaves = flat_leaves(y)
+            for i, leaf in enumerate(y_leaves):
                 if leaf.ndim == 0 or len(leaf) != n:
                     raise ValueError(f"Arguments `x` and `y` must have the same number of samples. "
                                      f"Received: len(x)={n}, y with shape {leaf.shape}")
+                if check_finite:
+                    _check_finite(leaf, "y" if len(y_leaves) == 1 else f"y[{i}]")
             y = self._prepare_targets(y)
         return x, y, n
 
@@ -493,7 +521,10 @@ class Trainer:
                 epochs (a list of 1-based epoch numbers).
             seed: int seed for shuffling (epoch ``e`` uses ``default_rng([seed, e])``, so a
                 resumed run sees the same order); None draws from ``mn.manual_seed``'s generator.
-            check_finite: check once, before training, that float array inputs hold no NaN/inf.
+            check_finite: check once, before training, that the float arrays ``x`` and ``y``,
+                ``sample_weight`` and the ``class_weight`` values hold no NaN/inf (False trains
+                anyway). ``class_weight`` keys are always checked: ints >= 0 (keys of classes
+                absent from ``y`` are ignored, as in Keras).
             prefetch: draw batches in a background thread (default: on for generators,
                 PyDataset and iterables, off for arrays).
 
@@ -531,11 +562,13 @@ class Trainer:
                                  f"infinite, so fit cannot tell where an epoch ends: pass "
                                  f"`steps_per_epoch=` (batches per epoch). Received: x of type "
                                  f"{type(x).__name__}, steps_per_epoch=None")
+            if class_weight is not None:
+                class_weight = check_class_weight(class_weight, check_finite)
             prepare = self._batch_preparer(class_weight)
         else:
             default_step = type(self).train_step is Trainer.train_step
             x, y, n = self._check_arrays(x, y, need_y=default_step, check_finite=check_finite)
-            weights = self._sample_weights(y, n, sample_weight, class_weight)
+            weights = self._sample_weights(y, n, sample_weight, class_weight, check_finite)
             if validation_data is None and validation_split:
                 (x_train, y_train), (x_val, y_val) = self._split(x, y, validation_split)
                 w_val = None
@@ -581,7 +614,7 @@ class Trainer:
                         if not self.built:       # a model first seen with a generator's batch
                             self._build_from(unpack_x_y_sample_weight(data)[0])
                             self._ensure_optimizer_params()
-                        logs = train_step(data)
+                        logs = _step_logs(train_step(data), "train_step", self)
                         guard.end_step()
                         callback_list.on_train_batch_end(step, logs)
                         if self.stop_training:
@@ -699,7 +732,7 @@ class Trainer:
         test_step = self.test_step
         for step, data in iterator.epoch(0):
             callback_list.on_test_batch_begin(step)
-            logs = test_step(data)
+            logs = _step_logs(test_step(data), "test_step", self)
             callback_list.on_test_batch_end(step, logs)
         logs = self._pythonify(logs) if logs is not None else self.get_metrics_result()
         callback_list.on_test_end(logs)
@@ -789,6 +822,10 @@ class Trainer:
                 for step, data in iterator.epoch(0):
                     callback_list.on_predict_batch_begin(step)
                     out = predict_step(data)
+                    if out is None:
+                        raise TypeError(f"{type(self).__name__}.predict_step returned None: it must "
+                                        f"return the model's outputs for the batch (a missing "
+                                        f"`return`?).")
                     structure = out
                     leaves = [np.asarray(getattr(v, "data", v)) for v in flat_leaves(out)]
                     outputs.append(leaves)

@@ -93,8 +93,14 @@ class PyDataset:
     by batch, in a background thread while the previous step computes.
 
     Args:
-        workers, use_multiprocessing, max_queue_size: accepted for Keras compatibility;
-            minnet loads with one background thread.
+        workers: threads that call ``__getitem__`` at once (Keras's meaning with
+            ``use_multiprocessing=False``): with ``workers > 1``, up to ``max_queue_size``
+            batches are read ahead in parallel and handed to the model in index order.
+        use_multiprocessing: must be False. Keras then reads batches in worker processes;
+            minnet refuses it, because a fork()ed worker cannot use the OpenMP thread pool
+            and a spawned one must re-import the dataset (use ``workers=`` threads, which
+            share the dataset and release the GIL in NumPy code).
+        max_queue_size: how many batches may be read ahead (an int >= 1).
 
     Example:
         >>> class Batches(mn.utils.PyDataset):
@@ -110,7 +116,13 @@ class PyDataset:
 
     def __init__(self, workers=1, use_multiprocessing=False, max_queue_size=10):
         self.workers = check_int("workers", workers, 1)
-        self.use_multiprocessing = bool(use_multiprocessing)
+        if use_multiprocessing:
+            raise ValueError(f"Invalid value for argument `use_multiprocessing`: minnet's PyDataset "
+                             f"reads batches in threads, not processes (a forked process cannot "
+                             f"use minnet's OpenMP thread pool); pass use_multiprocessing=False and "
+                             f"workers=N for N reading threads. Received: "
+                             f"use_multiprocessing={use_multiprocessing!r}")
+        self.use_multiprocessing = False
         self.max_queue_size = check_int("max_queue_size", max_queue_size, 1)
 
     def __getitem__(self, index):

@@ -409,7 +409,7 @@ def test_backup_and_restore_resumes_a_killed_fit_exactly(tmp_path):
     for a, b in zip(reference.get_weights(), resumed.get_weights()):
         np.testing.assert_array_equal(a, b)
     assert resumed.optimizer.iterations == reference.optimizer.iterations
-    assert not (tmp_path / "backup" / "training_metadata.json").exists()
+    assert not (tmp_path / "backup" / "backup.npz").exists()
 
 
 def test_terminate_on_nan_names_the_first_bad_layer(capsys):

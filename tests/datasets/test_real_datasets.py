@@ -90,7 +90,7 @@ def _idx(path, array):
         file.write(header + array.astype(np.uint8).tobytes())
 
 
-def test_fashion_mnist_idx_files(tmp_path):
+def test_fashion_mnist_idx_files(tmp_path, monkeypatch):
     rng = np.random.default_rng(1)
     x_train = rng.integers(0, 256, (4, 28, 28)).astype(np.uint8)
     y_train = rng.integers(0, 10, 4).astype(np.uint8)
@@ -98,11 +98,17 @@ def test_fashion_mnist_idx_files(tmp_path):
     y_test = rng.integers(0, 10, 2).astype(np.uint8)
     for name, array in zip(fashion_mnist.FILES, (y_train, x_train, y_test, x_test)):
         _idx(tmp_path / name, array)
+    monkeypatch.setattr(fashion_mnist, "MD5", {name: hashlib.md5((tmp_path / name).read_bytes()).hexdigest()
+                                               for name in fashion_mnist.FILES})
     (a, b), (c, d) = fashion_mnist.load_data(path=tmp_path)
     for got, want in ((a, x_train), (b, y_train), (c, x_test), (d, y_test)):
         np.testing.assert_array_equal(got, want)
     assert a.shape == (4, 28, 28)
     (tmp_path / fashion_mnist.FILES[1]).write_bytes(gzip.compress(b"\x00\x00\x08\x01rubbish"))
+    with pytest.raises(ValueError, match="MD5"):                 # the published hash first
+        fashion_mnist.load_data(path=tmp_path)
+    fashion_mnist.MD5[fashion_mnist.FILES[1]] = hashlib.md5(
+        (tmp_path / fashion_mnist.FILES[1]).read_bytes()).hexdigest()
     with pytest.raises(ValueError, match="IDX"):
         fashion_mnist.load_data(path=tmp_path)
 
@@ -112,7 +118,7 @@ def _cifar_archive(path, members, n_labels, n_per_member=3):
     images, labels = [], []
     with tarfile.open(path, "w:gz") as archive:
         for name in members:
-            lab = rng.integers(0, 100, (n_per_member, n_labels)).astype(np.uint8)
+            lab = rng.integers(0, 10, (n_per_member, n_labels)).astype(np.uint8)
             img = rng.integers(0, 256, (n_per_member, 3, 32, 32)).astype(np.uint8)
             data = np.concatenate([lab, img.reshape(n_per_member, -1)], axis=1).tobytes()
             info = tarfile.TarInfo(name)
@@ -214,4 +220,5 @@ def test_download_verifies_before_caching(tmp_path, monkeypatch, capsys):
     assert calls == [mnist.ORIGIN] * 2 and x_train.shape == (5, 28, 28)
     assert "mnist.npz" in capsys.readouterr().err          # the progress bar
     mnist.load_data()                                       # cached: no third download
-    assert len(calls) == 2 and os.listdir(cache) == ["mnist.npz"]
+    assert len(calls) == 2 and sorted(os.listdir(cache)) == ["SHA256SUMS", "mnist.npz"]
+    assert (cache / "SHA256SUMS").read_text() == f"{hashlib.sha256(payload).hexdigest()}  mnist.npz\n"
