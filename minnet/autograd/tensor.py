@@ -11,6 +11,7 @@ from . import (activation_ops, elementwise_ops, indexing_ops, linalg_ops, op_hel
                shape_ops)
 from .function import AccumulateGrad, HookDict, register_tensor_class, run_backward
 from .grad_mode import grad_state
+from .masks import get_keras_mask, set_keras_mask
 
 __all__ = ["Tensor", "Parameter", "tensor"]
 
@@ -102,6 +103,15 @@ class Tensor:
         return t
 
     # ------------------------------------------------------------------ properties
+    @property
+    def _keras_mask(self):
+        """Keras's sequence mask attached to this tensor (an ndarray of bools), or None."""
+        return get_keras_mask(self)
+
+    @_keras_mask.setter
+    def _keras_mask(self, mask):
+        set_keras_mask(self, mask)
+
     @property
     def shape(self):
         return self.data.shape

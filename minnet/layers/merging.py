@@ -20,7 +20,7 @@ import numpy as np
 
 from minnet._checks import check_choice, check_int, invalid
 from minnet.autograd import Function, Tensor
-from minnet.layers import symbolic
+from minnet.ops import symbolic
 from minnet.layers.base import Layer
 
 __all__ = ["Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concatenate",
@@ -82,7 +82,7 @@ class _Merge(Layer):
                             f"tensors. Received: {type(inputs).__name__}")
         self._check_count(len(inputs))
         if symbolic.is_symbolic(inputs):
-            return symbolic.record_call(self, list(inputs))
+            return self._symbolic_call((list(inputs),), {})
         tensors = [x if type(x) is Tensor and x.dtype == self.dtype else self._to_tensor(x)
                    for x in inputs]
         if not self.built:
@@ -266,7 +266,7 @@ class TensorOperation(Layer):
 
     def __call__(self, inputs, training=None):
         if symbolic.is_symbolic(inputs):
-            return symbolic.record_call(self, list(inputs) if isinstance(inputs, (list, tuple)) else inputs)
+            return self._symbolic_call((list(inputs) if isinstance(inputs, (list, tuple)) else inputs,), {})
         if self.constant is None:
             a, b = (self._to_tensor(x) for x in inputs)
             return self._apply(a, b)

@@ -12,7 +12,7 @@ from minnet.autograd import Tensor
 from minnet.data import as_array
 from minnet.layers import deserialize as deserialize_layer
 from minnet.layers import serialize as serialize_layer
-from minnet.layers import symbolic
+from minnet.ops import symbolic
 from minnet.layers._layout import check_user_layout
 from minnet.layers.base import Layer
 from minnet.layers.core import InputLayer
@@ -256,7 +256,7 @@ class Sequential(Model):
         """
         if not isinstance(x, Tensor):
             if type(x) is not np.ndarray and symbolic.is_symbolic(x):
-                return symbolic.record_call(self, x)
+                return self._symbolic_call((x,), {}, training=training)
             array = as_array(x, "x")
             if array.dtype.kind not in "fiub":
                 raise TypeError(f"Model '{self.name}' expected a numeric array or Tensor as input. "

@@ -17,8 +17,9 @@ The loop is Keras 3's: ``fit`` asks a data adapter for batches and calls
 **The custom-step contract** (override any of the three):
 
 - ``train_step(data)`` / ``test_step(data)``: ``data`` is one batch as the data source gives
-  it: ``(x, y, sample_weight)`` for arrays (``y``/``sample_weight`` None when not given),
-  whatever a generator or PyDataset yields otherwise; take it apart with
+  it, as Keras 3 hands it over: ``(x, y)`` for arrays (``(x, y, sample_weight)`` with
+  weights or class weights, ``x`` alone without targets), whatever a generator or
+  PyDataset yields otherwise; take it apart with
   ``mn.utils.unpack_x_y_sample_weight(data)``. Return a dict of logs ``{name: float}``
   (``self.compute_metrics(...)`` or ``{m.name: m.result() for m in self.metrics}``); the
   epoch's logs are the last step's, so return running means (the metrics' results).
@@ -42,11 +43,13 @@ from minnet import optimizers as optimizers_module
 from minnet.autograd import Tensor, no_grad
 from minnet.callbacks import CallbackList, History, TerminateOnNaN, resolve_verbose
 from minnet.data import as_array, train_validation_split
+from minnet.layers.call_context import call_context
 from minnet.metrics import Mean
 from minnet.trainers import data_adapters
 from minnet.trainers.compile_utils import CompileLoss, CompileMetrics, is_sparse_loss
 from minnet.trainers.data_adapters import (ArrayDataAdapter, GeneratorDataAdapter, PyDatasetAdapter,
-                                           flat_leaves, unpack_x_y_sample_weight)
+                                           flat_leaves, pack_x_y_sample_weight,
+                                           unpack_x_y_sample_weight)
 from minnet.trainers.epoch_iterator import EpochIterator
 from minnet.trainers.interrupts import StepGuard
 from minnet.trainers.targets import class_ids, first_nonfinite_row, prepare_target, sample_weights
@@ -408,7 +411,7 @@ class Trainer:
         sparse = len(losses) == 1 and is_sparse_loss(losses[0])
 
         def prepare(batch):
-            x, y, w = unpack_x_y_sample_weight(batch)
+            x, y, w = x0, y0, w0 = unpack_x_y_sample_weight(batch)
             if isinstance(x, (list, tuple)) and not self.structured_inputs(x):
                 x = as_array(x, "x")
             if y is not None:
@@ -419,7 +422,9 @@ class Trainer:
                 w = self._sample_weights(y, len(flat_leaves(y)[0]), w, class_weight)
             if w is not None and not isinstance(w, np.ndarray):
                 w = as_array(w, "sample_weight")
-            return x, y, w
+            if x is x0 and y is y0 and w is w0:
+                return batch            # train_step gets the batch exactly as the source gave it
+            return pack_x_y_sample_weight(x, y, w)
 
         return prepare
 
@@ -433,15 +438,6 @@ class Trainer:
         return CallbackList(list(callbacks or []), add_history=True, add_progbar=verbose != 0,
                             model=self, verbose=verbose, epochs=epochs, steps=steps)
 
-    def _save_modes(self):
-        return [(self, self.training)] + [(layer, layer.training) for layer in self.layers]
-
-    @staticmethod
-    def _restore_modes(modes):
-        (model, model_mode), rest = modes[0], modes[1:]
-        model.training = model_mode
-        for layer, mode in rest:
-            layer.train(mode)
 
     def _warn_missing_classes(self, y_train, y_val, stacklevel):
         train_ids = self._class_ids(y_train, one_hot_only=True)
@@ -558,14 +554,14 @@ class Trainer:
         self.history = next((cb for cb in callback_list.callbacks if isinstance(cb, History)), None)
         self._locate_nonfinite = any(isinstance(cb, TerminateOnNaN) for cb in callback_list.callbacks)
         self.nonfinite_layer = None
-        modes = self._save_modes()
         self.stop_training = False
         guard = StepGuard()
         train_step = self.train_step
         self._ensure_optimizer_params()
         try:
-            with guard:
-                self.train()
+            # The mode is passed down every call of this thread's loop, never stored on the
+            # layers: a predict in another thread cannot flip it (layers/call_context.py).
+            with guard, call_context(training=True):
                 self.resume_epoch = None
                 callback_list.on_train_begin()
                 if self.resume_epoch is not None:     # set by BackupAndRestore
@@ -600,14 +596,12 @@ class Trainer:
                         val_logs = self._run_validation(validation, validation_batch_size,
                                                         validation_steps, callback_list)
                         epoch_logs.update({"val_" + k: v for k, v in val_logs.items()})
-                        self.train()
                     callback_list.on_epoch_end(epoch, epoch_logs)
                     if self.stop_training or iterator.exhausted:
                         break
                 callback_list.on_train_end(epoch_logs)
         finally:
             iterator.close()
-            self._restore_modes(modes)
         return self.history
 
     @staticmethod
@@ -693,14 +687,14 @@ class Trainer:
 
     def _run_test_loop(self, iterator, callback_list):
         self.reset_metrics()
-        self.eval()
-        callback_list.on_test_begin()
         logs = None
-        test_step = self.test_step
-        for step, data in iterator.epoch(0):
-            callback_list.on_test_batch_begin(step)
-            logs = test_step(data)
-            callback_list.on_test_batch_end(step, logs)
+        with call_context(training=False):
+            callback_list.on_test_begin()
+            test_step = self.test_step
+            for step, data in iterator.epoch(0):
+                callback_list.on_test_batch_begin(step)
+                logs = test_step(data)
+                callback_list.on_test_batch_end(step, logs)
         logs = self._pythonify(logs) if logs is not None else self.get_metrics_result()
         callback_list.on_test_end(logs)
         return logs
@@ -746,12 +740,10 @@ class Trainer:
                                              type(self).test_step is Trainer.test_step, steps)
         iterator = EpochIterator(adapter, steps_per_epoch=steps, prepare=prepare, prefetch=False)
         callback_list = self._callback_list(callbacks, verbose, 1, iterator.num_steps)
-        modes = self._save_modes()
         try:
             logs = self._run_test_loop(iterator, callback_list)
         finally:
             iterator.close()
-            self._restore_modes(modes)
         if return_dict:
             return logs
         values = [logs[name] for name in self.metrics_names if name in logs]
@@ -778,14 +770,12 @@ class Trainer:
         adapter, prepare = self._adapter_for(x, None, None, batch_size, False, steps)
         iterator = EpochIterator(adapter, steps_per_epoch=steps, prepare=prepare, prefetch=False)
         callback_list = self._callback_list(callbacks, verbose, 1, iterator.num_steps)
-        modes = self._save_modes()
         outputs = []
         structure = None
         try:
-            self.eval()
-            callback_list.on_predict_begin()
-            predict_step = self.predict_step
-            with no_grad():
+            with call_context(training=False), no_grad():
+                callback_list.on_predict_begin()
+                predict_step = self.predict_step
                 for step, data in iterator.epoch(0):
                     callback_list.on_predict_batch_begin(step)
                     out = predict_step(data)
@@ -794,10 +784,9 @@ class Trainer:
                     outputs.append(leaves)
                     callback_list.on_predict_batch_end(step, {"outputs": leaves[0] if len(leaves) == 1
                                                               else leaves})
-            callback_list.on_predict_end()
+                callback_list.on_predict_end()
         finally:
             iterator.close()
-            self._restore_modes(modes)
         if not outputs:
             raise ValueError("predict received no batch: the data source `x` is empty.")
         merged = [np.concatenate([batch[i] for batch in outputs], axis=0) for i in range(len(outputs[0]))]
@@ -810,14 +799,10 @@ class Trainer:
         x, y, n = self._check_arrays(x, y)
         weights = self._sample_weights(y, n, sample_weight, class_weight)
         self._build_from(x)
-        modes = self._save_modes()
-        try:
-            self.train()
+        with call_context(training=True):
             self.reset_metrics()
             self._ensure_optimizer_params()
-            logs = self._pythonify(self.train_step((x, y, weights)))
-        finally:
-            self._restore_modes(modes)
+            logs = self._pythonify(self.train_step(pack_x_y_sample_weight(x, y, weights)))
         return self._batch_result(logs, return_dict)
 
     def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
@@ -826,25 +811,16 @@ class Trainer:
         x, y, n = self._check_arrays(x, y)
         weights = self._sample_weights(y, n, sample_weight, None)
         self._build_from(x)
-        modes = self._save_modes()
-        try:
-            self.eval()
+        with call_context(training=False):
             self.reset_metrics()
-            logs = self._pythonify(self.test_step((x, y, weights)))
-        finally:
-            self._restore_modes(modes)
+            logs = self._pythonify(self.test_step(pack_x_y_sample_weight(x, y, weights)))
         return self._batch_result(logs, return_dict)
 
     def predict_on_batch(self, x):
         """Outputs for one batch (eval mode, no graph) as an ndarray (list/dict for several)."""
         x, _, _ = self._check_arrays(x, need_y=False)
-        modes = self._save_modes()
-        try:
-            self.eval()
-            with no_grad():
-                out = self.predict_step((x,))
-        finally:
-            self._restore_modes(modes)
+        with call_context(training=False), no_grad():
+            out = self.predict_step((x,))
         leaves = [np.asarray(getattr(v, "data", v)) for v in flat_leaves(out)]
         return data_adapters.pack_leaves(out, leaves)
 
