@@ -445,6 +445,19 @@ class Layer(SymbolicLayer):
         """State and frozen weights, in ``weights`` order."""
         return [w for w, t in self._all_weights() if not t]
 
+    # Keras 3's names for the same lists.
+    variables = weights
+    trainable_variables = trainable_weights
+    non_trainable_variables = non_trainable_weights
+
+    def zero_grad(self, set_to_none=True):
+        """Clear the gradients of every Parameter (``grad = None``, or zeroed in place)."""
+        for p in self.parameters():
+            if set_to_none or p.grad is None:
+                p.grad = None
+            else:
+                p.grad[...] = 0
+
     def parameters(self):
         """Every ``Parameter`` of the layer and its sublayers (for a PyTorch-style optimizer).
 

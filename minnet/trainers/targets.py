@@ -46,6 +46,8 @@ def sample_weights(y, n, sample_weight, class_weight):
     weights = None
     if sample_weight is not None:
         weights = as_array(sample_weight, "sample_weight").astype(np.float64)
+        if weights.shape == (n, 1):
+            weights = weights.reshape(n)      # Keras accepts a column of weights too
         if weights.shape != (n,):
             raise ValueError(f"Invalid value for argument `sample_weight`: expected shape "
                              f"({n},) (one weight per sample). Received: sample_weight "
