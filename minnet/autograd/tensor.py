@@ -337,6 +337,31 @@ class Tensor:
         self._bump_version()
         return self
 
+    @property
+    def value(self):
+        """The tensor itself (Keras's ``variable.value``: ``v.value.grad`` reads the gradient)."""
+        return self
+
+    # Keras's Variable API: a state update, outside the graph (allowed on a weight too, as
+    # Keras allows it on a trainable variable); the value keeps this tensor's dtype and shape.
+    def assign(self, value):
+        """``self = value`` in place (Keras ``Variable.assign``); returns self."""
+        value = value.data if isinstance(value, Tensor) else np.asarray(value)
+        if value.shape != self.data.shape and value.size != self.data.size and value.ndim > 0:
+            raise ValueError(f"Cannot assign a value of shape {value.shape} to a variable of shape "
+                             f"{self.data.shape}.")
+        self.data[...] = value.reshape(self.data.shape) if value.ndim else value
+        self._bump_version()
+        return self
+
+    def assign_add(self, value):
+        """``self += value`` in place (Keras ``Variable.assign_add``); returns self."""
+        return self.assign(self.data + (value.data if isinstance(value, Tensor) else np.asarray(value)))
+
+    def assign_sub(self, value):
+        """``self -= value`` in place (Keras ``Variable.assign_sub``); returns self."""
+        return self.assign(self.data - (value.data if isinstance(value, Tensor) else np.asarray(value)))
+
     def __setitem__(self, key, value):
         self._check_inplace()
         self.data[_index_key(key)] = value.data if isinstance(value, Tensor) else value

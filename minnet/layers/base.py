@@ -225,6 +225,7 @@ class Layer(SymbolicLayer):
         object.__setattr__(self, "_own_weights", [])     # (name, Tensor, trainable) in creation order
         object.__setattr__(self, "_regularized", [])     # (regularizer, weight) pairs
         object.__setattr__(self, "_activity_losses", [])
+        object.__setattr__(self, "_added_losses", [])      # add_loss() during the last call
         object.__setattr__(self, "_batch_input_shape", _declared_batch_shape(
             input_shape, batch_size, batch_input_shape, input_dim))
         if name is None:
@@ -383,6 +384,14 @@ class Layer(SymbolicLayer):
         return self.add_weight(name=name, shape=shape, initializer=initializer, dtype=dtype,
                                trainable=trainable, regularizer=regularizer, constraint=constraint)
 
+    def add_loss(self, loss):
+        """Add a scalar loss term (a Tensor with its graph) computed in ``call`` (Keras): it
+        joins ``layer.losses`` until the layer's next call, and a training step adds it to
+        the loss (a model compiled without ``loss=`` trains on these terms alone)."""
+        if not isinstance(loss, Tensor):
+            loss = Tensor(np.asarray(loss, dtype=self.dtype))
+        self.__dict__.setdefault("_added_losses", []).append(loss)
+
     @property
     def losses(self):
         """The regularization terms, as scalar Tensors with their graphs (Keras's ``losses``).
@@ -394,6 +403,7 @@ class Layer(SymbolicLayer):
         """
         result = [regularizer(weight) for regularizer, weight in self._regularized]
         result.extend(self._activity_losses)
+        result.extend(self.__dict__.get("_added_losses", ()))
         for layer in self._tracked_layers():
             result.extend(layer.losses)
         return [t if isinstance(t, Tensor) else Tensor(np.asarray(t, dtype=self.dtype))
@@ -624,6 +634,8 @@ class Layer(SymbolicLayer):
                 info = _CALL_INFO.get(type(self)) or call_spec.call_info(self)
                 if not info.plain:
                     return self._call_impl(args, kwargs)
+                if self._added_losses:
+                    self._added_losses.clear()
                 context = _CALL_STATE.training
                 training = kwargs.get("training") if kwargs else None
                 if training is None:
@@ -677,6 +689,8 @@ class Layer(SymbolicLayer):
             kwargs = {k: self._convert_other(v) for k, v in kwargs.items()}
         if not self.built:
             self._maybe_build(info, (x,) + rest, kwargs)
+        if self._added_losses:
+            self._added_losses.clear()
         context = _CALL_STATE.training
         push = False
         if training is None:
@@ -742,6 +756,7 @@ class Layer(SymbolicLayer):
 
     # ------------------------------------------------------------------ hooks (as torch.nn.Module's)
     _has_hooks = False
+    _added_losses = ()          # per instance: a list, once __init__ or add_loss made one
     # Keras's flag: True on layers whose output keeps the input's (batch, timesteps) mask
     # (Dense, Dropout, Activation, ...); Layer.__call__ then attaches it to the output.
     supports_masking = False

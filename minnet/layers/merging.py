@@ -24,7 +24,8 @@ from minnet.ops import symbolic
 from minnet.layers.base import Layer
 
 __all__ = ["Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concatenate",
-           "TensorOperation", "ConcatenateFunction"]
+           "TensorOperation", "ConcatenateFunction", "add", "subtract", "multiply", "average",
+           "maximum", "minimum", "concatenate"]
 
 
 class ConcatenateFunction(Function):
@@ -294,3 +295,39 @@ class TensorOperation(Layer):
 
 
 symbolic.set_operation_layer(TensorOperation)
+
+
+# ---- Keras's functional forms: `layers.add([a, b])` is `layers.Add()([a, b])` ---------------
+def add(inputs, **kwargs):
+    """``Add(**kwargs)(inputs)``: the elementwise sum of a list of tensors."""
+    return Add(**kwargs)(inputs)
+
+
+def subtract(inputs, **kwargs):
+    """``Subtract(**kwargs)(inputs)``: ``inputs[0] - inputs[1]``."""
+    return Subtract(**kwargs)(inputs)
+
+
+def multiply(inputs, **kwargs):
+    """``Multiply(**kwargs)(inputs)``: the elementwise product of a list of tensors."""
+    return Multiply(**kwargs)(inputs)
+
+
+def average(inputs, **kwargs):
+    """``Average(**kwargs)(inputs)``: the elementwise mean of a list of tensors."""
+    return Average(**kwargs)(inputs)
+
+
+def maximum(inputs, **kwargs):
+    """``Maximum(**kwargs)(inputs)``: the elementwise maximum of a list of tensors."""
+    return Maximum(**kwargs)(inputs)
+
+
+def minimum(inputs, **kwargs):
+    """``Minimum(**kwargs)(inputs)``: the elementwise minimum of a list of tensors."""
+    return Minimum(**kwargs)(inputs)
+
+
+def concatenate(inputs, axis=-1, **kwargs):
+    """``Concatenate(axis=axis, **kwargs)(inputs)``: the tensors joined along ``axis``."""
+    return Concatenate(axis=axis, **kwargs)(inputs)

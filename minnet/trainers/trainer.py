@@ -214,9 +214,8 @@ class Trainer:
         if self.optimizer is None:
             raise NotCompiledError(f"You must call `compile(optimizer, loss)` on model '{self.name}' "
                                    f"before `{method}()`.")
-        if need_loss and self.loss is None and type(self).train_step is Trainer.train_step:
-            raise NotCompiledError(f"Model '{self.name}' was compiled without a loss: pass `loss=` to "
-                                   f"`compile()` before `{method}()`.")
+        # A model compiled without `loss=` may add its losses in call (add_loss); the first
+        # step says so when it adds none (compute_loss).
 
     def _ensure_optimizer_params(self):
         if self.optimizer is not None and self._optimizer_needs_params and self.built \
@@ -231,8 +230,15 @@ class Trainer:
         name); the result is ``sum_i loss_weight_i * loss_i``.
         """
         if self.compiled_loss is None:
-            raise NotCompiledError(f"Model '{self.name}' has no compiled loss: pass `loss=` to "
-                                   f"`compile()` (or compute the loss yourself in train_step).")
+            terms = self.losses
+            if not terms:
+                raise NotCompiledError(f"Model '{self.name}' was compiled without a loss and adds "
+                                       f"none with `add_loss`: pass `loss=` to `compile()` (or "
+                                       f"compute the loss yourself in train_step).")
+            loss = terms[0]
+            for term in terms[1:]:
+                loss = loss + term
+            return loss
         y_true = self._flat_outputs(y)
         predictions = self._flat_outputs(y_pred)
         batch = len(predictions[0]) if predictions and predictions[0] is not None else None
@@ -529,7 +535,7 @@ class Trainer:
                                  f"{type(x).__name__}, steps_per_epoch=None")
             prepare = self._batch_preparer(class_weight)
         else:
-            default_step = type(self).train_step is Trainer.train_step
+            default_step = type(self).train_step is Trainer.train_step and self.compiled_loss is not None
             x, y, n = self._check_arrays(x, y, need_y=default_step, check_finite=check_finite)
             weights = self._sample_weights(y, n, sample_weight, class_weight)
             if validation_data is None and validation_split:
@@ -737,7 +743,8 @@ class Trainer:
         verbose = _check_verbose(verbose, 1)
         steps = _check_optional_int(steps, "steps", 1)
         adapter, prepare = self._adapter_for(x, y, sample_weight, batch_size,
-                                             type(self).test_step is Trainer.test_step, steps)
+                                             type(self).test_step is Trainer.test_step
+                                             and self.compiled_loss is not None, steps)
         iterator = EpochIterator(adapter, steps_per_epoch=steps, prepare=prepare, prefetch=False)
         callback_list = self._callback_list(callbacks, verbose, 1, iterator.num_steps)
         try:
