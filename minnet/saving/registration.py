@@ -135,7 +135,8 @@ def deserialize_keras_object(config, custom_objects=None, safe_mode=True, **kwar
     """Rebuild what ``serialize_keras_object`` produced (or a registered name).
 
     Args:
-        config: a dict as ``serialize_keras_object`` returns, a name, or a plain value.
+        config: a dict as ``serialize_keras_object`` returns, or a plain value (a string
+            stays a string unless ``custom_objects`` names it, as in Keras).
         custom_objects: ``{name: class or function}`` consulted first.
         safe_mode: Keras's guard against code in files; minnet never runs code from a file,
             so it changes nothing here.
@@ -143,16 +144,16 @@ def deserialize_keras_object(config, custom_objects=None, safe_mode=True, **kwar
     Raises:
         ValueError: a name nothing is registered under.
     """
-    if config is None or isinstance(config, (bool, int, float)):
-        return config
-    if isinstance(config, str):
-        return _lookup_any(config, custom_objects)
+    if isinstance(config, str) and custom_objects and custom_objects.get(config) is not None:
+        return custom_objects[config]          # a function saved by its name
+    if config is None or isinstance(config, (bool, int, float, str)):
+        return config                          # plain values, strings included (Keras)
     if isinstance(config, (list, tuple)):
         return [deserialize_keras_object(v, custom_objects) for v in config]
     if not isinstance(config, dict):
         raise TypeError(f"Invalid value for argument `config`: expected a dict, a name or a plain "
                         f"value. Received: {config!r}")
-    if "class_name" not in config:
+    if "class_name" not in config or "config" not in config:
         return {key: deserialize_keras_object(value, custom_objects) for key, value in config.items()}
     class_name, inner = config["class_name"], config.get("config")
     if class_name == "__numpy__":

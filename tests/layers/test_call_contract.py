@@ -336,3 +336,37 @@ def test_integer_input_stays_integer_until_the_embedding():
     assert seen[-1] == np.float32
     with pytest.raises(ValueError, match="dtype"):
         mn.Input((3,), dtype="string")
+
+
+@pytest.mark.parametrize("name, reference", [
+    ("add", lambda a, b: a + b), ("subtract", lambda a, b: a - b),
+    ("multiply", lambda a, b: a * b), ("average", lambda a, b: (a + b) / 2),
+    ("maximum", np.maximum), ("minimum", np.minimum),
+    ("concatenate", lambda a, b: np.concatenate([a, b], axis=-1))])
+def test_functional_merge_forms_call_the_merge_layers(name, reference):
+    form = getattr(layers, name)
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((2, 3)).astype(np.float32), rng.standard_normal((2, 3)).astype(np.float32)
+    np.testing.assert_allclose(form([a, b]).data, reference(a, b), rtol=1e-6)
+    ia, ib = mn.Input((3,)), mn.Input((3,))
+    out = form([ia, ib], name=f"my_{name}")
+    assert out.node.operation.name == f"my_{name}"
+    model = mn.Model([ia, ib], out)
+    np.testing.assert_allclose(model.predict([a, b]), reference(a, b), rtol=1e-6)
+
+
+def test_concatenate_form_takes_the_axis():
+    a = mn.Input((2, 3))
+    assert layers.concatenate([a, a], axis=1).shape == (None, 4, 3)
+
+
+def test_global_max_pooling_accepts_a_small_channels_last_feature_map():
+    # (None, 4, 4, 16) is a valid channels_last input (4 x 4 pixels, 16 channels); the layout
+    # guard used to refuse it as "channels_first".
+    out = layers.GlobalMaxPooling2D()(mn.Input((4, 4, 16)))
+    assert out.shape == (None, 16)
+    x = np.random.default_rng(0).standard_normal((2, 4, 4, 16)).astype(np.float32)
+    np.testing.assert_allclose(layers.GlobalMaxPooling2D()(x).data, x.max(axis=(1, 2)))
+    # a real image in the wrong layout is still refused
+    with pytest.raises(ValueError, match="channels_first"):
+        layers.GlobalMaxPooling2D()(mn.Input((3, 32, 32)))
