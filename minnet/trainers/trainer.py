@@ -565,9 +565,11 @@ class Trainer:
         train_step = self.train_step
         self._ensure_optimizer_params()
         try:
-            # The mode is passed down every call of this thread's loop, never stored on the
-            # layers: a predict in another thread cannot flip it (layers/call_context.py).
-            with guard, call_context(training=True):
+            # The mode is passed down each call (train_step calls `self(x, training=True)`),
+            # never stored on the layers, so a predict in another thread cannot flip it
+            # (layers/call_context.py). As in Keras, the loop itself sets no mode: a custom
+            # train_step that calls `self(x)` without `training` runs in inference mode.
+            with guard, call_context(training=None):
                 self.resume_epoch = None
                 callback_list.on_train_begin()
                 if self.resume_epoch is not None:     # set by BackupAndRestore
@@ -806,7 +808,7 @@ class Trainer:
         x, y, n = self._check_arrays(x, y)
         weights = self._sample_weights(y, n, sample_weight, class_weight)
         self._build_from(x)
-        with call_context(training=True):
+        with call_context(training=None):
             self.reset_metrics()
             self._ensure_optimizer_params()
             logs = self._pythonify(self.train_step(pack_x_y_sample_weight(x, y, weights)))

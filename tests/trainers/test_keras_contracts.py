@@ -235,3 +235,67 @@ def test_predict_in_one_thread_never_flips_a_concurrent_fit():
     assert model.training is False and all(layer.training is False for layer in model.layers)
     np.testing.assert_array_equal(model.predict(x), model.predict(x))
     np.testing.assert_array_equal(model(x).data, model(x).data)
+
+
+def _spy_model(framework):
+    seen = []
+
+    class Spy(framework.layers.Layer):
+        def call(self, inputs, training=None):
+            seen.append(training)
+            return inputs
+
+    class WithCustomStep(framework.Model):
+        def __init__(self):
+            super().__init__()
+            self.spy = Spy()
+            self.dense = framework.layers.Dense(1)
+
+        def call(self, inputs, training=None):
+            return self.dense(self.spy(inputs, training=training))
+
+        def train_step(self, data):
+            x, _ = data
+            seen.append("custom")
+            self(x)                         # no training=: inference mode, as in Keras
+            seen.append("default")
+            return super().train_step(data)
+
+    return WithCustomStep(), seen
+
+
+def test_a_custom_step_calling_self_without_training_runs_in_inference_mode():
+    model, seen = _spy_model(mn)
+    model.compile("sgd", "mse")
+    model.fit(np.ones((4, 2), np.float32), np.ones((4, 1), np.float32), batch_size=4, verbose=0)
+    after = seen[seen.index("custom"):]
+    assert after == ["custom", False, "default", True]
+
+
+def test_the_same_modes_in_keras(keras):
+    model, seen = _spy_model(keras)
+    model.compile("sgd", "mse")
+    model.fit(np.ones((4, 2), np.float32), np.ones((4, 1), np.float32), batch_size=4, verbose=0)
+    after = seen[seen.index("custom"):]
+    # Keras passes None (the Spy's default) where minnet resolves it to False: both infer.
+    assert after[0] == "custom" and after[1] in (None, False) and after[2:] == ["default", True]
+
+
+def test_default_step_trains_a_model_whose_call_takes_no_training():
+    # A difference from Keras (docs/coming_from_keras.md): Keras's default train_step calls
+    # `self(x)` without `training` when `call` lacks it, so a Dropout inside stays off;
+    # minnet's passes training=True down, so it trains.
+    class NoTrainingArg(mn.Model):
+        def __init__(self):
+            super().__init__()
+            self.drop = layers.Dropout(0.5)
+            self.spy = ModeSpy()
+            self.dense = layers.Dense(2)
+
+        def call(self, inputs):
+            return self.dense(self.spy(self.drop(inputs)))
+
+    model = NoTrainingArg()
+    model.compile("sgd", "mse")
+    model.fit(np.ones((4, 2), np.float32), np.ones((4, 2), np.float32), batch_size=4, verbose=0)
+    assert {mode for _, mode, _ in model.spy.modes} == {True}
