@@ -88,6 +88,10 @@ class SymbolicLayer:
     # ------------------------------------------------------------------ functional-graph views
     def _first_node(self, what):
         nodes = self.__dict__.get("_inbound_nodes")
+        owner = self.__dict__.get("_trace_owner")
+        if not nodes and owner is not None and owner() is not None:
+            owner()._trace_graph()     # a layer of a built Sequential: its graph is traced now
+            nodes = self.__dict__.get("_inbound_nodes")
         if not nodes:
             raise AttributeError(f"Layer '{self.name}' has never been called on a symbolic tensor "
                                  f"(from `mn.Input`) and thus has no defined {what}.")

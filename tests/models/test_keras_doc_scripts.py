@@ -238,3 +238,28 @@ def test_optimizer_apply_matches_keras(keras):
     theirs = script_optimizer_apply(keras, torch.no_grad)
     np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-4)
     assert ours[1:] == theirs[1:]
+
+
+# ---- 6. feature extraction from a Sequential model ("The Sequential model" guide) -------------
+def script_feature_extraction(keras):
+    first, second = keras.layers.Dense(5, activation="relu"), keras.layers.Dense(2)
+    initial_model = keras.Sequential([keras.Input(shape=(4,)), first, second])
+    _dense_kernel(keras, first, np.linspace(-1, 1, 20, dtype=np.float32).reshape(4, 5))
+    _dense_kernel(keras, second, np.linspace(1, -1, 10, dtype=np.float32).reshape(5, 2))
+    feature_extractor = keras.Model(inputs=initial_model.inputs,
+                                    outputs=[layer.output for layer in initial_model.layers])
+    x, _ = _rng_data(3)
+    features = feature_extractor(x)
+    return [_numpy(f) for f in features], [tuple(layer.output.shape) for layer in initial_model.layers]
+
+
+def test_feature_extraction_script_runs():
+    features, shapes = script_feature_extraction(mn)
+    assert [f.shape for f in features] == [(3, 5), (3, 2)] and shapes == [(None, 5), (None, 2)]
+
+
+def test_feature_extraction_matches_keras(keras):
+    ours, theirs = script_feature_extraction(mn), script_feature_extraction(keras)
+    for a, b in zip(ours[0], theirs[0]):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert ours[1] == theirs[1]
