@@ -384,10 +384,11 @@ class FunctionalGraph:
                 if mode == _FUNCTION:
                     # A plain function (an op) gets Tensors, as when its output was inferred.
                     args = symbolic.map_structure(_as_tensor, args)
-                if mode == _GENERAL:
-                    # A mode given at this call when the graph was made (`layer(x, training=False)`)
-                    # is kept; the model's mode goes to the others.
-                    kwargs.setdefault("training", training)
+                if mode == _GENERAL and training is not None:
+                    # Keras's rule: the model's mode, when it has one, wins over a mode given
+                    # when the graph was made (`Dropout(0.5)(x, training=True)` is active in
+                    # `model(x)`, not in `predict` or `fit`'s inference passes).
+                    kwargs["training"] = training
                 out = layer(*args, **kwargs)
             if type(output_slots) is int:
                 values[output_slots] = out

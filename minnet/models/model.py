@@ -25,7 +25,7 @@ from minnet.layers import serialize as serialize_layer
 from minnet.ops import symbolic
 from minnet.layers.base import Layer
 from minnet.layers import call_spec
-from minnet.layers.call_context import call_context
+from minnet.layers.call_context import call_context, current_training
 from minnet.layers.core import InputLayer
 from minnet.models.functional import (FunctionalGraph, decode_value, encode_value, operation_path,
                                      resolve_operation, resolve_spec, structure_spec)
@@ -282,6 +282,10 @@ class Model(Trainer, Layer):
         if symbolic.any_symbolic(args, kwargs):
             return self._symbolic_call(args, kwargs, training=training)
         if training is None:
+            if self._graph is not None and current_training() is None:
+                # No mode given (Keras's training=None): a node keeps a mode given when the
+                # graph was made (`Dropout(0.5)(x, training=True)`), the others use their flag.
+                return self._graph.run(x, None)
             training = self.training
         else:
             training = bool(training)

@@ -370,3 +370,32 @@ def test_global_max_pooling_accepts_a_small_channels_last_feature_map():
     # a real image in the wrong layout is still refused
     with pytest.raises(ValueError, match="channels_first"):
         layers.GlobalMaxPooling2D()(mn.Input((3, 32, 32)))
+
+
+def _recorded_mode_fractions(framework):
+    x = np.ones((1, 400), np.float32)
+
+    def zeros(value):
+        value = value.detach().numpy() if hasattr(value, "detach") else getattr(value, "data", value)
+        return float((np.asarray(value) == 0).mean())
+
+    inp = framework.Input((400,))
+    always = framework.Model(inp, framework.layers.Dropout(0.5)(inp, training=True))
+    inp = framework.Input((400,))
+    never = framework.Model(inp, framework.layers.Dropout(0.5)(inp, training=False))
+    return (zeros(always(x)), zeros(always.predict(x, verbose=0)), zeros(never(x)),
+            zeros(never(x, training=True)))
+
+
+def test_a_mode_recorded_in_the_graph_applies_when_the_model_is_given_none():
+    called, predicted, never, forced = _recorded_mode_fractions(mn)
+    assert 0.3 < called < 0.7          # model(x): the recorded training=True holds
+    assert predicted == 0.0            # predict's inference mode wins (Keras's rule)
+    assert never == 0.0
+    assert 0.3 < forced < 0.7          # model(x, training=True) wins over the recorded False
+
+
+def test_recorded_modes_as_in_keras(keras):
+    ours, theirs = _recorded_mode_fractions(mn), _recorded_mode_fractions(keras)
+    assert [0.3 < v < 0.7 for v in ours] == [0.3 < v < 0.7 for v in theirs]
+    assert [v == 0 for v in ours] == [v == 0 for v in theirs]
