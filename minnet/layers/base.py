@@ -665,6 +665,8 @@ class Layer(SymbolicLayer):
             return self._call_with_hooks(args, kwargs)
         return self._call_impl(args, kwargs)
 
+    __call__.keras_default = True
+
     def _call_impl(self, args, kwargs):
         info = call_spec.call_info(self)
         training = kwargs.pop("training", None)

@@ -80,8 +80,14 @@ class SymbolicLayer:
         return self._run_on_placeholders(args, kwargs)
 
     def _run_on_placeholders(self, args, kwargs):
+        # A class with its own __call__ (a Model, Embedding, ...) runs through it; the others
+        # through the base's call path, without hooks (a probe is not a forward pass).
+        own_call = not getattr(type(self).__call__, "keras_default", False)
+
         def run(*concrete_args, **concrete_kwargs):
             with call_context(False):
+                if own_call:
+                    return self(*concrete_args, training=False, **concrete_kwargs)
                 return self._call_impl(concrete_args, dict(concrete_kwargs, training=False))
         return symbolic.infer_outputs(run, args, kwargs)
 

@@ -482,7 +482,11 @@ class Model(Trainer, Layer):
             else:
                 args = [decode_value(a, lookup) for a in node.get("args") or []]
                 kwargs = {k: decode_value(v, lookup) for k, v in (node.get("kwargs") or {}).items()}
-                out = operation(*args, **kwargs)
+                if isinstance(operation, Layer):
+                    out = operation(*args, **kwargs)
+                else:     # a function (an op): recorded as it was, whatever it does itself
+                    out = symbolic.symbolic_call(operation, args, kwargs,
+                                                 name=name.removeprefix("op:"))
             produced[name].append(symbolic.flatten(out))
         inputs = resolve_spec(config["inputs"], lookup)
         outputs = resolve_spec(config["outputs"], lookup)

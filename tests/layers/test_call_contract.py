@@ -399,3 +399,54 @@ def test_recorded_modes_as_in_keras(keras):
     ours, theirs = _recorded_mode_fractions(mn), _recorded_mode_fractions(keras)
     assert [0.3 < v < 0.7 for v in ours] == [0.3 < v < 0.7 for v in theirs]
     assert [v == 0 for v in ours] == [v == 0 for v in theirs]
+
+
+def test_a_minnet_function_called_in_a_graph_is_saved_by_name(tmp_path):
+    inp = mn.Input((4,))
+    hidden = symbolic.symbolic_call(mn.functional.relu, (layers.Dense(4)(inp),))
+    model = mn.Model(inp, layers.Dense(2)(hidden))
+    config = model.get_config()
+    op_nodes = [n for n in config["nodes"] if "op" in n]
+    assert op_nodes and op_nodes[0]["op"].endswith(":relu")
+    model.save(tmp_path / "m.minnet")
+    loaded = mn.saving.load_model(tmp_path / "m.minnet")
+    x = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+    np.testing.assert_allclose(loaded.predict(x), model.predict(x), rtol=1e-6)
+
+
+def test_a_foreign_function_in_a_graph_cannot_be_saved():
+    inp = mn.Input((4,))
+    out = symbolic.symbolic_call(lambda t: t * 2.0, (inp,), name="twice")
+    model = mn.Model(inp, out)
+    np.testing.assert_allclose(model.predict(np.ones((1, 4), np.float32)), 2.0)
+    with pytest.raises(ValueError, match="twice"):
+        model.get_config()
+
+
+def test_a_subclassed_model_called_on_symbolic_tensors():
+    class Net(mn.Model):
+        def __init__(self):
+            super().__init__()
+            self.dense = layers.Dense(3)
+
+        def call(self, inputs):
+            return self.dense(inputs)
+
+    inp = mn.Input((5,))
+    out = Net()(inp)
+    assert out.shape == (None, 3)
+    assert mn.Model(inp, out).predict(np.ones((2, 5), np.float32)).shape == (2, 3)
+
+
+def test_hooks_do_not_see_the_placeholder_runs():
+    class NoFormula(layers.Layer):
+        def call(self, inputs):
+            return inputs * 1.0
+
+    layer = NoFormula()
+    seen = []
+    layer.register_forward_hook(lambda module, args, output: seen.append(output.shape))
+    out = layer(mn.Input((None, 3)))
+    assert out.shape == (None, None, 3) and seen == []
+    layer(np.ones((2, 4, 3), np.float32))
+    assert seen == [(2, 4, 3)]
