@@ -704,6 +704,8 @@ class Layer(SymbolicLayer):
             kwargs["training"] = training
         if info.mask and in_mask is not None:
             kwargs["mask"] = in_mask
+        if info.argument_masks and MASKS:
+            self._fill_argument_masks(info, (x,) + rest, kwargs)
         if push:
             _CALL_STATE.training = training
             try:
@@ -721,6 +723,18 @@ class Layer(SymbolicLayer):
             batch = out.shape[0] if out.ndim else 1
             self._activity_losses[:] = [self.activity_regularizer(out) / max(batch, 1)]
         return out
+
+    def _fill_argument_masks(self, info, args, kwargs):
+        """Keras's rule for several tensor arguments: ``call``'s ``<argument>_mask`` parameter,
+        when not given, gets that argument's ``_keras_mask`` (MultiHeadAttention's
+        ``query_mask``, ``value_mask``, ``key_mask``)."""
+        for name, value in call_spec.bind(info, args, kwargs).items():
+            target = f"{name}_mask"
+            if target in info.argument_masks and kwargs.get(target) is None \
+                    and isinstance(value, Tensor):
+                mask = get_keras_mask(value)
+                if mask is not None:
+                    kwargs[target] = mask
 
     def _set_output_mask(self, x, out, in_mask):
         """Attach ``compute_mask(x, in_mask)`` to the outputs that carry no mask yet."""

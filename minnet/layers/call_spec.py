@@ -32,7 +32,7 @@ class CallInfo:
     """
 
     __slots__ = ("names", "positional", "training", "mask", "var_positional", "var_keyword",
-                 "first", "plain")
+                 "first", "plain", "argument_masks")
 
     def __init__(self, function, custom_mask=False):
         try:
@@ -48,7 +48,11 @@ class CallInfo:
         self.first = self.positional[0] if self.positional else (self.var_positional or "inputs")
         # A call with no mask parameter on a class without its own compute_mask: the layer's
         # fast path (one Tensor in, nothing but `training` given) applies.
-        self.plain = not self.mask and not custom_mask
+        # `<argument>_mask` parameters (query_mask for query, ...): Keras fills them from
+        # the arguments' masks.
+        self.argument_masks = {n for n in self.names
+                               if n.endswith("_mask") and n[:-len("_mask")] in self.names}
+        self.plain = not self.mask and not custom_mask and not self.argument_masks
 
 
 CALL_INFO = {}     # class -> CallInfo

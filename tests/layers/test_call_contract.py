@@ -450,3 +450,19 @@ def test_hooks_do_not_see_the_placeholder_runs():
     assert out.shape == (None, None, 3) and seen == []
     layer(np.ones((2, 4, 3), np.float32))
     assert seen == [(2, 4, 3)]
+
+
+def test_argument_masks_are_filled_from_each_tensor_argument():
+    class TwoMasks(layers.Layer):
+        def call(self, query, value, query_mask=None, value_mask=None):
+            self.got = (None if query_mask is None else query_mask.tolist(),
+                        None if value_mask is None else value_mask.tolist())
+            return query
+
+    emb = layers.Embedding(10, 2, mask_zero=True)
+    q, v = emb(np.array([[1, 0]])), emb(np.array([[3, 4, 0]]))
+    layer = TwoMasks()
+    layer(q, v)
+    assert layer.got == ([[True, False]], [[True, True, False]])
+    layer(q, v, value_mask=np.array([[True, False, False]]))
+    assert layer.got == ([[True, False]], [[True, False, False]])
