@@ -11,7 +11,7 @@ from . import (activation_ops, elementwise_ops, indexing_ops, linalg_ops, op_hel
                shape_ops)
 from .function import AccumulateGrad, HookDict, register_tensor_class, run_backward
 from .grad_mode import grad_state
-from .masks import get_keras_mask, set_keras_mask
+from .keras_variable import KerasVariable
 
 __all__ = ["Tensor", "Parameter", "tensor"]
 
@@ -47,7 +47,7 @@ def _to_array(data, dtype=None):
     return arr
 
 
-class Tensor:
+class Tensor(KerasVariable):
     """An n-dimensional array that can record the operations applied to it.
 
     Args:
@@ -103,15 +103,6 @@ class Tensor:
         return t
 
     # ------------------------------------------------------------------ properties
-    @property
-    def _keras_mask(self):
-        """Keras's sequence mask attached to this tensor (an ndarray of bools), or None."""
-        return get_keras_mask(self)
-
-    @_keras_mask.setter
-    def _keras_mask(self, mask):
-        set_keras_mask(self, mask)
-
     @property
     def shape(self):
         return self.data.shape
@@ -336,31 +327,6 @@ class Tensor:
         self.data[...] = src.data if isinstance(src, Tensor) else src
         self._bump_version()
         return self
-
-    @property
-    def value(self):
-        """The tensor itself (Keras's ``variable.value``: ``v.value.grad`` reads the gradient)."""
-        return self
-
-    # Keras's Variable API: a state update, outside the graph (allowed on a weight too, as
-    # Keras allows it on a trainable variable); the value keeps this tensor's dtype and shape.
-    def assign(self, value):
-        """``self = value`` in place (Keras ``Variable.assign``); returns self."""
-        value = value.data if isinstance(value, Tensor) else np.asarray(value)
-        if value.shape != self.data.shape and value.size != self.data.size and value.ndim > 0:
-            raise ValueError(f"Cannot assign a value of shape {value.shape} to a variable of shape "
-                             f"{self.data.shape}.")
-        self.data[...] = value.reshape(self.data.shape) if value.ndim else value
-        self._bump_version()
-        return self
-
-    def assign_add(self, value):
-        """``self += value`` in place (Keras ``Variable.assign_add``); returns self."""
-        return self.assign(self.data + (value.data if isinstance(value, Tensor) else np.asarray(value)))
-
-    def assign_sub(self, value):
-        """``self -= value`` in place (Keras ``Variable.assign_sub``); returns self."""
-        return self.assign(self.data - (value.data if isinstance(value, Tensor) else np.asarray(value)))
 
     def __setitem__(self, key, value):
         self._check_inplace()
