@@ -175,6 +175,7 @@ class Layer(SymbolicLayer):
         input_shape, batch_size, batch_input_shape, input_dim: Keras's declaration of the
             input (``Dense(64, input_shape=(784,))``), accepted by every layer; stored as
             ``_batch_input_shape`` (batch dimension included, None when unknown).
+        autocast: Keras's mixed-precision switch; accepted, without effect (one dtype).
 
     Attributes:
         name, dtype (``np.dtype``), built (bool), training (bool, False until ``train()``).
@@ -221,7 +222,8 @@ class Layer(SymbolicLayer):
         cls.__init__ = __init__
 
     def __init__(self, name=None, dtype=None, trainable=True, activity_regularizer=None,
-                 input_shape=None, batch_size=None, batch_input_shape=None, input_dim=None):
+                 input_shape=None, batch_size=None, batch_input_shape=None, input_dim=None,
+                 autocast=True):
         object.__setattr__(self, "_own_weights", [])     # (name, Tensor, trainable) in creation order
         object.__setattr__(self, "_regularized", [])     # (regularizer, weight) pairs
         object.__setattr__(self, "_activity_losses", [])
@@ -408,6 +410,16 @@ class Layer(SymbolicLayer):
             result.extend(layer.losses)
         return [t if isinstance(t, Tensor) else Tensor(np.asarray(t, dtype=self.dtype))
                 for t in result]
+
+    @property
+    def compute_dtype(self):
+        """Keras's name for the dtype the layer computes in (``"float32"``, ...)."""
+        return self.dtype.name
+
+    @property
+    def variable_dtype(self):
+        """Keras's name for the dtype of the layer's weights (the same here: no mixed precision)."""
+        return self.dtype.name
 
     @property
     def trainable(self):

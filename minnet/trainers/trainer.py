@@ -150,7 +150,9 @@ class Trainer:
         self.resume_epoch = None
 
     # ------------------------------------------------------------------ compile
-    def compile(self, optimizer="rmsprop", loss=None, metrics=None, loss_weights=None):
+    def compile(self, optimizer="rmsprop", loss=None, metrics=None, loss_weights=None, *,
+                run_eagerly=False, steps_per_execution=1, jit_compile="auto",
+                auto_scale_loss=True):
         """Choose the optimizer, the loss(es) and the metrics for ``fit`` / ``evaluate``.
 
         Args:
@@ -163,7 +165,11 @@ class Trainer:
             metrics: list of metric names / instances (``"accuracy"`` picks the right
                 accuracy for the loss); for several outputs a list of lists or a dict.
             loss_weights: a float, a list or a dict: the weight of each output's loss.
+            run_eagerly, steps_per_execution, jit_compile, auto_scale_loss: Keras's
+                execution options; minnet always runs eagerly, one step at a time, so they
+                are accepted and change nothing (``steps_per_execution`` must be >= 1).
         """
+        check_int("steps_per_execution", steps_per_execution, minimum=1)
         optimizer_object = optimizers_module.get(optimizer)
         output_names = self.output_names
         compiled_loss = CompileLoss(loss, loss_weights, output_names)

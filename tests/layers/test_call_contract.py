@@ -466,3 +466,15 @@ def test_argument_masks_are_filled_from_each_tensor_argument():
     assert layer.got == ([[True, False]], [[True, True, False]])
     layer(q, v, value_mask=np.array([[True, False, False]]))
     assert layer.got == ([[True, False]], [[True, False, False]])
+
+
+def test_keras_layer_keywords_and_dtype_names():
+    class Plain(layers.Layer):
+        def __init__(self, **kwargs):
+            super().__init__(autocast=False, **kwargs)
+
+        def call(self, inputs):
+            return inputs
+
+    layer = Plain(dtype="float64")
+    assert layer.compute_dtype == layer.variable_dtype == "float64"

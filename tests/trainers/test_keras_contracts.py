@@ -301,3 +301,13 @@ def test_default_step_trains_a_model_whose_call_takes_no_training():
     model.spy.modes.clear()
     model.fit(np.ones((8, 2), np.float32), np.ones((8, 2), np.float32), batch_size=4, verbose=0)
     assert [mode for _, mode, _ in model.spy.modes] == [True, True]
+
+
+def test_compile_takes_keras_execution_options():
+    model = _fixed_model()
+    model.compile("sgd", "mse", run_eagerly=True, jit_compile=False, steps_per_execution=8,
+                  auto_scale_loss=True)
+    x, y = _data()
+    assert np.isfinite(model.fit(x, y, epochs=1, verbose=0).history["loss"][0])
+    with pytest.raises(ValueError, match="steps_per_execution"):
+        model.compile("sgd", "mse", steps_per_execution=0)
