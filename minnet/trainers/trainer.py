@@ -151,7 +151,7 @@ class Trainer:
 
     # ------------------------------------------------------------------ compile
     def compile(self, optimizer="rmsprop", loss=None, metrics=None, loss_weights=None, *,
-                run_eagerly=False, steps_per_execution=1, jit_compile="auto",
+                weighted_metrics=None, run_eagerly=False, steps_per_execution=1, jit_compile="auto",
                 auto_scale_loss=True):
         """Choose the optimizer, the loss(es) and the metrics for ``fit`` / ``evaluate``.
 
@@ -165,6 +165,8 @@ class Trainer:
             metrics: list of metric names / instances (``"accuracy"`` picks the right
                 accuracy for the loss); for several outputs a list of lists or a dict.
             loss_weights: a float, a list or a dict: the weight of each output's loss.
+            weighted_metrics: metrics updated with the sample (or class) weights; as in
+                Keras 3, ``metrics`` are updated without them.
             run_eagerly, steps_per_execution, jit_compile, auto_scale_loss: Keras's
                 execution options; minnet always runs eagerly, one step at a time, so they
                 are accepted and change nothing (``steps_per_execution`` must be >= 1).
@@ -174,7 +176,7 @@ class Trainer:
         output_names = self.output_names
         compiled_loss = CompileLoss(loss, loss_weights, output_names)
         compiled_metrics = CompileMetrics(metrics, compiled_loss.losses or [None] * len(output_names),
-                                          output_names)
+                                          output_names, weighted_metrics=weighted_metrics)
         self.optimizer = optimizer_object
         self.compiled_loss = None if compiled_loss.empty else compiled_loss
         self.loss = (None if compiled_loss.empty else
@@ -186,6 +188,9 @@ class Trainer:
         self._compile_identifiers = {"optimizer": optimizer, "loss": loss,
                                      "metrics": metrics if isinstance(metrics, dict) else list(metrics or []),
                                      "loss_weights": loss_weights}
+        if weighted_metrics:
+            self._compile_identifiers["weighted_metrics"] = list(weighted_metrics) \
+                if isinstance(weighted_metrics, (list, tuple)) else weighted_metrics
         self._optimizer_needs_params = not getattr(optimizer_object, "params", None) and not \
             getattr(optimizer_object, "param_groups", None)
         if self._optimizer_needs_params and self.built:

@@ -311,3 +311,33 @@ def test_compile_takes_keras_execution_options():
     assert np.isfinite(model.fit(x, y, epochs=1, verbose=0).history["loss"][0])
     with pytest.raises(ValueError, match="steps_per_execution"):
         model.compile("sgd", "mse", steps_per_execution=0)
+
+
+def _weighted_accuracy_logs(framework):
+    x = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 1.0]], np.float32)
+    y = np.array([0, 0, 0, 1])                   # predictions right, wrong, right, right
+    w = np.array([1.0, 3.0, 1.0, 1.0])
+    model = framework.Sequential([framework.Input((2,)), framework.layers.Softmax()])
+    model.compile("sgd", "sparse_categorical_crossentropy", metrics=["accuracy"],
+                  weighted_metrics=["accuracy"])
+    logs = model.evaluate(x, y, sample_weight=w, verbose=0, return_dict=True)
+    return {k: round(float(v), 6) for k, v in logs.items() if "accuracy" in k}
+
+
+def test_metrics_ignore_sample_weights_and_weighted_metrics_use_them():
+    assert _weighted_accuracy_logs(mn) == {"accuracy": 0.75, "weighted_accuracy": 0.5}
+
+
+def test_weighted_metrics_as_in_keras(keras):
+    assert _weighted_accuracy_logs(mn) == _weighted_accuracy_logs(keras)
+
+
+def test_weighted_metrics_survive_save_and_load(tmp_path):
+    model = _fixed_model()
+    model.compile("sgd", "mse", metrics=["mae"], weighted_metrics=["mae"])
+    x, y = _data()
+    model.save(tmp_path / "m.minnet")
+    loaded = mn.saving.load_model(tmp_path / "m.minnet")
+    w = np.linspace(0.0, 1.0, len(x))
+    assert set(loaded.evaluate(x, y, sample_weight=w, verbose=0, return_dict=True)) == {
+        "loss", "mae", "weighted_mae"}
