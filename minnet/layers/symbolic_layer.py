@@ -106,7 +106,8 @@ class SymbolicLayer:
     @property
     def input(self):
         """The symbolic input(s) of the layer's first call in a functional graph (Keras)."""
-        tensors = self._first_node("input").input_tensors
+        node = self._first_node("input")
+        tensors = node.input_tensors or node.output_tensors    # an InputLayer: its tensor
         return tensors[0] if len(tensors) == 1 else tensors
 
     @property

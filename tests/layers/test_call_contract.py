@@ -478,3 +478,10 @@ def test_keras_layer_keywords_and_dtype_names():
 
     layer = Plain(dtype="float64")
     assert layer.compute_dtype == layer.variable_dtype == "float64"
+
+
+def test_an_input_layer_has_its_tensor_as_input_and_output():
+    x = mn.Input((3,))
+    layer = x.node.layer
+    assert layer.input is x and layer.output is x
+    assert layer.input_shape == layer.output_shape == (None, 3)
