@@ -176,6 +176,23 @@ class Model(Trainer, Layer):
         return None if self._graph is None else self._graph.outputs
 
     @property
+    def input(self):
+        """Keras's ``model.input``: the input tensor (a list or dict for several); for a
+        subclassed model, that of its first call on symbolic tensors."""
+        if self._graph is None:
+            return Layer.input.fget(self)
+        inputs = self._graph.inputs
+        return inputs[0] if isinstance(inputs, (list, tuple)) and len(inputs) == 1 else inputs
+
+    @property
+    def output(self):
+        """Keras's ``model.output``: the output tensor (a list or dict for several)."""
+        if self._graph is None:
+            return Layer.output.fget(self)
+        outputs = self._graph.outputs
+        return outputs[0] if isinstance(outputs, (list, tuple)) and len(outputs) == 1 else outputs
+
+    @property
     def input_names(self):
         if self._graph is None:
             return ["input"]

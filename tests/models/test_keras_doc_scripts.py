@@ -263,3 +263,19 @@ def test_feature_extraction_matches_keras(keras):
     for a, b in zip(ours[0], theirs[0]):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     assert ours[1] == theirs[1]
+
+
+def script_functional_feature_extraction(keras):
+    inputs = keras.Input((4,))
+    hidden = keras.layers.Dense(3, name="hidden")(inputs)
+    model = keras.Model(inputs, keras.layers.Dense(1)(hidden))
+    extractor = keras.Model(model.input, model.get_layer("hidden").output)
+    return tuple(extractor.output.shape), model.input is inputs, tuple(model.output.shape)
+
+
+def test_functional_model_input_and_output():
+    assert script_functional_feature_extraction(mn) == ((None, 3), True, (None, 1))
+
+
+def test_functional_model_input_and_output_as_in_keras(keras):
+    assert script_functional_feature_extraction(mn) == script_functional_feature_extraction(keras)
