@@ -115,6 +115,17 @@ class Metric:
 
     add_weight = add_variable
 
+    def __getattr__(self, name):
+        # Only reached for a missing attribute. A subclass that makes its state in
+        # reset_state() (relying on __init__ to call it, as minnet's metrics once did) gets
+        # it made on first use, once; any other missing name is an AttributeError.
+        state = self.__dict__
+        if name.startswith("_") or "_metric_variables" not in state or state.get("_state_made"):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        state["_state_made"] = True
+        self.reset_state()
+        return getattr(self, name)
+
     @property
     def variables(self):
         """The state variables made by ``add_variable``, in creation order."""

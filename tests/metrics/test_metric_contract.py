@@ -103,3 +103,21 @@ def test_add_variable_validates_through_the_initializer():
 
     with pytest.raises(ValueError, match="no_such_initializer"):
         Bad()
+
+
+def test_a_subclass_making_its_state_in_reset_state_still_works():
+    class OldStyle(mn.metrics.Metric):       # relies on the state being made by reset_state
+        def reset_state(self):
+            self.hits = 0.0
+
+        def update_state(self, y_true, y_pred, sample_weight=None):
+            self.hits += float(np.sum(np.asarray(y_true) == np.asarray(y_pred)))
+
+        def result(self):
+            return self.hits
+
+    metric = OldStyle()
+    metric.update_state([1, 2], [1, 3])
+    assert metric.result() == 1.0
+    with pytest.raises(AttributeError, match="nothing_here"):
+        metric.nothing_here
