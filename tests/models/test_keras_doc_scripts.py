@@ -279,3 +279,52 @@ def test_functional_model_input_and_output():
 
 def test_functional_model_input_and_output_as_in_keras(keras):
     assert script_functional_feature_extraction(mn) == script_functional_feature_extraction(keras)
+
+
+# ---- 7. the lower-level custom step: own loss, own trackers, `metrics` overridden -------------
+def script_own_trackers(keras, no_grad):
+    class CustomModel(keras.Model):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.loss_tracker = keras.metrics.Mean(name="loss")
+            self.mae_metric = keras.metrics.MeanAbsoluteError(name="mae")
+            self.loss_fn = keras.losses.MeanSquaredError()
+
+        def train_step(self, data):
+            x, y = data
+            self.zero_grad()
+            y_pred = self(x, training=True)
+            loss = self.loss_fn(y, y_pred)
+            loss.backward()
+            trainable_weights = [v for v in self.trainable_weights]
+            gradients = [v.value.grad for v in trainable_weights]
+            with no_grad():
+                self.optimizer.apply(gradients, trainable_weights)
+            self.loss_tracker.update_state(loss)
+            self.mae_metric.update_state(y, y_pred)
+            return {"loss": self.loss_tracker.result(), "mae": self.mae_metric.result()}
+
+        @property
+        def metrics(self):
+            return [self.loss_tracker, self.mae_metric]
+
+    inputs = keras.Input(shape=(4,))
+    dense = keras.layers.Dense(1)
+    model = CustomModel(inputs, dense(inputs))
+    _dense_kernel(keras, dense, np.full((4, 1), -0.2, np.float32))
+    model.compile(optimizer=keras.optimizers.SGD(0.05))
+    x, y = _rng_data()
+    history = model.fit(x, y, batch_size=8, epochs=3, verbose=0, shuffle=False)
+    return np.array(history.history["loss"]), np.array(history.history["mae"])
+
+
+def test_own_trackers_script_trains():
+    losses, maes = script_own_trackers(mn, mn.no_grad)
+    assert losses[-1] < losses[0] and maes[-1] < maes[0]
+
+
+def test_own_trackers_match_keras(keras):
+    import torch
+    ours, theirs = script_own_trackers(mn, mn.no_grad), script_own_trackers(keras, torch.no_grad)
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-4)
+    np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-4)
