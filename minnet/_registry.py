@@ -13,12 +13,83 @@ spelling suggested once (:func:`did_you_mean`) and the known names listed once.
 This module imports nothing above itself.
 """
 import difflib
+import threading
 
 __all__ = ["register", "lookup", "get", "serialize", "deserialize", "normalize_name",
-           "snake_case", "names", "did_you_mean", "unknown_name_error"]
+           "snake_case", "names", "did_you_mean", "unknown_name_error", "get_custom_objects",
+           "custom_object_scope", "CustomObjectScope", "custom_object", "register_custom_object"]
+
+# Keras's global custom objects (``keras.saving.get_custom_objects()``): one dict for every
+# kind, consulted by ``lookup`` before the tables (after a ``custom_objects`` argument and any
+# ``custom_object_scope``). ``register_custom_object`` also remembers the name an object was
+# registered under, which ``registered_name`` (and so every ``serialize``) then writes.
+_GLOBAL_CUSTOM_OBJECTS = {}
+_GLOBAL_CUSTOM_NAMES = {}      # id(object) -> (object, registered name)
+
+
+class _ScopeState(threading.local):
+    def __init__(self):
+        self.stack = []
+
+
+_SCOPES = _ScopeState()
+
+
+def get_custom_objects():
+    """The global dict of custom objects (Keras's ``get_custom_objects()``): adding an entry
+    (``get_custom_objects()["MyLayer"] = MyLayer``) makes every loader find it."""
+    return _GLOBAL_CUSTOM_OBJECTS
+
+
+def register_custom_object(obj, name):
+    """Put ``obj`` in the global custom objects under ``name`` and remember that name."""
+    _GLOBAL_CUSTOM_OBJECTS[name] = obj
+    _GLOBAL_CUSTOM_NAMES[id(obj)] = (obj, name)
+    return obj
+
+
+def custom_object(name):
+    """The object a ``custom_object_scope`` (innermost first) or the global custom objects
+    hold under ``name``, or None."""
+    for scope in reversed(_SCOPES.stack):
+        if name in scope:
+            return scope[name]
+    return _GLOBAL_CUSTOM_OBJECTS.get(name)
+
+
+class CustomObjectScope:
+    """``with custom_object_scope({"MyLayer": MyLayer}): load_model(...)`` (Keras): the
+    objects are found by every lookup inside the block, in this thread.
+
+    Args:
+        *objects: dicts ``{name: class or function}`` (None entries are skipped).
+    """
+
+    def __init__(self, *objects):
+        merged = {}
+        for item in objects:
+            if item is None:
+                continue
+            if not isinstance(item, dict):
+                raise TypeError(f"Invalid value for argument `custom_objects`: expected dicts "
+                                f"{{name: object}}. Received: {item!r}")
+            merged.update(item)
+        self.custom_objects = merged
+
+    def __enter__(self):
+        _SCOPES.stack.append(self.custom_objects)
+        return self
+
+    def __exit__(self, *exc_info):
+        _SCOPES.stack.pop()
+        return False
+
+
+custom_object_scope = CustomObjectScope
 
 _KINDS = ("layer", "loss", "metric", "optimizer", "initializer", "activation", "regularizer",
           "constraint", "schedule", "callback")
+KINDS = _KINDS
 _tables = {kind: {} for kind in _KINDS}        # kind -> {exact name: object}
 _canonical = {kind: {} for kind in _KINDS}     # kind -> {id(object): registered name}
 
@@ -172,6 +243,10 @@ def lookup(kind, name, custom_objects=None, argument=None, also=()):
     _check_kind(kind)
     if custom_objects and name in custom_objects:
         return custom_objects[name]
+    if isinstance(name, str):
+        found = custom_object(name)
+        if found is not None:
+            return found
     table = _tables[kind]
     if name in table:
         return table[name]
@@ -186,6 +261,9 @@ def registered_name(kind, obj):
     """The name ``obj`` (or its class) was registered under, or ``None``."""
     _check_kind(kind)
     for candidate in (obj, type(obj)):
+        entry = _GLOBAL_CUSTOM_NAMES.get(id(candidate))
+        if entry is not None and entry[0] is candidate:
+            return entry[1]
         name = _canonical[kind].get(id(candidate))
         if name is not None:
             return name

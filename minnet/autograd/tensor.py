@@ -11,6 +11,7 @@ from . import (activation_ops, elementwise_ops, indexing_ops, linalg_ops, op_hel
                shape_ops)
 from .function import AccumulateGrad, HookDict, register_tensor_class, run_backward
 from .grad_mode import grad_state
+from .keras_variable import KerasVariable
 
 __all__ = ["Tensor", "Parameter", "tensor"]
 
@@ -46,7 +47,7 @@ def _to_array(data, dtype=None):
     return arr
 
 
-class Tensor:
+class Tensor(KerasVariable):
     """An n-dimensional array that can record the operations applied to it.
 
     Args:

@@ -65,6 +65,9 @@ class CallbackList:
             cb.set_model(model)
 
     def _call(self, hook, *args):
+        # Keras hands every hook a dict of logs, an empty one when there is nothing to report.
+        if args[-1] is None:
+            args = args[:-1] + ({},)
         for cb in self.callbacks:
             getattr(cb, hook)(*args)
 

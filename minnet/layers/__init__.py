@@ -21,6 +21,7 @@ from minnet.layers.base import Layer
 from minnet.layers.core import Activation, Dense, Flatten, Input, InputLayer, Lambda, Reshape
 from minnet.layers.merging import (Add, Average, Concatenate, Maximum, Minimum, Multiply, Subtract,
                                   TensorOperation)
+from minnet.layers.merging import add, average, concatenate, maximum, minimum, multiply, subtract
 from minnet.layers.convolutional import Conv2D
 from minnet.layers.convolutional_variants import Conv2DTranspose, DepthwiseConv2D, SeparableConv2D
 from minnet.layers.pooling import AveragePooling2D, GlobalAveragePooling2D, MaxPooling2D
@@ -49,6 +50,7 @@ __all__ = [
     "Minimum", "Concatenate", "TensorOperation", "serialize", "deserialize", "register_layer", "get",
 ]
 __all__ += ["GlobalMaxPooling2D"]
+__all__ += ["add", "subtract", "multiply", "average", "maximum", "minimum", "concatenate"]
 __all__ += ["PReLU", "UpSampling2D", "ZeroPadding2D", "Cropping2D", "Permute", "RepeatVector",
             "LayerNormalization", "GroupNormalization", "GaussianNoise", "GaussianDropout",
             "Rescaling", "Normalization", "Resizing", "CenterCrop", "RandomFlip",

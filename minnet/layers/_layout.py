@@ -8,8 +8,10 @@ layer of a model, or a spatial layer called directly on an array), never to feat
 inside a model, where ``(N, 4, 4, 32)`` is normal:
 
     when the layer's ``data_format`` was left to the default, the assumed channel axis is
-    larger than 4 and the other layout's channel axis is 1, 3 or 4, raise a ``ValueError``
-    naming the shape, the layout assumed and both fixes.
+    larger than 4, the other layout's channel axis is 1, 3 or 4 and, read in that other
+    layout, both spatial sizes are larger than 4 (an image, not a small feature map such
+    as ``(N, 4, 4, 16)``), raise a ``ValueError`` naming the shape, the layout assumed and
+    both fixes.
 
 An explicit ``data_format=`` is trusted (the user said what the data is).
 """
@@ -42,7 +44,9 @@ def check_user_layout(layer, input_shape):
         return
     last = data_format == "channels_last"
     assumed, other = (shape[3], shape[1]) if last else (shape[1], shape[3])
-    if assumed > 4 and other in LIKELY_CHANNELS:
+    # Read in the other layout, the image's height and width (an image is larger than 4 x 4).
+    other_spatial = (shape[2], shape[3]) if last else (shape[1], shape[2])
+    if assumed > 4 and other in LIKELY_CHANNELS and min(other_spatial) > 4:
         other_format = "channels_first" if last else "channels_last"
         raise ValueError(
             f"Layer '{layer.name}' assumes data_format='{data_format}' (the default, "

@@ -33,7 +33,6 @@ and the last call's output, with their graphs), which a training step adds to it
 import functools
 import inspect
 import math
-import weakref
 
 import numpy as np
 
@@ -42,44 +41,18 @@ from minnet._naming import unique_name
 from minnet._registry import snake_case
 from minnet.autograd import Parameter, Tensor, no_grad
 from minnet.autograd.hooks import HookDict, call_with_hooks
+from minnet.autograd.masks import MASKS, get_keras_mask, set_keras_mask
+from minnet.layers import call_spec
+from minnet.layers.call_spec import CALL_INFO as _CALL_INFO
+from minnet.layers.call_context import STATE as _CALL_STATE
+from minnet.layers.symbolic_layer import SymbolicLayer
+from minnet.ops import symbolic
 
 __all__ = ["Layer", "get_keras_mask", "set_keras_mask"]
 
-# ---- Keras's sequence masks -------------------------------------------------------------
-# Keras attaches a (batch, timesteps) boolean mask to a layer's output (``_keras_mask``).
-# minnet's Tensor has fixed slots, so the mask lives in a side table keyed by the tensor,
-# dropped when the tensor is garbage-collected. Embedding(mask_zero=True) and Masking create
-# masks, the recurrent layers read them, layers with ``supports_masking`` pass them on
-# (Layer.__call__) and the losses weight the per-step losses by them (minnet.losses).
-_MASKS = {}   # id(tensor) -> (weakref to the tensor, mask ndarray of bools)
-
-
-def _drop_mask(key, ref):
-    entry = _MASKS.get(key)
-    if entry is not None and entry[0] is ref:
-        del _MASKS[key]
-
-
-def set_keras_mask(tensor, mask):
-    """Attach a (batch, timesteps) boolean mask to ``tensor`` (None removes it); returns ``tensor``."""
-    key = id(tensor)
-    if mask is None:
-        _MASKS.pop(key, None)
-        return tensor
-    ref = weakref.ref(tensor, lambda r, key=key: _drop_mask(key, r))
-    _MASKS[key] = (ref, np.asarray(mask, dtype=bool))
-    return tensor
-
-
-def get_keras_mask(tensor):
-    """The mask attached to ``tensor`` by ``Embedding(mask_zero=True)``, ``Masking`` or a
-    mask-propagating layer, or None."""
-    if not _MASKS:
-        return None
-    entry = _MASKS.get(id(tensor))
-    if entry is None or entry[0]() is not tensor:
-        return None
-    return entry[1]
+# Keras's sequence masks live in a side table (minnet/autograd/masks.py); ``Tensor._keras_mask``
+# reads it. Embedding(mask_zero=True) and Masking create masks, Layer.__call__ passes them to a
+# ``call`` that takes ``mask`` and attaches ``compute_mask``'s result to the output.
 
 # One weight larger than this is refused with a ValueError naming the layer, before anything
 # is allocated (a typo such as units=2**31 must not end in a MemoryError or a swapping machine).
@@ -97,6 +70,13 @@ def _check_dtype(dtype):
         raise ValueError(f"Invalid value for argument `dtype`: expected 'float32' or 'float64'. "
                          f"Received: dtype={dtype!r}")
     return dt
+
+
+def _is_int_or_bool(dtype):
+    try:
+        return np.dtype(dtype).kind in "iub"
+    except TypeError:
+        return False
 
 
 def shape_str(shape):
@@ -178,7 +158,7 @@ def _cpu_only_message(call):
             f"`module.to('cuda')` (docs/moving_to_pytorch.md).")
 
 
-class Layer:
+class Layer(SymbolicLayer):
     """Base class of all layers (and of ``Sequential``).
 
     Args:
@@ -194,6 +174,7 @@ class Layer:
         input_shape, batch_size, batch_input_shape, input_dim: Keras's declaration of the
             input (``Dense(64, input_shape=(784,))``), accepted by every layer; stored as
             ``_batch_input_shape`` (batch dimension included, None when unknown).
+        autocast: Keras's mixed-precision switch; accepted, without effect (one dtype).
 
     Attributes:
         name, dtype (``np.dtype``), built (bool), training (bool, False until ``train()``).
@@ -240,10 +221,12 @@ class Layer:
         cls.__init__ = __init__
 
     def __init__(self, name=None, dtype=None, trainable=True, activity_regularizer=None,
-                 input_shape=None, batch_size=None, batch_input_shape=None, input_dim=None):
+                 input_shape=None, batch_size=None, batch_input_shape=None, input_dim=None,
+                 autocast=True):
         object.__setattr__(self, "_own_weights", [])     # (name, Tensor, trainable) in creation order
         object.__setattr__(self, "_regularized", [])     # (regularizer, weight) pairs
         object.__setattr__(self, "_activity_losses", [])
+        object.__setattr__(self, "_added_losses", [])      # add_loss() during the last call
         object.__setattr__(self, "_batch_input_shape", _declared_batch_shape(
             input_shape, batch_size, batch_input_shape, input_dim))
         if name is None:
@@ -255,7 +238,7 @@ class Layer:
         self.dtype = _check_dtype(dtype)
         self._trainable = bool(trainable)
         self.built = False
-        self.training = False
+        self._training = False
         self._build_input_shape = None
         self.activity_regularizer = regularizers.get(activity_regularizer)
 
@@ -298,8 +281,9 @@ class Layer:
         return own
 
     # ------------------------------------------------------------------ weights
-    def add_weight(self, name=None, shape=None, initializer="zeros", trainable=True, dtype=None,
-                   regularizer=None, constraint=None):
+    def add_weight(self, name=None, shape=None, initializer=None, trainable=True, dtype=None,
+                   regularizer=None, constraint=None, autocast=True, aggregation="none",
+                   overwrite_with_gradient=False):
         """Create a weight, track it, and return it.
 
         Args:
@@ -307,10 +291,12 @@ class Layer:
                 ``"weight_<i>"``. Keras 3's order (``add_weight(shape, ...)`` with the shape
                 first, or every argument by keyword) is accepted too: a tuple in the first
                 place is the shape.
-            shape: tuple of ints.
+            shape: tuple of ints (``()`` for a scalar).
             initializer: a name (``"zeros"``, ``"glorot_uniform"``, ...), an Initializer or
-                a callable ``(shape, dtype) -> ndarray``. Its result is always copied: the
-                weight never shares memory with an array the callable keeps or returns.
+                a callable ``(shape, dtype) -> ndarray``; None (Keras's default) means
+                ``"glorot_uniform"`` for a float weight and ``"zeros"`` otherwise. Its
+                result is always copied: the weight never shares memory with an array the
+                callable keeps or returns.
             trainable: True gives an ``mn.Parameter`` (gets gradients); False a plain
                 ``mn.Tensor`` buffer (state such as BatchNormalization's moving mean).
             dtype: defaults to the layer's dtype.
@@ -318,6 +304,10 @@ class Layer:
                 value on the weight joins ``layer.losses``.
             constraint: a constraint (name, object or callable ``ndarray -> ndarray``),
                 stored as ``param.constraint``; optimizers apply it after each step.
+            autocast, aggregation, overwrite_with_gradient: Keras's (mixed precision and
+                distribution hints); accepted and without effect here.
+
+        A non-trainable weight may have an integer or bool dtype (a counter, a state index).
 
         Returns:
             The new ``Parameter`` (trainable) or ``Tensor`` (non-trainable).
@@ -343,7 +333,14 @@ class Layer:
         if any(s < 0 for s in shape):
             raise ValueError(f"Invalid value for argument `shape` of weight '{name}' in layer "
                              f"'{self.name}': expected non-negative sizes. Received: shape={shape}")
-        dtype = self.dtype if dtype is None else _check_dtype(dtype)
+        if dtype is None:
+            dtype = self.dtype
+        elif not trainable and _is_int_or_bool(dtype):
+            dtype = np.dtype(dtype)
+        else:
+            dtype = _check_dtype(dtype)
+        if initializer is None:
+            initializer = "glorot_uniform" if dtype.kind == "f" else "zeros"
         n_bytes = math.prod(shape) * np.dtype(dtype).itemsize
         if n_bytes > MAX_WEIGHT_BYTES:
             raise ValueError(f"Layer '{self.name}': weight '{name}' of shape {shape} would need "
@@ -352,8 +349,11 @@ class Layer:
                              f"layer's arguments (units, filters, kernel_size, input size).")
         init = initializers.get(initializer)
         try:
-            value = initializers.checked_call(init, shape, dtype, where=f"weight '{name}' of layer "
-                                                                        f"'{self.name}'")
+            # An integer/bool state starts from the initializer's float values, cast.
+            value = initializers.checked_call(init, shape, dtype if dtype.kind == "f" else np.float64,
+                                              where=f"weight '{name}' of layer '{self.name}'")
+            if value.dtype != dtype:
+                value = value.astype(dtype)
         except MemoryError:
             raise ValueError(f"Layer '{self.name}': weight '{name}' of shape {shape} "
                              f"({n_bytes / 2**30:.1f} GiB) does not fit in memory. Check the "
@@ -379,6 +379,20 @@ class Layer:
             self._regularized.append((regularizer, weight))
         return weight
 
+    def add_variable(self, shape, initializer, dtype=None, trainable=True, autocast=True,
+                     regularizer=None, constraint=None, name=None):
+        """Keras 3's ``add_variable``: ``add_weight`` with the shape and initializer first."""
+        return self.add_weight(name=name, shape=shape, initializer=initializer, dtype=dtype,
+                               trainable=trainable, regularizer=regularizer, constraint=constraint)
+
+    def add_loss(self, loss):
+        """Add a scalar loss term (a Tensor with its graph) computed in ``call`` (Keras): it
+        joins ``layer.losses`` until the layer's next call, and a training step adds it to
+        the loss (a model compiled without ``loss=`` trains on these terms alone)."""
+        if not isinstance(loss, Tensor):
+            loss = Tensor(np.asarray(loss, dtype=self.dtype))
+        self.__dict__.setdefault("_added_losses", []).append(loss)
+
     @property
     def losses(self):
         """The regularization terms, as scalar Tensors with their graphs (Keras's ``losses``).
@@ -390,10 +404,21 @@ class Layer:
         """
         result = [regularizer(weight) for regularizer, weight in self._regularized]
         result.extend(self._activity_losses)
+        result.extend(self.__dict__.get("_added_losses", ()))
         for layer in self._tracked_layers():
             result.extend(layer.losses)
         return [t if isinstance(t, Tensor) else Tensor(np.asarray(t, dtype=self.dtype))
                 for t in result]
+
+    @property
+    def compute_dtype(self):
+        """Keras's name for the dtype the layer computes in (``"float32"``, ...)."""
+        return self.dtype.name
+
+    @property
+    def variable_dtype(self):
+        """Keras's name for the dtype of the layer's weights (the same here: no mixed precision)."""
+        return self.dtype.name
 
     @property
     def trainable(self):
@@ -440,6 +465,19 @@ class Layer:
     def non_trainable_weights(self):
         """State and frozen weights, in ``weights`` order."""
         return [w for w, t in self._all_weights() if not t]
+
+    # Keras 3's names for the same lists.
+    variables = weights
+    trainable_variables = trainable_weights
+    non_trainable_variables = non_trainable_weights
+
+    def zero_grad(self, set_to_none=True):
+        """Clear the gradients of every Parameter (``grad = None``, or zeroed in place)."""
+        for p in self.parameters():
+            if set_to_none or p.grad is None:
+                p.grad = None
+            else:
+                p.grad[...] = 0
 
     def parameters(self):
         """Every ``Parameter`` of the layer and its sublayers (for a PyTorch-style optimizer).
@@ -492,8 +530,20 @@ class Layer:
         return int(sum(int(np.prod(w.shape)) for w in self.weights))
 
     # ------------------------------------------------------------------ modes
+    @property
+    def training(self):
+        """The mode: inside a call (or fit/evaluate/predict), the mode passed down that call
+        (``layers/call_context.py``); outside, the flag ``train()``/``eval()`` set."""
+        mode = _CALL_STATE.training
+        return self.__dict__.get("_training", False) if mode is None else mode
+
+    @training.setter
+    def training(self, value):
+        object.__setattr__(self, "_training", bool(value))
+
     def train(self, mode=True):
-        """Set training mode (dropout active, batch statistics) here and in sublayers."""
+        """Set the training-mode flag (dropout active, batch statistics) here and in sublayers
+        (PyTorch style; ``fit`` and ``layer(x, training=True)`` pass the mode down instead)."""
         self.training = bool(mode)
         for layer in self._tracked_layers():
             layer.train(mode)
@@ -525,13 +575,27 @@ class Layer:
 
     # ------------------------------------------------------------------ lifecycle
     def build(self, input_shape):
-        """Create the weights for inputs of ``input_shape`` (batch dim included, may be None)."""
-        self._build_input_shape = tuple(input_shape) if input_shape is not None else None
+        """Create the weights for inputs of ``input_shape`` (batch dim included, may be None).
+
+        A layer called with several tensor arguments may instead declare one parameter per
+        argument, named ``<argument>_shape`` (``build(self, query_shape, value_shape)`` for
+        ``call(self, query, value)``), as in Keras.
+        """
+        self._build_input_shape = tuple(input_shape) if isinstance(input_shape, (tuple, list)) \
+            and all(s is None or isinstance(s, (int, np.integer)) for s in input_shape) else None
         self.built = True
 
-    def call(self, x, training=False):
-        """The forward computation; subclasses override it."""
-        raise NotImplementedError(f"Layer {type(self).__name__} does not implement call(x, training).")
+    def call(self, inputs, *args, **kwargs):
+        """The forward computation; subclasses override it (``call(self, inputs)``, with
+        ``training=`` and ``mask=`` parameters only when they need them)."""
+        raise NotImplementedError(f"Layer {type(self).__name__} does not implement call().")
+
+    def compute_mask(self, inputs, previous_mask=None):
+        """The mask of the output (Keras's hook): by default the input's mask for a layer
+        with ``supports_masking``, else None. Override it to create or change a mask."""
+        return previous_mask if self.supports_masking else None
+
+    compute_mask.keras_default = True
 
     def _to_tensor(self, x):
         """Convert the input to a Tensor of the layer's dtype (differentiably for Tensors)."""
@@ -551,47 +615,195 @@ class Layer:
                             + ("" if array is None else f" with dtype {array.dtype}"))
         return Tensor(np.ascontiguousarray(array, dtype=self.dtype))
 
-    def __call__(self, x, training=None):
-        """Convert ``x``, build on the first call, run ``call``.
+    def _convert_input(self, x):
+        """The main input as a Tensor of the layer's dtype; a list/tuple/dict of tensors
+        (a layer taking several tensors in one argument) is converted leaf by leaf."""
+        if isinstance(x, dict) or (isinstance(x, (list, tuple)) and x and any(
+                isinstance(v, (Tensor, np.ndarray)) for v in symbolic.flatten(x))):
+            return symbolic.map_structure(lambda v: v if v is None else self._to_tensor(v), x)
+        return self._to_tensor(x)
+
+    def _convert_other(self, value):
+        """Another tensor argument: arrays become Tensors, floats in the layer's dtype, integer
+        and bool arrays (indices, attention masks) keep their dtype; other values pass."""
+        if isinstance(value, Tensor):
+            if value.dtype.kind == "f" and value.dtype != self.dtype:
+                return self._to_tensor(value)
+            return value
+        if isinstance(value, np.ndarray):
+            if value.dtype.kind == "f":
+                return self._to_tensor(value)
+            return Tensor(value) if value.dtype.kind in "iub" else value
+        if isinstance(value, (list, tuple)) and value and all(
+                isinstance(v, (Tensor, np.ndarray)) for v in value):
+            return type(value)(self._convert_other(v) for v in value)
+        return value
+
+    def __call__(self, *args, **kwargs):
+        """Convert the inputs, build on the first call, run ``call`` (Keras 3's contract).
 
         Args:
-            x: ``mn.Tensor``, ndarray or nested list.  Float inputs of another dtype (and
-                integer/bool inputs) are cast to the layer's dtype.
-            training: True/False, or None to use ``self.training``.
+            *args: the main input first (``mn.Tensor``, ndarray, nested list, or a list/dict
+                of tensors), then any other positional arguments ``call`` takes; arrays among
+                them become Tensors (float ones in the layer's dtype).
+            training: True/False; None (default) takes the mode of the enclosing call or
+                loop, else the layer's flag. Passed to ``call`` only if it declares ``training``;
+                given here, it becomes the mode of every layer called inside.
+            mask: the main input's mask; by default its ``_keras_mask``. Passed to ``call``
+                only if it declares ``mask``.
+            **kwargs: passed to ``call`` (arrays converted as positional ones).
 
         Returns:
-            ``mn.Tensor``.
+            What ``call`` returns (a Tensor, or a tuple/list/dict of them); the output mask
+            (``compute_mask``) is attached as ``_keras_mask``. On symbolic inputs, KerasTensors.
         """
-        if self._has_hooks and not self.__dict__.get("_in_hooks"):
-            return self._call_with_hooks(x, training)
-        # Keras's mask propagation: a layer that supports masking passes its input's mask on.
-        in_mask = get_keras_mask(x) if _MASKS and self.supports_masking else None
+        if len(args) == 1 and not self._has_hooks and self.built:
+            # The common case, kept short: one built layer on one Tensor of its dtype.
+            x = args[0]
+            if type(x) is Tensor and x.data.dtype == self.dtype and (
+                    not kwargs or (len(kwargs) == 1 and "training" in kwargs)):
+                info = _CALL_INFO.get(type(self)) or call_spec.call_info(self)
+                if not info.plain:
+                    return self._call_impl(args, kwargs)
+                if self._added_losses:
+                    self._added_losses.clear()
+                context = _CALL_STATE.training
+                training = kwargs.get("training") if kwargs else None
+                if training is None:
+                    training = self.__dict__.get("_training", False) if context is None else context
+                    out = self.call(x, training=training) if info.training else self.call(x)
+                else:
+                    training = training is True or (training is not False and bool(training))
+                    _CALL_STATE.training = training
+                    try:
+                        out = self.call(x, training=training) if info.training else self.call(x)
+                    finally:
+                        _CALL_STATE.training = context
+                if type(out) is not Tensor:
+                    if isinstance(out, (list, tuple, dict)):
+                        return out
+                    out = Tensor(np.asarray(out))
+                if MASKS and self.supports_masking:
+                    in_mask = get_keras_mask(x)
+                    if in_mask is not None:
+                        self._set_output_mask(x, out, in_mask)
+                if self.activity_regularizer is not None:
+                    batch = out.shape[0] if out.ndim else 1
+                    self._activity_losses[:] = [self.activity_regularizer(out) / max(batch, 1)]
+                return out
+        if self._has_hooks and not self.__dict__.get("_in_hooks") \
+                and not symbolic.any_symbolic(args, kwargs):
+            return self._call_with_hooks(args, kwargs)
+        return self._call_impl(args, kwargs)
+
+    __call__.keras_default = True
+
+    def _call_impl(self, args, kwargs):
+        info = call_spec.call_info(self)
+        training = kwargs.pop("training", None)
+        mask = kwargs.pop("mask", None)
+        if not args:
+            if info.first not in kwargs:
+                raise TypeError(f"Layer '{self.name}' was called without an input: pass it as the "
+                                f"first positional argument (or as `{info.first}=`).")
+            args = (kwargs.pop(info.first),)
+        x = args[0]
+        if (type(x) is not Tensor or len(args) > 1 or kwargs) and symbolic.any_symbolic(args, kwargs):
+            return self._symbolic_call(args, kwargs, training=training, mask=mask)
+        in_mask = mask
+        if in_mask is None and MASKS and isinstance(x, Tensor):
+            in_mask = get_keras_mask(x)
         if type(x) is not Tensor or x.data.dtype != self.dtype:
-            if hasattr(x, "symbolic_call"):   # functional API: record a node (layers/symbolic.py)
-                return x.symbolic_call(self, x)
-            x = self._to_tensor(x)
+            x = self._convert_input(x)
+        rest = args[1:]
+        if rest:
+            rest = tuple(self._convert_other(a) for a in rest)
+        if kwargs:
+            kwargs = {k: self._convert_other(v) for k, v in kwargs.items()}
         if not self.built:
-            self.build(tuple(x.shape))
-            self._build_input_shape = tuple(x.shape)
-            self.built = True
+            self._maybe_build(info, (x,) + rest, kwargs)
+        if self._added_losses:
+            self._added_losses.clear()
+        context = _CALL_STATE.training
+        push = False
         if training is None:
-            training = self.training
-        elif training is not True and training is not False:
-            training = bool(training)
-        out = self.call(x, training=training)
-        if not isinstance(out, Tensor):
+            training = self.__dict__.get("_training", False) if context is None else context
+        else:
+            training = training is True or (training is not False and bool(training))
+            push = training is not context
+        if info.training:
+            kwargs["training"] = training
+        if info.mask and in_mask is not None:
+            kwargs["mask"] = in_mask
+        if info.argument_masks and MASKS:
+            self._fill_argument_masks(info, (x,) + rest, kwargs)
+        if push:
+            _CALL_STATE.training = training
+            try:
+                out = self.call(x, *rest, **kwargs)
+            finally:
+                _CALL_STATE.training = context
+        else:
+            out = self.call(x, *rest, **kwargs)
+        if not isinstance(out, (Tensor, list, tuple, dict)):
             out = Tensor(np.asarray(out))
-        if in_mask is not None and tuple(out.shape[:in_mask.ndim]) == in_mask.shape \
-                and get_keras_mask(out) is None:
-            set_keras_mask(out, in_mask)
-        if self.activity_regularizer is not None:
+        if self.supports_masking or type(self).compute_mask is not Layer.compute_mask:
+            self._set_output_mask(x, out, in_mask)
+        if self.activity_regularizer is not None and isinstance(out, Tensor):
             # Keras divides the activity penalty by the batch size.
             batch = out.shape[0] if out.ndim else 1
             self._activity_losses[:] = [self.activity_regularizer(out) / max(batch, 1)]
         return out
 
+    def _fill_argument_masks(self, info, args, kwargs):
+        """Keras's rule for several tensor arguments: ``call``'s ``<argument>_mask`` parameter,
+        when not given, gets that argument's ``_keras_mask`` (MultiHeadAttention's
+        ``query_mask``, ``value_mask``, ``key_mask``)."""
+        for name, value in call_spec.bind(info, args, kwargs).items():
+            target = f"{name}_mask"
+            if target in info.argument_masks and kwargs.get(target) is None \
+                    and isinstance(value, Tensor):
+                mask = get_keras_mask(value)
+                if mask is not None:
+                    kwargs[target] = mask
+
+    def _set_output_mask(self, x, out, in_mask):
+        """Attach ``compute_mask(x, in_mask)`` to the outputs that carry no mask yet."""
+        outputs = symbolic.flatten(out)
+        if all(get_keras_mask(t) is not None for t in outputs if isinstance(t, Tensor)):
+            return
+        if type(self).compute_mask is Layer.compute_mask:
+            if in_mask is None:
+                return
+            for t in outputs:          # the default passes the mask to outputs it still fits
+                if isinstance(t, Tensor) and tuple(t.shape[:in_mask.ndim]) == in_mask.shape \
+                        and get_keras_mask(t) is None:
+                    set_keras_mask(t, in_mask)
+            return
+        masks = self.compute_mask(x, in_mask)
+        if masks is None:
+            return
+        flat_masks = [masks] if not isinstance(masks, (list, tuple)) else list(masks)
+        for t, m in zip(outputs, flat_masks):
+            if isinstance(t, Tensor) and m is not None and get_keras_mask(t) is None:
+                set_keras_mask(t, m)
+
+    def _maybe_build(self, info, args, kwargs):
+        """Build with the shapes Keras passes: ``build(first shape)``, or one shape per
+        ``<argument>_shape`` parameter of ``build``."""
+        shapes = call_spec.shapes_dict(call_spec.bind(info, args, kwargs))
+        first = next(iter(shapes.values()), None)
+        build = self.build
+        if type(self).build is Layer.build:
+            build(first)
+        else:
+            build(**call_spec.shapes_for(build, shapes, info, type(self).__name__))
+        self._build_input_shape = first if isinstance(first, tuple) else None
+        self.built = True
+
     # ------------------------------------------------------------------ hooks (as torch.nn.Module's)
     _has_hooks = False
+    _added_losses = ()          # per instance: a list, once __init__ or add_loss made one
     # Keras's flag: True on layers whose output keeps the input's (batch, timesteps) mask
     # (Dense, Dropout, Activation, ...); Layer.__call__ then attaches it to the output.
     supports_masking = False
@@ -619,34 +831,24 @@ class Layer:
         self.__dict__["_has_hooks"] = True
         return hooks.add(hook)
 
-    def _call_with_hooks(self, x, training):
+    def _call_with_hooks(self, args, kwargs):
+        """The hooks see the main input (the first argument); the others pass through."""
+        training = kwargs.pop("training", None)
+        if not args:
+            info = call_spec.call_info(self)
+            args = (kwargs.pop(info.first),) if info.first in kwargs else ()
+        if not args:
+            return self._call_impl(args, dict(kwargs, training=training))
+
         def call(inner_x, inner_training):
             self.__dict__["_in_hooks"] = True
             try:
-                return self(inner_x, training=inner_training)
+                return self(inner_x, *args[1:], training=inner_training, **kwargs)
             finally:
                 self.__dict__["_in_hooks"] = False
         d = self.__dict__
-        return call_with_hooks(self, call, x, training, d.get("_forward_pre_hooks"),
+        return call_with_hooks(self, call, args[0], training, d.get("_forward_pre_hooks"),
                                d.get("_forward_hooks"), d.get("_backward_hooks"))
-
-    def compute_output_shape(self, input_shape):
-        """Output shape for ``input_shape`` (batch dim included, may be None).
-
-        The default runs the layer once on zeros (batch of 1, eval mode, no graph), which
-        builds it; layers with a formula override it.
-        """
-        input_shape = tuple(input_shape)
-        if any(s is None for s in input_shape[1:]):
-            raise ValueError(f"Layer '{self.name}' cannot infer its output shape from "
-                             f"{shape_str(input_shape)}: only the batch size may be None.")
-        probe = tuple(1 if s is None else s for s in input_shape)
-        with no_grad():
-            out = self(np.zeros(probe, dtype=self.dtype), training=False)
-        shape = tuple(out.shape)
-        if input_shape and input_shape[0] is None and shape:
-            shape = (None,) + shape[1:]
-        return shape
 
     def count_flops(self, input_shape):
         """Forward floating-point operations for one batch of ``input_shape`` (multiply-add = 2)."""

@@ -9,7 +9,7 @@ import numpy as np
 
 from minnet import _registry, activations, config, constraints, initializers, regularizers
 from minnet import functional as F
-from minnet.layers import symbolic
+from minnet.ops import symbolic
 from minnet.layers.base import Layer, shape_str
 from minnet.config import normalize_data_format
 
@@ -47,7 +47,12 @@ class InputLayer(Layer):
 
     def __init__(self, shape=None, batch_size=None, name=None, dtype="float32", batch_shape=None,
                  **kwargs):
-        super().__init__(name=name, dtype=dtype, **kwargs)
+        input_dtype = _input_dtype(dtype)
+        super().__init__(name=name, dtype=dtype if input_dtype in (np.float32, np.float64) else None,
+                         **kwargs)
+        # The input keeps its own dtype (integer token ids stay integers until an Embedding;
+        # float layers cast what they receive).
+        self.dtype = input_dtype
         if batch_shape is not None:
             if shape is not None:
                 raise ValueError("Pass either `shape` or `batch_shape` to Input, not both. Received: "
@@ -109,6 +114,20 @@ class InputLayer(Layer):
         return f"shape={shape_str(self.shape)}"
 
 
+def _input_dtype(dtype):
+    """Any bool, integer or float dtype (Keras's ``Input(dtype=...)``)."""
+    if dtype is None:
+        return np.dtype(config.floatx())
+    try:
+        result = np.dtype(dtype)
+    except TypeError:
+        result = None
+    if result is None or result.kind not in "biuf" or (result.kind == "f" and result.itemsize < 2):
+        raise ValueError(f"Invalid value for argument `dtype`: expected a bool, integer or float "
+                         f"dtype ('float32', 'int32', 'bool', ...). Received: dtype={dtype!r}")
+    return result
+
+
 def Input(shape=None, batch_size=None, dtype=None, name=None, batch_shape=None, **kwargs):
     """A symbolic input tensor (Keras's ``keras.Input``): the start of a functional model.
 
@@ -119,7 +138,9 @@ def Input(shape=None, batch_size=None, dtype=None, name=None, batch_shape=None, 
     Args:
         shape: the shape of one sample, without the batch dimension (``None`` entries allowed).
         batch_size: optional fixed batch size.
-        dtype: ``"float32"`` by default (``mn.config.floatx()``) or ``"float64"``.
+        dtype: ``"float32"`` by default (``mn.config.floatx()``), or any bool, integer or
+            float dtype (``"int32"`` token ids stay integers until an ``Embedding``; float
+            layers cast what they receive to their own dtype).
         name: a name for the input (its ``InputLayer``); unique by default.
         batch_shape: the full shape, batch first, instead of ``shape`` and ``batch_size``.
 
@@ -135,7 +156,7 @@ def Input(shape=None, batch_size=None, dtype=None, name=None, batch_shape=None, 
                        dtype=config.floatx() if dtype is None else dtype, batch_shape=batch_shape,
                        **kwargs)
     tensor = symbolic.KerasTensor(layer.batch_shape, dtype=layer.dtype, name=layer.name)
-    tensor.node = symbolic.Node(layer, [], [tensor])
+    tensor.node = symbolic.Node(layer, outputs=[tensor])
     layer._inbound_nodes = [tensor.node]
     layer.built = True
     layer._build_input_shape = layer.batch_shape

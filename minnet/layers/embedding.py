@@ -60,8 +60,8 @@ class Embedding(Layer):
         super().build(input_shape)
 
     def __call__(self, x, training=None):
-        if hasattr(x, "symbolic_call"):   # functional API: record a node (layers/symbolic.py)
-            return x.symbolic_call(self, x)
+        if hasattr(x, "symbolic_call"):   # functional API: record a node (ops/symbolic.py)
+            return self._symbolic_call((x,), {}, training=training)
         # Indices are not cast to the layer's float dtype (float32 cannot hold every int).
         indices = x.data if isinstance(x, Tensor) else np.asarray(x)
         if not self.built:

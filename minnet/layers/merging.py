@@ -20,11 +20,12 @@ import numpy as np
 
 from minnet._checks import check_choice, check_int, invalid
 from minnet.autograd import Function, Tensor
-from minnet.layers import symbolic
+from minnet.ops import symbolic
 from minnet.layers.base import Layer
 
 __all__ = ["Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concatenate",
-           "TensorOperation", "ConcatenateFunction"]
+           "TensorOperation", "ConcatenateFunction", "add", "subtract", "multiply", "average",
+           "maximum", "minimum", "concatenate"]
 
 
 class ConcatenateFunction(Function):
@@ -82,7 +83,7 @@ class _Merge(Layer):
                             f"tensors. Received: {type(inputs).__name__}")
         self._check_count(len(inputs))
         if symbolic.is_symbolic(inputs):
-            return symbolic.record_call(self, list(inputs))
+            return self._symbolic_call((list(inputs),), {})
         tensors = [x if type(x) is Tensor and x.dtype == self.dtype else self._to_tensor(x)
                    for x in inputs]
         if not self.built:
@@ -266,7 +267,7 @@ class TensorOperation(Layer):
 
     def __call__(self, inputs, training=None):
         if symbolic.is_symbolic(inputs):
-            return symbolic.record_call(self, list(inputs) if isinstance(inputs, (list, tuple)) else inputs)
+            return self._symbolic_call((list(inputs) if isinstance(inputs, (list, tuple)) else inputs,), {})
         if self.constant is None:
             a, b = (self._to_tensor(x) for x in inputs)
             return self._apply(a, b)
@@ -294,3 +295,39 @@ class TensorOperation(Layer):
 
 
 symbolic.set_operation_layer(TensorOperation)
+
+
+# ---- Keras's functional forms: `layers.add([a, b])` is `layers.Add()([a, b])` ---------------
+def add(inputs, **kwargs):
+    """``Add(**kwargs)(inputs)``: the elementwise sum of a list of tensors."""
+    return Add(**kwargs)(inputs)
+
+
+def subtract(inputs, **kwargs):
+    """``Subtract(**kwargs)(inputs)``: ``inputs[0] - inputs[1]``."""
+    return Subtract(**kwargs)(inputs)
+
+
+def multiply(inputs, **kwargs):
+    """``Multiply(**kwargs)(inputs)``: the elementwise product of a list of tensors."""
+    return Multiply(**kwargs)(inputs)
+
+
+def average(inputs, **kwargs):
+    """``Average(**kwargs)(inputs)``: the elementwise mean of a list of tensors."""
+    return Average(**kwargs)(inputs)
+
+
+def maximum(inputs, **kwargs):
+    """``Maximum(**kwargs)(inputs)``: the elementwise maximum of a list of tensors."""
+    return Maximum(**kwargs)(inputs)
+
+
+def minimum(inputs, **kwargs):
+    """``Minimum(**kwargs)(inputs)``: the elementwise minimum of a list of tensors."""
+    return Minimum(**kwargs)(inputs)
+
+
+def concatenate(inputs, axis=-1, **kwargs):
+    """``Concatenate(axis=axis, **kwargs)(inputs)``: the tensors joined along ``axis``."""
+    return Concatenate(axis=axis, **kwargs)(inputs)

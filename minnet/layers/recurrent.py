@@ -93,8 +93,8 @@ class _SequenceLayer(Layer):
     """Base of layers that take (and may return) a mask: ``layer(x, training=None, mask=None)``."""
 
     def __call__(self, x, training=None, mask=None):
-        if hasattr(x, "symbolic_call"):   # functional API: record a node (layers/symbolic.py)
-            return x.symbolic_call(self, x)
+        if hasattr(x, "symbolic_call"):   # functional API: record a node (ops/symbolic.py)
+            return self._symbolic_call((x,), {}, training=training, mask=mask)
         if mask is None:
             mask = get_keras_mask(x) if isinstance(x, Tensor) else None
         if type(x) is not Tensor or x.data.dtype != self.dtype:

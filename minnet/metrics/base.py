@@ -8,7 +8,8 @@ graph: Tensors are read through ``.numpy()``.
 """
 import numpy as np
 
-from minnet import _registry
+from minnet import _registry, initializers
+from minnet.autograd import Tensor
 
 __all__ = ["Metric", "Mean", "MeanMetricWrapper"]
 
@@ -81,7 +82,54 @@ class Metric:
             raise TypeError(f"Invalid value for argument `name`: expected a str. Received: name={name!r}")
         self.name = name if name is not None else _registry.snake_case(type(self).__name__)
         self.dtype = dtype
+        self._metric_variables = []
+        # The running-mean state of the built-in metrics. reset_state() is not called here:
+        # a Keras subclass makes its state (add_variable) after this __init__ returns.
+        self.total = 0.0
+        self.count = 0.0
+
+    # -- state (Keras 3) --------------------------------------------------------------
+    def add_variable(self, shape, initializer="zeros", dtype=None, aggregation="sum", name=None):
+        """A state variable of the metric (Keras 3): an ``mn.Tensor`` with ``assign``,
+        ``assign_add`` and ``assign_sub``, zeroed by the default ``reset_state``.
+
+        Args:
+            shape: tuple of ints (``()`` for a scalar).
+            initializer: a name (``"zeros"``, ``"ones"``, ...), an Initializer or a callable
+                ``(shape, dtype) -> ndarray``.
+            dtype: the variable's dtype (default: the metric's dtype, else float32); integer
+                dtypes are allowed (counters).
+            aggregation: Keras's distribution hint ("sum", "mean", ...); kept, no effect here.
+            name: the variable's name.
+        """
+        shape = () if shape is None else ((int(shape),) if isinstance(shape, (int, np.integer))
+                                          else tuple(int(s) for s in shape))
+        dtype = np.dtype(dtype or self.dtype or "float32")
+        init = initializers.get(initializer)
+        value = initializers.checked_call(init, shape, dtype if dtype.kind == "f" else np.float64,
+                                          where=f"variable '{name}' of metric '{self.name}'")
+        variable = Tensor(value.astype(dtype, copy=False))
+        variable.name = f"{self.name}/{name or f'variable_{len(self._metric_variables)}'}"
+        self._metric_variables.append(variable)
+        return variable
+
+    add_weight = add_variable
+
+    def __getattr__(self, name):
+        # Only reached for a missing attribute. A subclass that makes its state in
+        # reset_state() (relying on __init__ to call it, as minnet's metrics once did) gets
+        # it made on first use, once; any other missing name is an AttributeError.
+        state = self.__dict__
+        if name.startswith("_") or "_metric_variables" not in state or state.get("_state_made"):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        state["_state_made"] = True
         self.reset_state()
+        return getattr(self, name)
+
+    @property
+    def variables(self):
+        """The state variables made by ``add_variable``, in creation order."""
+        return list(self._metric_variables)
 
     # -- the protocol ---------------------------------------------------------------
     def compute(self, y_true, y_pred):
@@ -131,9 +179,11 @@ class Metric:
         return float(self.total / self.count) if self.count else 0.0
 
     def reset_state(self):
-        """Forget all batches."""
+        """Forget all batches: the running mean and every ``add_variable`` variable go to 0."""
         self.total = 0.0
         self.count = 0.0
+        for variable in self._metric_variables:
+            variable.assign(0)
 
     # Keras 2 spelling.
     def reset_states(self):

@@ -51,6 +51,7 @@ class _ConfusionCounts(Metric):
         self.top_k = None if top_k is None else check_int("top_k", top_k, minimum=1)
         self.class_id = None if class_id is None else check_int("class_id", class_id, minimum=0)
         super().__init__(name=name, dtype=dtype)
+        self.reset_state()
 
     def reset_state(self):
         zeros = np.zeros(len(self.thresholds))
@@ -180,6 +181,7 @@ class AUC(Metric):
             np.asarray(label_weights, dtype=np.float64)
         self.from_logits = bool(from_logits)
         super().__init__(name=name, dtype=dtype)
+        self.reset_state()
 
     def reset_state(self):
         self.true_positives = self.false_positives = None
@@ -298,6 +300,7 @@ class FBetaScore(Metric):
         self.threshold = None if threshold is None else check_float("threshold", threshold, 0.0, 1.0,
                                                                     low_open=True)
         super().__init__(name=name, dtype=dtype)
+        self.reset_state()
 
     def reset_state(self):
         self.true_positives = self.false_positives = self.false_negatives = None
@@ -393,6 +396,7 @@ class MeanIoU(Metric):
         self.sparse_y_pred = bool(sparse_y_pred)
         self.axis = check_int("axis", axis)
         super().__init__(name=name if name is not None else "mean_io_u", dtype=dtype)
+        self.reset_state()
 
     def reset_state(self):
         self.total_cm = np.zeros((self.num_classes, self.num_classes))

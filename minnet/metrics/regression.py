@@ -124,6 +124,7 @@ class R2Score(Metric):
         self.class_aggregation = class_aggregation
         self.num_regressors = check_int("num_regressors", num_regressors, minimum=0)
         super().__init__(name=name, dtype=dtype)
+        self.reset_state()
 
     def reset_state(self):
         self.sums = self.squared_sums = self.residuals = self.weights = None

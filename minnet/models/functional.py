@@ -16,15 +16,32 @@ Config (what ``save`` writes): the layers, the nodes in plan order (each the lay
 and its arguments as references ``[layer name, node index, output index]``), and the
 model's input and output references.
 """
+import importlib
+
 import numpy as np
 
 from minnet.autograd import Tensor
-from minnet.layers import symbolic
 from minnet.layers._layout import input_mismatch_hint
+from minnet.layers.base import Layer
+from minnet.ops import symbolic
 
-__all__ = ["FunctionalGraph", "structure_spec", "resolve_spec"]
+__all__ = ["FunctionalGraph", "structure_spec", "resolve_spec", "encode_value", "decode_value",
+           "operation_path", "resolve_operation"]
 
-_SINGLE, _LIST, _DICT = 0, 1, 2
+_SINGLE, _LIST, _DICT, _GENERAL, _FUNCTION = 0, 1, 2, 3, 4
+
+
+def _as_tensor(value):
+    return Tensor(value) if isinstance(value, np.ndarray) else value
+
+
+class _Slot:
+    """Where a node's argument reads its value: ``values[index]``."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index):
+        self.index = index
 
 
 def _check_structure(value, what):
@@ -75,6 +92,76 @@ def resolve_spec(spec, lookup):
     raise ValueError(f"Invalid functional model config: unknown structure {kind!r}")
 
 
+def encode_value(value, reference, where):
+    """A JSON-able description of one call argument: tensors by reference, structures kept,
+    constants (None, bool, int, float, str) as they are.
+
+    Raises:
+        ValueError: a constant that cannot be written to a file (an array, an object).
+    """
+    if isinstance(value, symbolic.KerasTensor):
+        return {"tensor": reference(value)}
+    if isinstance(value, (list, tuple)):
+        return {"tuple" if isinstance(value, tuple) else "list":
+                [encode_value(v, reference, where) for v in value]}
+    if isinstance(value, dict):
+        return {"dict": {str(k): encode_value(v, reference, where) for k, v in value.items()}}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return {"constant": value}
+    if isinstance(value, (np.integer, np.floating, np.bool_)):
+        return {"constant": value.item()}
+    raise ValueError(f"{where}: the argument {value!r} ({type(value).__name__}) cannot be saved in "
+                     f"a functional model's config; pass a tensor (from `mn.Input` or a layer) or a "
+                     f"constant (None, bool, int, float, str).")
+
+
+def decode_value(spec, lookup):
+    """Inverse of ``encode_value``."""
+    if not isinstance(spec, dict) or len(spec) != 1:
+        raise ValueError(f"Invalid functional model config: expected an argument description, "
+                         f"received {spec!r}")
+    (kind, value), = spec.items()
+    if kind == "tensor":
+        return lookup(value)
+    if kind == "constant":
+        return value
+    if kind in ("list", "tuple"):
+        items = [decode_value(v, lookup) for v in value]
+        return tuple(items) if kind == "tuple" else items
+    if kind == "dict":
+        return {key: decode_value(v, lookup) for key, v in value.items()}
+    raise ValueError(f"Invalid functional model config: unknown argument kind {kind!r}")
+
+
+def operation_path(operation):
+    """``"minnet.ops.numpy:add"`` for a function of minnet called in a graph, or None."""
+    module = getattr(operation, "__module__", None) or ""
+    name = getattr(operation, "__qualname__", None) or ""
+    if module.split(".")[0] != "minnet" or not name or "<" in name:
+        return None
+    return f"{module}:{name}"
+
+
+def resolve_operation(path):
+    """The function ``operation_path`` named (only functions inside minnet are looked up).
+
+    Raises:
+        ValueError: a path outside minnet, or one that names nothing.
+    """
+    module_name, _, name = str(path).partition(":")
+    if module_name.split(".")[0] != "minnet" or not name:
+        raise ValueError(f"Invalid functional model config: the operation {path!r} is not a "
+                         f"function of minnet.")
+    try:
+        target = importlib.import_module(module_name)
+        for part in name.split("."):
+            target = getattr(target, part)
+    except (ImportError, AttributeError):
+        raise ValueError(f"Invalid functional model config: no operation {path!r} in this version "
+                         f"of minnet.") from None
+    return target
+
+
 class FunctionalGraph:
     """The sorted nodes of a functional model and how to run them.
 
@@ -100,7 +187,7 @@ class FunctionalGraph:
             if tensor.node is None or not tensor.node.is_input:
                 raise ValueError(f"Model '{model_name}': every entry of `inputs` must be a tensor made "
                                  f"by `mn.Input(...)`. Received {tensor!r}, an output of layer "
-                                 f"'{getattr(tensor.node, 'layer', None) and tensor.node.layer.name}'.")
+                                 f"'{getattr(tensor.node, 'layer', None) and tensor.node.name}'.")
         if len({id(t) for t in self.flat_inputs}) != len(self.flat_inputs):
             raise ValueError(f"Model '{model_name}': the same Input appears twice in `inputs`.")
         self.nodes = self._sort()
@@ -129,7 +216,7 @@ class FunctionalGraph:
                 return
             if id(node) in active:
                 raise ValueError(f"Model '{self.model_name}': the graph has a cycle at layer "
-                                 f"'{node.layer.name}'.")
+                                 f"'{node.name}'.")
             active.add(id(node))
             stack = [(node, iter(node.parents))]
             # Iterative DFS: deep graphs (hundreds of layers) do not hit the recursion limit.
@@ -145,7 +232,7 @@ class FunctionalGraph:
                         if id(parent) not in input_ids:
                             raise ValueError(
                                 f"Graph disconnected: model '{self.model_name}' cannot obtain a value "
-                                f"for input {parent!r}, which layer '{current.layer.name}' needs; it is "
+                                f"for input {parent!r}, which layer '{current.name}' needs; it is "
                                 f"not among the model's `inputs` "
                                 f"{[t.name for t in self.flat_inputs]}. Pass it in `inputs`.")
                         continue
@@ -153,7 +240,7 @@ class FunctionalGraph:
                         continue
                     if id(parent_node) in active:
                         raise ValueError(f"Model '{self.model_name}': the graph has a cycle at layer "
-                                         f"'{parent_node.layer.name}'.")
+                                         f"'{parent_node.name}'.")
                     active.add(id(parent_node))
                     stack.append((parent_node, iter(parent_node.parents)))
                     advanced = True
@@ -176,33 +263,41 @@ class FunctionalGraph:
                 seen.add(id(layer))
                 layers.append(layer)
         for node in self.nodes:
-            if id(node.layer) not in seen:
-                seen.add(id(node.layer))
-                layers.append(node.layer)
+            if isinstance(node.operation, Layer) and id(node.operation) not in seen:
+                seen.add(id(node.operation))
+                layers.append(node.operation)
         return layers
 
     def _make_plan(self):
         slots = {}
         for tensor in self.flat_inputs:
             slots[id(tensor)] = len(slots)
+
+        def to_slot(value):
+            return _Slot(slots[id(value)]) if isinstance(value, symbolic.KerasTensor) else value
+
         plan = []
         for node in self.nodes:
-            arguments = node.arguments
-            if isinstance(arguments, symbolic.KerasTensor):
-                mode, argument_slots = _SINGLE, slots[id(arguments)]
-            elif isinstance(arguments, dict):
-                mode, argument_slots = _DICT, {key: slots[id(t)] for key, t in arguments.items()}
+            operation, args, kwargs = node.operation, node.call_args, node.call_kwargs
+            is_layer = isinstance(operation, Layer)
+            first = args[0] if len(args) == 1 and not kwargs and is_layer else None
+            if isinstance(first, symbolic.KerasTensor):
+                mode, argument_slots = _SINGLE, slots[id(first)]
+            elif isinstance(first, dict) and all(isinstance(t, symbolic.KerasTensor)
+                                                 for t in first.values()):
+                mode, argument_slots = _DICT, {key: slots[id(t)] for key, t in first.items()}
+            elif isinstance(first, (list, tuple)) and all(isinstance(t, symbolic.KerasTensor)
+                                                          for t in first):
+                mode, argument_slots = _LIST, [slots[id(t)] for t in first]
             else:
-                if any(not isinstance(t, symbolic.KerasTensor) for t in arguments):
-                    raise ValueError(f"Model '{self.model_name}': layer '{node.layer.name}' was called on "
-                                     f"a nested structure; only a tensor, a list or a dict of tensors "
-                                     f"can be saved in a functional model.")
-                mode, argument_slots = _LIST, [slots[id(t)] for t in arguments]
+                mode = _GENERAL if is_layer else _FUNCTION
+                argument_slots = (symbolic.map_structure(to_slot, tuple(args)),
+                                  symbolic.map_structure(to_slot, dict(kwargs)))
             output_slots = []
             for tensor in node.outputs:
                 slots[id(tensor)] = len(slots)
                 output_slots.append(slots[id(tensor)])
-            plan.append((node.layer, mode, argument_slots,
+            plan.append((operation, mode, argument_slots,
                          output_slots[0] if len(output_slots) == 1 else output_slots))
         self.n_slots = len(slots)
         self.plan = plan
@@ -275,18 +370,33 @@ class FunctionalGraph:
         """Run the plan over ``values`` (one per slot, filled in place), yielding
         ``(layer, output)`` for each output as it is computed: the one loop behind ``run``
         and ``layer_outputs``."""
+        def fill(value):
+            return values[value.index] if type(value) is _Slot else value
+
         for layer, mode, argument_slots, output_slots in self.plan:
             if mode == _SINGLE:
                 out = layer(values[argument_slots], training=training)
             elif mode == _LIST:
                 out = layer([values[s] for s in argument_slots], training=training)
-            else:
+            elif mode == _DICT:
                 out = layer({key: values[s] for key, s in argument_slots.items()}, training=training)
+            else:
+                args = symbolic.map_structure(fill, argument_slots[0])
+                kwargs = symbolic.map_structure(fill, argument_slots[1])
+                if mode == _FUNCTION:
+                    # A plain function (an op) gets Tensors, as when its output was inferred.
+                    args = symbolic.map_structure(_as_tensor, args)
+                if mode == _GENERAL and training is not None:
+                    # Keras's rule: the model's mode, when it has one, wins over a mode given
+                    # when the graph was made (`Dropout(0.5)(x, training=True)` is active in
+                    # `model(x)`, not in `predict` or `fit`'s inference passes).
+                    kwargs["training"] = training
+                out = layer(*args, **kwargs)
             if type(output_slots) is int:
                 values[output_slots] = out
                 yield layer, out
             else:
-                for slot, value in zip(output_slots, out):
+                for slot, value in zip(output_slots, symbolic.flatten(out)):
                     values[slot] = value
                     yield layer, value
 
@@ -300,12 +410,19 @@ class FunctionalGraph:
             counts[id(layer)] = 1
             references[id(tensor)] = [layer.name, 0, 0]
         for node in self.nodes:
-            index = counts.get(id(node.layer), 0)
-            counts[id(node.layer)] = index + 1
+            name = self.reference_name(node)
+            key = id(node.operation) if isinstance(node.operation, Layer) else name
+            index = counts.get(key, 0)
+            counts[key] = index + 1
             node_index[id(node)] = index
             for i, tensor in enumerate(node.outputs):
-                references[id(tensor)] = [node.layer.name, index, i]
+                references[id(tensor)] = [name, index, i]
         return node_index, references
+
+    @staticmethod
+    def reference_name(node):
+        """A layer's name, or ``op:<name>`` for a plain function (an op) called in the graph."""
+        return node.name if isinstance(node.operation, Layer) else f"op:{node.name}"
 
     def connections(self):
         """``{layer name: ["parent_layer[node][index]", ...]}`` for the summary's last column."""
@@ -313,5 +430,6 @@ class FunctionalGraph:
         result = {}
         for node in self.nodes:
             parents = [references[id(t)] for t in node.parents]
-            result.setdefault(node.layer.name, []).extend(f"{n}[{i}][{j}]" for n, i, j in parents)
+            result.setdefault(self.reference_name(node), []).extend(
+                f"{n}[{i}][{j}]" for n, i, j in parents)
         return result

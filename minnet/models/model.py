@@ -14,7 +14,6 @@ Example:
     >>> model = mn.Model(inp, layers.Dense(1)(h))
     >>> model.compile(optimizer="adam", loss="mse")
 """
-import inspect
 import json
 
 import numpy as np
@@ -23,10 +22,13 @@ from minnet import saving
 from minnet.autograd import Tensor, no_grad
 from minnet.layers import deserialize as deserialize_layer
 from minnet.layers import serialize as serialize_layer
-from minnet.layers import symbolic
+from minnet.ops import symbolic
 from minnet.layers.base import Layer
+from minnet.layers import call_spec
+from minnet.layers.call_context import call_context, current_training
 from minnet.layers.core import InputLayer
-from minnet.models.functional import FunctionalGraph, resolve_spec, structure_spec
+from minnet.models.functional import (FunctionalGraph, decode_value, encode_value, operation_path,
+                                     resolve_operation, resolve_spec, structure_spec)
 from minnet.models.summary_table import SummaryTable, show_table
 from minnet.trainers import Trainer
 from minnet.trainers.data_adapters import flat_leaves
@@ -87,7 +89,6 @@ class Model(Trainer, Layer):
         Layer.__init__(self, name=name, dtype=dtype, trainable=trainable)
         self._init_trainer()
         self._graph = None
-        self._call_takes_training = None
         if functional:
             self._graph = FunctionalGraph(inputs, outputs, model_name=self.name)
             self._build_input_shape = (self._graph.input_shapes[0] if len(self._graph.input_shapes) == 1
@@ -151,6 +152,23 @@ class Model(Trainer, Layer):
     def outputs(self):
         """The symbolic output tensor(s) of a functional model (None for a subclassed one)."""
         return None if self._graph is None else self._graph.outputs
+
+    @property
+    def input(self):
+        """Keras's ``model.input``: the input tensor (a list or dict for several); for a
+        subclassed model, that of its first call on symbolic tensors."""
+        if self._graph is None:
+            return Layer.input.fget(self)
+        inputs = self._graph.inputs
+        return inputs[0] if isinstance(inputs, (list, tuple)) and len(inputs) == 1 else inputs
+
+    @property
+    def output(self):
+        """Keras's ``model.output``: the output tensor (a list or dict for several)."""
+        if self._graph is None:
+            return Layer.output.fget(self)
+        outputs = self._graph.outputs
+        return outputs[0] if isinstance(outputs, (list, tuple)) and len(outputs) == 1 else outputs
 
     @property
     def input_names(self):
@@ -235,37 +253,51 @@ class Model(Trainer, Layer):
         first = [leaf[:1] for leaf in leaves]
         sample = first[0] if not isinstance(x, (list, tuple, dict)) else \
             (dict(zip(sorted(x), first)) if isinstance(x, dict) else first)
-        modes = [(layer, layer.training) for layer in self.layers]
         with no_grad():
             self(sample, training=False)
-        for layer, mode in modes:
-            layer.train(mode)
         shapes = [(None,) + tuple(leaf.shape[1:]) for leaf in leaves]
         self._build_input_shape = shapes[0] if len(shapes) == 1 else shapes
         self.built = True
 
-    def __call__(self, x, training=None):
+    def __call__(self, *args, **kwargs):
         """Run the model (``x``: array, Tensor, or list/dict for several inputs); or, on
-        symbolic tensors, record the model as one layer of a bigger functional model."""
-        if symbolic.is_symbolic(x):
-            return symbolic.record_call(self, x)
+        symbolic tensors, record the model as one layer of a bigger functional model.
+
+        ``training`` is resolved as for layers (the argument, else the enclosing call's or
+        loop's mode, else the flag) and passed down to every layer called inside; a
+        subclass's ``call`` receives it only if it declares ``training``; other arguments
+        (``mask=``, ...) go to ``call``.
+        """
+        training = kwargs.pop("training", None)
+        if not args:
+            if "inputs" not in kwargs:
+                raise TypeError(f"Model '{self.name}' was called without an input.")
+            args = (kwargs.pop("inputs"),)
+        x = args[0]
+        if symbolic.any_symbolic(args, kwargs):
+            return self._symbolic_call(args, kwargs, training=training)
         if training is None:
+            if self._graph is not None and current_training() is None:
+                # No mode given (Keras's training=None): a node keeps a mode given when the
+                # graph was made (`Dropout(0.5)(x, training=True)`), the others use their flag.
+                return self._graph.run(x, None)
             training = self.training
-        if self._graph is not None:
-            return self._graph.run(x, bool(training))
-        if not self.built:
-            leaves = flat_leaves(x)
-            shapes = [(None,) + tuple(getattr(leaf, "shape", np.shape(leaf))[1:]) for leaf in leaves]
-            self._build_input_shape = shapes[0] if len(shapes) == 1 else shapes
-            self.built = True
-        if self._call_takes_training is None:
-            try:
-                self._call_takes_training = "training" in inspect.signature(self.call).parameters
-            except (TypeError, ValueError):
-                self._call_takes_training = True
-        if self._call_takes_training:
-            return self.call(x, training=bool(training))
-        return self.call(x)
+        else:
+            training = bool(training)
+        with call_context(training):
+            if self._graph is not None:
+                return self._graph.run(x, training)
+            if not self.built:
+                leaves = flat_leaves(x)
+                shapes = [(None,) + tuple(getattr(leaf, "shape", np.shape(leaf))[1:]) for leaf in leaves]
+                self._build_input_shape = shapes[0] if len(shapes) == 1 else shapes
+                self.built = True
+            info = call_spec.call_info(self)
+            if info.training:
+                kwargs["training"] = training
+            if "mask" in kwargs and not info.mask and not info.var_keyword:
+                kwargs.pop("mask")
+            return self.call(*args, **kwargs)
 
     def call(self, x, training=False):
         """The forward computation: the graph for a functional model; a subclass overrides it."""
@@ -320,10 +352,10 @@ class Model(Trainer, Layer):
             connections = self._graph.connections()
             shapes = {}
             for tensor in self._graph.flat_inputs:
-                shapes[tensor.node.layer.name] = symbolic.shape_str(tensor.shape)
+                shapes[tensor.node.name] = symbolic.shape_str(tensor.shape)
             for node in self._graph.nodes:
                 text = ", ".join(symbolic.shape_str(t.shape) for t in node.outputs)
-                shapes.setdefault(node.layer.name, text)
+                shapes.setdefault(node.name, text)
             for layer in self.layers:
                 params = int(sum(int(np.prod(w.shape)) for w in layer.weights))
                 rows.append((f"{layer.name} ({type(layer).__name__})", shapes.get(layer.name, "?"),
@@ -362,12 +394,37 @@ class Model(Trainer, Layer):
             entry = serialize_layer(layer)
             entry["name"] = layer.name
             layer_configs.append(entry)
-        nodes = [{"layer": node.layer.name,
-                  "arguments": structure_spec(node.arguments, reference)} for node in self._graph.nodes]
+        nodes = [self._node_config(node, reference) for node in self._graph.nodes]
         config.update({"layers": layer_configs, "nodes": nodes,
                        "inputs": structure_spec(self._graph.inputs, reference),
                        "outputs": structure_spec(self._graph.outputs, reference)})
         return config
+
+    def _node_config(self, node, reference):
+        """One node of ``get_config``: the layer (or op) and its arguments. A layer called on
+        one tensor, list or dict keeps the original ``arguments`` form."""
+        args, kwargs = node.call_args, node.call_kwargs
+        if not isinstance(node.operation, Layer):
+            path = operation_path(node.operation)
+            if path is None:
+                raise ValueError(f"Model '{self.name}': the function {node.name!r} called in the "
+                                 f"graph is not a function of minnet, so the config cannot name it; "
+                                 f"wrap it in a Layer subclass (registered with "
+                                 f"`mn.saving.register_keras_serializable`) to save the model.")
+            entry = {"op": path, "name": FunctionalGraph.reference_name(node)}
+        else:
+            entry = {"layer": node.name}
+            first = args[0] if len(args) == 1 and not kwargs else None
+            if first is not None:
+                try:
+                    entry["arguments"] = structure_spec(first, reference)
+                    return entry
+                except (TypeError, KeyError):
+                    pass
+        where = f"Model '{self.name}', node '{node.name}'"
+        entry["args"] = [encode_value(a, reference, where) for a in args]
+        entry["kwargs"] = {k: encode_value(v, reference, where) for k, v in kwargs.items()}
+        return entry
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
@@ -383,7 +440,7 @@ class Model(Trainer, Layer):
             if entry.get("class_name") in ("Input", "InputLayer"):
                 layer = InputLayer.from_config(dict(entry.get("config") or {}))
                 tensor = symbolic.KerasTensor(layer.batch_shape, dtype=layer.dtype, name=layer.name)
-                tensor.node = symbolic.Node(layer, [], [tensor])
+                tensor.node = symbolic.Node(layer, outputs=[tensor])
                 layer._inbound_nodes = [tensor.node]
                 layer.built = True
                 layer._build_input_shape = layer.batch_shape
@@ -404,13 +461,27 @@ class Model(Trainer, Layer):
                                  f"names no tensor made before it.") from None
 
         for node in config["nodes"]:
-            name = node.get("layer") if isinstance(node, dict) else None
-            if name not in layers:
-                raise ValueError(f"Invalid functional model config: a node names unknown layer "
-                                 f"{name!r}.")
-            arguments = resolve_spec(node.get("arguments"), lookup)
-            out = layers[name](arguments)
-            produced[name].append(out if isinstance(out, list) else [out])
+            if isinstance(node, dict) and "op" in node:
+                name = str(node.get("name"))
+                operation = resolve_operation(node["op"])
+                produced.setdefault(name, [])
+            else:
+                name = node.get("layer") if isinstance(node, dict) else None
+                if name not in layers:
+                    raise ValueError(f"Invalid functional model config: a node names unknown layer "
+                                     f"{name!r}.")
+                operation = layers[name]
+            if "arguments" in node:
+                out = operation(resolve_spec(node.get("arguments"), lookup))
+            else:
+                args = [decode_value(a, lookup) for a in node.get("args") or []]
+                kwargs = {k: decode_value(v, lookup) for k, v in (node.get("kwargs") or {}).items()}
+                if isinstance(operation, Layer):
+                    out = operation(*args, **kwargs)
+                else:     # a function (an op): recorded as it was, whatever it does itself
+                    out = symbolic.symbolic_call(operation, args, kwargs,
+                                                 name=name.removeprefix("op:"))
+            produced[name].append(symbolic.flatten(out))
         inputs = resolve_spec(config["inputs"], lookup)
         outputs = resolve_spec(config["outputs"], lookup)
         return cls(inputs, outputs, name=config.get("name"), trainable=config.get("trainable", True))

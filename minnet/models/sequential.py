@@ -5,6 +5,8 @@ Example:
     >>> model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
     >>> history = model.fit(x_train, y_train, epochs=5)
 """
+import weakref
+
 import numpy as np
 
 from minnet._checks import check_int
@@ -12,10 +14,10 @@ from minnet.autograd import Tensor
 from minnet.data import as_array
 from minnet.layers import deserialize as deserialize_layer
 from minnet.layers import serialize as serialize_layer
-from minnet.layers import symbolic
 from minnet.layers._layout import check_user_layout, input_mismatch_hint
+from minnet.ops import symbolic
 from minnet.layers.base import Layer
-from minnet.layers.core import InputLayer
+from minnet.layers.core import Input, InputLayer
 from minnet.models.model import Model, format_bytes, format_count
 from minnet.models.summary_table import SummaryTable, show_table
 from minnet.trainers.targets import string_input_hint
@@ -197,6 +199,7 @@ class Sequential(Model):
             except (ValueError, TypeError):
                 self._layers = self._layers[:-1]        # a layer that does not fit is not kept
                 raise
+            layer.__dict__["_trace_owner"] = weakref.ref(self)
             self._optimizer_params_changed()
 
     def pop(self):
@@ -249,8 +252,54 @@ class Sequential(Model):
         self._output_shapes = shapes
         self._build_input_shape = (None,) + input_shape[1:]
         self.built = True
+        self.__dict__["_graph_trace"] = None
+        owner = weakref.ref(self)
+        for layer in self._layers:       # layer.output asks the model to trace its graph (below)
+            layer.__dict__["_trace_owner"] = owner
         if self.optimizer is not None and self._optimizer_needs_params:
             self.optimizer.set_parameters(self.parameters())
+
+    # ------------------------------------------------------------------ the symbolic graph
+    def _trace_graph(self):
+        """Call the layers on a symbolic input once (Keras's Sequential does this when it is
+        built), so that ``model.inputs``/``outputs`` and every ``layer.input``/``output`` exist:
+        ``mn.Model(seq.inputs, seq.layers[-2].output)`` is a feature extractor."""
+        trace = self.__dict__.get("_graph_trace")
+        if trace is not None and trace[2] == len(self._layers):
+            return trace
+        if not self.built or self._build_input_shape is None:
+            raise AttributeError(f"Sequential model '{self.name}' has no symbolic input yet: start it "
+                                 f"with `mn.Input(shape)` or build it first.")
+        nodes = None if self._input_layer is None else self._input_layer.__dict__.get("_inbound_nodes")
+        if nodes:
+            inputs = nodes[0].outputs[0]
+        else:
+            inputs = Input(batch_shape=self._build_input_shape,
+                           dtype=self._layers[0].dtype if self._layers else None)
+        outputs = inputs
+        for layer in self._layers:
+            outputs = layer(outputs)
+        trace = (inputs, outputs, len(self._layers))
+        self.__dict__["_graph_trace"] = trace
+        return trace
+
+    @property
+    def inputs(self):
+        """``[the symbolic input]`` (Keras), once the model is built."""
+        return [self._trace_graph()[0]]
+
+    @property
+    def outputs(self):
+        """``[the symbolic output]`` (Keras), once the model is built."""
+        return [self._trace_graph()[1]]
+
+    @property
+    def input(self):
+        return self._trace_graph()[0]
+
+    @property
+    def output(self):
+        return self._trace_graph()[1]
 
     def __call__(self, x, training=None):
         """Run the layers in order. ``x`` is an ndarray, list or ``mn.Tensor``; returns a Tensor.
@@ -259,7 +308,7 @@ class Sequential(Model):
         """
         if not isinstance(x, Tensor):
             if type(x) is not np.ndarray and symbolic.is_symbolic(x):
-                return symbolic.record_call(self, x)
+                return self._symbolic_call((x,), {}, training=training)
             array = as_array(x, "x")
             if array.dtype.kind not in "fiub":
                 raise TypeError(f"Model '{self.name}' expected a numeric array or Tensor as input. "

@@ -122,6 +122,27 @@ def fusable(data, *arrays):
             return False
     return True
 
+def _unique(values):
+    seen, result = set(), []
+    for v in values:
+        if id(v) not in seen:
+            seen.add(id(v))
+            result.append(v)
+    return result
+
+
+def _as_grad(grad):
+    """A gradient as ``step`` reads it: an ndarray (a Tensor's data), or None."""
+    if grad is None:
+        return None
+    return np.asarray(getattr(grad, "data", grad))
+
+
+class _Probe:
+    """A bare object ``set_parameters`` can run on to validate a list without touching state."""
+    _pending_state = None
+
+
 class Optimizer:
     """Base class of minnet's optimizers.
 
@@ -224,6 +245,65 @@ class Optimizer:
             pending, self._pending_state = self._pending_state, None
             self.load_state_dict(pending)
         return self
+
+    # ---- Keras 3's entry points: gradients and variables given at the call ------------
+    def build(self, variables):
+        """Create the state for ``variables`` (Keras's ``optimizer.build``); ``apply`` calls it
+        for variables it has not seen, so the state of the others is kept."""
+        variables = list(variables)
+        if self._params is None:
+            self.set_parameters(variables)
+            return self
+        known = {id(p) for p in self._params}
+        new = [v for v in variables if id(v) not in known]
+        if new:
+            Optimizer.set_parameters(_Probe(), new)     # validates the list, keeps nothing
+            self._params = list(self._params) + _unique(new)
+            self._groups = list(self._groups) + [(None, None)] * (len(self._params) - len(self._groups))
+            self._state = list(self._state) + [{} for _ in range(len(self._params) - len(self._state))]
+        return self
+
+    def apply(self, grads, trainable_variables=None):
+        """Update ``trainable_variables`` with ``grads`` (two lists in the same order), Keras 3's
+        ``optimizer.apply``: the state is built on first use, a None gradient is skipped,
+        ``iterations`` goes up by one. ``trainable_variables`` may be left out when the
+        optimizer already holds its parameters.
+
+        Example:
+            >>> loss.backward()
+            >>> optimizer.apply([v.grad for v in model.trainable_variables], model.trainable_variables)
+        """
+        grads = list(grads)
+        if trainable_variables is None:
+            if self._params is None:
+                raise ValueError(f"{type(self).__name__}.apply(grads) needs `trainable_variables` "
+                                 f"the first time (the optimizer holds no variables yet).")
+            variables = list(self._params)
+        else:
+            variables = list(trainable_variables)
+        if len(grads) != len(variables):
+            raise ValueError(f"Invalid value for argument `grads`: expected one gradient per variable "
+                             f"({len(variables)}). Received: {len(grads)} gradients")
+        self.build(variables)
+        saved = [p.grad for p in self._params]
+        given = {id(v): g for v, g in zip(variables, grads)}
+        try:
+            for p in self._params:
+                p.grad = _as_grad(given.get(id(p)))
+            self.step()
+        finally:
+            for p, grad in zip(self._params, saved):
+                p.grad = grad
+        return self.iterations
+
+    def apply_gradients(self, grads_and_vars):
+        """``apply`` from ``zip(grads, variables)`` (Keras's ``apply_gradients``); returns
+        ``iterations``."""
+        pairs = list(grads_and_vars)
+        if not pairs:
+            return self.iterations
+        grads, variables = zip(*pairs)
+        return self.apply(list(grads), list(variables))
 
     @property
     def params(self):

@@ -73,9 +73,13 @@ def compile_config_of(model):
         warnings.warn(f"Could not serialize {', '.join(warnings_list)} (made from plain functions); "
                       f"the loaded model will need `compile()` again for them. Subclass Loss / "
                       f"Metric to make them savable.", UserWarning, stacklevel=4)
-    return {"optimizer": optimizers.serialize(model.optimizer), "loss": loss,
-            "metrics": metric_entries, "loss_weights": ids.get("loss_weights"),
-            "loss_saved": model.loss is None or loss is not None}
+    config = {"optimizer": optimizers.serialize(model.optimizer), "loss": loss,
+              "metrics": metric_entries, "loss_weights": ids.get("loss_weights"),
+              "loss_saved": model.loss is None or loss is not None}
+    if isinstance(ids.get("weighted_metrics"), list):     # Keras's weighted_metrics, by name/config
+        config["weighted_metrics"] = [item if isinstance(item, str) else metrics.serialize(item)
+                                      for item in ids["weighted_metrics"]]
+    return config
 
 
 def _deserialize_identifier(entry, module, custom_objects):
@@ -279,8 +283,13 @@ def build_compile(model, compile_config, optimizer_state, path, custom_objects):
                                                        f"{short_repr(metric_entries)}")
         metric_list = [convert(f"compile.metrics[{i}]", lambda m=m: _deserialize_identifier(
             m, metrics, custom_objects)) for i, m in enumerate(metric_entries)]
+    weighted = compile_config.get("weighted_metrics") if not per_output else None
+    weighted_list = None if not weighted else [
+        convert(f"compile.weighted_metrics[{i}]", lambda m=m: _deserialize_identifier(
+            m, metrics, custom_objects)) for i, m in enumerate(weighted)]
     convert("compile", lambda: model.compile(optimizer=optimizer, loss=loss, metrics=metric_list,
-                                             loss_weights=compile_config.get("loss_weights")))
+                                             loss_weights=compile_config.get("loss_weights"),
+                                             weighted_metrics=weighted_list))
     if model._compile_identifiers is not None and not per_output:
         # Keep the saved identifiers so a re-save writes the same strings.
         model._compile_identifiers["loss"] = compile_config.get("loss") \

@@ -141,21 +141,45 @@ def _copy_metric(metric):
 class CompileMetrics:
     """The compiled metrics: ``entries`` is a list of ``(output index, Metric)``.
 
+    As in Keras 3, ``metrics`` are updated without the sample weights and
+    ``weighted_metrics`` with them (a weighted metric whose name is taken already is
+    logged as ``weighted_<name>``).
+
     Args:
         metrics: as ``compile``'s ``metrics``.
         losses: the per-output loss objects (``"accuracy"`` picks its kind from them).
         output_names: names of the model's outputs.
+        weighted_metrics: as ``compile``'s ``weighted_metrics``.
     """
 
-    def __init__(self, metrics, losses, output_names):
+    def __init__(self, metrics, losses, output_names, weighted_metrics=None):
+        self._build(metrics, losses, output_names)
+        plain = list(self.entries)
+        self.weighted = set()
+        if weighted_metrics:
+            self._build(weighted_metrics, losses, output_names, argument="weighted_metrics")
+            names = {metric.name for _, metric in plain}
+            weighted = []
+            for index, metric in self.entries:
+                if any(metric is existing for _, existing in plain):
+                    metric = _copy_metric(metric)
+                if metric.name in names:
+                    metric.name = f"weighted_{metric.name}"
+                names.add(metric.name)
+                weighted.append((index, metric))
+            self.weighted = {id(metric) for _, metric in weighted}
+            self.entries = plain + weighted
+            self.identifiers = [list(a) for a in self._plain_identifiers]
+
+    def _build(self, metrics, losses, output_names, argument="metrics"):
         self.output_names = list(output_names)
         n = len(self.output_names)
         if metrics is None:
             metrics = []
         if isinstance(metrics, str) or not isinstance(metrics, (list, tuple, dict)):
-            raise TypeError(f"Invalid value for argument `metrics`: expected a list of metrics (or, "
-                            f"for several outputs, a list of lists or a dict). Received: "
-                            f"metrics={metrics!r}")
+            raise TypeError(f"Invalid value for argument `{argument}`: expected a list of metrics "
+                            f"(or, for several outputs, a list of lists or a dict). Received: "
+                            f"{argument}={metrics!r}")
         if isinstance(metrics, dict):
             per_output = _per_output(metrics, self.output_names, "metrics", broadcast=False)
             identifiers = [[] if m is None else (list(m) if isinstance(m, (list, tuple)) else [m])
@@ -165,6 +189,8 @@ class CompileMetrics:
                                                         broadcast=False)]
         else:
             identifiers = [list(metrics)] * n
+        if argument == "metrics":
+            self._plain_identifiers = identifiers
         self.identifiers = identifiers
         self.entries = []
         for index, ids in enumerate(identifiers):
@@ -186,7 +212,9 @@ class CompileMetrics:
             target = y_true[index]
             if target is None:
                 continue
-            weight = sample_weight[index] if isinstance(sample_weight, list) else sample_weight
+            weight = None
+            if id(metric) in self.weighted:     # Keras: only weighted_metrics see the weights
+                weight = sample_weight[index] if isinstance(sample_weight, list) else sample_weight
             prediction = y_pred[index]
             mask = get_keras_mask(prediction)
             prediction = getattr(prediction, "data", prediction)

@@ -1,8 +1,9 @@
 """Data adapters: every data source ``fit``/``evaluate``/``predict`` accept, as batches.
 
-A batch is what ``train_step(data)`` receives: ``(x, y, sample_weight)`` with ``None`` for
-the parts that are missing (``mn.utils.unpack_x_y_sample_weight`` takes it apart). The
-sources, as Keras 3 accepts them:
+A batch is what ``train_step(data)`` receives, as Keras 3 hands it over: for arrays,
+``pack_x_y_sample_weight(x, y, sample_weight)`` (``(x, y)`` without weights, ``x`` alone
+without targets), for other sources the batch as the source yields it
+(``mn.utils.unpack_x_y_sample_weight`` takes it apart). The sources:
 
 - arrays (and lists/dicts of arrays for several inputs or outputs): ``ArrayDataAdapter``
   slices them, shuffled per epoch (the permutation is drawn from
@@ -114,10 +115,10 @@ class ArrayDataAdapter:
     def _slice(self, index):
         w = None if self.sample_weight is None else self.sample_weight[index]
         if self._single:
-            return self.x[index], (None if self.y is None else self.y[index]), w
+            return pack_x_y_sample_weight(self.x[index], None if self.y is None else self.y[index], w)
         xb = pack_leaves(self.x, [leaf[index] for leaf in self._x_leaves])
         yb = None if self.y is None else pack_leaves(self.y, [leaf[index] for leaf in self._y_leaves])
-        return xb, yb, w
+        return pack_x_y_sample_weight(xb, yb, w)
 
     def epoch_batches(self, epoch, shuffle=None):
         """The batches of one epoch, in order (shuffled when the adapter shuffles)."""

@@ -110,6 +110,8 @@ def sample_weights(y, n, sample_weight, class_weight, check_finite=True):
             raise TypeError(f"Invalid value for argument `sample_weight`: expected numeric weights. "
                             f"Received: sample_weight with dtype {weights.dtype}")
         weights = weights.astype(np.float64)
+        if weights.shape == (n, 1):
+            weights = weights.reshape(n)      # Keras accepts a column of weights too
         if weights.shape != (n,):
             raise ValueError(f"Invalid value for argument `sample_weight`: expected shape "
                              f"({n},) (one weight per sample). Received: sample_weight "

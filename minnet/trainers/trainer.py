@@ -17,8 +17,9 @@ The loop is Keras 3's: ``fit`` asks a data adapter for batches and calls
 **The custom-step contract** (override any of the three):
 
 - ``train_step(data)`` / ``test_step(data)``: ``data`` is one batch as the data source gives
-  it: ``(x, y, sample_weight)`` for arrays (``y``/``sample_weight`` None when not given),
-  whatever a generator or PyDataset yields otherwise; take it apart with
+  it, as Keras 3 hands it over: ``(x, y)`` for arrays (``(x, y, sample_weight)`` with
+  weights or class weights, ``x`` alone without targets), whatever a generator or
+  PyDataset yields otherwise; take it apart with
   ``mn.utils.unpack_x_y_sample_weight(data)``. Return a dict of logs ``{name: float}``
   (``self.compute_metrics(...)`` or ``{m.name: m.result() for m in self.metrics}``); the
   epoch's logs are the last step's, so return running means (the metrics' results).
@@ -42,11 +43,13 @@ from minnet import optimizers as optimizers_module
 from minnet.autograd import Tensor, no_grad
 from minnet.callbacks import CallbackList, History, TerminateOnNaN, resolve_verbose
 from minnet.data import as_array, train_validation_split
+from minnet.layers.call_context import call_context
 from minnet.metrics import Mean
 from minnet.trainers import data_adapters
 from minnet.trainers.compile_utils import CompileLoss, CompileMetrics, is_sparse_loss
 from minnet.trainers.data_adapters import (ArrayDataAdapter, GeneratorDataAdapter, PyDatasetAdapter,
-                                           flat_leaves, unpack_x_y_sample_weight)
+                                           flat_leaves, pack_x_y_sample_weight,
+                                           unpack_x_y_sample_weight)
 from minnet.trainers.epoch_iterator import EpochIterator
 from minnet.trainers.interrupts import StepGuard
 from minnet.trainers.targets import (check_class_weight, class_ids, first_nonfinite_row, prepare_target,
@@ -170,7 +173,9 @@ class Trainer:
         self.resume_epoch = None
 
     # ------------------------------------------------------------------ compile
-    def compile(self, optimizer="rmsprop", loss=None, metrics=None, loss_weights=None):
+    def compile(self, optimizer="rmsprop", loss=None, metrics=None, loss_weights=None, *,
+                weighted_metrics=None, run_eagerly=False, steps_per_execution=1, jit_compile="auto",
+                auto_scale_loss=True):
         """Choose the optimizer, the loss(es) and the metrics for ``fit`` / ``evaluate``.
 
         Args:
@@ -183,12 +188,18 @@ class Trainer:
             metrics: list of metric names / instances (``"accuracy"`` picks the right
                 accuracy for the loss); for several outputs a list of lists or a dict.
             loss_weights: a float, a list or a dict: the weight of each output's loss.
+            weighted_metrics: metrics updated with the sample (or class) weights; as in
+                Keras 3, ``metrics`` are updated without them.
+            run_eagerly, steps_per_execution, jit_compile, auto_scale_loss: Keras's
+                execution options; minnet always runs eagerly, one step at a time, so they
+                are accepted and change nothing (``steps_per_execution`` must be >= 1).
         """
+        check_int("steps_per_execution", steps_per_execution, minimum=1)
         optimizer_object = optimizers_module.get(optimizer)
         output_names = self.output_names
         compiled_loss = CompileLoss(loss, loss_weights, output_names)
         compiled_metrics = CompileMetrics(metrics, compiled_loss.losses or [None] * len(output_names),
-                                          output_names)
+                                          output_names, weighted_metrics=weighted_metrics)
         self.optimizer = optimizer_object
         self.compiled_loss = None if compiled_loss.empty else compiled_loss
         self.loss = (None if compiled_loss.empty else
@@ -200,6 +211,9 @@ class Trainer:
         self._compile_identifiers = {"optimizer": optimizer, "loss": loss,
                                      "metrics": metrics if isinstance(metrics, dict) else list(metrics or []),
                                      "loss_weights": loss_weights}
+        if weighted_metrics:
+            self._compile_identifiers["weighted_metrics"] = list(weighted_metrics) \
+                if isinstance(weighted_metrics, (list, tuple)) else weighted_metrics
         self._optimizer_needs_params = not getattr(optimizer_object, "params", None) and not \
             getattr(optimizer_object, "param_groups", None)
         if self._optimizer_needs_params and self.built:
@@ -234,9 +248,8 @@ class Trainer:
         if self.optimizer is None:
             raise NotCompiledError(f"You must call `compile(optimizer, loss)` on model '{self.name}' "
                                    f"before `{method}()`.")
-        if need_loss and self.loss is None and type(self).train_step is Trainer.train_step:
-            raise NotCompiledError(f"Model '{self.name}' was compiled without a loss: pass `loss=` to "
-                                   f"`compile()` before `{method}()`.")
+        # A model compiled without `loss=` may add its losses in call (add_loss); the first
+        # step says so when it adds none (compute_loss).
 
     def _ensure_optimizer_params(self):
         if self.optimizer is not None and self._optimizer_needs_params and self.built \
@@ -251,8 +264,15 @@ class Trainer:
         name); the result is ``sum_i loss_weight_i * loss_i``.
         """
         if self.compiled_loss is None:
-            raise NotCompiledError(f"Model '{self.name}' has no compiled loss: pass `loss=` to "
-                                   f"`compile()` (or compute the loss yourself in train_step).")
+            terms = self.losses
+            if not terms:
+                raise NotCompiledError(f"Model '{self.name}' was compiled without a loss and adds "
+                                       f"none with `add_loss`: pass `loss=` to `compile()` (or "
+                                       f"compute the loss yourself in train_step).")
+            loss = terms[0]
+            for term in terms[1:]:
+                loss = loss + term
+            return loss
         y_true = self._flat_outputs(y)
         predictions = self._flat_outputs(y_pred)
         batch = len(predictions[0]) if predictions and predictions[0] is not None else None
@@ -436,7 +456,7 @@ class Trainer:
         sparse = len(losses) == 1 and is_sparse_loss(losses[0])
 
         def prepare(batch):
-            x, y, w = unpack_x_y_sample_weight(batch)
+            x, y, w = x0, y0, w0 = unpack_x_y_sample_weight(batch)
             if isinstance(x, (list, tuple)) and not self.structured_inputs(x):
                 x = as_array(x, "x")
             if y is not None:
@@ -447,7 +467,9 @@ class Trainer:
                 w = self._sample_weights(y, len(flat_leaves(y)[0]), w, class_weight)
             if w is not None and not isinstance(w, np.ndarray):
                 w = as_array(w, "sample_weight")
-            return x, y, w
+            if x is x0 and y is y0 and w is w0:
+                return batch            # train_step gets the batch exactly as the source gave it
+            return pack_x_y_sample_weight(x, y, w)
 
         return prepare
 
@@ -461,15 +483,6 @@ class Trainer:
         return CallbackList(list(callbacks or []), add_history=True, add_progbar=verbose != 0,
                             model=self, verbose=verbose, epochs=epochs, steps=steps)
 
-    def _save_modes(self):
-        return [(self, self.training)] + [(layer, layer.training) for layer in self.layers]
-
-    @staticmethod
-    def _restore_modes(modes):
-        (model, model_mode), rest = modes[0], modes[1:]
-        model.training = model_mode
-        for layer, mode in rest:
-            layer.train(mode)
 
     def _warn_missing_classes(self, y_train, y_val, stacklevel):
         train_ids = self._class_ids(y_train, one_hot_only=True)
@@ -566,7 +579,7 @@ class Trainer:
                 class_weight = check_class_weight(class_weight, check_finite)
             prepare = self._batch_preparer(class_weight)
         else:
-            default_step = type(self).train_step is Trainer.train_step
+            default_step = type(self).train_step is Trainer.train_step and self.compiled_loss is not None
             x, y, n = self._check_arrays(x, y, need_y=default_step, check_finite=check_finite)
             weights = self._sample_weights(y, n, sample_weight, class_weight, check_finite)
             if validation_data is None and validation_split:
@@ -591,14 +604,16 @@ class Trainer:
         self.history = next((cb for cb in callback_list.callbacks if isinstance(cb, History)), None)
         self._locate_nonfinite = any(isinstance(cb, TerminateOnNaN) for cb in callback_list.callbacks)
         self.nonfinite_layer = None
-        modes = self._save_modes()
         self.stop_training = False
         guard = StepGuard()
         train_step = self.train_step
         self._ensure_optimizer_params()
         try:
-            with guard:
-                self.train()
+            # The mode is passed down each call (train_step calls `self(x, training=True)`),
+            # never stored on the layers, so a predict in another thread cannot flip it
+            # (layers/call_context.py). As in Keras, the loop itself sets no mode: a custom
+            # train_step that calls `self(x)` without `training` runs in inference mode.
+            with guard, call_context(training=None):
                 self.resume_epoch = None
                 callback_list.on_train_begin()
                 if self.resume_epoch is not None:     # set by BackupAndRestore
@@ -633,14 +648,12 @@ class Trainer:
                         val_logs = self._run_validation(validation, validation_batch_size,
                                                         validation_steps, callback_list)
                         epoch_logs.update({"val_" + k: v for k, v in val_logs.items()})
-                        self.train()
                     callback_list.on_epoch_end(epoch, epoch_logs)
                     if self.stop_training or iterator.exhausted:
                         break
                 callback_list.on_train_end(epoch_logs)
         finally:
             iterator.close()
-            self._restore_modes(modes)
         return self.history
 
     @staticmethod
@@ -726,14 +739,14 @@ class Trainer:
 
     def _run_test_loop(self, iterator, callback_list):
         self.reset_metrics()
-        self.eval()
-        callback_list.on_test_begin()
         logs = None
-        test_step = self.test_step
-        for step, data in iterator.epoch(0):
-            callback_list.on_test_batch_begin(step)
-            logs = _step_logs(test_step(data), "test_step", self)
-            callback_list.on_test_batch_end(step, logs)
+        with call_context(training=False):
+            callback_list.on_test_begin()
+            test_step = self.test_step
+            for step, data in iterator.epoch(0):
+                callback_list.on_test_batch_begin(step)
+                logs = _step_logs(test_step(data), "test_step", self)
+                callback_list.on_test_batch_end(step, logs)
         logs = self._pythonify(logs) if logs is not None else self.get_metrics_result()
         callback_list.on_test_end(logs)
         return logs
@@ -776,15 +789,14 @@ class Trainer:
         verbose = _check_verbose(verbose, 1)
         steps = _check_optional_int(steps, "steps", 1)
         adapter, prepare = self._adapter_for(x, y, sample_weight, batch_size,
-                                             type(self).test_step is Trainer.test_step, steps)
+                                             type(self).test_step is Trainer.test_step
+                                             and self.compiled_loss is not None, steps)
         iterator = EpochIterator(adapter, steps_per_epoch=steps, prepare=prepare, prefetch=False)
         callback_list = self._callback_list(callbacks, verbose, 1, iterator.num_steps)
-        modes = self._save_modes()
         try:
             logs = self._run_test_loop(iterator, callback_list)
         finally:
             iterator.close()
-            self._restore_modes(modes)
         if return_dict:
             return logs
         values = [logs[name] for name in self.metrics_names if name in logs]
@@ -811,14 +823,12 @@ class Trainer:
         adapter, prepare = self._adapter_for(x, None, None, batch_size, False, steps)
         iterator = EpochIterator(adapter, steps_per_epoch=steps, prepare=prepare, prefetch=False)
         callback_list = self._callback_list(callbacks, verbose, 1, iterator.num_steps)
-        modes = self._save_modes()
         outputs = []
         structure = None
         try:
-            self.eval()
-            callback_list.on_predict_begin()
-            predict_step = self.predict_step
-            with no_grad():
+            with call_context(training=False), no_grad():
+                callback_list.on_predict_begin()
+                predict_step = self.predict_step
                 for step, data in iterator.epoch(0):
                     callback_list.on_predict_batch_begin(step)
                     out = predict_step(data)
@@ -831,10 +841,9 @@ class Trainer:
                     outputs.append(leaves)
                     callback_list.on_predict_batch_end(step, {"outputs": leaves[0] if len(leaves) == 1
                                                               else leaves})
-            callback_list.on_predict_end()
+                callback_list.on_predict_end()
         finally:
             iterator.close()
-            self._restore_modes(modes)
         if not outputs:
             raise ValueError("predict received no batch: the data source `x` is empty.")
         merged = [np.concatenate([batch[i] for batch in outputs], axis=0) for i in range(len(outputs[0]))]
@@ -847,14 +856,10 @@ class Trainer:
         x, y, n = self._check_arrays(x, y)
         weights = self._sample_weights(y, n, sample_weight, class_weight)
         self._build_from(x)
-        modes = self._save_modes()
-        try:
-            self.train()
+        with call_context(training=None):
             self.reset_metrics()
             self._ensure_optimizer_params()
-            logs = self._pythonify(self.train_step((x, y, weights)))
-        finally:
-            self._restore_modes(modes)
+            logs = self._pythonify(self.train_step(pack_x_y_sample_weight(x, y, weights)))
         return self._batch_result(logs, return_dict)
 
     def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
@@ -863,25 +868,16 @@ class Trainer:
         x, y, n = self._check_arrays(x, y)
         weights = self._sample_weights(y, n, sample_weight, None)
         self._build_from(x)
-        modes = self._save_modes()
-        try:
-            self.eval()
+        with call_context(training=False):
             self.reset_metrics()
-            logs = self._pythonify(self.test_step((x, y, weights)))
-        finally:
-            self._restore_modes(modes)
+            logs = self._pythonify(self.test_step(pack_x_y_sample_weight(x, y, weights)))
         return self._batch_result(logs, return_dict)
 
     def predict_on_batch(self, x):
         """Outputs for one batch (eval mode, no graph) as an ndarray (list/dict for several)."""
         x, _, _ = self._check_arrays(x, need_y=False)
-        modes = self._save_modes()
-        try:
-            self.eval()
-            with no_grad():
-                out = self.predict_step((x,))
-        finally:
-            self._restore_modes(modes)
+        with call_context(training=False), no_grad():
+            out = self.predict_step((x,))
         leaves = [np.asarray(getattr(v, "data", v)) for v in flat_leaves(out)]
         return data_adapters.pack_leaves(out, leaves)
 

@@ -7,6 +7,8 @@ from minnet.utils._sequence import pad_sequences
 from minnet.utils._general import (PyDataset, clear_session, pack_x_y_sample_weight, set_random_seed,
                                    to_categorical, unpack_x_y_sample_weight)
 
-__all__ = ["to_categorical", "set_random_seed", "PyDataset", "unpack_x_y_sample_weight",
+from minnet._registry import CustomObjectScope, custom_object_scope, get_custom_objects
+
+__all__ = ["CustomObjectScope", "custom_object_scope", "get_custom_objects", "to_categorical", "set_random_seed", "PyDataset", "unpack_x_y_sample_weight",
            "pack_x_y_sample_weight", "split_dataset", "train_test_split", "normalize",
            "image_dataset_from_directory", "ImageDataset", "pad_sequences", "clear_session"]

@@ -162,9 +162,10 @@ def unpack_x_y_sample_weight(data):
 
 
 def pack_x_y_sample_weight(x, y=None, sample_weight=None):
-    """The inverse of ``unpack_x_y_sample_weight``: ``(x,)``, ``(x, y)`` or ``(x, y, w)``."""
+    """The inverse of ``unpack_x_y_sample_weight`` (Keras's rule): ``x`` itself when ``y`` is
+    None and ``x`` is not a tuple/list (else ``(x,)``), ``(x, y)``, or ``(x, y, w)``."""
     if y is None:
-        return (x,)
+        return x if not isinstance(x, (tuple, list)) else (x,)
     if sample_weight is None:
         return (x, y)
     return (x, y, sample_weight)

@@ -1,0 +1,171 @@
+"""The functional-API side of a layer: called on symbolic tensors, it records a graph node.
+
+``Layer`` inherits ``SymbolicLayer``. A call on ``KerasTensor``s (from ``mn.Input``) builds
+the layer for their shapes, infers the output and records a ``Node``
+(``minnet/ops/symbolic.py``): by ``compute_output_shape`` when the layer has a formula, else
+by running the layer on zero-filled placeholders (eval mode, no graph). The first node
+recorded gives Keras's ``layer.input`` / ``layer.output`` / ``input_shape`` / ``output_shape``.
+"""
+import numpy as np
+
+from minnet.autograd import Tensor, no_grad
+from minnet.layers import call_spec
+from minnet.layers._layout import check_user_layout
+from minnet.layers.call_context import call_context
+from minnet.ops import symbolic
+
+__all__ = ["SymbolicLayer", "specs_from_shapes"]
+
+
+def specs_from_shapes(output, dtype):
+    """``(shape, dtype)`` spec(s) from what ``compute_output_shape`` returned."""
+    if isinstance(output, (list, tuple)) and output and all(
+            s is None or isinstance(s, (int, np.integer)) for s in output):
+        return (tuple(None if s is None else int(s) for s in output), np.dtype(dtype))
+    if isinstance(output, (tuple, list)) and not output:
+        return ((), np.dtype(dtype))
+    if isinstance(output, dict):
+        return {key: specs_from_shapes(value, dtype) for key, value in output.items()}
+    return [specs_from_shapes(shape, dtype) for shape in output]
+
+
+class SymbolicLayer:
+    """Mixin of ``Layer``: the symbolic call, the graph views and the default output shape."""
+
+    def _symbolic_call(self, args, kwargs, training=None, mask=None):
+        """Record this layer called on symbolic tensors: build it for their shapes, infer the
+        output (``compute_output_shape`` when the layer has one, else by running it on
+        placeholders, ``ops/symbolic.py``) and record the node."""
+        first = args[0]
+        for value in symbolic.flatten(first):
+            if not isinstance(value, symbolic.KerasTensor):
+                raise TypeError(f"Layer '{self.name}' was called on a mix of symbolic tensors and "
+                                f"{type(value).__name__}; in a functional model every input of a "
+                                f"layer must come from `mn.Input` or another layer's output.")
+        record_kwargs = dict(kwargs)
+        if training is not None:
+            record_kwargs["training"] = training
+        if mask is not None:
+            record_kwargs["mask"] = mask
+        if isinstance(first, symbolic.KerasTensor) and first.node is not None \
+                and not first.node.parents:
+            # The user's own array enters here (straight from mn.Input): an image layer whose
+            # layout was left to the default checks that the shape fits it.
+            check_user_layout(self, first.shape)
+        info = call_spec.call_info(self)
+        try:
+            specs = self._infer_output(info, args, kwargs)
+        except (ValueError, TypeError, IndexError) as error:
+            kind = TypeError if isinstance(error, TypeError) else ValueError
+            raise kind(f"Layer '{self.name}' ({type(self).__name__}) cannot be called on "
+                       f"{symbolic.describe(list(args) + list(kwargs.values()))}: {error}") from None
+        return symbolic.record(self, args, record_kwargs, specs)
+
+    def _infer_output(self, info, args, kwargs):
+        shapes = call_spec.shapes_dict(call_spec.bind(info, args, kwargs))
+        first = next(iter(shapes.values()), None)
+        formula = type(self).compute_output_shape is not SymbolicLayer.compute_output_shape
+        if not self.built:
+            self._maybe_build(info, args, kwargs)
+        elif formula and len(args) == 1 and not kwargs and isinstance(first, tuple) \
+                and all(s is not None for s in first[1:]):
+            # A layer built before (a shared layer): run it once on zeros, so weights that do
+            # not fit this input fail here, naming the tensor, and not at the first batch.
+            with no_grad(), call_context(False):
+                self._call_impl((Tensor(np.zeros((1,) + first[1:], dtype=args[0].dtype)),), {})
+        if formula:
+            output = self.compute_output_shape(
+                **call_spec.shapes_for(self.compute_output_shape, shapes, info, type(self).__name__))
+            return specs_from_shapes(output, self.dtype)
+        return self._run_on_placeholders(args, kwargs)
+
+    def _run_on_placeholders(self, args, kwargs):
+        # A class with its own __call__ (a Model, Embedding, ...) runs through it; the others
+        # through the base's call path, without hooks (a probe is not a forward pass).
+        own_call = not getattr(type(self).__call__, "keras_default", False)
+
+        def run(*concrete_args, **concrete_kwargs):
+            with call_context(False):
+                if own_call:
+                    return self(*concrete_args, training=False, **concrete_kwargs)
+                return self._call_impl(concrete_args, dict(concrete_kwargs, training=False))
+        return symbolic.infer_outputs(run, args, kwargs)
+
+    # ------------------------------------------------------------------ functional-graph views
+    def _first_node(self, what):
+        nodes = self.__dict__.get("_inbound_nodes")
+        owner = self.__dict__.get("_trace_owner")
+        if not nodes and owner is not None and owner() is not None:
+            owner()._trace_graph()     # a layer of a built Sequential: its graph is traced now
+            nodes = self.__dict__.get("_inbound_nodes")
+        if not nodes:
+            raise AttributeError(f"Layer '{self.name}' has never been called on a symbolic tensor "
+                                 f"(from `mn.Input`) and thus has no defined {what}.")
+        return nodes[0]
+
+    @property
+    def input(self):
+        """The symbolic input(s) of the layer's first call in a functional graph (Keras)."""
+        node = self._first_node("input")
+        tensors = node.input_tensors or node.output_tensors    # an InputLayer: its tensor
+        return tensors[0] if len(tensors) == 1 else tensors
+
+    @property
+    def output(self):
+        """The symbolic output(s) of the layer's first call in a functional graph (Keras)."""
+        tensors = self._first_node("output").output_tensors
+        return tensors[0] if len(tensors) == 1 else tensors
+
+    @property
+    def input_shape(self):
+        """The shape of ``input`` (a list for several), or the shape the layer was built with."""
+        if "_assigned_input_shape" in self.__dict__:
+            return self.__dict__["_assigned_input_shape"]
+        if self.__dict__.get("_inbound_nodes"):
+            value = self.input
+            return [t.shape for t in value] if isinstance(value, list) else value.shape
+        if self._build_input_shape is not None:
+            return tuple(self._build_input_shape)
+        raise AttributeError(f"Layer '{self.name}' has no defined input shape yet: call it on data "
+                             f"or on a symbolic tensor first.")
+
+    @property
+    def output_shape(self):
+        """The shape of ``output`` (a list for several), or computed from the build shape."""
+        if "_assigned_output_shape" in self.__dict__:
+            return self.__dict__["_assigned_output_shape"]
+        if self.__dict__.get("_inbound_nodes"):
+            value = self.output
+            return [t.shape for t in value] if isinstance(value, list) else value.shape
+        if self._build_input_shape is not None:
+            return self.compute_output_shape(self._build_input_shape)
+        raise AttributeError(f"Layer '{self.name}' has no defined output shape yet: call it on "
+                             f"data or on a symbolic tensor first.")
+
+    # A subclass may keep its own attribute of these names (Lambda's `output_shape` argument).
+    @input_shape.setter
+    def input_shape(self, value):
+        self.__dict__["_assigned_input_shape"] = value
+
+    @output_shape.setter
+    def output_shape(self, value):
+        self.__dict__["_assigned_output_shape"] = value
+
+    def compute_output_shape(self, input_shape):
+        """Output shape for ``input_shape`` (batch dim included; None for unknown sizes).
+
+        The default builds the layer and runs it on zeros (eval mode, no graph) with
+        placeholder sizes for the unknown ones (``ops/symbolic.py``); layers with a formula
+        override it.
+        """
+        input_shape = tuple(input_shape)
+        probe = symbolic.KerasTensor(input_shape, dtype=self.dtype)
+        info = call_spec.call_info(self)
+        if not self.built:
+            self._maybe_build(info, (probe,), {})
+        specs = self._run_on_placeholders((probe,), {})
+        if isinstance(specs, tuple) and len(specs) == 2 and isinstance(specs[0], tuple) \
+                and not isinstance(specs[1], tuple):
+            return specs[0]
+        return [spec[0] for spec in symbolic.flatten_specs(specs)]
+
