@@ -1,0 +1,69 @@
+/* The float32 elementwise passes of the attention kernel (_attention.pyx) over one block
+ * of scores: rows of `nk` values, `ld` apart. Written as plain loops over a row so GCC
+ * vectorises them, and compiled as AVX-512 / AVX2 / baseline copies picked at load time
+ * (MINNET_FAST_CLONES from _fastmath.pxd, which _attention.pyx cimports first, as it does
+ * minnet_exp_nonpos_f): the Cython loops are compiled for baseline x86-64 only.
+ */
+#ifndef MINNET_ATTENTION_H
+#define MINNET_ATTENTION_H
+
+#include <math.h>
+#include <string.h>
+
+/* p = exp(s - lse_r) in place for each row r; a row with lse_r = -inf (no allowed key)
+ * becomes 0. Every s - lse_r <= 0 up to rounding (lse_r >= max of the row). */
+MINNET_FAST_CLONES
+static void minnet_att_probs_f(float *s, Py_ssize_t ld, Py_ssize_t nq, Py_ssize_t nk,
+                               const float *lse) {
+    for (Py_ssize_t r = 0; r < nq; r++) {
+        float *row = s + r * ld;
+        const float li = lse[r];
+        if (li == -INFINITY) {
+            memset(row, 0, (size_t) nk * sizeof(float));
+            continue;
+        }
+        for (Py_ssize_t c = 0; c < nk; c++) row[c] = minnet_exp_nonpos_f(row[c] - li);
+    }
+}
+
+/* ds = p * (dp - D_r) written over dp. */
+MINNET_FAST_CLONES
+static void minnet_att_dscores_f(const float *p, float *dp, Py_ssize_t ld, Py_ssize_t nq,
+                                 Py_ssize_t nk, const double *D) {
+    for (Py_ssize_t r = 0; r < nq; r++) {
+        const float *prow = p + r * ld;
+        float *drow = dp + r * ld;
+        const float d = (float) D[r];
+        for (Py_ssize_t c = 0; c < nk; c++) drow[c] = prow[c] * (drow[c] - d);
+    }
+}
+
+/* s += mask rows (row stride m_sl, column stride 1). */
+MINNET_FAST_CLONES
+static void minnet_att_add_mask_f(float *s, Py_ssize_t ld, Py_ssize_t nq, Py_ssize_t nk,
+                                  const float *mask, Py_ssize_t m_sl) {
+    for (Py_ssize_t r = 0; r < nq; r++) {
+        float *row = s + r * ld;
+        const float *mrow = mask + r * m_sl;
+        for (Py_ssize_t c = 0; c < nk; c++) row[c] = row[c] + mrow[c];
+    }
+}
+
+/* D_r = <do_r, o_r> in double for nq rows of n values. */
+MINNET_FAST_CLONES
+static void minnet_att_rowdot_f(const float *o, Py_ssize_t o_sl, const float *g,
+                                Py_ssize_t g_sl, Py_ssize_t nq, Py_ssize_t n, double *D) {
+    for (Py_ssize_t r = 0; r < nq; r++) {
+        const float *orow = o + r * o_sl, *grow = g + r * g_sl;
+        double acc[8] = {0};
+        Py_ssize_t c = 0;
+        for (; c + 8 <= n; c += 8)
+            for (int j = 0; j < 8; j++) acc[j] += (double) orow[c + j] * (double) grow[c + j];
+        double total = 0;
+        for (; c < n; c++) total += (double) orow[c] * (double) grow[c];
+        for (int j = 0; j < 8; j++) total += acc[j];
+        D[r] = total;
+    }
+}
+
+#endif
