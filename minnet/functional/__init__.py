@@ -31,6 +31,7 @@ from ._normalization import NativeBatchNorm, batch_norm
 from ._pooling import avg_pool2d, global_avg_pool2d, global_max_pool2d, max_pool2d
 from ._recurrent import concat_features, embedding, gru, lstm, reverse_sequence, rnn
 from ._attention import dot_product_attention_keras, scaled_dot_product_attention
+from ._attention import composed_attention, fused_attention, kernel_mask  # noqa: F401 (the attention layers' paths)
 
 __all__ = ["linear", "conv2d", "conv_transpose2d", "relu", "leaky_relu", "elu", "selu", "sigmoid", "tanh", "softmax",
            "log_softmax", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "huber_loss",

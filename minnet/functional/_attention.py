@@ -28,7 +28,7 @@ from minnet.functional._common import as_float_input
 from minnet.functional._dropout import dropout
 
 __all__ = ["scaled_dot_product_attention", "dot_product_attention_keras",
-           "ScaledDotProductAttention", "attention_mask_parts", "fused_attention"]
+           "ScaledDotProductAttention", "attention_mask_parts", "fused_attention", "kernel_mask"]
 
 _BHLD = "bhld"      # PyTorch: (batch, heads, L, dim)
 _BLHD = "blhd"      # Keras: (batch, L, heads, dim)
@@ -215,7 +215,7 @@ def _mask_operand(mask, dtype, target, name):
     return array, tensor
 
 
-def _kernel_mask(mask4, dtype):
+def kernel_mask(mask4, dtype):
     """A 4-D (broadcast) mask as ``(kv_len, additive)`` for the kernel: a boolean mask that
     depends only on (batch, key) and keeps a prefix of the keys becomes key lengths (whole
     key blocks skipped); any other boolean mask an additive 0 / -inf array."""
@@ -347,7 +347,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         out, _ = composed_attention(q4, k4, v4, scale, bool(is_causal), None, plain, mask_t4,
                                     dropout_p)
     else:
-        kv_len, additive = _kernel_mask(mask4, qa.dtype)
+        kv_len, additive = kernel_mask(mask4, qa.dtype)
         out = fused_attention(q4, k4, v4, scale, is_causal, kv_len, additive)
     return out.reshape(batch + (n_queries, va.shape[-1]))
 
@@ -421,7 +421,7 @@ def dot_product_attention_keras(query, key, value, bias=None, mask=None, scale=N
         array, _ = _mask_operand(mask, dtype, target, "mask")
         if array.dtype != bool:
             array = array != 0
-        kv_len, additive = _kernel_mask(np.broadcast_to(array, target), dtype)
+        kv_len, additive = kernel_mask(np.broadcast_to(array, target), dtype)
     if bias is not None:
         array, bias_tensor = _mask_operand(bias, dtype, target, "bias")
         if array.dtype == bool:
