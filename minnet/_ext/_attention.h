@@ -66,4 +66,45 @@ static void minnet_att_rowdot_f(const float *o, Py_ssize_t o_sl, const float *g,
     }
 }
 
+/* The forward's online-softmax step over one block of scores, for each row r:
+ *     m_new = max(m[r], max_c s[r][c]);  alpha[r] = exp(m[r] - m_new);
+ *     s[r][c] = exp(s[r][c] - m_new);    l[r] = l[r] * alpha[r] + sum_c s[r][c];  m[r] = m_new
+ * (a row whose m_new is -inf allows no key yet: it becomes 0 and keeps alpha[r] = 1). The
+ * block's sum is kept in MINNET_ATT_LANES float partial sums (a block row has at most
+ * block_k terms, each <= 1) and added to l[r] in double. */
+#define MINNET_ATT_LANES 16
+MINNET_FAST_CLONES
+static void minnet_att_online_f(float *s, Py_ssize_t ld, Py_ssize_t nq, Py_ssize_t nk,
+                                float *m, double *l, float *alpha) {
+    for (Py_ssize_t r = 0; r < nq; r++) {
+        float *row = s + r * ld;
+        float mx = minnet_row_max_f(row, nk);
+        float mn = mx > m[r] ? mx : m[r];
+        if (mn == -INFINITY) {
+            memset(row, 0, (size_t) nk * sizeof(float));
+            alpha[r] = 1.0f;
+            continue;
+        }
+        float acc[MINNET_ATT_LANES] = {0};
+        Py_ssize_t c = 0;
+        for (; c + MINNET_ATT_LANES <= nk; c += MINNET_ATT_LANES)
+            for (int j = 0; j < MINNET_ATT_LANES; j++) {
+                float e = minnet_exp_nonpos_f(row[c + j] - mn);
+                row[c + j] = e;
+                acc[j] += e;
+            }
+        float tail = 0.0f;
+        for (; c < nk; c++) {
+            float e = minnet_exp_nonpos_f(row[c] - mn);
+            row[c] = e;
+            tail += e;
+        }
+        for (int j = 0; j < MINNET_ATT_LANES; j++) tail += acc[j];
+        float a = m[r] == -INFINITY ? 0.0f : minnet_exp_nonpos_f(m[r] - mn);
+        alpha[r] = a;
+        l[r] = l[r] * (double) a + (double) tail;
+        m[r] = mn;
+    }
+}
+
 #endif

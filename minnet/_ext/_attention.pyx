@@ -56,6 +56,8 @@ cdef extern from "_attention.h":
                               Py_ssize_t nk, const double* D) noexcept nogil
     void minnet_att_add_mask_f(float* s, Py_ssize_t ld, Py_ssize_t nq, Py_ssize_t nk,
                                const float* mask, Py_ssize_t m_sl) noexcept nogil
+    void minnet_att_online_f(float* s, Py_ssize_t ld, Py_ssize_t nq, Py_ssize_t nk, float* m,
+                             double* l, float* alpha) noexcept nogil
     void minnet_att_rowdot_f(const float* o, Py_ssize_t o_sl, const float* g, Py_ssize_t g_sl,
                              Py_ssize_t nq, Py_ssize_t n, double* D) noexcept nogil
 
@@ -94,7 +96,7 @@ cdef inline Py_ssize_t _key_end(const Problem* p, Py_ssize_t b, Py_ssize_t i0,
 
 cdef inline void _scores(const Problem* p, Py_ssize_t b, Py_ssize_t h,
                          const floating* qi, Py_ssize_t q_sl,      # IN  nq query rows
-                         const floating* kj, Py_ssize_t k_sl,      # IN  nk key rows
+                         const floating* kt,                       # IN  (E, Lk) kᵀ of the pair
                          Py_ssize_t i0, Py_ssize_t nq, Py_ssize_t j0, Py_ssize_t nk,
                          floating* s) noexcept nogil:              # OUT (nq, bk) block
     """s = scale * q_i k_jᵀ + mask, -inf above the causal diagonal."""
@@ -102,8 +104,10 @@ cdef inline void _scores(const Problem* p, Py_ssize_t b, Py_ssize_t h,
     cdef floating* row
     cdef const floating* mrow
     cdef const floating* mbase
-    gemm(False, True, <int> nq, <int> nk, <int> p.E, <floating> p.scale, qi, <int> q_sl,
-         kj, <int> k_sl, 0, s, p.bk)
+    # kᵀ, transposed once per pair: a plain (nq, E) @ (E, nk) product, which OpenBLAS runs
+    # through its small-matrix kernel without packing either operand
+    gemm(False, False, <int> nq, <int> nk, <int> p.E, <floating> p.scale, qi, <int> q_sl,
+         kt + j0, <int> p.Lk, 0, s, p.bk)
     if p.mask != NULL:
         mbase = (<const floating*> p.mask) + b * p.m_sb + h * p.m_sh + j0 * p.m_sc
         if floating is float:
@@ -127,6 +131,19 @@ cdef inline void _scores(const Problem* p, Py_ssize_t b, Py_ssize_t h,
             row = s + r * p.bk
             for c in range(first, nk):
                 row[c] = -INFINITY
+
+
+cdef inline void _transpose(const floating* a, Py_ssize_t rows, Py_ssize_t sl, Py_ssize_t cols,
+                            floating* at) noexcept nogil:
+    """at (cols, rows) = a (rows, cols; row stride sl)ᵀ."""
+    cdef Py_ssize_t r, c, r0, r1
+    r0 = 0
+    while r0 < rows:                        # 32-row strips keep the writes in cache
+        r1 = r0 + 32 if r0 + 32 < rows else rows
+        for c in range(cols):
+            for r in range(r0, r1):
+                at[c * rows + r] = a[r * sl + c]
+        r0 = r1
 
 
 cdef inline floating _row_max(const floating* x, Py_ssize_t n) noexcept nogil:
@@ -165,7 +182,8 @@ cdef inline void _scale_row(floating* x, floating a, Py_ssize_t n) noexcept nogi
 
 cdef void _forward_pair(const Problem* p, Py_ssize_t bh, Operand q, Operand k, Operand v,
                         Operand o, floating* lse,           # OUT o (Lq, Ev), lse (B*H*Lq,)
-                        floating* s, floating* m, double* l) noexcept nogil:
+                        floating* s, floating* m, double* l, floating* al,
+                        floating* kt) noexcept nogil:
     cdef Py_ssize_t b = bh // p.H, h = bh % p.H
     cdef const floating* qp = (<floating*> q.base) + _offset(q, b, h)
     cdef const floating* kp = (<floating*> k.base) + _offset(k, b, h)
@@ -177,6 +195,7 @@ cdef void _forward_pair(const Problem* p, Py_ssize_t bh, Operand q, Operand k, O
     cdef floating* row
     cdef floating* orow
     cdef double inv
+    _transpose(kp, p.Lk, k.sl, p.E, kt)
     i0 = 0
     while i0 < p.Lq:
         nq = p.bq if p.Lq - i0 > p.bq else p.Lq - i0
@@ -189,8 +208,13 @@ cdef void _forward_pair(const Problem* p, Py_ssize_t bh, Operand q, Operand k, O
         while j0 + p.bk < end:
             j0 = j0 + p.bk
             nk = p.bk if end - j0 > p.bk else end - j0
-            _scores(p, b, h, qp + i0 * q.sl, q.sl, kp + j0 * k.sl, k.sl, i0, nq, j0, nk, s)
-            for r in range(nq):
+            _scores(p, b, h, qp + i0 * q.sl, q.sl, kt, i0, nq, j0, nk, s)
+            if floating is float:
+                minnet_att_online_f(s, p.bk, nq, nk, m, l, al)
+                for r in range(nq):
+                    if al[r] != 1:
+                        _scale_row(op + (i0 + r) * o.sl, al[r], p.Ev)
+            for r in range(nq if floating is double else 0):
                 row = s + r * p.bk
                 mx = _row_max(row, nk)
                 mnew = mx if mx > m[r] else m[r]
@@ -225,7 +249,8 @@ cdef inline void _zero_rows(floating* a, Py_ssize_t rows, Py_ssize_t sl, Py_ssiz
 cdef void _backward_pair(const Problem* p, Py_ssize_t bh, Operand q, Operand k, Operand v,
                          Operand o, const floating* lse, Operand do,          # IN
                          Operand dq, Operand dk, Operand dv,                  # OUT
-                         floating* s, floating* dp, double* dd) noexcept nogil:
+                         floating* s, floating* dp, double* dd, floating* kt,
+                         floating* vt) noexcept nogil:
     cdef Py_ssize_t b = bh // p.H, h = bh % p.H
     cdef const floating* qp = (<floating*> q.base) + _offset(q, b, h)
     cdef const floating* kp = (<floating*> k.base) + _offset(k, b, h)
@@ -243,6 +268,8 @@ cdef void _backward_pair(const Problem* p, Py_ssize_t bh, Operand q, Operand k, 
     cdef const floating* grow
     cdef floating li, di
     cdef double acc
+    _transpose(kp, p.Lk, k.sl, p.E, kt)
+    _transpose(vp, p.Lk, v.sl, p.Ev, vt)
     _zero_rows(dqp, p.Lq, dq.sl, p.E)
     _zero_rows(dkp, p.Lk, dk.sl, p.E)
     _zero_rows(dvp, p.Lk, dv.sl, p.Ev)
@@ -263,7 +290,7 @@ cdef void _backward_pair(const Problem* p, Py_ssize_t bh, Operand q, Operand k, 
         while j0 + p.bk < end:
             j0 = j0 + p.bk
             nk = p.bk if end - j0 > p.bk else end - j0
-            _scores(p, b, h, qp + i0 * q.sl, q.sl, kp + j0 * k.sl, k.sl, i0, nq, j0, nk, s)
+            _scores(p, b, h, qp + i0 * q.sl, q.sl, kt, i0, nq, j0, nk, s)
             if floating is float:           # p_ij = exp(s_ij - lse_i)
                 minnet_att_probs_f(s, p.bk, nq, nk, lp + i0)
             for r in range(nq if floating is double else 0):
@@ -278,8 +305,8 @@ cdef void _backward_pair(const Problem* p, Py_ssize_t bh, Operand q, Operand k, 
             gemm(True, False, <int> nk, <int> p.Ev, <int> nq, <floating> 1, s, p.bk,
                  gp + i0 * do.sl, <int> do.sl, <floating> 1, dvp + j0 * dv.sl, <int> dv.sl)
             # dP = dO_i V_jᵀ, then dS = P ∘ (dP - D) over it
-            gemm(False, True, <int> nq, <int> nk, <int> p.Ev, <floating> 1, gp + i0 * do.sl,
-                 <int> do.sl, vp + j0 * v.sl, <int> v.sl, <floating> 0, dp, p.bk)
+            gemm(False, False, <int> nq, <int> nk, <int> p.Ev, <floating> 1, gp + i0 * do.sl,
+                 <int> do.sl, vt + j0, <int> p.Lk, <floating> 0, dp, p.bk)
             if floating is float:
                 minnet_att_dscores_f(s, dp, p.bk, nq, nk, dd)
             for r in range(nq if floating is double else 0):
@@ -301,9 +328,13 @@ cdef void forward_kernel(const Problem* p, Operand q, Operand k, Operand v, Oper
     cdef Py_ssize_t bh, pairs = p.B * p.H
     cdef floating* s
     cdef floating* m
+    cdef floating* al
+    cdef floating* kt
     cdef double* l
+    kt = NULL
     s = NULL
     m = NULL
+    al = NULL
     l = NULL
     if pairs == 0 or p.Lq == 0:
         return
@@ -313,11 +344,15 @@ cdef void forward_kernel(const Problem* p, Operand q, Operand k, Operand v, Oper
         s = <floating*> malloc(p.bq * p.bk * sizeof(floating))
         m = <floating*> malloc(p.bq * sizeof(floating))
         l = <double*> malloc(p.bq * sizeof(double))
+        al = <floating*> malloc(p.bq * sizeof(floating))
+        kt = <floating*> malloc((p.Lk * p.E + 1) * sizeof(floating))
         for bh in prange(pairs, schedule="dynamic"):
-            _forward_pair(p, bh, q, k, v, o, lse, s, m, l)
+            _forward_pair(p, bh, q, k, v, o, lse, s, m, l, al, kt)
         free(s)
         free(m)
         free(l)
+        free(al)
+        free(kt)
 
 
 cdef void backward_kernel(const Problem* p, Operand q, Operand k, Operand v, Operand o,
@@ -327,6 +362,10 @@ cdef void backward_kernel(const Problem* p, Operand q, Operand k, Operand v, Ope
     cdef floating* s
     cdef floating* dp
     cdef double* dd
+    cdef floating* kt
+    cdef floating* vt
+    kt = NULL
+    vt = NULL
     s = NULL
     dp = NULL
     dd = NULL
@@ -338,11 +377,15 @@ cdef void backward_kernel(const Problem* p, Operand q, Operand k, Operand v, Ope
         s = <floating*> malloc(p.bq * p.bk * sizeof(floating))
         dp = <floating*> malloc(p.bq * p.bk * sizeof(floating))
         dd = <double*> malloc(p.bq * sizeof(double))
+        kt = <floating*> malloc((p.Lk * p.E + 1) * sizeof(floating))
+        vt = <floating*> malloc((p.Lk * p.Ev + 1) * sizeof(floating))
         for bh in prange(pairs, schedule="dynamic"):
-            _backward_pair(p, bh, q, k, v, o, lse, do, dq, dk, dv, s, dp, dd)
+            _backward_pair(p, bh, q, k, v, o, lse, do, dq, dk, dv, s, dp, dd, kt, vt)
         free(s)
         free(dp)
         free(dd)
+        free(kt)
+        free(vt)
 
 
 # ---------------------------------------------------------------------------------------
