@@ -458,6 +458,12 @@ class Attention(Layer):
             return out, weights
         return out
 
+    def compute_mask(self, inputs, mask=None):
+        """The output's mask is the query's (Keras)."""
+        if not mask or mask[0] is None:
+            return None
+        return np.asarray(getattr(mask[0], "data", mask[0]), bool)
+
     def compute_output_shape(self, input_shape):
         return tuple(input_shape[0][:-1]) + (input_shape[1][-1],)
 
