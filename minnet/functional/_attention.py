@@ -418,7 +418,10 @@ def dot_product_attention_keras(query, key, value, bias=None, mask=None, scale=N
     kv_len = additive = None
     bias_tensor = None
     if mask is not None:
-        array, _ = _mask_operand(mask, dtype, target, "mask")
+        raw = mask.data if isinstance(mask, Tensor) else np.asarray(mask)
+        if raw.dtype.kind in "iu":          # Keras casts the mask to bool
+            raw = raw != 0
+        array, _ = _mask_operand(raw, dtype, target, "mask")
         if array.dtype != bool:
             array = array != 0
         kv_len, additive = kernel_mask(np.broadcast_to(array, target), dtype)

@@ -193,6 +193,9 @@ def test_keras_layout_equals_torch_layout_and_gradchecks(rng):
                     [q, k, v], gradgrad=True)
     check_gradcheck(lambda a, b, c: F.dot_product_attention_keras(
         a, b, c, mask=np.array([True, True, False, True])), [q, k, v])
+    as_ints = F.dot_product_attention_keras(q, k, v, mask=np.array([1, 1, 0, 1])).numpy()
+    as_bools = F.dot_product_attention_keras(q, k, v, mask=np.array([True, True, False, True]))
+    np.testing.assert_array_equal(as_ints, as_bools.numpy())     # Keras casts masks to bool
 
 
 def test_keras_grouped_query_heads(rng):
