@@ -10,6 +10,10 @@
 #include <math.h>
 #include <string.h>
 
+#ifndef MINNET_FAST_CLONES          /* _fastmath.pxd's block defines it first; a plain build otherwise */
+#define MINNET_FAST_CLONES
+#endif
+
 /* p = exp(s - lse_r) in place for each row r; a row with lse_r = -inf (no allowed key)
  * becomes 0. Every s - lse_r <= 0 up to rounding (lse_r >= max of the row). */
 MINNET_FAST_CLONES
