@@ -234,3 +234,21 @@ def test_named_errors(rng):
         F.dot_product_attention_keras(kq, kk, kv, bias=np.zeros((5, 6)), mask=np.ones((5, 6), bool))
     with pytest.raises(ValueError, match="`attn_logits_soft_cap`"):
         F.dot_product_attention_keras(kq, kk, kv, attn_logits_soft_cap=20.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_one_and_two_threads_give_the_same_bits(rng, dtype):
+    q, k, v = (a.astype(dtype) for a in _qkv(rng, (2, 4, 33, 8), (2, 4, 45, 8), 8))
+    results = []
+    before = mn.get_num_threads()
+    try:
+        for n in (1, 2):
+            mn.set_num_threads(n)
+            tensors = [mn.tensor(a, requires_grad=True) for a in (q, k, v)]
+            out = F.scaled_dot_product_attention(*tensors, is_causal=True)
+            out.backward(np.ones_like(out.numpy()))
+            results.append([out.numpy()] + [t.grad for t in tensors])
+    finally:
+        mn.set_num_threads(before)
+    for a, b in zip(*results):
+        assert np.array_equal(a, b)
