@@ -8,6 +8,7 @@
 #define MINNET_ATTENTION_H
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #ifndef MINNET_FAST_CLONES          /* _fastmath.pxd's block defines it first; a plain build otherwise */
@@ -77,12 +78,45 @@ static void minnet_att_rowdot_f(const float *o, Py_ssize_t o_sl, const float *g,
  * block's sum is kept in MINNET_ATT_LANES float partial sums (a block row has at most
  * block_k terms, each <= 1) and added to l[r] in double. */
 #define MINNET_ATT_LANES 16
+
+/* max of row[0 .. n) (-inf for n = 0), NaNs skipped as `v > m ? v : m`. GCC leaves a lane
+ * array of float selects scalar (see _fastmath's minnet_row_max_f), so the lanes are one
+ * 16-float vector and the select a compare-and-blend; the 16 lanes are then combined as a
+ * tree (_fastmath's helper combines its 32 lanes one after the other, which costs as much
+ * again as the scan of a 128-key block row). */
+#if defined(__GNUC__)
+typedef float minnet_att_v16 __attribute__((vector_size(64), aligned(4)));
+typedef int32_t minnet_att_i16 __attribute__((vector_size(64), aligned(4)));
+#endif
+static inline __attribute__((always_inline)) float minnet_att_row_max_f(const float *row,
+                                                                       Py_ssize_t n) {
+    float m = -INFINITY;
+    Py_ssize_t c = 0;
+#if defined(__GNUC__)
+    if (n >= MINNET_ATT_LANES) {
+        minnet_att_v16 acc = *(const minnet_att_v16 *) row;
+        float lanes[MINNET_ATT_LANES];
+        for (c = MINNET_ATT_LANES; c + MINNET_ATT_LANES <= n; c += MINNET_ATT_LANES) {
+            minnet_att_v16 v = *(const minnet_att_v16 *) (row + c);
+            minnet_att_i16 gt = (minnet_att_i16) (v > acc);
+            acc = (minnet_att_v16) ((gt & (minnet_att_i16) v) | (~gt & (minnet_att_i16) acc));
+        }
+        memcpy(lanes, &acc, sizeof lanes);
+        for (int w = MINNET_ATT_LANES / 2; w > 0; w /= 2)
+            for (int j = 0; j < w; j++) lanes[j] = lanes[j + w] > lanes[j] ? lanes[j + w] : lanes[j];
+        m = lanes[0];
+    }
+#endif
+    for (; c < n; c++) m = row[c] > m ? row[c] : m;
+    return m;
+}
+
 MINNET_FAST_CLONES
 static void minnet_att_online_f(float *s, Py_ssize_t ld, Py_ssize_t nq, Py_ssize_t nk,
                                 float *m, double *l, float *alpha) {
     for (Py_ssize_t r = 0; r < nq; r++) {
         float *row = s + r * ld;
-        float mx = minnet_row_max_f(row, nk);
+        float mx = minnet_att_row_max_f(row, nk);
         float mn = mx > m[r] ? mx : m[r];
         if (mn == -INFINITY) {
             memset(row, 0, (size_t) nk * sizeof(float));
@@ -103,7 +137,11 @@ static void minnet_att_online_f(float *s, Py_ssize_t ld, Py_ssize_t nq, Py_ssize
             row[c] = e;
             tail += e;
         }
-        for (int j = 0; j < MINNET_ATT_LANES; j++) tail += acc[j];
+        /* lanes summed as a tree (16 -> 8 -> 4 -> 2 -> 1), a fixed order: summed one after
+         * the other, the 16 dependent adds of every row cost about as much as its exps */
+        for (int w = MINNET_ATT_LANES / 2; w > 0; w /= 2)
+            for (int j = 0; j < w; j++) acc[j] += acc[j + w];
+        tail += acc[0];
         float a = m[r] == -INFINITY ? 0.0f : minnet_exp_nonpos_f(m[r] - mn);
         alpha[r] = a;
         l[r] = l[r] * (double) a + (double) tail;
