@@ -14,6 +14,7 @@ its forward and backward math in ``docs/math/``.
 | ``_normalization`` | ``batch_norm`` |
 | ``_pooling`` | ``max_pool2d``, ``avg_pool2d``, ``global_avg_pool2d``, ``global_max_pool2d`` |
 | ``_recurrent`` | ``lstm``, ``gru``, ``rnn``, ``embedding`` |
+| ``_attention`` | ``scaled_dot_product_attention``, ``dot_product_attention_keras`` |
 """
 from ._activations import (SELU_ALPHA, SELU_SCALE, elu, leaky_relu, log_softmax, relu, selu,
                            sigmoid, softmax, tanh)
@@ -29,6 +30,8 @@ from ._losses import (binary_cross_entropy, binary_cross_entropy_with_logits, cr
 from ._normalization import NativeBatchNorm, batch_norm
 from ._pooling import avg_pool2d, global_avg_pool2d, global_max_pool2d, max_pool2d
 from ._recurrent import concat_features, embedding, gru, lstm, reverse_sequence, rnn
+from ._attention import dot_product_attention_keras, scaled_dot_product_attention
+from ._attention import composed_attention, fused_attention, kernel_mask  # noqa: F401 (the attention layers' paths)
 
 __all__ = ["linear", "conv2d", "conv_transpose2d", "relu", "leaky_relu", "elu", "selu", "sigmoid", "tanh", "softmax",
            "log_softmax", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "huber_loss",
@@ -40,3 +43,4 @@ __all__ += ["gelu", "silu", "softplus", "softsign", "relu6", "hardsigmoid", "har
             "prelu", "prelu_broadcast", "layer_norm", "group_norm", "interpolate", "pad2d",
             "resize_bilinear2d", "upsample_nearest2d"]
 __all__ += ["lstm", "gru", "rnn", "embedding", "reverse_sequence", "concat_features"]
+__all__ += ["scaled_dot_product_attention", "dot_product_attention_keras"]

@@ -24,6 +24,8 @@ The modules, by job:
   each step, and minnet's few ``nn`` subclasses, e.g. ``KerasConv1d`` for (N, L, C) input)
   and ``layers_from_torch`` (the minnet layer of each torch module);
 * ``comparison``: ``compare``, ``ComparisonReport``, ``ComparisonRow``;
+* ``attention``: ``mha_to_torch``, ``mha_from_torch``, ``mha_state_dict``,
+  ``load_mha_state_dict`` (``MultiHeadAttention`` <-> ``torch.nn.MultiheadAttention``);
 * ``torch_support``: the lazy ``import torch``.
 
 (The modules are named so that none shadows a function: ``interop.compare`` and
@@ -49,6 +51,9 @@ same numbering, so its keys are exactly ``to_torch(model).state_dict().keys()``.
 from minnet.interop.comparison import ComparisonReport, ComparisonRow, compare
 from minnet.interop.convert import from_torch, to_torch
 from minnet.interop.state_dicts import load_torch_state_dict, save_torch_state_dict, state_dict
+from minnet.interop.attention import (load_mha_state_dict, mha_from_torch, mha_state_dict,
+                                      mha_to_torch)
 
 __all__ = ["to_torch", "from_torch", "compare", "ComparisonReport", "ComparisonRow",
            "state_dict", "save_torch_state_dict", "load_torch_state_dict"]
+__all__ += ["mha_to_torch", "mha_from_torch", "mha_state_dict", "load_mha_state_dict"]

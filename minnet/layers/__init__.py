@@ -41,6 +41,7 @@ from minnet.layers.recurrent import GRU, LSTM, Bidirectional, SimpleRNN, TimeDis
 from minnet.layers.convolutional1d import (AveragePooling1D, Conv1D, GlobalAveragePooling1D,
                                            GlobalMaxPooling1D, MaxPooling1D)
 from minnet.layers.text_vectorization import TextVectorization
+from minnet.layers.attention import AdditiveAttention, Attention, MultiHeadAttention
 
 __all__ = [
     "Layer", "Input", "Dense", "Flatten", "Reshape", "Lambda", "Activation", "Conv2D",
@@ -59,6 +60,7 @@ _SEQUENCE_LAYERS = (Embedding, Masking, SimpleRNN, LSTM, GRU, Bidirectional, Tim
                     Conv1D, MaxPooling1D, AveragePooling1D, GlobalMaxPooling1D,
                     GlobalAveragePooling1D, TextVectorization)
 __all__ += [cls.__name__ for cls in _SEQUENCE_LAYERS]
+__all__ += ["MultiHeadAttention", "Attention", "AdditiveAttention"]
 
 _BUILTINS = (Dense, Flatten, Reshape, Lambda, Activation, Conv2D, MaxPooling2D,
              AveragePooling2D, GlobalAveragePooling2D, BatchNormalization, Dropout,
@@ -72,6 +74,7 @@ _BUILTINS += (PReLU, UpSampling2D, ZeroPadding2D, Cropping2D, Permute, RepeatVec
               RandomRotation, RandomZoom, RandomCrop, RandomContrast)
 _BUILTINS = _BUILTINS + _SEQUENCE_LAYERS + (Conv2DTranspose, DepthwiseConv2D, SeparableConv2D)
 __all__ += ["Conv2DTranspose", "DepthwiseConv2D", "SeparableConv2D"]
+_BUILTINS += (MultiHeadAttention, Attention, AdditiveAttention)
 # The one registry (minnet/_registry.py): built-ins under their class names and Keras's other
 # spellings; register_layer adds custom layers and Lambda functions; Sequential and Model
 # register themselves when minnet.models loads.
