@@ -30,6 +30,7 @@ FLOORS = {
     "_ext": 0,
     "autograd": 1,
     "functional": 2,
+    "ops": 2.5, "random": 2.5,
     "initializers": 3, "activations": 3, "regularizers": 3, "constraints": 3,
     "layers": 4,
     "losses": 5, "metrics": 5, "optimizers": 5,
