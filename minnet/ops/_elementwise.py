@@ -17,7 +17,7 @@ __all__ = ["unary", "Arctan2", "Tan", "Sinh", "Cosh", "Tanh", "Arcsin", "Arccos"
            "Arccosh", "Arctanh", "Erfinv", "Cbrt", "I0", "Sinc", "Trunc"]
 
 
-def unary(name, forward, grad):
+def unary(name, forward, grad, twice=True):
     def fwd(ctx, a):
         y = forward(a)
         ctx.save_for_backward(a, y)
@@ -28,7 +28,8 @@ def unary(name, forward, grad):
         return grad(g, a, y)
 
     cls = type(name, (Function,), {"forward": staticmethod(fwd), "backward": staticmethod(bwd),
-                                   "backward_graph": staticmethod(bwd), "node_name": f"{name}Backward"})
+                                   "backward_graph": staticmethod(bwd) if twice else None,
+                                   "node_name": f"{name}Backward"})
     return cls
 
 
@@ -48,29 +49,18 @@ Arccosh = unary("Arccosh", np.arccosh, lambda g, a, y: g * (a * a - 1) ** -0.5)
 Arctanh = unary("Arctanh", np.arctanh, lambda g, a, y: g / (1 - a * a))
 Erfinv = unary("Erfinv", special.erfinv, lambda g, a, y: g * (_exp(y * y) * (math.sqrt(math.pi) / 2)))
 Cbrt = unary("Cbrt", np.cbrt, lambda g, a, y: g / (y * y * 3))
-I0 = unary("I0", lambda a: special.i0(a).astype(a.dtype), lambda g, a, y: g * _i1(a))
+I0 = unary("I0", lambda a: special.i0(a).astype(a.dtype),
+           lambda g, a, y: g * special.i1(a).astype(a.dtype), twice=False)
 Trunc = unary("Trunc", np.trunc, lambda g, a, y: g * 0)
 
 
-def _i1(a):
-    if hasattr(a, "data"):
-        from_data = special.i1(a.data).astype(a.data.dtype)
-        return type(a)(from_data)
-    return special.i1(a).astype(a.dtype)
-
-
 def _sinc_grad(g, a, y):
-    # d/dx sin(pi x)/(pi x) = (cos(pi x) - sinc(x)) / x, and 0 at x = 0
-    if hasattr(a, "data"):
-        raw = a.data
-        safe = np.where(raw == 0, 1, raw)
-        cos = np.cos(np.pi * raw)
-        return g * type(a)(np.where(raw == 0, 0, (cos - np.sinc(raw)) / safe).astype(raw.dtype))
+    # d/dx sin(pi x)/(pi x) = (cos(pi x) - sinc(x)) / x, and 0 at x = 0 (once differentiable)
     safe = np.where(a == 0, 1, a)
     return g * np.where(a == 0, 0, (np.cos(np.pi * a) - y) / safe).astype(a.dtype)
 
 
-Sinc = unary("Sinc", np.sinc, _sinc_grad)
+Sinc = unary("Sinc", np.sinc, _sinc_grad, twice=False)
 
 
 class Arctan2(Function):

@@ -165,7 +165,7 @@ def cumsum(x, axis=None, dtype=None):
     x, axis = _cum_input(x, axis, dtype)
     if x.dtype.kind != "f":
         return wrap(np.cumsum(x.data, axis=axis))
-    return CumSum.apply(x, axis) if x.ndim else x
+    return CumSum.apply(x, dim=axis) if x.ndim else x
 
 
 @keras_op("x")
