@@ -250,7 +250,7 @@ def quantile(x, q, axis=None, method="linear", keepdims=False):
 
 @keras_op("x")
 def percentile(x, q, axis=None, method="linear", keepdims=False):
-    return _quantile(x, np.asarray(data_or(q)) / 100.0, axis, method, keepdims)
+    return _quantile(x, np.asarray(_data_or(q)) / 100.0, axis, method, keepdims)
 
 
 @keras_op("x")
@@ -265,7 +265,7 @@ def nanquantile(x, q, axis=None, method="linear", keepdims=False):
 
 @keras_op("x")
 def nanpercentile(x, q, axis=None, method="linear", keepdims=False):
-    return _quantile(x, np.asarray(data_or(q)) / 100.0, axis, method, keepdims, ignore_nan=True)
+    return _quantile(x, np.asarray(_data_or(q)) / 100.0, axis, method, keepdims, ignore_nan=True)
 
 
 @keras_op("x")
@@ -273,7 +273,7 @@ def nanmedian(x, axis=None, keepdims=False):
     return _quantile(x, 0.5, axis, "linear", keepdims, ignore_nan=True)
 
 
-def data_or(q):
+def _data_or(q):
     return q.data if isinstance(q, Tensor) else q
 
 

@@ -410,6 +410,7 @@ def size(x):
     return int(np.prod(convert(x).shape if not hasattr(x, "shape") else x.shape, dtype=np.int64))
 
 
+@keras_op("[condlist]", "[choicelist]", "default", weak=True)
 def select(condlist, choicelist, default=0):
     """The first ``choicelist[i]`` whose ``condlist[i]`` holds, else ``default`` (differentiable)."""
     if len(condlist) != len(choicelist):
@@ -468,6 +469,7 @@ def _fill_dtype(fill_value, dtype):
     return _dtype(dtype)          # Keras: floatx unless `dtype` says otherwise
 
 
+@keras_op("fill_value", weak=True)
 def full(shape, fill_value, dtype=None):
     value = fill_value.data if isinstance(fill_value, Tensor) else np.asarray(fill_value)
     return wrap(np.full(_shape(shape), value, _fill_dtype(fill_value, dtype)))
@@ -520,6 +522,7 @@ def arange(start, stop=None, step=None, dtype=None):
     return wrap(np.arange(start, stop, step).astype(_dtype(dtype)))
 
 
+@keras_op("start", "stop", weak=True)
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
     start_v = start.data if isinstance(start, Tensor) else np.asarray(start)
     stop_v = stop.data if isinstance(stop, Tensor) else np.asarray(stop)
@@ -536,10 +539,12 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     return wrap(np.geomspace(start, stop, int(num), endpoint=endpoint, axis=axis).astype(_dtype(dtype)))
 
 
+@keras_op("x")
 def array(x, dtype=None):
     return convert(x, dtype)
 
 
+@keras_op("*x")
 def meshgrid(*x, indexing="xy"):
     if indexing not in ("xy", "ij"):
         raise ValueError(f"Invalid argument `indexing`: expected 'xy' or 'ij'. Received: indexing={indexing!r}")

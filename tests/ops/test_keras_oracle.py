@@ -176,7 +176,14 @@ CASES += [
     ("arange", [const(1.0), const(2.0), const(0.25)], {}), ("linspace", [const(0.0), const(1.0)], {"num": 5}),
     ("full", [const((2, 3)), const(7)], {}), ("zeros", [const((2,))], {}), ("ones_like", [ints(3)], {}),
     ("full_like", [f(2), const(3)], {}), ("tri", [const(3)], {}), ("logspace", [const(0.0), const(2.0)], {"num": 3}),
-    ("identity", [const(2)], {}), ("rearrange", [f(2, 3, 4), const("b h w -> b (h w)")], {}),
+    ("identity", [const(2)], {}), ("fft", [lambda r: (r.normal(size=(2, 6)).astype(F32), r.normal(size=(2, 6)).astype(F32))], {}),
+    ("fft2", [lambda r: (r.normal(size=(2, 4, 3)).astype(F32), r.normal(size=(2, 4, 3)).astype(F32))], {}),
+    ("ifft2", [lambda r: (r.normal(size=(4, 3)).astype(F32), r.normal(size=(4, 3)).astype(F32))], {}),
+    ("rfft", [f(2, 7)], {}), ("rfft", [f(2, 7)], {"fft_length": 8}), ("rfft", [f(5)], {"fft_length": 4}),
+    ("irfft", [lambda r: (r.normal(size=(2, 5)).astype(F32), r.normal(size=(2, 5)).astype(F32))], {}),
+    ("irfft", [lambda r: (r.normal(size=(2, 5)).astype(F32), r.normal(size=(2, 5)).astype(F32))], {"fft_length": 9}),
+    ("stft", [f(2, 32), const(8), const(4), const(8)], {}),
+    ("stft", [f(20), const(6), const(3), const(8)], {"window": "hamming", "center": False}), ("rearrange", [f(2, 3, 4), const("b h w -> b (h w)")], {}),
     ("rearrange", [f(6, 4), const("(b h) w -> b w h")], {"b": 2}),
 ]
 
