@@ -432,6 +432,11 @@ def _padding(padding, sizes, kernel, strides, dilation):
     return _same_pads(sizes, kernel, strides, dilation)
 
 
+def pad_spatial(x, pad):
+    """An NHWC batch with ``pad`` zeros on each side of H and W."""
+    return _np_shape.pad(x, ((0, 0), (pad, pad), (pad, pad), (0, 0)))
+
+
 def _spatial_sizes(x, data_format, n):
     return tuple(x.shape[1:1 + n]) if data_format == "channels_last" else tuple(x.shape[2:2 + n])
 

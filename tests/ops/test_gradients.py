@@ -100,6 +100,16 @@ GRAD_CASES = [
     ("lstsq", [r(4, 2), r(4, 1)], {}), ("segment_sum", [r(4, 2), lambda g: np.array([0, 1, 1, 0])], {"num_segments": 2}),
     ("cdist", [r(2, 2), r(3, 2)], {}), ("extract_sequences", [r(7), lambda g: 3, lambda g: 2], {}),
     ("rearrange", [r(2, 3), lambda g: "a b -> b a"], {}),
+    ("rfft", [r(2, 5)], {}), ("irfft", [lambda g: (g.normal(size=(2, 4)), g.normal(size=(2, 4)))], {}),
+    ("stft", [r(12), lambda g: 4, lambda g: 2, lambda g: 4], {}),
+]
+
+IMAGE_GRAD_CASES = [
+    ("gaussian_blur", [r(1, 4, 4, 1)], {}), ("sobel_edges", [r(1, 4, 4, 1)], {}),
+    ("resize", [r(1, 3, 4, 1)], {"size": (5, 3)}), ("resize", [r(1, 3, 3, 1)], {"size": (4, 5), "interpolation": "bicubic"}),
+    ("affine_transform", [r(1, 4, 4, 1), lambda g: np.array([1.1, 0.2, -0.3, 0.1, 0.9, 0.4, 0, 0])], {}),
+    ("rgb_to_grayscale", [r(1, 2, 2, 3)], {}), ("extract_patches", [r(1, 4, 4, 1)], {"size": 2}),
+    ("pad_images", [r(1, 2, 2, 1)], {"top_padding": 1, "bottom_padding": 0, "left_padding": 1, "right_padding": 2}),
 ]
 
 
@@ -116,6 +126,10 @@ def _float_arrays(args):
 @pytest.mark.parametrize("name, builders, kwargs", GRAD_CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(GRAD_CASES)])
 def test_gradcheck(name, builders, kwargs):
     args = _inputs(builders, 11)
+    if name == "irfft":
+        tensors = [mn.tensor(a, requires_grad=True) for a in args[0]]
+        assert mn.gradcheck(lambda a, b: ops.irfft((a, b), **kwargs), tuple(tensors))
+        return
     if name in ("concatenate", "stack"):
         tensors = [mn.tensor(a, requires_grad=True) for a in args[0]]
         assert mn.gradcheck(lambda *ts: getattr(ops, name)(list(ts), **kwargs), tuple(tensors))
@@ -137,6 +151,20 @@ def test_gradcheck(name, builders, kwargs):
         return out
 
     assert mn.gradcheck(fn, tuple(tensors[i] for i in positions), atol=1e-5, rtol=1e-3)
+
+
+@pytest.mark.parametrize("name, builders, kwargs", IMAGE_GRAD_CASES, ids=[c[0] for c in IMAGE_GRAD_CASES])
+def test_image_gradcheck(name, builders, kwargs):
+    args = _inputs(builders, 5)
+    x = mn.tensor(args[0], requires_grad=True)
+    assert mn.gradcheck(lambda t: getattr(ops.image, name)(t, *args[1:], **kwargs), (x,))
+
+
+def test_fft_gradcheck():
+    g = np.random.default_rng(4)
+    re, im = (mn.tensor(g.normal(size=(2, 3)), requires_grad=True) for _ in range(2))
+    for fn in (ops.fft, ops.fft2, ops.ifft2):
+        assert mn.gradcheck(lambda a, b: fn((a, b)), (re, im))
 
 
 def test_eigh_gradient():

@@ -239,8 +239,27 @@ IMAGE_CASES = [
     ("hsv_to_rgb", [f(2, 3, 3, 3, low=0.0, high=1.0)], {}),
     ("crop_images", [f(2, 6, 6, 3)], {"top_cropping": 1, "left_cropping": 2, "target_height": 3, "target_width": 2}),
     ("pad_images", [f(2, 3, 3, 1)], {"top_padding": 1, "left_padding": 2, "target_height": 6, "target_width": 6}),
-    ("extract_patches", [f(2, 6, 6, 3)], {"size": 2}), ("extract_patches", [f(1, 5, 5, 2)], {"size": (3, 2), "strides": 1}),
+    ("extract_patches", [f(2, 6, 6, 3)], {"size": 2}), ("gaussian_blur", [f(2, 6, 6, 2)], {"data_format": "channels_last"}),
+    ("gaussian_blur", [f(1, 7, 7, 1)], {"kernel_size": (5, 5), "sigma": (1.5, 1.5), "data_format": "channels_last"}), ("sobel_edges", [f(2, 5, 5, 2)], {}),
+    ("gaussian_blur", [f(1, 2, 6, 6)], {"data_format": "channels_first"}),
+    ("affine_transform", [f(2, 5, 6, 2), lambda r: np.array([[1.1, 0.1, -0.5, 0.05, 0.9, 0.7, 0, 0],
+                                                             [0.8, -0.2, 1.0, 0.1, 1.2, -0.3, 0, 0]], F32)], {}),
+    ("affine_transform", [f(5, 6, 2), lambda r: np.array([1.0, 0.0, 1.5, 0.0, 1.0, -1.2, 0, 0], F32)],
+     {"interpolation": "nearest", "fill_mode": "reflect"}),
+    ("affine_transform", [f(1, 5, 6, 1), lambda r: np.array([0.7, 0.3, 2.5, -0.2, 1.3, -1.0, 0, 0], F32)],
+     {"fill_mode": "wrap"}),
+    ("map_coordinates", [f(4, 5), lambda r: r.uniform(-1, 5, (2, 3, 3)).astype(F32), const(1)], {}),
+    ("map_coordinates", [f(4, 5), lambda r: r.uniform(-1, 5, (2, 6)).astype(F32), const(0)], {"fill_mode": "mirror"}),
+    ("map_coordinates", [f(4, 5), lambda r: r.uniform(-2, 6, (2, 6)).astype(F32), const(1)], {"fill_mode": "nearest"}), ("extract_patches", [f(1, 5, 5, 2)], {"size": (3, 2), "strides": 1}),
 ]
+
+
+def test_gaussian_blur_default_layout_is_image_data_format():
+    # Keras 3.15.1's eager torch gaussian_blur reads data_format=None as channels_first (its
+    # symbolic path standardises it); minnet reads None as mn.config.image_data_format()
+    x = np.random.default_rng(0).normal(size=(1, 5, 5, 2)).astype(F32)
+    np.testing.assert_array_equal(ops.image.gaussian_blur(x).numpy(),
+                                  ops.image.gaussian_blur(x, data_format="channels_last").numpy())
 
 
 @pytest.mark.parametrize("name, builders, kwargs", IMAGE_CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(IMAGE_CASES)])

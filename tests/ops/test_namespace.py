@@ -24,13 +24,9 @@ NOT_PROVIDED = {
     "view_as_complex": "complex numbers: minnet tensors are real",
     "view_as_real": "complex numbers: minnet tensors are real",
     "polar": "complex numbers: minnet tensors are real",
-    "affine_transform": "not written yet (image warping)",
     "perspective_transform": "not written yet (image warping)",
-    "map_coordinates": "not written yet (image warping)",
     "elastic_transform": "not written yet (random image warping)",
     "scale_and_translate": "not written yet (resampling kernels)",
-    "gaussian_blur": "not written yet",
-    "sobel_edges": "not written yet",
     "ssim": "not written yet",
     "extract_patches_3d": "3-D convolutions are not provided",
 }
