@@ -15,6 +15,7 @@ from minnet import config, functional as F
 from minnet.autograd import Tensor, where as _where
 
 from . import _np_shape
+from ._ctc import ctc_decode, ctc_loss  # noqa: F401
 from ._dispatch import cast_to, keras_op, norm_axes, norm_axis, promote, to_float, wrap
 
 __all__ = ["relu", "relu6", "sigmoid", "tanh", "softplus", "softsign", "silu", "swish", "log_sigmoid",
@@ -25,7 +26,7 @@ __all__ = ["relu", "relu6", "sigmoid", "tanh", "softplus", "softsign", "silu", "
            "binary_crossentropy", "categorical_crossentropy", "sparse_categorical_crossentropy", "conv",
            "depthwise_conv", "separable_conv", "conv_transpose", "max_pool", "average_pool",
            "adaptive_average_pool", "adaptive_max_pool", "psnr", "depth_to_space", "space_to_depth",
-           "unfold", "fold"]
+           "unfold", "fold", "ctc_loss", "ctc_decode"]
 
 
 # ----------------------------------------------------------------------------- activations

@@ -167,6 +167,13 @@ def test_fft_gradcheck():
         assert mn.gradcheck(lambda a, b: fn((a, b)), (re, im))
 
 
+def test_ctc_loss_gradcheck():
+    g = np.random.default_rng(6)
+    logits = mn.tensor(g.normal(size=(2, 5, 3)), requires_grad=True)
+    target, t_len, o_len = np.array([[1, 2], [2, 2]]), np.array([2, 2]), np.array([5, 4])
+    assert mn.gradcheck(lambda x: ops.ctc_loss(target, x, t_len, o_len), (logits,))
+
+
 def test_eigh_gradient():
     a = sym(3)(np.random.default_rng(0))
 

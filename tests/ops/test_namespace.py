@@ -18,8 +18,6 @@ DOCS = pathlib.Path(__file__).resolve().parents[2] / "docs"
 NOT_PROVIDED = {
     "dot_product_attention": "comes with the attention layers (minnet.functional.scaled_dot_product_attention), "
                              "added at merge",
-    "ctc_loss": "not written yet (a dynamic-programming loss with its own backward)",
-    "ctc_decode": "not written yet (greedy/beam search over CTC outputs)",
     "istft": "complex numbers: minnet tensors are real",
     "view_as_complex": "complex numbers: minnet tensors are real",
     "view_as_real": "complex numbers: minnet tensors are real",
