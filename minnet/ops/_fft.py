@@ -11,7 +11,7 @@ from minnet.autograd import Tensor
 from . import _np_shape
 from ._dispatch import cast_to, convert, keras_op, promote, to_float
 
-__all__ = ["fft", "fft2", "ifft2", "rfft", "irfft", "stft"]
+__all__ = ["fft", "fft2", "ifft2", "rfft", "irfft", "stft", "istft"]
 
 
 def _pair(x, name="x"):
@@ -138,3 +138,49 @@ def stft(x, sequence_length, sequence_stride, fft_length, window="hann", center=
     index = np.arange(n_frames)[:, None] * int(sequence_stride) + np.arange(fft_length)[None, :]
     frames = x[..., index] * Tensor(win)
     return rfft(frames, fft_length)
+
+
+def _overlap_add(frames, stride):
+    """Sum the frames ``(..., N, L)`` into a signal, frame ``i`` starting at ``i * stride``."""
+    n, length = frames.shape[-2], frames.shape[-1]
+    total = stride * (n - 1) + length
+    place = np.zeros((n * length, total), frames.dtype)
+    rows = np.arange(n * length)
+    place[rows, (rows // length) * stride + rows % length] = 1.0
+    return frames.reshape(*frames.shape[:-2], n * length) @ Tensor(place)
+
+
+@keras_op("[x]")
+def istft(x, sequence_length, sequence_stride, fft_length, length=None, window="hann", center=True):
+    """The inverse of ``stft`` from ``(real, imag)`` frames ``(..., frames, bins)``, with
+    Keras's two rules: ``torch.istft`` (window-squared envelope) when ``sequence_length ==
+    fft_length`` and ``center``, else TensorFlow's ``inverse_stft_window_fn`` normalisation."""
+    real, imag = _pair(x)
+    stride, n_fft = int(sequence_stride), int(fft_length)
+    frames = irfft((real, imag), n_fft)
+    win = None if window is None else _window(window, int(sequence_length), frames.dtype)
+    if win is not None:
+        left = (n_fft - int(sequence_length)) // 2
+        win = np.pad(win, (left, n_fft - int(sequence_length) - left))
+    if win is not None and int(sequence_length) == n_fft and center:
+        signal = _overlap_add(frames * Tensor(win), stride)
+        envelope = _overlap_add(Tensor(np.broadcast_to(win * win, frames.shape[-2:]).copy()), stride).data
+        signal = signal / Tensor(np.where(envelope > 1e-11, envelope, 1.0))
+        start = n_fft // 2
+        end = start + int(length) if length is not None else signal.shape[-1] - n_fft // 2
+        if end > signal.shape[-1]:
+            signal = _np_shape.pad(signal, [(0, 0)] * (signal.ndim - 1) + [(0, end - signal.shape[-1])])
+        return signal[..., start:end]
+    if win is not None:
+        overlaps = -(-n_fft // stride)
+        denom = np.pad(win * win, (0, overlaps * stride - n_fft)).reshape(overlaps, stride).sum(0)
+        frames = frames * Tensor((win / np.tile(denom, overlaps)[:n_fft]).astype(frames.dtype))
+    signal = _overlap_add(frames, stride)
+    start = n_fft // 2 if center else 0
+    if length is not None:
+        end = start + int(length)
+    elif center:
+        end = signal.shape[-1] - n_fft // 2
+    else:
+        end = n_fft + stride * (frames.shape[-2] - 1)
+    return signal[..., start:end]

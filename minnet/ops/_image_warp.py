@@ -15,7 +15,8 @@ from minnet.autograd import Tensor, stack
 from . import nn
 from ._dispatch import keras_op, to_float, wrap
 
-__all__ = ["map_coordinates", "affine_transform", "gaussian_blur", "sobel_edges"]
+__all__ = ["map_coordinates", "affine_transform", "perspective_transform", "gaussian_blur", "sobel_edges", "ssim",
+           "extract_patches_3d"]
 
 
 def _mirror(index, size):
@@ -73,7 +74,7 @@ def _sample(inputs, coords, order, fill_mode, fill_value):
 
 
 @keras_op("inputs", "coordinates")
-def map_coordinates(inputs, coordinates, order, fill_mode="constant", fill_value=0.0):
+def map_coordinates(inputs, coordinates, order, fill_mode="constant", fill_value=0):
     """``inputs`` sampled at ``coordinates`` (shape ``(inputs.ndim, ...)``), order 0 or 1."""
     if coordinates.shape[0] != inputs.ndim:
         raise ValueError(f"Invalid argument `coordinates`: its first axis must be the rank of `inputs` "
@@ -168,3 +169,103 @@ def sobel_edges(images, data_format=None):
         edges.append(nn.depthwise_conv(nn.pad_spatial(x, 1), Tensor(weights), data_format="channels_last"))
     out = stack(edges, -1)
     return out.permute(0, 3, 1, 2, 4) if first else out
+
+
+def _homography(start, end):
+    """The 8 coefficients mapping ``end`` points to ``start`` points (Keras's convention)."""
+    rows, target = [], []
+    for (sx, sy), (ex, ey) in zip(start, end):
+        rows.append([ex, ey, 1, 0, 0, 0, -sx * ex, -sx * ey])
+        rows.append([0, 0, 0, ex, ey, 1, -sy * ex, -sy * ey])
+        target += [sx, sy]
+    return np.linalg.solve(np.array(rows, np.float64), np.array(target, np.float64))
+
+
+@keras_op("images", "start_points", "end_points")
+def perspective_transform(images, start_points, end_points, interpolation="bilinear", fill_value=0,
+                          data_format=None):
+    """Warp ``images`` so the four ``start_points`` ``(x, y)`` land on ``end_points``."""
+    if interpolation not in _INTERPOLATION_ORDER:
+        raise ValueError(f"Invalid argument `interpolation`: expected 'nearest' or 'bilinear'. "
+                         f"Received: interpolation={interpolation!r}")
+    x, single, first = _kernel_images(images, data_format)
+    start = start_points.data.reshape(-1, 4, 2).astype(np.float64)
+    end = end_points.data.reshape(-1, 4, 2).astype(np.float64)
+    if start.shape != end.shape:
+        raise ValueError(f"Invalid arguments: `start_points` and `end_points` must have the same shape. "
+                         f"Received: {start_points.shape} and {end_points.shape}")
+    n, h, w, c = x.shape
+    yy, xx, cc = np.meshgrid(np.arange(h), np.arange(w), np.arange(c), indexing="ij")
+    outs = []
+    for i in range(n):
+        a = _homography(start[i if start.shape[0] > 1 else 0], end[i if end.shape[0] > 1 else 0])
+        denom = a[6] * xx + a[7] * yy + 1.0
+        cols = (a[0] * xx + a[1] * yy + a[2]) / denom
+        rows = (a[3] * xx + a[4] * yy + a[5]) / denom
+        outs.append(_sample(x[i], [rows, cols, cc], _INTERPOLATION_ORDER[interpolation], "constant", fill_value))
+    return _restore(stack(outs, 0), single, first)
+
+
+@keras_op("image1", "image2")
+def ssim(image1, image2, max_val=1.0, filter_size=11, filter_sigma=1.5, k1=0.01, k2=0.03, data_format=None):
+    """Structural similarity per image pair (Gaussian window, valid padding), as Keras's
+    backend-agnostic ``_ssim``; differentiable."""
+    a, single, first = _kernel_images(to_float(image1), data_format)
+    b, _, _ = _kernel_images(to_float(image2), data_format)
+    n, h, w, c = a.shape
+    t = np.arange(filter_size) - (filter_size - 1) / 2.0
+    g = np.exp(-(t ** 2) / (2.0 * filter_sigma ** 2))
+    g /= g.sum()
+    kernel = Tensor(np.outer(g, g).reshape(filter_size, filter_size, 1, 1).astype(a.dtype))
+
+    def blur(z):
+        return nn.conv(z, kernel, data_format="channels_last")
+
+    a1 = a.permute(0, 3, 1, 2).reshape(-1, h, w, 1)
+    b1 = b.permute(0, 3, 1, 2).reshape(-1, h, w, 1)
+    c1, c2 = (k1 * max_val) ** 2, (k2 * max_val) ** 2
+    mu1, mu2 = blur(a1), blur(b1)
+    s11, s22, s12 = blur(a1 * a1) - mu1 * mu1, blur(b1 * b1) - mu2 * mu2, blur(a1 * b1) - mu1 * mu2
+    ssim_map = ((mu1 * mu2 * 2.0 + c1) * (s12 * 2.0 + c2)) / ((mu1 * mu1 + mu2 * mu2 + c1) * (s11 + s22 + c2))
+    out = ssim_map.mean(axis=(1, 2, 3)).reshape(n, c).mean(axis=-1)
+    return out[0] if single else out
+
+
+def _same_pad(size, k, s, d):
+    effective = (k - 1) * d + 1
+    total = max(0, ((size + s - 1) // s - 1) * s + effective - size)
+    return total // 2, total - total // 2
+
+
+@keras_op("volumes")
+def extract_patches_3d(volumes, size, strides=None, dilation_rate=1, padding="valid", data_format=None):
+    """3-D patches as channels: ``(N, out_d, out_h, out_w, kd·kh·kw·C)`` (channels_last),
+    gathered by index, so differentiable."""
+    x = to_float(volumes)
+    if x.ndim not in (4, 5):
+        raise ValueError(f"Invalid argument `volumes`: expected rank 4 or 5. Received: shape {x.shape}")
+    single = x.ndim == 4
+    x = x.unsqueeze(0) if single else x
+    first = _format(data_format) == "channels_first"
+    if first:
+        x = x.permute(0, 2, 3, 4, 1)
+    kernel = (size,) * 3 if isinstance(size, int) else tuple(size)
+    strides = kernel if strides is None else ((strides,) * 3 if isinstance(strides, int) else tuple(strides))
+    dilation = (dilation_rate,) * 3 if isinstance(dilation_rate, int) else tuple(dilation_rate)
+    if padding not in ("valid", "same"):
+        raise ValueError(f"Invalid argument `padding`: expected 'valid' or 'same'. Received: padding={padding!r}")
+    if padding == "same":
+        pads = [_same_pad(n, k, s, d) for n, k, s, d in zip(x.shape[1:4], kernel, strides, dilation)]
+        x = nn.pad_volume(x, pads)
+    index = []
+    for n, k, s, d in zip(x.shape[1:4], kernel, strides, dilation):
+        out = (n - (k - 1) * d - 1) // s + 1
+        index.append(np.arange(out)[:, None] * s + np.arange(k)[None, :] * d)      # (out, k)
+    di, hi, wi = index
+    od, oh, ow = di.shape[0], hi.shape[0], wi.shape[0]
+    grid = (di[:, None, None, :, None, None], hi[None, :, None, None, :, None], wi[None, None, :, None, None, :])
+    patches = x[(slice(None),) + tuple(np.broadcast_arrays(*grid))]     # (n, od, oh, ow, kd, kh, kw, c)
+    out = patches.reshape(x.shape[0], od, oh, ow, -1)
+    if first:
+        out = out.permute(0, 4, 1, 2, 3)
+    return out[0] if single else out

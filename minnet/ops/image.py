@@ -12,10 +12,12 @@ from minnet.autograd import Tensor, einsum
 
 from . import _np_shape, nn
 from ._dispatch import keras_op, to_float, wrap
-from ._image_warp import affine_transform, gaussian_blur, map_coordinates, sobel_edges  # noqa: F401
+from ._image_warp import (affine_transform, extract_patches_3d, gaussian_blur, map_coordinates, perspective_transform,  # noqa: F401
+                          sobel_edges, ssim)
 
 __all__ = ["resize", "rgb_to_grayscale", "rgb_to_hsv", "hsv_to_rgb", "crop_images", "pad_images",
-           "extract_patches", "affine_transform", "map_coordinates", "gaussian_blur", "sobel_edges"]
+           "extract_patches", "affine_transform", "map_coordinates", "gaussian_blur", "sobel_edges",
+           "perspective_transform", "ssim", "extract_patches_3d"]
 
 _INTERPOLATIONS = ("nearest", "bilinear", "bicubic")
 

@@ -6,14 +6,14 @@ import numpy as np
 from minnet.autograd import Tensor, cat
 
 from ._dispatch import keras_op, promote, cast_to, to_float, wrap
-from ._fft import fft, fft2, ifft2, irfft, rfft, stft  # noqa: F401
+from ._fft import fft, fft2, ifft2, irfft, istft, rfft, stft  # noqa: F401
 from ._np_math import erf, erfc, erfinv, rsqrt  # noqa: F401
 from ._np_reduce import in_top_k, logsumexp, top_k  # noqa: F401
 from .linalg import logdet  # noqa: F401
 
 __all__ = ["erf", "erfc", "erfinv", "rsqrt", "logsumexp", "top_k", "in_top_k", "logdet", "segment_sum",
            "segment_max", "segment_min", "segment_prod", "extract_sequences", "cdist", "fft", "fft2", "ifft2",
-           "rfft", "irfft", "stft"]
+           "rfft", "irfft", "stft", "istft"]
 
 
 def _segments(data, segment_ids, num_segments):

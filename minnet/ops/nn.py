@@ -438,6 +438,11 @@ def pad_spatial(x, pad):
     return _np_shape.pad(x, ((0, 0), (pad, pad), (pad, pad), (0, 0)))
 
 
+def pad_volume(x, pads):
+    """An NDHWC batch zero-padded by ``pads`` (three ``(before, after)``) on D, H, W."""
+    return _np_shape.pad(x, ((0, 0), *pads, (0, 0)))
+
+
 def _spatial_sizes(x, data_format, n):
     return tuple(x.shape[1:1 + n]) if data_format == "channels_last" else tuple(x.shape[2:2 + n])
 

@@ -108,7 +108,10 @@ IMAGE_GRAD_CASES = [
     ("gaussian_blur", [r(1, 4, 4, 1)], {}), ("sobel_edges", [r(1, 4, 4, 1)], {}),
     ("resize", [r(1, 3, 4, 1)], {"size": (5, 3)}), ("resize", [r(1, 3, 3, 1)], {"size": (4, 5), "interpolation": "bicubic"}),
     ("affine_transform", [r(1, 4, 4, 1), lambda g: np.array([1.1, 0.2, -0.3, 0.1, 0.9, 0.4, 0, 0])], {}),
-    ("rgb_to_grayscale", [r(1, 2, 2, 3)], {}), ("extract_patches", [r(1, 4, 4, 1)], {"size": 2}),
+    ("rgb_to_grayscale", [r(1, 2, 2, 3)], {}), ("ssim", [r(1, 5, 5, 1), r(1, 5, 5, 1)], {"filter_size": 3}),
+    ("perspective_transform", [r(1, 4, 4, 1), lambda g: np.array([[0, 0], [3, 0], [0, 3], [3, 3]]),
+                               lambda g: np.array([[0.2, 0], [3, 0.4], [0, 2.6], [2.9, 3]])], {}),
+    ("extract_patches_3d", [r(1, 3, 3, 3, 1)], {"size": 2, "strides": 1}), ("extract_patches", [r(1, 4, 4, 1)], {"size": 2}),
     ("pad_images", [r(1, 2, 2, 1)], {"top_padding": 1, "bottom_padding": 0, "left_padding": 1, "right_padding": 2}),
 ]
 
@@ -158,6 +161,14 @@ def test_image_gradcheck(name, builders, kwargs):
     args = _inputs(builders, 5)
     x = mn.tensor(args[0], requires_grad=True)
     assert mn.gradcheck(lambda t: getattr(ops.image, name)(t, *args[1:], **kwargs), (x,))
+
+
+def test_map_coordinates_gradcheck():
+    g = np.random.default_rng(8)
+    x = mn.tensor(g.normal(size=(4, 5)), requires_grad=True)
+    coords = g.uniform(-0.5, 4.5, (2, 3, 3))
+    for mode in ("constant", "reflect", "wrap"):
+        assert mn.gradcheck(lambda t: ops.image.map_coordinates(t, coords, 1, fill_mode=mode), (x,))
 
 
 def test_fft_gradcheck():

@@ -18,15 +18,11 @@ DOCS = pathlib.Path(__file__).resolve().parents[2] / "docs"
 NOT_PROVIDED = {
     "dot_product_attention": "comes with the attention layers (minnet.functional.scaled_dot_product_attention), "
                              "added at merge",
-    "istft": "complex numbers: minnet tensors are real",
     "view_as_complex": "complex numbers: minnet tensors are real",
     "view_as_real": "complex numbers: minnet tensors are real",
     "polar": "complex numbers: minnet tensors are real",
-    "perspective_transform": "not written yet (image warping)",
     "elastic_transform": "not written yet (random image warping)",
     "scale_and_translate": "not written yet (resampling kernels)",
-    "ssim": "not written yet",
-    "extract_patches_3d": "3-D convolutions are not provided",
 }
 
 NAMESPACES = [("ops", lambda k: k.ops, ops), ("ops.nn", lambda k: k.ops.nn, ops.nn),
