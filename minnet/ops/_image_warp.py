@@ -9,14 +9,14 @@ import itertools
 
 import numpy as np
 
-from minnet import config
+from minnet import config, random as mn_random
 from minnet.autograd import Tensor, stack
 
 from . import nn
 from ._dispatch import keras_op, to_float, wrap
 
 __all__ = ["map_coordinates", "affine_transform", "perspective_transform", "gaussian_blur", "sobel_edges", "ssim",
-           "extract_patches_3d"]
+           "extract_patches_3d", "elastic_transform"]
 
 
 def _mirror(index, size):
@@ -269,3 +269,35 @@ def extract_patches_3d(volumes, size, strides=None, dilation_rate=1, padding="va
     if first:
         out = out.permute(0, 4, 1, 2, 3)
     return out[0] if single else out
+
+
+@keras_op("images")
+def elastic_transform(images, alpha=20.0, sigma=5.0, interpolation="bilinear", fill_mode="reflect", fill_value=0.0,
+                      seed=None, data_format=None):
+    """Elastic distortion (Simard et al. 2003), Keras's recipe: displacement fields of
+    ``N(0, 1) * sigma`` per pixel, blurred with a Gaussian of ``sigma`` (kernel ``int(6 sigma) | 1``),
+    scaled by ``alpha``, then bilinear resampling. Draws from ``minnet.random`` with ``seed``."""
+    if interpolation not in _INTERPOLATION_ORDER:
+        raise ValueError(f"Invalid argument `interpolation`: expected 'nearest' or 'bilinear'. "
+                         f"Received: interpolation={interpolation!r}")
+    x, single, first = _kernel_images(images, data_format)
+    n, h, w, c = x.shape
+    alpha, sigma = float(alpha), float(sigma)
+    size = int(6 * sigma) | 1
+    generator = seed if isinstance(seed, mn_random.SeedGenerator) else mn_random.SeedGenerator(seed)
+    fields = []
+    for _ in range(2):
+        noise = mn_random.normal((n, h, w, 1), dtype=x.dtype, seed=generator) * sigma
+        fields.append(gaussian_blur(noise, (size, size), (sigma, sigma), data_format="channels_last").data[..., 0])
+    dx, dy = fields
+    yy, xx = np.meshgrid(np.arange(h), np.arange(w), indexing="ij")
+    cc = np.broadcast_to(np.arange(c), (h, w, c))
+    outs = []
+    for i in range(n):
+        rows = np.broadcast_to((yy + alpha * dy[i])[..., None], (h, w, c))
+        cols = np.broadcast_to((xx + alpha * dx[i])[..., None], (h, w, c))
+        outs.append(_sample(x[i], [rows, cols, cc], _INTERPOLATION_ORDER[interpolation], fill_mode, fill_value))
+    out = stack(outs, 0)
+    if images.dtype.kind != "f":
+        out = wrap(np.round(out.data).astype(images.dtype))
+    return _restore(out, single, first)

@@ -12,12 +12,14 @@ from minnet.autograd import Tensor, einsum
 
 from . import _np_shape, nn
 from ._dispatch import keras_op, to_float, wrap
-from ._image_warp import (affine_transform, extract_patches_3d, gaussian_blur, map_coordinates, perspective_transform,  # noqa: F401
+from ._image_scale import scale_and_translate  # noqa: F401
+from ._image_warp import (affine_transform, elastic_transform, extract_patches_3d, gaussian_blur, map_coordinates, perspective_transform,  # noqa: F401
                           sobel_edges, ssim)
 
 __all__ = ["resize", "rgb_to_grayscale", "rgb_to_hsv", "hsv_to_rgb", "crop_images", "pad_images",
            "extract_patches", "affine_transform", "map_coordinates", "gaussian_blur", "sobel_edges",
-           "perspective_transform", "ssim", "extract_patches_3d"]
+           "perspective_transform", "ssim", "extract_patches_3d",
+           "elastic_transform", "scale_and_translate"]
 
 _INTERPOLATIONS = ("nearest", "bilinear", "bicubic")
 

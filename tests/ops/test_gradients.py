@@ -111,7 +111,9 @@ IMAGE_GRAD_CASES = [
     ("rgb_to_grayscale", [r(1, 2, 2, 3)], {}), ("ssim", [r(1, 5, 5, 1), r(1, 5, 5, 1)], {"filter_size": 3}),
     ("perspective_transform", [r(1, 4, 4, 1), lambda g: np.array([[0, 0], [3, 0], [0, 3], [3, 3]]),
                                lambda g: np.array([[0.2, 0], [3, 0.4], [0, 2.6], [2.9, 3]])], {}),
-    ("extract_patches_3d", [r(1, 3, 3, 3, 1)], {"size": 2, "strides": 1}), ("extract_patches", [r(1, 4, 4, 1)], {"size": 2}),
+    ("extract_patches_3d", [r(1, 3, 3, 3, 1)], {"size": 2, "strides": 1}),
+    ("scale_and_translate", [r(1, 3, 4, 1), lambda g: (1, 5, 3, 1), lambda g: [1.5, 0.8], lambda g: [0.2, 0.0],
+                             lambda g: (1, 2), lambda g: "cubic"], {}), ("extract_patches", [r(1, 4, 4, 1)], {"size": 2}),
     ("pad_images", [r(1, 2, 2, 1)], {"top_padding": 1, "bottom_padding": 0, "left_padding": 1, "right_padding": 2}),
 ]
 
@@ -228,3 +230,14 @@ def test_jvp_matches_finite_differences():
     numeric = (np.sin(x + eps * v) * (x + eps * v) - np.sin(x - eps * v) * (x - eps * v)) / (2 * eps)
     np.testing.assert_allclose(tangent.numpy(), numeric, rtol=1e-6)
     np.testing.assert_allclose(out.numpy(), np.sin(x) * x)
+
+
+def test_elastic_transform_is_seeded_and_warps_smoothly():
+    x = np.random.default_rng(0).uniform(size=(1, 12, 12, 2)).astype(np.float32)
+    a = ops.image.elastic_transform(x, alpha=3.0, sigma=2.0, seed=4).numpy()
+    b = ops.image.elastic_transform(x, alpha=3.0, sigma=2.0, seed=4).numpy()
+    np.testing.assert_array_equal(a, b)
+    assert a.shape == x.shape and a.dtype == np.float32
+    assert not np.allclose(a, x)
+    still = ops.image.elastic_transform(x, alpha=0.0, sigma=2.0, seed=4).numpy()
+    np.testing.assert_allclose(still, x, atol=1e-6)          # no displacement: the image itself

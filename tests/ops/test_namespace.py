@@ -21,8 +21,6 @@ NOT_PROVIDED = {
     "view_as_complex": "complex numbers: minnet tensors are real",
     "view_as_real": "complex numbers: minnet tensors are real",
     "polar": "complex numbers: minnet tensors are real",
-    "elastic_transform": "not written yet (random image warping)",
-    "scale_and_translate": "not written yet (resampling kernels)",
 }
 
 NAMESPACES = [("ops", lambda k: k.ops, ops), ("ops.nn", lambda k: k.ops.nn, ops.nn),
