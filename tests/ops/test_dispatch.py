@@ -123,3 +123,30 @@ def test_custom_loss_with_ops():
     model.compile(optimizer="adam", loss=loss_fn)
     history = model.fit(x, y, epochs=2, batch_size=8, verbose=0)
     assert np.isfinite(history.history["loss"]).all()
+
+
+def test_64_bit_inputs_stay_64_bit(keras):
+    # minnet keeps float64/int64 for every op; Keras on torch computes some ops of float64
+    # inputs in float32 (matmul, maximum) while others (add) keep float64
+    a = np.ones((2, 2))
+    for name in ("matmul", "maximum", "add", "hypot"):
+        assert getattr(ops, name)(a, a).dtype == np.float64
+    assert ops.matmul(np.ones((2, 2), np.int64), np.ones((2, 2), np.int64)).dtype == np.int64
+    assert ops.result_type("float64", "float32") == "float64"
+    theirs = {name: str(keras.ops.convert_to_numpy(getattr(keras.ops, name)(a, a)).dtype) for name in ("matmul", "add")}
+    assert theirs == {"matmul": "float32", "add": "float64"}       # the inconsistency minnet does not copy
+
+
+def test_sparsemax_is_a_projection(keras):
+    x = np.random.default_rng(0).normal(size=(4, 5)).astype(np.float32) * 2
+    mine = ops.sparsemax(x).numpy()
+    np.testing.assert_allclose(mine.sum(-1), 1.0, rtol=1e-6)
+    # reference: sort, find the support size k, tau = (sum of top k - 1) / k
+    z = -np.sort(-x, axis=-1)
+    k = np.arange(1, 6)
+    support = (1 + k * z) > np.cumsum(z, -1)
+    kz = support.sum(-1, keepdims=True)
+    tau = (np.take_along_axis(np.cumsum(z, -1), kz - 1, -1) - 1) / kz
+    np.testing.assert_allclose(mine, np.maximum(x - tau, 0), rtol=1e-5, atol=1e-6)
+    theirs = keras.ops.convert_to_numpy(keras.ops.sparsemax(x))
+    assert not np.allclose(theirs.sum(-1), 1.0)       # Keras 3.15.1 on torch: rows do not sum to 1

@@ -274,8 +274,7 @@ IMAGE_CASES = [
     ("extract_patches_3d", [f(4, 4, 4, 2)], {"size": 2, "strides": 1, "dilation_rate": 2}),
     ("ssim", [f(2, 12, 13, 2, low=0.0, high=1.0), f(2, 12, 13, 2, low=0.0, high=1.0)], {}),
     ("ssim", [f(12, 12, 1, low=0.0, high=1.0), f(12, 12, 1, low=0.0, high=1.0)], {"filter_size": 5, "max_val": 2.0}),
-    # square images: Keras's torch perspective_transform transposes non-square grids
-    ("perspective_transform", [f(2, 6, 6, 2), lambda r: np.array([[0, 0], [5, 0], [0, 5], [5, 5]], F32),
+    ("perspective_transform", [f(2, 6, 7, 2), lambda r: np.array([[0, 0], [5, 0], [0, 5], [5, 5]], F32),
                                lambda r: np.array([[1, 0], [5, 1], [0, 4], [4, 5]], F32)], {}),
     ("perspective_transform", [f(5, 5, 1), lambda r: np.array([[0, 0], [4, 0], [0, 4], [4, 4]], F32),
                                lambda r: np.array([[0.5, 0.2], [4, 0.3], [0.1, 3.5], [3.7, 4]], F32)],
