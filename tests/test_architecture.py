@@ -2,7 +2,7 @@
 
 Floors, from the bottom (docs/internals.md draws them)::
 
-    _ext  <-  autograd  <-  functional  <-  initializers, activations, regularizers, constraints
+    _ext  <-  autograd  <-  functional  <-  ops, random  <-  initializers, activations, regularizers, constraints
           <-  layers  <-  losses, metrics, optimizers  <-  callbacks  <-  trainers
           <-  saving  <-  models  <-  interop, distributed
 

@@ -130,6 +130,9 @@ def _promote_nodes(kinds):
 
 def promote(*values):
     """The np.dtype Keras gives an op on these values (Tensors, arrays, Python numbers)."""
+    if len(values) == 2 and isinstance(values[0], Tensor) and isinstance(values[1], Tensor) \
+            and values[0].dtype == values[1].dtype:
+        return values[0].dtype                       # the common case, without the lattice
     return np.dtype(_promote_nodes([_kind(v) for v in values if v is not None]))
 
 
@@ -237,6 +240,11 @@ def to_float(t, dtype=None):
 
 def binary(x1, x2):
     """Both operands as Tensors of their promoted dtype (Keras's weak typing for numbers)."""
+    if isinstance(x1, Tensor):
+        if isinstance(x2, Tensor) and x1.dtype == x2.dtype:
+            return x1, x2
+        if type(x2) is float and x1.dtype.kind == "f":         # a weak float keeps the float dtype
+            return x1, Tensor(np.asarray(x2, dtype=x1.dtype))
     dtype = promote(x1, x2)
     return _as(x1, dtype), _as(x2, dtype)
 
