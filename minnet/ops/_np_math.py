@@ -251,7 +251,8 @@ sinc = _unary_op("sinc", E.Sinc)
 
 @keras_op("x")
 def tanh(x):
-    return to_float(x).tanh()
+    x = to_float(x)
+    return x.astype(np.float32).tanh().astype(np.float16) if x.dtype == np.float16 else x.tanh()
 
 
 @keras_op("x1", "x2", weak=True)
@@ -278,12 +279,14 @@ def rad2deg(x):
 
 @keras_op("x")
 def erf(x):
-    return Erf.apply(to_float(x))
+    x = to_float(x)
+    return cast_to(Erf.apply(x), x.dtype)
 
 
 @keras_op("x")
 def erfc(x):
-    return 1.0 - Erf.apply(to_float(x))
+    x = to_float(x)
+    return cast_to(1.0 - Erf.apply(x), x.dtype)
 
 
 # ----------------------------------------------------------------------------- rounding, sign
@@ -291,6 +294,8 @@ def erfc(x):
 
 @keras_op("x")
 def sign(x):
+    if x.dtype == bool:
+        return x
     return x.sign() if x.dtype.kind == "f" else wrap(np.sign(x.data))
 
 
@@ -375,6 +380,8 @@ def clip(x, x_min, x_max):
 @keras_op("x1", "x2", weak=True)
 def heaviside(x1, x2):
     a, b = binary(x1, x2)
+    if a.dtype == bool:
+        return wrap(np.heaviside(a.data.astype(np.int8), b.data.astype(np.int8)).astype(bool))
     if a.dtype.kind != "f":
         a, b = a.astype(config.floatx()), b.astype(config.floatx())
     return wrap(np.heaviside(a.data, b.data).astype(a.dtype))

@@ -16,13 +16,16 @@ __all__ = ["matmul", "dot", "tensordot", "einsum", "inner", "outer", "vdot", "kr
 
 def _pair(x1, x2):
     dtype = promote(x1, x2)
-    if dtype == bool:
-        dtype = np.dtype(np.int32)
     return cast_to(x1, dtype), cast_to(x2, dtype)
 
 
-def _int_product(fn, a, b):
-    return wrap(fn(a.data, b.data))
+def _int_product(fn, a, b, int8_to_int32=False):
+    """Integer/bool products as Keras: bool stays bool (any true term); ``matmul`` of int8
+    gives int32."""
+    if a.dtype == bool:
+        return wrap(fn(a.data.astype(np.int32), b.data.astype(np.int32)) != 0)
+    out_dtype = np.int32 if int8_to_int32 and a.dtype.name == "int8" else a.dtype
+    return wrap(fn(a.data.astype(out_dtype), b.data.astype(out_dtype)).astype(out_dtype))
 
 
 @keras_op("x1", "x2")
@@ -30,7 +33,7 @@ def matmul(x1, x2):
     """Matrix product with NumPy's rules (1-D operands, batch broadcasting)."""
     a, b = _pair(x1, x2)
     if a.dtype.kind != "f":
-        return _int_product(np.matmul, a, b)
+        return _int_product(np.matmul, a, b, int8_to_int32=x1.dtype == x2.dtype == np.int8)
     return a @ b
 
 
@@ -39,10 +42,10 @@ def dot(x1, x2):
     """NumPy's ``dot``: scalars multiply, 1-D/2-D as matmul, N-D contracts the last axis of
     ``x1`` with the second-to-last of ``x2``."""
     a, b = _pair(x1, x2)
-    if a.ndim == 0 or b.ndim == 0:
-        return a * b
     if a.dtype.kind != "f":
         return _int_product(np.dot, a, b)
+    if a.ndim == 0 or b.ndim == 0:
+        return a * b
     if b.ndim <= 2:
         return a @ b
     return tensordot(a, b, axes=([a.ndim - 1], [b.ndim - 2]))
@@ -89,6 +92,8 @@ def einsum(subscripts, *operands, **kwargs):
 @keras_op("x1", "x2")
 def inner(x1, x2):
     a, b = _pair(x1, x2)
+    if a.dtype.kind != "f":
+        return _int_product(np.inner, a, b)
     if a.ndim == 0 or b.ndim == 0:
         return a * b
     return tensordot(a, b, axes=([a.ndim - 1], [b.ndim - 1]))
@@ -97,6 +102,8 @@ def inner(x1, x2):
 @keras_op("x1", "x2")
 def outer(x1, x2):
     a, b = _pair(x1, x2)
+    if a.dtype.kind != "f":
+        return _int_product(np.outer, a, b)
     return a.reshape(-1, 1) * b.reshape(1, -1)
 
 
@@ -110,7 +117,7 @@ def vdot(x1, x2):
 def kron(x1, x2):
     a, b = _pair(x1, x2)
     if a.dtype.kind != "f":
-        return wrap(np.kron(a.data, b.data))
+        return _int_product(np.kron, a, b)
     nd = max(a.ndim, b.ndim)
     a = a.reshape(*((1,) * (nd - a.ndim) + tuple(a.shape)))
     b = b.reshape(*((1,) * (nd - b.ndim) + tuple(b.shape)))

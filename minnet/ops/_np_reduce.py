@@ -152,7 +152,7 @@ def count_nonzero(x, axis=None):
 def _cum_input(x, axis, dtype):
     if dtype is not None:
         x = cast_to(x, np.dtype(dtype))
-    elif x.dtype == bool or x.dtype.name in ("int8", "int16", "uint8", "uint16"):
+    elif x.dtype == bool:
         x = x.astype(np.int32)
     if axis is None:
         return x.reshape(-1), 0
@@ -164,7 +164,7 @@ def cumsum(x, axis=None, dtype=None):
     """Running sum along ``axis`` (None: over the flattened tensor)."""
     x, axis = _cum_input(x, axis, dtype)
     if x.dtype.kind != "f":
-        return wrap(np.cumsum(x.data, axis=axis))
+        return wrap(np.cumsum(x.data, axis=axis, dtype=x.dtype))
     return CumSum.apply(x, dim=axis) if x.ndim else x
 
 
@@ -173,7 +173,7 @@ def cumprod(x, axis=None, dtype=None):
     """Running product; differentiable as the product of the prefixes (log-free, safe at 0)."""
     x, axis = _cum_input(x, axis, dtype)
     if x.dtype.kind != "f":
-        return wrap(np.cumprod(x.data, axis=axis))
+        return wrap(np.cumprod(x.data, axis=axis, dtype=x.dtype))
     parts, running = [], None
     for i in range(x.shape[axis]):
         item = x[(builtins.slice(None),) * axis + (builtins.slice(i, i + 1),)]

@@ -346,13 +346,13 @@ def get_item(x, key):
 @keras_op("x")
 def tril(x, k=0):
     mask = np.tril(np.ones(x.shape[-2:], dtype=bool), int(k))
-    return x * Tensor(mask.astype(x.dtype)) if x.dtype.kind == "f" else wrap(np.where(mask, x.data, 0))
+    return x * Tensor(mask.astype(x.dtype)) if x.dtype.kind == "f" else wrap(np.where(mask, x.data, np.zeros((), x.dtype)))
 
 
 @keras_op("x")
 def triu(x, k=0):
     mask = np.triu(np.ones(x.shape[-2:], dtype=bool), int(k))
-    return x * Tensor(mask.astype(x.dtype)) if x.dtype.kind == "f" else wrap(np.where(mask, x.data, 0))
+    return x * Tensor(mask.astype(x.dtype)) if x.dtype.kind == "f" else wrap(np.where(mask, x.data, np.zeros((), x.dtype)))
 
 
 @keras_op("x")

@@ -16,7 +16,7 @@ from minnet.autograd import Tensor, where as _where
 
 from . import _np_shape
 from ._ctc import ctc_decode, ctc_loss  # noqa: F401
-from ._dispatch import cast_to, keras_op, norm_axes, norm_axis, promote, to_float, wrap
+from ._dispatch import cast_to, keras_op, norm_axes, norm_axis, promote, to_float, wrap, wrap
 
 __all__ = ["relu", "relu6", "sigmoid", "tanh", "softplus", "softsign", "silu", "swish", "log_sigmoid",
            "leaky_relu", "hard_sigmoid", "hard_silu", "hard_swish", "elu", "selu", "gelu", "celu", "glu",
@@ -32,39 +32,52 @@ __all__ = ["relu", "relu6", "sigmoid", "tanh", "softplus", "softsign", "silu", "
 # ----------------------------------------------------------------------------- activations
 
 
+def _via_kernel(fn, x, *args, **kwargs):
+    """``fn`` (a minnet.functional op, float32/float64 kernels) on ``x``: integers in floatx,
+    float16 computed in float32 and returned as float16 (Keras keeps float16)."""
+    x = to_float(x)
+    if x.dtype == np.float16:
+        return fn(x.astype(np.float32), *args, **kwargs).astype(np.float16)
+    return fn(x, *args, **kwargs)
+
+
 @keras_op("x")
 def relu(x):
-    return F.relu(to_float(x))
+    if x.dtype.kind in "iu":
+        return wrap(np.maximum(x.data, 0).astype(x.dtype))
+    return _via_kernel(F.relu, x)
 
 
 @keras_op("x")
 def relu6(x):
-    return F.relu6(to_float(x))
+    if x.dtype.kind in "iu":
+        return wrap(np.clip(x.data, 0, 6).astype(x.dtype))
+    return _via_kernel(F.relu6, x)
 
 
 @keras_op("x")
 def sigmoid(x):
-    return F.sigmoid(to_float(x))
+    return _via_kernel(F.sigmoid, x)
 
 
 @keras_op("x")
 def tanh(x):
-    return F.tanh(to_float(x))
+    return _via_kernel(F.tanh, x)
 
 
 @keras_op("x")
 def softplus(x):
-    return F.softplus(to_float(x))
+    return _via_kernel(F.softplus, x)
 
 
 @keras_op("x")
 def softsign(x):
-    return F.softsign(to_float(x))
+    return _via_kernel(F.softsign, x)
 
 
 @keras_op("x")
 def silu(x):
-    return F.silu(to_float(x))
+    return _via_kernel(F.silu, x)
 
 
 swish = silu
@@ -73,18 +86,18 @@ swish = silu
 @keras_op("x")
 def log_sigmoid(x):
     """``log(sigmoid(x)) = -softplus(-x)``, stable for large ``|x|``."""
-    return -F.softplus(-to_float(x))
+    return -_via_kernel(F.softplus, -to_float(x))
 
 
 @keras_op("x")
 def leaky_relu(x, negative_slope=0.2):
-    return F.leaky_relu(to_float(x), negative_slope)
+    return _via_kernel(F.leaky_relu, x, negative_slope)
 
 
 @keras_op("x")
 def hard_sigmoid(x):
     """``relu6(x + 3) / 6`` (Keras's)."""
-    return F.relu6(to_float(x) + 3.0) * (1.0 / 6.0)
+    return _via_kernel(F.relu6, to_float(x) + 3.0) * (1.0 / 6.0)
 
 
 @keras_op("x")
@@ -98,18 +111,18 @@ hard_swish = hard_silu
 
 @keras_op("x")
 def elu(x, alpha=1.0):
-    return F.elu(to_float(x), alpha)
+    return _via_kernel(F.elu, x, alpha)
 
 
 @keras_op("x")
 def selu(x):
-    return F.selu(to_float(x))
+    return _via_kernel(F.selu, x)
 
 
 @keras_op("x")
 def gelu(x, approximate=True):
     """GELU; Keras's default is the tanh approximation (``approximate=True``)."""
-    return F.gelu(to_float(x), "tanh" if approximate else "none")
+    return _via_kernel(F.gelu, x, "tanh" if approximate else "none")
 
 
 @keras_op("x")
@@ -198,7 +211,7 @@ def softmax(x, axis=-1):
     if isinstance(axis, (tuple, list)):
         axes = norm_axes(axis, x.ndim)
         return (x - x.logsumexp(axes, keepdim=True)).exp()
-    return F.softmax(x, axis=norm_axis(axis, x.ndim))
+    return _via_kernel(F.softmax, x, axis=norm_axis(axis, x.ndim))
 
 
 @keras_op("x")
@@ -206,7 +219,7 @@ def log_softmax(x, axis=-1):
     x = to_float(x)
     if isinstance(axis, (tuple, list)):
         return x - x.logsumexp(norm_axes(axis, x.ndim), keepdim=True)
-    return F.log_softmax(x, axis=norm_axis(axis, x.ndim))
+    return _via_kernel(F.log_softmax, x, axis=norm_axis(axis, x.ndim))
 
 
 @keras_op("x")

@@ -8,6 +8,8 @@ import pytest
 import minnet as mn
 from minnet import layers, ops
 
+pytestmark = pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")  # inside Keras/torch
+
 
 @pytest.mark.parametrize("value", [np.ones((2, 3), np.float32), mn.ones(2, 3), [[1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]])
 def test_inputs_of_every_kind(value):

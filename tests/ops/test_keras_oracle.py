@@ -9,6 +9,8 @@ import pytest
 
 from minnet import ops
 
+pytestmark = pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")  # inside Keras/torch
+
 F32 = "float32"
 
 

@@ -6,6 +6,8 @@ import pytest
 import minnet as mn
 from minnet import random
 
+pytestmark = pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")  # inside Keras/torch
+
 N = 20000
 
 
