@@ -468,7 +468,7 @@ def unique(x, sorted=True, return_index=False, return_inverse=False, return_coun
         padded = np.full((int(size),) + values.shape[1:], fill, dtype=values.dtype)
         padded[:builtins.min(int(size), values.shape[0])] = values[:int(size)]
         values = padded
-    results = [wrap(values)] + [wrap(o.astype(np.int32)) for o in out[1:]]
+    results = [wrap(values)] + [wrap(o.astype(np.int64)) for o in out[1:]]
     return results[0] if len(results) == 1 else tuple(results)
 
 
@@ -495,7 +495,8 @@ def bincount(x, weights=None, minlength=0, sparse=False):
 @keras_op("x")
 def histogram(x, bins=10, range=None):
     counts, edges = np.histogram(x.data, bins=bins, range=range)
-    return wrap(counts.astype(np.int32)), wrap(edges.astype(to_float(x).dtype))
+    dtype = to_float(x).dtype                   # Keras: counts in the input's float dtype
+    return wrap(counts.astype(dtype)), wrap(edges.astype(dtype))
 
 
 @keras_op("x")

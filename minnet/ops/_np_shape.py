@@ -426,7 +426,7 @@ def select(condlist, choicelist, default=0):
 
 @keras_op("indices")
 def unravel_index(indices, shape):
-    return tuple(wrap(i.astype(indices.dtype)) for i in np.unravel_index(indices.data, tuple(shape)))
+    return tuple(wrap(i.astype(np.int32)) for i in np.unravel_index(indices.data, tuple(shape)))
 
 
 @keras_op("x")

@@ -152,3 +152,10 @@ def test_sparsemax_is_a_projection(keras):
     np.testing.assert_allclose(mine, np.maximum(x - tau, 0), rtol=1e-5, atol=1e-6)
     theirs = keras.ops.convert_to_numpy(keras.ops.sparsemax(x))
     assert not np.allclose(theirs.sum(-1), 1.0)       # Keras 3.15.1 on torch: rows do not sum to 1
+
+
+def test_cross_of_2_vectors_is_numpys():
+    a = np.array([[1.0, 2.0], [3.0, 4.0]])
+    b = np.array([[1.0, 0.0], [0.5, 1.0]])
+    np.testing.assert_allclose(ops.cross(a, b).numpy(), np.cross(np.pad(a, ((0, 0), (0, 1))),
+                                                                 np.pad(b, ((0, 0), (0, 1))))[:, 2])
