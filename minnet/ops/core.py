@@ -124,8 +124,8 @@ def _scalar(value, name):
 
 
 def while_loop(cond, body, loop_vars, maximum_iterations=None):
-    """Run ``loop_vars = body(*loop_vars)`` while ``cond(*loop_vars)``; returns the loop vars
-    with the structure they were given in (a single tensor stays single)."""
+    """Run ``loop_vars = body(*loop_vars)`` while ``cond(*loop_vars)``; returns the final loop
+    vars as a tuple (a single, non-sequence loop var comes back alone), as Keras."""
     if maximum_iterations is not None and (isinstance(maximum_iterations, bool)
                                            or int(maximum_iterations) < 0):
         raise ValueError(f"Invalid argument `maximum_iterations`: expected a non-negative int. "
@@ -139,9 +139,7 @@ def while_loop(cond, body, loop_vars, maximum_iterations=None):
         out = body(*state)
         state = (out,) if single else tuple(out) if isinstance(out, (list, tuple)) else (out,)
         done += 1
-    if single:
-        return state[0]
-    return list(state) if isinstance(loop_vars, list) else state
+    return state[0] if single else state        # a tuple, as Keras returns for a list too
 
 
 def fori_loop(lower, upper, body_fun, init_val):
