@@ -10,6 +10,7 @@ from minnet import ops
 
 pytestmark = pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")  # inside Keras/torch
 
+
 DTYPES = ["bool", "int8", "int16", "int32", "uint8", "float16", "float32"]
 UNARY = ["abs", "negative", "square", "sqrt", "exp", "log", "sin", "tanh", "sign", "floor", "ceil", "round", "trunc",
          "reciprocal", "relu", "sigmoid", "softmax", "cumsum", "cumprod", "sum", "mean", "max", "min", "prod", "var",

@@ -15,6 +15,7 @@ from minnet import random as mn_random
 
 pytestmark = pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")  # inside Keras/torch
 
+
 DOCS = pathlib.Path(__file__).resolve().parents[2] / "docs"
 
 NOT_PROVIDED = {

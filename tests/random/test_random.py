@@ -8,6 +8,7 @@ from minnet import random
 
 pytestmark = pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")  # inside Keras/torch
 
+
 N = 20000
 
 
