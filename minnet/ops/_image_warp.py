@@ -12,7 +12,7 @@ import numpy as np
 from minnet import config, random as mn_random
 from minnet.autograd import Tensor, stack
 
-from . import nn
+from . import _volumes, nn
 from ._dispatch import keras_op, to_float, wrap
 
 __all__ = ["map_coordinates", "affine_transform", "perspective_transform", "gaussian_blur", "sobel_edges", "ssim",
@@ -231,12 +231,6 @@ def ssim(image1, image2, max_val=1.0, filter_size=11, filter_sigma=1.5, k1=0.01,
     return out[0] if single else out
 
 
-def _same_pad(size, k, s, d):
-    effective = (k - 1) * d + 1
-    total = max(0, ((size + s - 1) // s - 1) * s + effective - size)
-    return total // 2, total - total // 2
-
-
 @keras_op("volumes")
 def extract_patches_3d(volumes, size, strides=None, dilation_rate=1, padding="valid", data_format=None):
     """3-D patches as channels: ``(N, out_d, out_h, out_w, kd·kh·kw·C)`` (channels_last),
@@ -255,16 +249,9 @@ def extract_patches_3d(volumes, size, strides=None, dilation_rate=1, padding="va
     if padding not in ("valid", "same"):
         raise ValueError(f"Invalid argument `padding`: expected 'valid' or 'same'. Received: padding={padding!r}")
     if padding == "same":
-        pads = [_same_pad(n, k, s, d) for n, k, s, d in zip(x.shape[1:4], kernel, strides, dilation)]
-        x = nn.pad_volume(x, pads)
-    index = []
-    for n, k, s, d in zip(x.shape[1:4], kernel, strides, dilation):
-        out = (n - (k - 1) * d - 1) // s + 1
-        index.append(np.arange(out)[:, None] * s + np.arange(k)[None, :] * d)      # (out, k)
-    di, hi, wi = index
-    od, oh, ow = di.shape[0], hi.shape[0], wi.shape[0]
-    grid = (di[:, None, None, :, None, None], hi[None, :, None, None, :, None], wi[None, None, :, None, None, :])
-    patches = x[(slice(None),) + tuple(np.broadcast_arrays(*grid))]     # (n, od, oh, ow, kd, kh, kw, c)
+        x = nn.pad_volume(x, _volumes.same_pads(x.shape[1:4], kernel, strides, dilation))
+    patches = _volumes.patches_3d(x, kernel, strides, dilation)     # (n, od, oh, ow, kd, kh, kw, c)
+    od, oh, ow = patches.shape[1:4]
     out = patches.reshape(x.shape[0], od, oh, ow, -1)
     if first:
         out = out.permute(0, 4, 1, 2, 3)

@@ -4,7 +4,8 @@ convolution and pooling, with Keras's argument names, defaults and layouts.
 Images default to ``mn.config.image_data_format()`` (channels_last); kernels use Keras's
 layout ``(*spatial, in_channels, out_channels)`` (``depthwise_conv``: ``(*spatial, in, multiplier)``)
 and are transposed to minnet's PyTorch layout for the native kernels. 1-D and 2-D
-convolutions and pools run on those kernels; 3-D ones are not provided. Every op here is
+convolutions and pools run on those kernels; 3-D ones gather their windows by index
+(``_volumes``). Every op here is
 differentiable through ``minnet.functional`` and the autograd.
 """
 import math
@@ -14,7 +15,7 @@ import numpy as np
 from minnet import config, functional as F
 from minnet.autograd import Tensor, where as _where
 
-from . import _np_shape
+from . import _np_shape, _volumes
 from ._ctc import ctc_decode, ctc_loss  # noqa: F401
 from ._dispatch import cast_to, keras_op, norm_axes, norm_axis, promote, to_float, wrap, wrap
 
@@ -410,9 +411,9 @@ def _tuple(value, n, name):
 
 def _spatial(inputs, data_format, name="inputs"):
     n = inputs.ndim - 2
-    if n not in (1, 2):
-        raise ValueError(f"Invalid argument `{name}`: minnet's ops run 1-D and 2-D convolutions and pools "
-                         f"(rank 3 or 4 inputs). Received: shape {inputs.shape}")
+    if n not in (1, 2, 3):
+        raise ValueError(f"Invalid argument `{name}`: expected a batch of 1-D, 2-D or 3-D inputs "
+                         f"(rank 3, 4 or 5). Received: shape {inputs.shape}")
     return n
 
 
@@ -436,6 +437,12 @@ def _same_pads(sizes, kernel, strides, dilation):
         total = effective - 1 if s == 1 else max(0, ((size + s - 1) // s - 1) * s + effective - size)
         pads.append((total // 2, total - total // 2))
     return pads
+
+
+def _padding_mode(padding):
+    if not isinstance(padding, str) or padding.lower() not in ("valid", "same"):
+        raise ValueError(f"Invalid argument `padding`: expected 'valid' or 'same'. Received: padding={padding!r}")
+    return padding.lower()
 
 
 def _padding(padding, sizes, kernel, strides, dilation):
@@ -462,6 +469,10 @@ def _spatial_sizes(x, data_format, n):
 
 def _conv_core(inputs, weight, strides, padding, data_format, dilation_rate, groups):
     n = _spatial(inputs, data_format)
+    if n == 3:
+        weight = weight.permute(2, 3, 4, 1, 0)                  # back to (kd, kh, kw, in/groups, filters)
+        return _volumes.conv3d(inputs, weight, _tuple(strides, 3, "strides"), _padding_mode(padding), data_format,
+                               _tuple(dilation_rate, 3, "dilation_rate"), groups)
     strides = _tuple(strides, n, "strides")
     dilation = _tuple(dilation_rate, n, "dilation_rate")
     kernel = tuple(weight.shape[2:])
@@ -482,7 +493,7 @@ def _float_pair(inputs, kernel):
 
 @keras_op("inputs", "kernel")
 def conv(inputs, kernel, strides=1, padding="valid", data_format=None, dilation_rate=1):
-    """N-D convolution (N = 1, 2), kernel ``(*spatial, in_channels / groups, filters)``."""
+    """N-D convolution (N = 1, 2, 3), kernel ``(*spatial, in_channels / groups, filters)``."""
     data_format = _format(data_format)
     inputs, kernel = _float_pair(inputs, kernel)
     n = _spatial(inputs, data_format)
@@ -559,6 +570,8 @@ def _pool(inputs, pool_size, strides, padding, data_format, kind):
     n = _spatial(inputs, data_format)
     pool = _tuple(pool_size, n, "pool_size")
     strides = pool if strides is None else _tuple(strides, n, "strides")
+    if n == 3:
+        return _volumes.pool3d(inputs, pool, strides, _padding_mode(padding), data_format, kind)
     if isinstance(padding, str) and padding.lower() == "same":
         pads = _same_pads(_spatial_sizes(inputs, data_format, n), pool, strides, (1,) * n)
         first = 1 if data_format == "channels_last" else 2
