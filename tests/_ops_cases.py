@@ -149,6 +149,8 @@ CASES += [
     ("conv_transpose", [f(2, 4, 4, 3), f(3, 3, 2, 3)], {"strides": 2}),
     ("conv_transpose", [f(2, 4, 4, 3), f(3, 3, 2, 3)], {"strides": 2, "padding": "same"}),
     ("conv_transpose", [f(2, 5, 5, 3), f(2, 2, 2, 3)], {"strides": 1, "padding": "same"}),
+    ("conv_transpose", [f(2, 5, 3), f(3, 2, 3)], {"strides": 2}), ("conv_transpose", [f(1, 6, 2), f(4, 3, 2)], {"strides": 3, "padding": "same"}),
+    ("conv_transpose", [f(2, 5, 5, 3), f(3, 3, 2, 3)], {"strides": 2, "output_padding": 1, "padding": "same"}),
     ("max_pool", [f(2, 6, 6, 3)], {"pool_size": 2}), ("max_pool", [f(2, 5, 5, 3)], {"pool_size": 3, "strides": 2, "padding": "same"}),
     ("average_pool", [f(2, 6, 6, 3)], {"pool_size": 2}), ("average_pool", [f(2, 5, 5, 3)], {"pool_size": 2, "strides": 2, "padding": "same"}),
     ("max_pool", [f(2, 7, 3)], {"pool_size": 2}), ("average_pool", [f(2, 3, 6, 6)], {"pool_size": 3, "data_format": "channels_first"}),

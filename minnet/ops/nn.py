@@ -524,13 +524,19 @@ def separable_conv(inputs, depthwise_kernel, pointwise_kernel, strides=1, paddin
 @keras_op("inputs", "kernel")
 def conv_transpose(inputs, kernel, strides=1, padding="valid", output_padding=None, data_format=None,
                    dilation_rate=1):
-    """Transposed convolution (2-D), kernel ``(kh, kw, filters, in_channels)`` as Keras."""
+    """Transposed convolution (1-D or 2-D), kernel ``(*spatial, filters, in_channels)`` as Keras."""
     data_format = _format(data_format)
     inputs, kernel = _float_pair(inputs, kernel)
     n = _spatial(inputs, data_format)
+    if n == 1:                                       # as a 2-D one of height 1
+        one = (lambda v, name: None if v is None else (1,) + _tuple(v, 1, name))
+        out = conv_transpose(_as_2d(inputs, data_format, 1), kernel.unsqueeze(0), one(strides, "strides"), padding,
+                             one(output_padding, "output_padding") if output_padding is not None else None,
+                             data_format, one(dilation_rate, "dilation_rate"))
+        return _from_2d(out, data_format, 1)
     if n != 2:
-        raise ValueError(f"Invalid argument `inputs`: minnet's conv_transpose is 2-D (rank-4 inputs). "
-                         f"Received: shape {inputs.shape}")
+        raise ValueError(f"Invalid argument `inputs`: minnet's conv_transpose is 1-D or 2-D (rank-3 or -4 "
+                         f"inputs). Received: shape {inputs.shape}")
     strides = _tuple(strides, 2, "strides")
     dilation = _tuple(dilation_rate, 2, "dilation_rate")
     kernel_hw = kernel.shape[:2]
