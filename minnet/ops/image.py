@@ -96,7 +96,17 @@ def resize(images, size, interpolation="bilinear", antialias=False, crop_to_aspe
     out = einsum("ah,nhwc,bw->nabc", wh, x, ww)
     if data_format == "channels_first":
         out = out.permute(0, 3, 1, 2)
-    return out[0] if single else out
+    return _like_input(out[0] if single else out, images)
+
+
+def _like_input(out, images, rounding=True):
+    """Integer images come back in their own dtype, clipped, and rounded (``resize``) or
+    truncated (``rgb_to_grayscale``), as Keras does."""
+    if images.dtype.kind not in "iu":
+        return out
+    info = np.iinfo(images.dtype)
+    values = np.round(out.data) if rounding else np.trunc(out.data)
+    return wrap(np.clip(values, info.min, info.max).astype(images.dtype))
 
 
 def _channel_axis(images, data_format):
@@ -111,7 +121,7 @@ def rgb_to_grayscale(images, data_format=None):
     weights = np.array([0.2989, 0.5870, 0.1140], x.dtype)
     shape = [1] * x.ndim
     shape[axis] = 3
-    return (x * Tensor(weights.reshape(shape))).sum(axis=axis, keepdims=True)
+    return _like_input((x * Tensor(weights.reshape(shape))).sum(axis=axis, keepdims=True), images, rounding=False)
 
 
 @keras_op("images")
@@ -183,4 +193,4 @@ def extract_patches(images, size, strides=None, dilation_rate=1, padding="valid"
     eye = np.eye(kh * kw * c, dtype=x.dtype).reshape(kh, kw, c, kh * kw * c)
     out = nn.conv(x, Tensor(eye), strides=strides or (kh, kw), padding=padding, data_format=data_format,
                   dilation_rate=dilation_rate)
-    return out[0] if single else out
+    return _like_input(out[0] if single else out, images)

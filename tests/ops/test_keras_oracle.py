@@ -74,3 +74,14 @@ def test_image_matches_keras(keras, name, builders, kwargs):
     theirs = getattr(keras.ops.image, name)(*args, **kwargs)
     mine = getattr(ops.image, name)(*args, **kwargs)
     _compare(_mine_numpy(mine), _to_numpy(theirs, keras), name)
+
+
+@pytest.mark.parametrize("name, kwargs", [("resize", {"size": (3, 3)}), ("resize", {"size": (8, 8), "interpolation": "nearest"}),
+                                          ("rgb_to_grayscale", {}), ("extract_patches", {"size": 2})])
+def test_integer_images_keep_their_dtype(keras, name, kwargs):
+    x = (np.random.default_rng(1).random((2, 4, 4, 3)) * 255).astype("uint8")
+    theirs = keras.ops.convert_to_numpy(getattr(keras.ops.image, name)(x, **kwargs))
+    mine = getattr(ops.image, name)(x, **kwargs).numpy()
+    assert mine.dtype == theirs.dtype == np.uint8
+    # Keras computes in float32: at exact .5 ties the rounding may fall either way
+    assert np.abs(mine.astype(int) - theirs.astype(int)).max() <= 1
