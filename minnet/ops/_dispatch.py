@@ -318,7 +318,10 @@ def keras_op(*tensor_params, weak=False):
             # ------------------------------------------------------------------------------
             # SYMBOLIC DISPATCH POINT (the lead adds it at merge, here, before any conversion):
             #     if any argument is a symbolic tensor:
-            #         return minnet.ops.symbolic.symbolic_call(fn, args, kwargs)
+            #         return minnet.ops.symbolic.symbolic_call(op, args, kwargs)
+            # (`op`, this public function, so the graph replays it on real tensors with the same
+            # conversion; "any argument" includes the items of list arguments such as
+            # concatenate's `xs`, and the variadic `*operands` of einsum.)
             # ------------------------------------------------------------------------------
             args = list(args)
             for position, name, kind in plans:
