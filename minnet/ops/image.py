@@ -2,7 +2,8 @@
 
 ``resize`` is separable: each spatial axis is multiplied by an interpolation matrix built
 with the sampling rule of Keras's torch backend (``torch.nn.functional.interpolate``:
-half-pixel centres, ``nearest`` = "nearest-exact", bicubic with a = -0.75), so the output is
+half-pixel centres, ``nearest`` = "nearest-exact", bicubic with a = -0.75; ``antialias=True`` widens
+the kernel when downsampling, as PyTorch's antialiased modes), so the output is
 differentiable in the images.
 """
 import numpy as np
@@ -59,6 +60,22 @@ def _matrix(n_in, n_out, interpolation):
     return w
 
 
+def _antialias_matrix(n_in, n_out, interpolation):
+    """``(n_out, n_in)`` weights of PyTorch's antialiased interpolation (``antialias=True``):
+    the kernel is widened by the scale when downsampling (bicubic with a = -0.5)."""
+    scale = n_in / n_out
+    support = (1.0 if interpolation == "bilinear" else 2.0) * max(scale, 1.0)
+    inv = 1.0 / max(scale, 1.0)
+    w = np.zeros((n_out, n_in))
+    for i in range(n_out):
+        center = scale * (i + 0.5)
+        lo, hi = max(int(center - support + 0.5), 0), min(int(center + support + 0.5), n_in)
+        t = (np.arange(lo, hi) - center + 0.5) * inv
+        k = np.maximum(0.0, 1.0 - np.abs(t)) if interpolation == "bilinear" else _cubic(t, a=-0.5)
+        w[i, lo:hi] = k / k.sum() if k.sum() else k
+    return w
+
+
 @keras_op("images")
 def resize(images, size, interpolation="bilinear", antialias=False, crop_to_aspect_ratio=False,
            pad_to_aspect_ratio=False, fill_mode="constant", fill_value=0.0, data_format=None):
@@ -66,8 +83,6 @@ def resize(images, size, interpolation="bilinear", antialias=False, crop_to_aspe
     if interpolation not in _INTERPOLATIONS:
         raise ValueError(f"Invalid argument `interpolation`: minnet supports {_INTERPOLATIONS}. "
                          f"Received: interpolation={interpolation!r}")
-    if antialias:
-        raise ValueError("Invalid argument `antialias`: minnet resizes without antialiasing. Received: True")
     if crop_to_aspect_ratio and pad_to_aspect_ratio:
         raise ValueError("Only one of `crop_to_aspect_ratio` and `pad_to_aspect_ratio` can be True.")
     data_format = _format(data_format)
@@ -91,8 +106,9 @@ def resize(images, size, interpolation="bilinear", antialias=False, crop_to_aspe
         x = _np_shape.pad(x, ((0, 0), (top, ph - h - top), (left, pw - w - left), (0, 0)),
                           constant_values=fill_value)
         h, w = ph, pw
-    wh = Tensor(_matrix(h, oh, interpolation).astype(x.dtype))
-    ww = Tensor(_matrix(w, ow, interpolation).astype(x.dtype))
+    matrix = _antialias_matrix if antialias and interpolation != "nearest" else _matrix
+    wh = Tensor(matrix(h, oh, interpolation).astype(x.dtype))
+    ww = Tensor(matrix(w, ow, interpolation).astype(x.dtype))
     out = einsum("ah,nhwc,bw->nabc", wh, x, ww)
     if data_format == "channels_first":
         out = out.permute(0, 3, 1, 2)
