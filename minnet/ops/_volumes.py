@@ -8,9 +8,9 @@ import numpy as np
 
 from ._dispatch import to_float
 from . import _np_shape
-from minnet.autograd import einsum
+from minnet.autograd import Tensor, cat, einsum
 
-__all__ = ["patches_3d", "same_pads", "conv3d", "pool3d"]
+__all__ = ["patches_3d", "same_pads", "conv3d", "pool3d", "conv_transpose3d_full"]
 
 
 def same_pads(sizes, kernel, strides, dilation):
@@ -72,4 +72,31 @@ def pool3d(inputs, pool, strides, padding, data_format, kind):
         x = _pad(x, same_pads(x.shape[1:4], pool, strides, (1, 1, 1)), mode="edge")   # Keras (torch): replicate
     p = patches_3d(x, pool, strides, (1, 1, 1))
     out = p.amax((4, 5, 6)) if kind == "max" else p.mean(axis=(4, 5, 6))
+    return _back(out, data_format)
+
+
+def _dilate(x, axis, stride):
+    """``stride - 1`` zeros between the entries along ``axis`` (an index gather, differentiable)."""
+    n = x.shape[axis]
+    if stride == 1 or n == 0:
+        return x
+    zero_shape = list(x.shape)
+    zero_shape[axis] = 1
+    padded = cat([x, Tensor(np.zeros(zero_shape, x.dtype))], axis)
+    index = np.full((n - 1) * stride + 1, n)
+    index[::stride] = np.arange(n)
+    return padded.index_select(axis, Tensor(index))
+
+
+def conv_transpose3d_full(inputs, kernel, strides, data_format, dilation):
+    """The uncropped transposed convolution (size ``(in - 1) * s + effective kernel`` per axis):
+    the input dilated by the strides, padded by ``effective - 1``, convolved with the
+    spatially flipped kernel. ``kernel`` is Keras's ``(kd, kh, kw, filters, in_channels)``."""
+    x = _channels_last(inputs, data_format)
+    for axis, s in zip((1, 2, 3), strides):
+        x = _dilate(x, axis, s)
+    effective = [(k - 1) * d + 1 for k, d in zip(kernel.shape[:3], dilation)]
+    x = _pad(x, [(e - 1, e - 1) for e in effective])
+    flipped = kernel.flip(0, 1, 2).permute(0, 1, 2, 4, 3)          # (kd, kh, kw, in, filters)
+    out = conv3d(x, flipped, (1, 1, 1), "valid", "channels_last", dilation, 1)
     return _back(out, data_format)

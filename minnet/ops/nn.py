@@ -524,7 +524,7 @@ def separable_conv(inputs, depthwise_kernel, pointwise_kernel, strides=1, paddin
 @keras_op("inputs", "kernel")
 def conv_transpose(inputs, kernel, strides=1, padding="valid", output_padding=None, data_format=None,
                    dilation_rate=1):
-    """Transposed convolution (1-D or 2-D), kernel ``(*spatial, filters, in_channels)`` as Keras."""
+    """Transposed convolution (1-D, 2-D or 3-D), kernel ``(*spatial, filters, in_channels)`` as Keras."""
     data_format = _format(data_format)
     inputs, kernel = _float_pair(inputs, kernel)
     n = _spatial(inputs, data_format)
@@ -534,18 +534,15 @@ def conv_transpose(inputs, kernel, strides=1, padding="valid", output_padding=No
                              one(output_padding, "output_padding") if output_padding is not None else None,
                              data_format, one(dilation_rate, "dilation_rate"))
         return _from_2d(out, data_format, 1)
-    if n != 2:
-        raise ValueError(f"Invalid argument `inputs`: minnet's conv_transpose is 1-D or 2-D (rank-3 or -4 "
-                         f"inputs). Received: shape {inputs.shape}")
-    strides = _tuple(strides, 2, "strides")
-    dilation = _tuple(dilation_rate, 2, "dilation_rate")
-    kernel_hw = kernel.shape[:2]
+    strides = _tuple(strides, n, "strides")
+    dilation = _tuple(dilation_rate, n, "dilation_rate")
+    kernel_size = kernel.shape[:n]
     # Keras's rule (keras/src/backend/common/backend_utils.py): the full transposed
     # convolution, then per side a crop of (effective kernel - 1 - pad), or zeros where negative
     crops = []
-    for i, (k, s, d) in enumerate(zip(kernel_hw, strides, dilation)):
+    for i, (k, s, d) in enumerate(zip(kernel_size, strides, dilation)):
         effective = (k - 1) * d + 1
-        op = None if output_padding is None else _tuple(output_padding, 2, "output_padding")[i]
+        op = None if output_padding is None else _tuple(output_padding, n, "output_padding")[i]
         if padding.lower() == "valid":
             op = max(effective, s) - effective if op is None else op
             left, right = effective - 1, effective - 1 + op
@@ -556,19 +553,21 @@ def conv_transpose(inputs, kernel, strides=1, padding="valid", output_padding=No
         else:
             raise ValueError(f"Invalid argument `padding`: expected 'valid' or 'same'. Received: padding={padding!r}")
         crops.append((effective - 1 - left, effective - 1 - right))
-    weight = kernel.permute(3, 2, 0, 1)                      # (in, filters, kh, kw)
-    out = F.conv_transpose2d(inputs, weight, None, stride=strides, padding=0, dilation=dilation,
-                             data_format=data_format)
+    if n == 3:
+        out = _volumes.conv_transpose3d_full(inputs, kernel, strides, data_format, dilation)
+    else:
+        weight = kernel.permute(3, 2, 0, 1)                      # (in, filters, kh, kw)
+        out = F.conv_transpose2d(inputs, weight, None, stride=strides, padding=0, dilation=dilation,
+                                 data_format=data_format)
     first = 1 if data_format == "channels_last" else 2
-    widths = [(0, 0)] * 4
-    key = [slice(None)] * 4
+    widths = [(0, 0)] * out.ndim
+    key = [slice(None)] * out.ndim
     for i, (c_left, c_right) in enumerate(crops):
         size = out.shape[first + i]
         key[first + i] = slice(max(c_left, 0), size - max(c_right, 0))
         widths[first + i] = (max(-c_left, 0), max(-c_right, 0))
     out = out[tuple(key)]
     return _np_shape.pad(out, widths) if any(w != (0, 0) for w in widths) else out
-
 
 def _pool(inputs, pool_size, strides, padding, data_format, kind):
     data_format = _format(data_format)
