@@ -165,7 +165,7 @@ CASES += [
     ("slogdet", [spd(3)], {}), ("logdet", [spd(3)], {}), ("norm", [f(3, 4)], {}), ("norm", [f(3, 4)], {"axis": 1, "ord": 1}),
     ("norm", [f(3, 4)], {"ord": "fro", "axis": (0, 1)}), ("norm", [f(3, 4)], {"ord": np.inf, "axis": (0, 1)}),
     ("solve_triangular", [lambda r: np.triu(spd(3)(r)), f(3, 2)], {}), ("cholesky_inverse", [lambda r: np.linalg.cholesky(spd(3)(r))], {}),
-    ("lstsq", [f(5, 3), f(5, 2)], {}), ("pinv", [f(3, 4)], {}), ("matrix_rank", [f(3, 4)], {}),
+    ("lstsq", [f(5, 3), f(5, 2)], {}), ("lu_factor", [spd(3)], {}), ("lu_factor", [f(3, 4)], {}), ("lu_factor", [f(2, 3, 3)], {}), ("pinv", [f(3, 4)], {}), ("matrix_rank", [f(3, 4)], {}),
     ("segment_sum", [f(5, 2), lambda r: np.array([0, 0, 1, 2, 2])], {"num_segments": 3}),
     ("segment_max", [f(5, 2), lambda r: np.array([0, 0, 1, 2, 2])], {"num_segments": 3}),
     ("extract_sequences", [f(2, 10), const(4), const(3)], {}), ("cdist", [f(3, 2), f(4, 2)], {}),

@@ -228,15 +228,17 @@ def svd(x, full_matrices=True, compute_uv=True):
 
 @keras_op("x")
 def lu_factor(x):
-    """``(lu, pivots)`` as ``scipy.linalg.lu_factor`` (pivots 0-based, int32)."""
-    x = _square(x)
+    """``(lu, pivots)`` as ``scipy.linalg.lu_factor`` (pivots 0-based, int32; any (M, N))."""
+    x = to_float(x)
+    if x.ndim < 2:
+        raise ValueError(f"Invalid argument `x`: expected matrices (..., M, N). Received: shape {x.shape}")
     if x.ndim == 2:
         lu, piv = scipy.linalg.lu_factor(x.data)
         return wrap(lu), wrap(piv.astype(np.int32))
     flat = x.data.reshape(-1, *x.shape[-2:])
     pairs = [scipy.linalg.lu_factor(m) for m in flat]
     lu = np.stack([p[0] for p in pairs]).reshape(x.shape)
-    piv = np.stack([p[1] for p in pairs]).reshape(*x.shape[:-2], x.shape[-1]).astype(np.int32)
+    piv = np.stack([p[1] for p in pairs]).reshape(*x.shape[:-2], -1).astype(np.int32)
     return wrap(lu), wrap(piv)
 
 

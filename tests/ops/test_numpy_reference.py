@@ -171,3 +171,20 @@ def test_image_resize_reference():
     rows = np.array([0.0, 0.5, 1.5, 2.0])         # 0, 0.25, 0.75, 1 of the way, times 2 (row step)
     cols = np.array([0.0, 0.25, 0.75, 1.0])
     np.testing.assert_allclose(out, rows[:, None] + cols[None, :])
+
+
+def test_factorisations_reconstruct():
+    a = G.normal(size=(4, 3))
+    q, r = ops.qr(a)
+    np.testing.assert_allclose((q.numpy() @ r.numpy()), a, atol=1e-10)
+    u, s, vh = ops.svd(a, full_matrices=False)
+    np.testing.assert_allclose(u.numpy() * s.numpy() @ vh.numpy(), a, atol=1e-10)
+    np.testing.assert_allclose(ops.svd(a, compute_uv=False).numpy(), np.linalg.svd(a, compute_uv=False))
+    w, v = ops.eigh(SPD)
+    np.testing.assert_allclose(w.numpy(), np.linalg.eigvalsh(SPD))
+    np.testing.assert_allclose(SPD @ v.numpy(), v.numpy() * w.numpy(), atol=1e-10)
+    w, v = ops.eig(SPD)
+    np.testing.assert_allclose(np.sort(w.numpy()), np.linalg.eigvalsh(SPD))
+    with pytest.raises(ValueError, match="complex"):
+        ops.eig(np.array([[0.0, -1.0], [1.0, 0.0]]))
+    assert int(ops.matrix_rank(np.outer([1.0, 2.0], [3.0, 4.0])).numpy()) == 1
