@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from minnet import ops
-from _ops_cases import CASES, F32, IMAGE_CASES, f
+from _ops_cases import CASES, F32, IMAGE_CASES
 
 pytestmark = pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")  # inside Keras/torch
 
