@@ -6,6 +6,9 @@ import pytest
 import minnet as mn
 from minnet import ops
 
+pytestmark = [pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning"),   # inside Keras/torch
+              pytest.mark.filterwarnings("ignore:Using torch.cross:UserWarning")]
+
 
 def r(*shape, low=-1.5, high=1.5):
     return lambda g: g.uniform(low, high, shape)
