@@ -2,7 +2,7 @@
 
 Floors, from the bottom (docs/internals.md draws them)::
 
-    _ext  <-  autograd  <-  functional  <-  ops, random  <-  initializers, activations, regularizers, constraints
+    _ext  <-  autograd  <-  functional  <-  ops  <-  initializers, activations, regularizers, constraints
           <-  layers  <-  losses, metrics, optimizers  <-  callbacks  <-  trainers
           <-  saving  <-  models  <-  interop, distributed
 
@@ -30,7 +30,7 @@ FLOORS = {
     "_ext": 0,
     "autograd": 1,
     "functional": 2,
-    "ops": 2.5, "random": 2.5,
+    "ops": 2.5,     # keras.ops / keras.random and the symbolic tensor (DESIGN.md: above functional)
     "initializers": 3, "activations": 3, "regularizers": 3, "constraints": 3,
     "layers": 4,
     "losses": 5, "metrics": 5, "optimizers": 5,
@@ -39,6 +39,7 @@ FLOORS = {
     "saving": 8,
     "models": 9,
     "interop": 10, "distributed": 10,
+    "random": 2.5,  # minnet.random (keras.random) sits on the ops floor
 }
 # Beside the floors: they may import one another and _ext, nothing on a floor above _ext.
 SIDE = {"config", "utils", "datasets", "data", "_registry", "_checks", "_config", "_random",
