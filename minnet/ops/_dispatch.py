@@ -319,9 +319,12 @@ def keras_op(*tensor_params, weak=False):
             # SYMBOLIC DISPATCH POINT (the lead adds it at merge, here, before any conversion):
             #     if any argument is a symbolic tensor:
             #         return minnet.ops.symbolic.symbolic_call(op, args, kwargs)
+            # With the contracts branch's ops/symbolic.py that is, after
+            # `from .symbolic import any_symbolic, symbolic_call` at the top of this module:
+            #     if any_symbolic(args, kwargs):
+            #         return symbolic_call(op, args, kwargs)
             # (`op`, this public function, so the graph replays it on real tensors with the same
-            # conversion; "any argument" includes the items of list arguments such as
-            # concatenate's `xs`, and the variadic `*operands` of einsum.)
+            # conversion; any_symbolic also looks inside list arguments such as concatenate's `xs`.)
             # ------------------------------------------------------------------------------
             args = list(args)
             for position, name, kind in plans:
