@@ -160,3 +160,9 @@ def test_cross_of_2_vectors_is_numpys():
     b = np.array([[1.0, 0.0], [0.5, 1.0]])
     np.testing.assert_allclose(ops.cross(a, b).numpy(), np.cross(np.pad(a, ((0, 0), (0, 1))),
                                                                  np.pad(b, ((0, 0), (0, 1))))[:, 2])
+
+
+def test_empty_is_zeros():
+    # Keras hands out uninitialised memory; minnet gives zeros of the same shape and dtype
+    np.testing.assert_array_equal(ops.empty((2, 3)).numpy(), np.zeros((2, 3), np.float32))
+    assert ops.empty_like(np.ones(2, np.int32)).dtype == np.int32
