@@ -39,6 +39,7 @@ FLOORS = {
     "saving": 8,
     "models": 9,
     "interop": 10, "distributed": 10,
+    "random": 2.5,  # minnet.random (keras.random) sits on the ops floor
 }
 # Beside the floors: they may import one another and _ext, nothing on a floor above _ext.
 SIDE = {"config", "utils", "datasets", "data", "_registry", "_checks", "_config", "_random",
