@@ -21,6 +21,7 @@ import numpy as np
 
 from minnet import config
 from minnet.autograd import Tensor, stack
+from minnet.ops.symbolic import any_symbolic, symbolic_call
 
 __all__ = ["keras_op", "convert", "standardize_dtype", "result_type", "promote", "cast_to",
            "binary", "to_float", "floatx", "is_float", "is_int", "norm_axis", "norm_axes", "wrap",
@@ -315,17 +316,10 @@ def keras_op(*tensor_params, weak=False):
 
         @functools.wraps(fn)
         def op(*args, **kwargs):
-            # ------------------------------------------------------------------------------
-            # SYMBOLIC DISPATCH POINT (the lead adds it at merge, here, before any conversion):
-            #     if any argument is a symbolic tensor:
-            #         return minnet.ops.symbolic.symbolic_call(op, args, kwargs)
-            # With the contracts branch's ops/symbolic.py that is, after
-            # `from .symbolic import any_symbolic, symbolic_call` at the top of this module:
-            #     if any_symbolic(args, kwargs):
-            #         return symbolic_call(op, args, kwargs)
-            # (`op`, this public function, so the graph replays it on real tensors with the same
-            # conversion; any_symbolic also looks inside list arguments such as concatenate's `xs`.)
-            # ------------------------------------------------------------------------------
+            # A symbolic tensor among the arguments (the functional API): record a graph node
+            # that replays this public op (same conversion) on the real values.
+            if any_symbolic(args, kwargs):
+                return symbolic_call(op, args, kwargs)
             args = list(args)
             for position, name, kind in plans:
                 if kind == "star":

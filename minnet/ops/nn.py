@@ -27,7 +27,7 @@ __all__ = ["relu", "relu6", "sigmoid", "tanh", "softplus", "softsign", "silu", "
            "binary_crossentropy", "categorical_crossentropy", "sparse_categorical_crossentropy", "conv",
            "depthwise_conv", "separable_conv", "conv_transpose", "max_pool", "average_pool",
            "adaptive_average_pool", "adaptive_max_pool", "psnr", "depth_to_space", "space_to_depth",
-           "unfold", "fold", "ctc_loss", "ctc_decode"]
+           "unfold", "fold", "ctc_loss", "ctc_decode", "dot_product_attention"]
 
 
 # ----------------------------------------------------------------------------- activations
@@ -709,3 +709,17 @@ def fold(x, output_size, kernel_size, dilation=1, padding=0, stride=1):
     out = (blocks @ Tensor(scatter)).reshape(n, c, hp, wp)
     return out[:, :, padding[0]:padding[0] + h, padding[1]:padding[1] + w]
 
+
+
+# ----------------------------------------------------------------------------- attention
+
+
+@keras_op("query", "key", "value", "bias", "mask")
+def dot_product_attention(query, key, value, bias=None, mask=None, scale=None, is_causal=False,
+                          flash_attention=None, attn_logits_soft_cap=None):
+    """Keras's ``ops.dot_product_attention``: inputs ``(B, T, N, H)`` (4-D, as Keras),
+    ``softmax(q kᵀ * scale + bias, masked) v`` on minnet's fused attention kernel
+    (``minnet.functional.dot_product_attention_keras``; the math in docs/math/attention.md)."""
+    return F.dot_product_attention_keras(query, key, value, bias=bias, mask=mask, scale=scale,
+                                         is_causal=is_causal, flash_attention=flash_attention,
+                                         attn_logits_soft_cap=attn_logits_soft_cap)

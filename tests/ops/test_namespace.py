@@ -19,8 +19,6 @@ pytestmark = pytest.mark.filterwarnings("ignore:__array__ implementation:Depreca
 DOCS = pathlib.Path(__file__).resolve().parents[2] / "docs"
 
 NOT_PROVIDED = {
-    "dot_product_attention": "comes with the attention layers (minnet.functional.scaled_dot_product_attention), "
-                             "added at merge",
     "view_as_complex": "complex numbers: minnet tensors are real",
     "view_as_real": "complex numbers: minnet tensors are real",
     "polar": "complex numbers: minnet tensors are real",
