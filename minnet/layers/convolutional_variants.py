@@ -150,7 +150,10 @@ class Conv2DTranspose(Conv2D):
 
     Output size per axis (Keras's ``deconv_output_length``): ``"valid"``: ``H*s + max(k - s, 0)``;
     ``"same"``: ``H*s``; with ``output_padding`` ``op``: ``(H - 1)*s + k - 2*pad + op`` with
-    ``pad = 0`` ("valid") or ``k // 2`` ("same"). ``k`` is the dilated kernel size.
+    ``pad = 0`` ("valid") or ``k // 2`` ("same"). ``k`` is the dilated kernel size. Which rows
+    of the full transposed convolution are kept is Keras's rule (see ``_geometry``), which
+    differs from PyTorch's symmetric ``padding`` when ``"same"`` meets ``s > 1`` and an odd ``k``
+    or an even ``k`` (``mn.functional.conv_transpose2d`` keeps PyTorch's meaning).
 
     Args:
         filters, kernel_size, strides, padding ("valid"/"same"), data_format, dilation_rate,
@@ -183,24 +186,33 @@ class Conv2DTranspose(Conv2D):
 
     def _geometry(self, spatial):
         """Per axis: (output length, rows cropped at the top, at the bottom, zero rows added
-        at the end) of ``conv_transpose2d``'s full output ``(size - 1)*s + k``."""
+        at the end) of ``conv_transpose2d``'s full output ``(size - 1)*s + k``.
+
+        Keras's window (``compute_conv_transpose_output_crops_for_torch``, the same on every
+        backend): crop ``k - 1 - left`` rows at the top and ``k - 1 - right`` at the bottom
+        (a negative crop adds zero rows), with ``"valid"``: ``left = k - 1``,
+        ``right = k - 1 + op`` (``op`` defaults to ``max(k, s) - k``); ``"same"``:
+        ``n = s + k - 2`` without ``output_padding``, ``k + k % 2 - 2 + op`` with it,
+        ``left = min(ceil(n / 2), k - 1)``, ``right = n - left``.
+        """
         result = []
         for i, size in enumerate(spatial):
             k = self.dilation_rate[i] * (self.kernel_size[i] - 1) + 1
             s = self.strides[i]
-            if self.output_padding is None:
-                length = size * s + max(k - s, 0) if self.padding == "valid" else size * s
-                total = (size - 1) * s + k - length
-                top = max(total, 0) // 2          # TensorFlow's "same": the odd row at the end
+            op = None if self.output_padding is None else self.output_padding[i]
+            if self.padding == "valid":
+                left = k - 1
+                right = k - 1 + (max(k, s) - k if op is None else op)
             else:
-                pad = 0 if self.padding == "valid" else k // 2
-                length = (size - 1) * s + k - 2 * pad + self.output_padding[i]
-                total = (size - 1) * s + k - length
-                top = pad
-            if total >= 0:
-                result.append((length, top, total - top, 0))
+                total = s + k - 2 if op is None else k + k % 2 - 2 + op
+                left = min(total // 2 + total % 2, k - 1)
+                right = total - left
+            top, bottom = k - 1 - left, k - 1 - right
+            length = (size - 1) * s + k - top - bottom
+            if bottom >= 0:
+                result.append((length, top, bottom, 0))
             else:
-                result.append((length, top, 0, -total - top))
+                result.append((length, top, 0, -bottom))
         return result
 
     def _check_shape(self, input_shape):
