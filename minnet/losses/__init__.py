@@ -13,8 +13,11 @@ element-wise losses, the sum over classes for the cross-entropies), then reduces
 Keras 3 does: ``"sum_over_batch_size"`` (default; alias ``"mean"``) divides the weighted
 sum by the number of per-sample values (0 when there are none, never NaN), ``"sum"``
 returns the weighted sum, ``"none"`` / ``None`` the weighted per-sample values, and
-``"mean_with_sample_weight"`` divides by the sum of the weights. Inputs of rank 1 are
-one value per sample (``(N,)`` against ``(N, 1)`` is lined up, as Keras does).
+``"mean_with_sample_weight"`` divides by the sum of the weights. As in Keras, inputs of
+rank 1 are **one sample**: ``MeanSquaredError()(y, p)`` with ``y, p`` of shape ``(N,)`` is
+one loss value (the mean over the N), so ``"sum"`` and ``"none"`` give that one value and
+a ``(N,)`` ``sample_weight`` multiplies it N times; ``(N,)`` against ``(N, 1)`` is N samples
+(the rank-1 argument gains the axis of 1, Keras's ``squeeze_or_expand_to_same_rank``).
 
 Every loss is built on ``minnet.functional`` and the autograd, so values and gradients
 are those of the matching PyTorch module where there is one (``nn.MSELoss``,

@@ -19,7 +19,8 @@ class MeanSquaredError(ElementwiseLoss):
         name: log name (``"mean_squared_error"``).
 
     Shape:
-        y_true, y_pred: ``(N, ...)``, the same (``(N,)`` against ``(N, 1)`` is lined up).
+        y_true, y_pred: ``(N, ...)``, the same (``(N,)`` against ``(N, 1)`` is N samples;
+        ``(N,)`` against ``(N,)`` is one sample, as in Keras).
         Output: scalar, or ``y_pred.shape[:-1]`` with ``reduction="none"``.
 
     Example:
