@@ -22,51 +22,19 @@ padded steps leave the state unchanged; the output at a padded step is the previ
 (zeros before the first real step), as Keras 3 gives it.
 """
 import numpy as np
-import scipy.linalg
 
 from minnet import _registry, activations, initializers
 from minnet import functional as F
 from minnet._checks import UnsupportedArgumentError, check_choice, check_float, check_int, invalid
 from minnet.autograd import Tensor
+from minnet.initializers import Orthogonal
 from minnet.layers.base import Layer
 from minnet.layers.embedding import get_keras_mask, set_keras_mask
 
 __all__ = ["SimpleRNN", "LSTM", "GRU", "Bidirectional", "TimeDistributed", "Orthogonal"]
 
 
-class Orthogonal(initializers.Initializer):
-    """Keras's ``Orthogonal(gain=1.0)``: a random (semi-)orthogonal matrix times ``gain``.
-
-    For minnet's ``(out, in)`` layout, a recurrent weight (G*u, u) gets orthonormal columns,
-    which is Keras's ``(u, G*u)`` recurrent kernel (orthonormal rows) transposed.
-    """
-
-    def __init__(self, gain=1.0, seed=None):
-        super().__init__(seed)
-        self.gain = check_float("gain", gain)
-
-    def __call__(self, shape, dtype=None):
-        shape = tuple(int(s) for s in shape)
-        dtype = np.dtype(dtype or "float32")
-        if len(shape) < 2:
-            raise invalid("shape", "at least 2 dimensions for an orthogonal initializer", shape)
-        rows, cols = int(np.prod(shape[:-1])), shape[-1]
-        a = self._rng().standard_normal((max(rows, cols), min(rows, cols)))
-        # scipy's LAPACK (single-threaded here): numpy's threaded QR was seconds slower on a
-        # busy machine for a (512, 128) matrix.
-        q, r = scipy.linalg.qr(a, mode="economic")
-        q *= np.sign(np.diag(r))
-        if rows < cols:
-            q = q.T
-        return (self.gain * q).reshape(shape).astype(dtype)
-
-    def get_config(self):
-        return {"gain": self.gain, "seed": self.seed}
-
-
 def _initializer(identifier):
-    if isinstance(identifier, str) and identifier.lower() == "orthogonal":
-        return Orthogonal()
     return initializers.get(identifier)
 
 
