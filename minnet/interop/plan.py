@@ -613,6 +613,11 @@ def recurrent_plan(layer):
     if inner.go_backwards or inner.return_state or inner.stateful:
         raise ValueError(f"Layer '{layer.name}': go_backwards, return_state and stateful have no "
                          f"PyTorch twin in minnet.interop.")
+    if not inner.fused:
+        raise ValueError(f"Layer '{layer.name}' ({type(inner).__name__}): its activations "
+                         f"(or GRU reset_after=False) have no torch.nn.{type(inner).__name__[:4]} "
+                         f"twin; torch's recurrent modules are tanh/sigmoid (RNN: tanh/relu) "
+                         f"and reset_after=True.")
     input_shape_of(layer)
     cell = {L.LSTM: "LSTM", L.GRU: "GRU", L.SimpleRNN: "RNN"}[type(inner)]
     return [make_step("rnn", layer, cell=cell, bidirectional=bidirectional, inner=inner)]
