@@ -422,6 +422,9 @@ def transposed_plan(layer, state):
 
 def layer_norm_plan(layer, state):
     """``LayerNormalization`` over the last axes -> ``nn.LayerNorm(shape)``."""
+    if layer.rms_scaling:
+        raise ValueError(f"Layer '{layer.name}' (LayerNormalization, rms_scaling=True): Keras's "
+                         f"variance scaling without centring has no torch.nn twin.")
     shape = input_shape_of(layer)
     ndim = len(shape)
     axes = layer._resolve(ndim)

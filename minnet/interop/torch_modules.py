@@ -124,7 +124,7 @@ def norm_module(nn, step):
         kwargs = {} if not affine or layer.center else {"bias": False}
         return nn.LayerNorm(step.args["shape"], eps=layer.epsilon, elementwise_affine=affine,
                             **kwargs)
-    return nn.GroupNorm(layer.groups, step.args["channels"], eps=layer.epsilon,
+    return nn.GroupNorm(layer.n_groups, step.args["channels"], eps=layer.epsilon,
                         affine=layer.scale or layer.center)
 
 
