@@ -604,6 +604,7 @@ class Trainer:
                     callback_list.on_epoch_end(epoch, epoch_logs)
                     if self.stop_training or iterator.exhausted:
                         break
+                getattr(self.optimizer, "finalize_variable_values", lambda: None)()   # Keras: use_ema
                 callback_list.on_train_end(epoch_logs)
         finally:
             iterator.close()
