@@ -31,17 +31,24 @@ Example:
 
 The package is split by job: ``base`` (``Loss``, ``LossFunctionWrapper``, reductions,
 masks, argument checks), ``regression``, ``probabilistic`` (cross-entropies, focal, KL
-divergence, Poisson) and ``hinge``; this module re-exports every public name and resolves
+divergence, Poisson) and ``hinges``; this module re-exports every public name and resolves
 losses by name (``get`` / ``serialize`` / ``deserialize``).
 """
 from minnet import _registry
 from minnet.losses.base import Loss, LossFunctionWrapper
-from minnet.losses.hinge import CategoricalHinge, Hinge, SquaredHinge
+from minnet.losses.hinges import CategoricalHinge, Hinge, SquaredHinge
 from minnet.losses.probabilistic import BinaryCrossentropy, BinaryFocalCrossentropy, \
     CategoricalCrossentropy, CategoricalFocalCrossentropy, KLDivergence, Poisson, \
     SparseCategoricalCrossentropy
 from minnet.losses.regression import CosineSimilarity, Huber, LogCosh, MeanAbsoluteError, \
     MeanAbsolutePercentageError, MeanSquaredError, MeanSquaredLogarithmicError
+from minnet.losses.overlap import CategoricalGeneralizedCrossEntropy, Dice, Tversky
+from minnet.losses.functions import binary_crossentropy, binary_focal_crossentropy, \
+    categorical_crossentropy, categorical_focal_crossentropy, \
+    categorical_generalized_cross_entropy, categorical_hinge, cosine_similarity, dice, hinge, \
+    huber, kl_divergence, log_cosh, mean_absolute_error, mean_absolute_percentage_error, \
+    mean_squared_error, mean_squared_logarithmic_error, poisson, \
+    sparse_categorical_crossentropy, squared_hinge, tversky
 
 __all__ = [
     "Loss", "LossFunctionWrapper", "MeanSquaredError", "MeanAbsoluteError", "Huber",
@@ -49,6 +56,13 @@ __all__ = [
     "KLDivergence", "Hinge", "SquaredHinge", "CategoricalHinge", "CosineSimilarity",
     "MeanSquaredLogarithmicError", "MeanAbsolutePercentageError", "Poisson", "LogCosh",
     "CategoricalFocalCrossentropy", "BinaryFocalCrossentropy",
+    "Dice", "Tversky", "CategoricalGeneralizedCrossEntropy",
+    "mean_squared_error", "mean_absolute_error", "mean_absolute_percentage_error",
+    "mean_squared_logarithmic_error", "huber", "log_cosh", "cosine_similarity",
+    "binary_crossentropy", "binary_focal_crossentropy", "categorical_crossentropy",
+    "categorical_focal_crossentropy", "sparse_categorical_crossentropy", "kl_divergence",
+    "poisson", "hinge", "squared_hinge", "categorical_hinge", "dice", "tversky",
+    "categorical_generalized_cross_entropy",
     "get", "serialize", "deserialize",
 ]
 
@@ -75,6 +89,8 @@ _ALIASES = {
     LogCosh: ("log_cosh", "logcosh"),
     CategoricalFocalCrossentropy: ("categorical_focal_crossentropy",),
     BinaryFocalCrossentropy: ("binary_focal_crossentropy",),
+    Dice: ("dice",), Tversky: ("tversky",),
+    CategoricalGeneralizedCrossEntropy: ("categorical_generalized_cross_entropy",),
 }
 
 for _cls, _names in _ALIASES.items():
