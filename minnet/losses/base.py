@@ -18,8 +18,6 @@ __all__ = ["Loss", "LossFunctionWrapper"]
 REDUCTIONS = {"sum_over_batch_size": "mean", "mean": "mean", "auto": "mean", "sum": "sum",
                "none": "none", None: "none", "mean_with_sample_weight": "weighted_mean"}
 
-# Keras's clipping of probabilities before the log (``backend.epsilon()``).
-EPSILON = 1e-7
 
 
 # ---------------------------------------------------------------------------------------

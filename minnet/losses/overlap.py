@@ -3,7 +3,8 @@
 import numpy as np
 
 from minnet._checks import check_float, check_labels, invalid
-from minnet.losses.base import EPSILON, Loss, as_prediction, check_class_axis, raw_data
+from minnet.config import epsilon
+from minnet.losses.base import Loss, as_prediction, check_class_axis, raw_data
 
 __all__ = ["Dice", "Tversky", "CategoricalGeneralizedCrossEntropy"]
 
@@ -39,7 +40,7 @@ class Dice(Loss):
 
     def call(self, y_true, y_pred):
         intersection = (y_true * y_pred).sum(axis=self.axis)
-        total = y_true.sum(axis=self.axis) + y_pred.sum(axis=self.axis) + EPSILON
+        total = y_true.sum(axis=self.axis) + y_pred.sum(axis=self.axis) + epsilon()
         return 1.0 - 2.0 * intersection / total
 
     def get_config(self):
@@ -68,7 +69,7 @@ class Tversky(Loss):
         intersection = (y_true * y_pred).sum(axis=self.axis)
         fp = ((1.0 - y_pred) * y_true).sum(axis=self.axis)
         fn = (y_pred * (1.0 - y_true)).sum(axis=self.axis)
-        return 1.0 - intersection / (intersection + fp * self.alpha + fn * self.beta + EPSILON)
+        return 1.0 - intersection / (intersection + fp * self.alpha + fn * self.beta + epsilon())
 
     def get_config(self):
         return {**super().get_config(), "alpha": self.alpha, "beta": self.beta, "axis": self.axis}

@@ -8,8 +8,9 @@ import numpy as np
 from minnet import functional as F
 from minnet._checks import check_float, check_labels, invalid
 from minnet._utils import user_stacklevel
+from minnet.config import epsilon
 from minnet.layers.base import get_keras_mask
-from minnet.losses.base import EPSILON, REDUCTIONS, ClassLoss, ElementwiseLoss, Loss, as_prediction, \
+from minnet.losses.base import REDUCTIONS, ClassLoss, ElementwiseLoss, Loss, as_prediction, \
     broadcast_sample_weight, check_class_axis, check_numeric, masked_reduce, prediction_tensors, \
     raw_data, reduce_values, torch_reduce, warn_if_swapped
 
@@ -78,7 +79,7 @@ def _renormalised_log(probabilities):
     """Keras's ``log(clip(p / sum(p), eps, 1 - eps))`` over the last axis: rows that do not
     sum to 1 are rescaled first (the gradient includes the rescaling; 0 where clipped)."""
     return (probabilities / probabilities.sum(axis=-1, keepdims=True)).clip(
-        EPSILON, 1.0 - EPSILON).log()
+        epsilon(), 1.0 - epsilon()).log()
 
 
 class Poisson(ElementwiseLoss):
@@ -97,7 +98,7 @@ class Poisson(ElementwiseLoss):
 
     def _elementwise(self, y_true, y_pred, reduction):
         y_true, y_pred = prediction_tensors(y_true, y_pred)
-        return torch_reduce(y_pred - y_true * (y_pred + EPSILON).log(), reduction)
+        return torch_reduce(y_pred - y_true * (y_pred + epsilon()).log(), reduction)
 
 
 class BinaryCrossentropy(ElementwiseLoss):
@@ -144,7 +145,7 @@ class BinaryCrossentropy(ElementwiseLoss):
     def _elementwise(self, y_true, y_pred, reduction):
         if self.from_logits:
             return F.binary_cross_entropy_with_logits(y_pred, y_true, reduction=reduction)
-        return F.binary_cross_entropy(y_pred.clip(EPSILON, 1.0 - EPSILON), y_true,
+        return F.binary_cross_entropy(y_pred.clip(epsilon(), 1.0 - epsilon()), y_true,
                                       reduction=reduction)
 
     def get_config(self):
@@ -184,7 +185,7 @@ class BinaryFocalCrossentropy(BinaryCrossentropy):
     def _elementwise(self, y_true, y_pred, reduction):
         y_true, y_pred = prediction_tensors(y_true, y_pred)
         p = y_pred.sigmoid() if self.from_logits else y_pred
-        clipped = p.clip(EPSILON, 1.0 - EPSILON)
+        clipped = p.clip(epsilon(), 1.0 - epsilon())
         bce = -(y_true * clipped.log() + (1.0 - y_true) * (1.0 - clipped).log())
         p_t = y_true * p + (1.0 - y_true) * (1.0 - p)
         values = (1.0 - p_t) ** self.gamma * bce if self.gamma else bce
@@ -304,7 +305,7 @@ class CategoricalFocalCrossentropy(CategoricalCrossentropy):
         if self.label_smoothing:
             y_true = y_true * (1.0 - self.label_smoothing) + self.label_smoothing / n_classes
         probs = y_pred.softmax(axis=-1) if self.from_logits else y_pred
-        output = (probs / probs.sum(axis=-1, keepdims=True)).clip(EPSILON, 1.0 - EPSILON)
+        output = (probs / probs.sum(axis=-1, keepdims=True)).clip(epsilon(), 1.0 - epsilon())
         cce = -(y_true * output.log())
         focal = ((1.0 - output) ** self.gamma if self.gamma else 1.0) * self.alpha * cce
         return focal.sum(axis=-1)
@@ -448,6 +449,6 @@ class KLDivergence(ClassLoss):
 
     def _values(self, y_true, y_pred):
         y_true, y_pred = prediction_tensors(y_true, y_pred)
-        t = y_true.clip(EPSILON, 1.0)
-        p = y_pred.clip(EPSILON, 1.0)
+        t = y_true.clip(epsilon(), 1.0)
+        p = y_pred.clip(epsilon(), 1.0)
         return (t * (t / p).log()).sum(axis=-1)

@@ -5,6 +5,7 @@ their function forms, which return ndarrays as the other ``metrics`` functions d
 import numpy as np
 
 from minnet import losses
+from minnet.config import epsilon
 from minnet.metrics.base import Metric, MeanMetricWrapper, squeeze_or_expand, to_numpy
 
 __all__ = [
@@ -17,8 +18,6 @@ __all__ = [
     "categorical_hinge", "huber", "log_cosh", "mean_squared_logarithmic_error",
     "pearson_correlation", "concordance_correlation",
 ]
-
-EPSILON = 1e-7
 
 
 def _numpy_of(fn):
@@ -68,7 +67,7 @@ def concordance_correlation(y_true, y_pred, axis=-1):
     t_var, p_var = t.var(axis=axis, keepdims=True), p.var(axis=axis, keepdims=True)
     covariance = (t - p_mean) * (p - p_mean)
     norm = t_var + p_var + (t_mean - p_mean) ** 2
-    return (2.0 * covariance / (norm + EPSILON)).mean(axis=axis)
+    return (2.0 * covariance / (norm + epsilon())).mean(axis=axis)
 
 
 def _cosine(y_true, y_pred, axis=-1):
