@@ -16,7 +16,7 @@ from minnet._checks import check_int_tuple
 from minnet import functional as F
 from minnet.layers.convolutional import Conv2D, same_padding
 
-__all__ = ["Conv2DTranspose", "DepthwiseConv2D", "SeparableConv2D"]
+__all__ = ["transpose_window", "Conv2DTranspose", "DepthwiseConv2D", "SeparableConv2D"]
 
 
 class DepthwiseConv2D(Conv2D):
@@ -145,6 +145,31 @@ class SeparableConv2D(Conv2D):
         return config
 
 
+def transpose_window(size, k, s, padding, op):
+    """Keras's window of a transposed convolution's full output ``(size - 1)*s + k`` (``k``
+    the dilated kernel size): ``(length, cropped at the start, cropped at the end, zeros added
+    at the end)``.
+
+    Keras's rule (``compute_conv_transpose_output_crops_for_torch``, the same on every
+    backend): crop ``k - 1 - left`` at the start and ``k - 1 - right`` at the end (a negative
+    crop adds zeros), with ``"valid"``: ``left = k - 1``, ``right = k - 1 + op`` (``op``
+    defaults to ``max(k, s) - k``); ``"same"``: ``n = s + k - 2`` without ``output_padding``,
+    ``k + k % 2 - 2 + op`` with it, ``left = min(ceil(n / 2), k - 1)``, ``right = n - left``.
+    """
+    if padding == "valid":
+        left = k - 1
+        right = k - 1 + (max(k, s) - k if op is None else op)
+    else:
+        total = s + k - 2 if op is None else k + k % 2 - 2 + op
+        left = min(total // 2 + total % 2, k - 1)
+        right = total - left
+    top, bottom = k - 1 - left, k - 1 - right
+    length = (size - 1) * s + k - top - bottom
+    if bottom >= 0:
+        return (length, top, bottom, 0)
+    return (length, top, 0, -bottom)
+
+
 class Conv2DTranspose(Conv2D):
     """Transposed 2-D convolution (upsampling by learned filters), Keras 3's arguments.
 
@@ -186,34 +211,11 @@ class Conv2DTranspose(Conv2D):
 
     def _geometry(self, spatial):
         """Per axis: (output length, rows cropped at the top, at the bottom, zero rows added
-        at the end) of ``conv_transpose2d``'s full output ``(size - 1)*s + k``.
-
-        Keras's window (``compute_conv_transpose_output_crops_for_torch``, the same on every
-        backend): crop ``k - 1 - left`` rows at the top and ``k - 1 - right`` at the bottom
-        (a negative crop adds zero rows), with ``"valid"``: ``left = k - 1``,
-        ``right = k - 1 + op`` (``op`` defaults to ``max(k, s) - k``); ``"same"``:
-        ``n = s + k - 2`` without ``output_padding``, ``k + k % 2 - 2 + op`` with it,
-        ``left = min(ceil(n / 2), k - 1)``, ``right = n - left``.
-        """
-        result = []
-        for i, size in enumerate(spatial):
-            k = self.dilation_rate[i] * (self.kernel_size[i] - 1) + 1
-            s = self.strides[i]
-            op = None if self.output_padding is None else self.output_padding[i]
-            if self.padding == "valid":
-                left = k - 1
-                right = k - 1 + (max(k, s) - k if op is None else op)
-            else:
-                total = s + k - 2 if op is None else k + k % 2 - 2 + op
-                left = min(total // 2 + total % 2, k - 1)
-                right = total - left
-            top, bottom = k - 1 - left, k - 1 - right
-            length = (size - 1) * s + k - top - bottom
-            if bottom >= 0:
-                result.append((length, top, bottom, 0))
-            else:
-                result.append((length, top, 0, -bottom))
-        return result
+        at the end) of ``conv_transpose2d``'s full output (``transpose_window``)."""
+        return [transpose_window(size, self.dilation_rate[i] * (self.kernel_size[i] - 1) + 1,
+                                 self.strides[i], self.padding,
+                                 None if self.output_padding is None else self.output_padding[i])
+                for i, size in enumerate(spatial)]
 
     def _check_shape(self, input_shape):
         shape = tuple(input_shape)
