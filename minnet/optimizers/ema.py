@@ -13,7 +13,8 @@ the optimizer, one per parameter (not part of ``state_dict``).
 """
 import numpy as np
 
-__all__ = ["ModelAverage", "pop_ema_arguments", "ema_config", "finalize_variable_values"]
+__all__ = ["ModelAverage", "pop_ema_arguments", "ema_config", "finalize_variable_values",
+           "swap_variables", "copy_weights_into_averages"]
 
 
 class ModelAverage:
@@ -87,3 +88,27 @@ def finalize_variable_values(optimizer, var_list=None):
     average = getattr(optimizer, "_ema", None)
     if average is not None:
         average.overwrite(optimizer.params if var_list is None else list(var_list))
+
+
+def swap_variables(optimizer):
+    """Exchange the weights and their moving averages (``callbacks.SwapEMAWeights``); a no-op
+    for an optimizer without ``use_ema`` or before its first step. Returns whether it swapped."""
+    average = getattr(optimizer, "_ema", None)
+    if average is None or average.averages is None:
+        return False
+    for stored, p in zip(average.averages, optimizer.params):
+        temporary = np.array(p.data, copy=True)
+        p.data[...] = stored
+        stored[...] = temporary
+        bump = getattr(p, "_bump_version", None)
+        if bump is not None:
+            bump()
+    return True
+
+
+def copy_weights_into_averages(optimizer):
+    """Set the averages to the current weights (Keras's ``_backend_finalize_ema_values``)."""
+    average = getattr(optimizer, "_ema", None)
+    if average is not None and average.averages is not None:
+        for stored, p in zip(average.averages, optimizer.params):
+            stored[...] = p.data
