@@ -52,6 +52,7 @@ from minnet.layers.dense_conv_extra import (AdaptiveAveragePooling1D, AdaptiveAv
                                             Conv1DTranspose, EinsumDense)
 from minnet.layers.categorical import CategoryEncoding, Discretization, IntegerLookup, StringLookup
 from minnet.layers.rnn_cells import RNN, GRUCell, LSTMCell, SimpleRNNCell, StackedRNNCells
+from minnet.layers.pooling3d import AveragePooling3D, MaxPooling3D
 
 __all__ = [
     "Layer", "Input", "Dense", "Flatten", "Reshape", "Lambda", "Activation", "Conv2D",
@@ -89,7 +90,7 @@ _ISSUE_28 = (Identity, ActivityRegularization, UnitNormalization, RMSNormalizati
              AdaptiveMaxPooling2D, AdaptiveMaxPooling3D, Conv1DTranspose, EinsumDense,
              CategoryEncoding, Discretization, StringLookup, IntegerLookup, RNN, SimpleRNNCell,
              LSTMCell, GRUCell, StackedRNNCells, GlobalAveragePooling3D, GlobalMaxPooling3D,
-             Pipeline, Wrapper)
+             Pipeline, Wrapper, MaxPooling3D, AveragePooling3D)
 _BUILTINS += _ISSUE_28
 __all__ += [cls.__name__ for cls in _ISSUE_28]
 # Keras's other spellings of the same classes (issue 28)
@@ -104,6 +105,8 @@ __all__ += ["MaxPool1D", "MaxPool2D", "AvgPool1D", "AvgPool2D", "GlobalAvgPool1D
             "Convolution2D", "Convolution1DTranspose", "Convolution2DTranspose",
             "SeparableConvolution2D", "GlobalAvgPool3D", "GlobalMaxPool3D", "dot"]
 GlobalAvgPool3D, GlobalMaxPool3D = GlobalAveragePooling3D, GlobalMaxPooling3D
+MaxPool3D, AvgPool3D = MaxPooling3D, AveragePooling3D
+__all__ += ["MaxPool3D", "AvgPool3D"]
 # The one registry (minnet/_registry.py): built-ins under their class names and Keras's other
 # spellings; register_layer adds custom layers and Lambda functions; Sequential and Model
 # register themselves when minnet.models loads.
@@ -120,7 +123,8 @@ for _alias, _cls in {"MaxPool2D": MaxPooling2D, "AvgPool2D": AveragePooling2D,
                      "Convolution2DTranspose": Conv2DTranspose,
                      "SeparableConvolution2D": SeparableConv2D,
                      "GlobalAvgPool3D": GlobalAveragePooling3D,
-                     "GlobalMaxPool3D": GlobalMaxPooling3D}.items():
+                     "GlobalMaxPool3D": GlobalMaxPooling3D, "MaxPool3D": MaxPooling3D,
+                     "AvgPool3D": AveragePooling3D}.items():
     _registry.register("layer", _cls, name=_cls.__name__, aliases=(_alias,))
 
 
