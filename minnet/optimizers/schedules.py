@@ -14,6 +14,7 @@ Example:
 """
 import math
 import numbers
+import sys
 
 from minnet import _registry
 
@@ -323,6 +324,17 @@ class LinearWarmup(LearningRateSchedule):
                 "start_learning_rate": self.start_learning_rate}
 
 
+def _saturating_power(base, exponent):
+    """``base ** exponent`` for ``base >= 0``, saturating at the largest float instead of
+    raising OverflowError (the restart count grows without bound with the step)."""
+    if base == 0.0:
+        return 0.0 if exponent > 0 else 1.0
+    logarithm = exponent * math.log(base)
+    if logarithm > 709.0:
+        return sys.float_info.max
+    return math.exp(logarithm)
+
+
 class CosineDecayRestarts(LearningRateSchedule):
     """Cosine decay with warm restarts (SGDR, Loshchilov and Hutter 2016), Keras 3's formula.
 
@@ -351,16 +363,29 @@ class CosineDecayRestarts(LearningRateSchedule):
         self.name = name
 
     def __call__(self, step):
-        fraction = _check_step(step) / self.first_decay_steps
+        step = _check_step(step)
+        try:
+            fraction = float(step) / self.first_decay_steps
+        except OverflowError:                      # an int beyond the float range
+            fraction = math.inf
+        fraction = min(fraction, sys.float_info.max)
         if self.t_mul == 1.0:
             restart = math.floor(fraction)
             fraction -= restart
         else:
-            restart = math.floor(math.log(1.0 - fraction * (1.0 - self.t_mul)) / math.log(self.t_mul))
-            done = (1.0 - self.t_mul ** restart) / (1.0 - self.t_mul)
-            fraction = (fraction - done) / self.t_mul ** restart
-        cosine = 0.5 * self.m_mul ** restart * (1.0 + math.cos(math.pi * fraction))
-        return self.initial_learning_rate * ((1.0 - self.alpha) * cosine + self.alpha)
+            growth = 1.0 - fraction * (1.0 - self.t_mul)
+            if growth <= 0.0:
+                # t_mul < 1: the periods sum to first_decay_steps / (1 - t_mul); past that
+                # point (where Keras's formula takes the log of a negative number) the rate
+                # stays at its floor.
+                return self.initial_learning_rate * self.alpha
+            restart = math.floor(math.log(min(growth, sys.float_info.max)) / math.log(self.t_mul))
+            scale = _saturating_power(self.t_mul, restart)
+            done = (1.0 - scale) / (1.0 - self.t_mul)
+            fraction = min(max((fraction - done) / scale, 0.0), 1.0) if scale else 1.0
+        cosine = 0.5 * _saturating_power(self.m_mul, restart) * (1.0 + math.cos(math.pi * fraction))
+        value = (1.0 - self.alpha) * cosine + self.alpha
+        return min(self.initial_learning_rate * value, sys.float_info.max) if value else 0.0
 
     def get_config(self):
         return {"initial_learning_rate": self.initial_learning_rate,

@@ -78,6 +78,13 @@ def test_cosine_decay_restarts_numpy():
     flat = schedules.CosineDecayRestarts(2.0, 4, t_mul=1.0)
     assert flat(6) == pytest.approx(2.0 * 0.5 * (1 + np.cos(np.pi * 0.5)))
     assert type(schedules.deserialize(schedules.serialize(s))) is schedules.CosineDecayRestarts
+    # saturates instead of overflowing; t_mul < 1 stays at its floor after the last period
+    for args in [(1e308, 5e-324), (1.0, 5e-324, 2.0, 2.0), (1e308, 1, 0.5, 0.5, 0.1),
+                 (1.0, 1, 1.0, 1e308)]:
+        for step in (0, 1, 1751, 10 ** 9, 2 ** 62):
+            value = schedules.CosineDecayRestarts(*args)(step)
+            assert np.isfinite(value) and value >= 0, (args, step, value)
+    assert schedules.CosineDecayRestarts(1.0, 10, t_mul=0.5, alpha=0.1)(10 ** 6) == pytest.approx(0.1)
 
 
 CASES = [
