@@ -7,7 +7,9 @@ Keras 3's: ``relu``, ``relu6``, ``leaky_relu`` (slope 0.2), ``elu``, ``selu``, `
 ``hard_sigmoid`` (``clip(x/6 + 1/2, 0, 1)``), ``hard_silu``/``hard_swish``, ``tanh``,
 ``softmax``, ``log_softmax``, ``softplus``, ``softsign``, ``silu``/``swish``, ``gelu``
 (exact erf form; ``approximate=True`` for the tanh form), ``mish``, ``exponential``,
-``linear``. The functions run the differentiable ops of ``minnet.functional`` (fused Cython
+``linear``, and ``celu``, ``glu``, ``hard_shrink``, ``hard_tanh``, ``log_sigmoid``,
+``soft_shrink``, ``sparse_plus``, ``sparse_sigmoid``, ``sparsemax``, ``squareplus``,
+``tanh_shrink``, ``threshold`` (composed from Tensor operations). The functions run the differentiable ops of ``minnet.functional`` (fused Cython
 forward/backward kernels; the math is in ``docs/math/activations.md``).
 
 Example:
@@ -20,11 +22,13 @@ import numpy as np
 
 from minnet import _registry
 from minnet import functional as F
-from minnet.autograd import Tensor
+from minnet.autograd import Tensor, where
 
 __all__ = ["relu", "relu6", "leaky_relu", "elu", "selu", "sigmoid", "hard_sigmoid", "hard_silu",
            "hard_swish", "tanh", "softmax", "log_softmax", "softplus", "softsign", "silu",
-           "swish", "gelu", "mish", "exponential", "linear", "get", "serialize", "deserialize",
+           "swish", "gelu", "mish", "exponential", "linear", "celu", "glu", "hard_shrink",
+           "hard_tanh", "log_sigmoid", "soft_shrink", "sparse_plus", "sparse_sigmoid", "sparsemax",
+           "squareplus", "tanh_shrink", "threshold", "get", "serialize", "deserialize",
            "is_builtin"]
 
 
@@ -144,6 +148,100 @@ def linear(x):
     return x
 
 
+def _tensor(x):
+    if isinstance(x, Tensor):
+        return x
+    array = np.asarray(x)
+    return Tensor(array if array.dtype in (np.float32, np.float64) else array.astype(np.float32))
+
+
+def celu(x, alpha=1.0):
+    """``max(x, 0) + min(alpha * (exp(x / alpha) - 1), 0)``."""
+    x = _tensor(x)
+    # exp of the clipped input: the unused branch must not overflow (0 * inf in backward)
+    return where(x.data > 0, x, ((x.clip(max=0.0) * (1.0 / alpha)).exp() - 1.0) * alpha)
+
+
+def glu(x, axis=-1):
+    """Gated linear unit: ``a * sigmoid(b)`` with ``a, b`` the two halves of ``axis``."""
+    x = _tensor(x)
+    if x.shape[axis] % 2:
+        raise ValueError(f"Invalid value for argument `x`: glu needs an even size on axis "
+                         f"{axis}. Received: x.shape={tuple(x.shape)}")
+    a, b = x.chunk(2, dim=axis)
+    return a * F.sigmoid(b)
+
+
+def hard_shrink(x, threshold=0.5):
+    """``x`` where ``|x| > threshold``, else 0."""
+    x = _tensor(x)
+    return x * (np.abs(x.data) > threshold).astype(x.dtype)
+
+
+def hard_tanh(x):
+    """``clip(x, -1, 1)``."""
+    return _tensor(x).clip(-1.0, 1.0)
+
+
+def log_sigmoid(x):
+    """``log(sigmoid(x)) = -softplus(-x)``, stable for any ``x``."""
+    return -F.softplus(-_tensor(x))
+
+
+def soft_shrink(x, threshold=0.5):
+    """``x - threshold`` above it, ``x + threshold`` below ``-threshold``, 0 between."""
+    x = _tensor(x)
+    inside = (np.abs(x.data) > threshold).astype(x.dtype)
+    return (x - np.sign(x.data).astype(x.dtype) * threshold) * inside
+
+
+def sparse_plus(x):
+    """0 for ``x <= -1``, ``(x + 1)**2 / 4`` between, ``x`` for ``x >= 1``."""
+    x = _tensor(x)
+    middle = (x + 1.0) * (x + 1.0) * 0.25
+    return where(x.data >= 1, x, where(x.data <= -1, x * 0.0, middle))
+
+
+def sparse_sigmoid(x):
+    """0 for ``x <= -1``, ``(x + 1) / 2`` between, 1 for ``x >= 1``."""
+    return ((_tensor(x) + 1.0) * 0.5).clip(0.0, 1.0)
+
+
+def sparsemax(x, axis=-1):
+    """Euclidean projection onto the probability simplex along ``axis`` (Martins and
+    Astudillo, 2016): ``max(x - tau, 0)`` with ``tau`` making the row sum 1. The support
+    is found in NumPy; ``tau = (sum of the support - 1) / |support|`` is differentiated."""
+    x = _tensor(x)
+    data = np.moveaxis(x.data, axis, -1)
+    z = -np.sort(-data, axis=-1)
+    k = np.arange(1, data.shape[-1] + 1, dtype=data.dtype)
+    cumulative = np.cumsum(z, axis=-1)
+    size = np.sum(1 + k * z > cumulative, axis=-1, keepdims=True)
+    tau_data = (np.take_along_axis(cumulative, size - 1, axis=-1) - 1) / size
+    support = np.moveaxis((data > tau_data).astype(x.dtype), -1, axis)
+    count = np.moveaxis(size.astype(x.dtype), -1, axis)
+    tau = ((x * support).sum(axis=axis, keepdims=True) - 1.0) * (1.0 / count)
+    return (x - tau) * support
+
+
+def squareplus(x, b=4):
+    """``(x + sqrt(x**2 + b)) / 2``."""
+    x = _tensor(x)
+    return (x + (x * x + float(b)).sqrt()) * 0.5
+
+
+def tanh_shrink(x):
+    """``x - tanh(x)``."""
+    x = _tensor(x)
+    return x - F.tanh(x)
+
+
+def threshold(x, threshold, default_value):
+    """``x`` where ``x > threshold``, else ``default_value``."""
+    x = _tensor(x)
+    return where(x.data > threshold, x, x * 0.0 + float(default_value))
+
+
 swish = silu
 hard_swish = hard_silu
 
@@ -151,7 +249,10 @@ for _fn, _aliases in ((relu, ()), (relu6, ()), (leaky_relu, ()), (elu, ()), (sel
                       (sigmoid, ()), (hard_sigmoid, ()), (hard_silu, ("hard_swish",)),
                       (tanh, ()), (softmax, ()), (log_softmax, ()), (softplus, ()),
                       (softsign, ()), (silu, ("swish",)), (gelu, ()), (mish, ()),
-                      (exponential, ()), (linear, ("identity", "none"))):
+                      (exponential, ()), (linear, ("identity", "none")), (celu, ()), (glu, ()),
+                      (hard_shrink, ()), (hard_tanh, ()), (log_sigmoid, ()), (soft_shrink, ()),
+                      (sparse_plus, ()), (sparse_sigmoid, ()), (sparsemax, ()), (squareplus, ()),
+                      (tanh_shrink, ()), (threshold, ())):
     _registry.register("activation", _fn, aliases=_aliases)
 
 

@@ -29,11 +29,11 @@ import numpy as np
 
 from minnet import _registry
 from minnet._checks import check_float, invalid
+from minnet.config import epsilon
 
 __all__ = ["Constraint", "MaxNorm", "NonNeg", "UnitNorm", "MinMaxNorm", "max_norm", "non_neg",
            "unit_norm", "min_max_norm", "get", "serialize", "deserialize", "keras_axis_to_minnet"]
 
-_EPSILON = 1e-7
 
 
 def _check_axis(axis):
@@ -104,7 +104,7 @@ class MaxNorm(Constraint):
         w = np.asarray(w)
         norms = _norms(w, self.axis)
         desired = np.clip(norms, 0, self.max_value)
-        return (w * (desired / (_EPSILON + norms))).astype(w.dtype, copy=False)
+        return (w * (desired / (epsilon() + norms))).astype(w.dtype, copy=False)
 
     def get_config(self):
         return {"max_value": self.max_value, "axis": self.axis}
@@ -126,7 +126,7 @@ class UnitNorm(Constraint):
 
     def __call__(self, w):
         w = np.asarray(w)
-        return (w / (_EPSILON + _norms(w, self.axis))).astype(w.dtype, copy=False)
+        return (w / (epsilon() + _norms(w, self.axis))).astype(w.dtype, copy=False)
 
     def get_config(self):
         return {"axis": self.axis}
@@ -152,7 +152,7 @@ class MinMaxNorm(Constraint):
         w = np.asarray(w)
         norms = _norms(w, self.axis)
         desired = self.rate * np.clip(norms, self.min_value, self.max_value) + (1 - self.rate) * norms
-        return (w * (desired / (_EPSILON + norms))).astype(w.dtype, copy=False)
+        return (w * (desired / (epsilon() + norms))).astype(w.dtype, copy=False)
 
     def get_config(self):
         return {"min_value": self.min_value, "max_value": self.max_value, "rate": self.rate,

@@ -24,8 +24,8 @@ from minnet import _registry
 from minnet._checks import check_float
 from minnet.autograd import Tensor
 
-__all__ = ["Regularizer", "L1", "L2", "L1L2", "l1", "l2", "l1_l2", "get", "serialize",
-           "deserialize"]
+__all__ = ["Regularizer", "L1", "L2", "L1L2", "l1", "l2", "l1_l2", "OrthogonalRegularizer",
+           "orthogonal_regularizer", "get", "serialize", "deserialize"]
 
 
 def _as_tensor(x):
@@ -117,6 +117,44 @@ l1 = L1
 l2 = L2
 l1_l2 = L1L2
 
+class OrthogonalRegularizer(Regularizer):
+    """Keras's ``OrthogonalRegularizer(factor=0.01, mode="rows")``: with the weight's vectors
+    normalised to unit length, ``factor * 0.5 * sum(|dot products of distinct pairs|) / pairs``
+    (``pairs = n (n - 1) / 2``), pushing them towards orthogonality.
+
+    ``mode`` keeps Keras's meaning for a Dense kernel: ``"rows"`` are the vectors of Keras's
+    ``(in, out)`` kernel rows, one per input, which are the **columns** of minnet's
+    ``(out, in)`` kernel; ``"columns"`` (one per unit) are minnet's rows. 2-D weights only.
+    """
+
+    def __init__(self, factor=0.01, mode="rows"):
+        self.factor = check_float("factor", factor, 0.0)
+        if mode not in ("rows", "columns"):
+            raise ValueError(f"Invalid value for argument `mode`: expected 'rows' or 'columns'. "
+                             f"Received: mode={mode!r}")
+        self.mode = mode
+
+    def __call__(self, x):
+        x = _as_tensor(x)
+        if x.ndim != 2:
+            raise ValueError(f"OrthogonalRegularizer needs a 2-D weight. Received: "
+                             f"shape={tuple(x.shape)}")
+        vectors = x.transpose() if self.mode == "rows" else x      # one vector per row
+        norms = ((vectors * vectors).sum(axis=1, keepdims=True)).maximum(1e-12).sqrt()
+        unit = vectors / norms
+        product = unit @ unit.transpose()
+        size = product.shape[0]
+        off_diagonal = product * (1.0 - np.eye(size, dtype=product.dtype))
+        pairs = size * (size - 1.0) / 2.0
+        return off_diagonal.abs().sum() * (self.factor * 0.5 / pairs if pairs else 0.0)
+
+    def get_config(self):
+        return {"factor": self.factor, "mode": self.mode}
+
+
+orthogonal_regularizer = OrthogonalRegularizer
+
+_registry.register("regularizer", OrthogonalRegularizer, aliases=("orthogonal_regularizer",))
 _registry.register("regularizer", L1, aliases=("l1",))
 _registry.register("regularizer", L2, aliases=("l2",))
 _registry.register("regularizer", L1L2, aliases=("l1_l2",))

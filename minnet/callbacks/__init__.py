@@ -28,6 +28,7 @@ from minnet.callbacks._common import resolve_verbose
 from minnet.callbacks.callback import Callback
 from minnet.callbacks.callback_list import CallbackList
 from minnet.callbacks.checkpoints import BackupAndRestore, BackupError, EarlyStopping, ModelCheckpoint
+from minnet.callbacks.ema import SwapEMAWeights
 from minnet.callbacks.monitors import GradientMonitor, LambdaCallback, TerminateOnNaN
 from minnet.callbacks.progress import CSVLogger, History, ProgbarLogger
 from minnet.callbacks.schedules import LearningRateScheduler, ReduceLROnPlateau
@@ -48,4 +49,5 @@ __all__ = [
     "BackupAndRestore",
     "BackupError",
     "resolve_verbose",
+    "SwapEMAWeights",
 ]

@@ -392,8 +392,8 @@ def one_d_from_module(nn, module, following, i, shape, dtype):
     kernel = int(pair_of(module.kernel_size)[0])
     stride = int(pair_of(module.stride if module.stride else module.kernel_size)[0])
     if isinstance(module, nn.Conv1d):
-        if module.groups != 1 or module.padding_mode != "zeros":
-            raise unsupported(module, i, "groups != 1 or padding_mode other than 'zeros'")
+        if module.padding_mode != "zeros":
+            raise unsupported(module, i, "padding_mode other than 'zeros'")
         dilation = int(module.dilation[0])
         if module.padding == "same":
             padding = "same"
@@ -404,7 +404,8 @@ def one_d_from_module(nn, module, following, i, shape, dtype):
         if padding is None:
             raise unsupported(module, i, f"the padding {pads} has no Conv1D twin")
         return L.Conv1D(module.out_channels, kernel, strides=stride, padding=padding,
-                        dilation_rate=dilation, use_bias=module.bias is not None, **options), 1
+                        dilation_rate=dilation, groups=module.groups,
+                        use_bias=module.bias is not None, **options), 1
     if module.ceil_mode:
         raise unsupported(module, i, "ceil_mode=True")
     is_max = isinstance(module, nn.MaxPool1d)

@@ -422,6 +422,9 @@ def transposed_plan(layer, state):
 
 def layer_norm_plan(layer, state):
     """``LayerNormalization`` over the last axes -> ``nn.LayerNorm(shape)``."""
+    if layer.rms_scaling:
+        raise ValueError(f"Layer '{layer.name}' (LayerNormalization, rms_scaling=True): Keras's "
+                         f"variance scaling without centring has no torch.nn twin.")
     shape = input_shape_of(layer)
     ndim = len(shape)
     axes = layer._resolve(ndim)
@@ -613,6 +616,11 @@ def recurrent_plan(layer):
     if inner.go_backwards or inner.return_state or inner.stateful:
         raise ValueError(f"Layer '{layer.name}': go_backwards, return_state and stateful have no "
                          f"PyTorch twin in minnet.interop.")
+    if not inner.fused:
+        raise ValueError(f"Layer '{layer.name}' ({type(inner).__name__}): its activations "
+                         f"(or GRU reset_after=False) have no torch.nn.{type(inner).__name__[:4]} "
+                         f"twin; torch's recurrent modules are tanh/sigmoid (RNN: tanh/relu) "
+                         f"and reset_after=True.")
     input_shape_of(layer)
     cell = {L.LSTM: "LSTM", L.GRU: "GRU", L.SimpleRNN: "RNN"}[type(inner)]
     return [make_step("rnn", layer, cell=cell, bidirectional=bidirectional, inner=inner)]

@@ -124,7 +124,7 @@ def norm_module(nn, step):
         kwargs = {} if not affine or layer.center else {"bias": False}
         return nn.LayerNorm(step.args["shape"], eps=layer.epsilon, elementwise_affine=affine,
                             **kwargs)
-    return nn.GroupNorm(layer.groups, step.args["channels"], eps=layer.epsilon,
+    return nn.GroupNorm(layer.n_groups, step.args["channels"], eps=layer.epsilon,
                         affine=layer.scale or layer.center)
 
 
@@ -134,7 +134,7 @@ def one_d_module(nn, step):
     if kind == "conv1d":
         return with_layout(nn, "Conv1d", layer, args["pads"], 0.0, layer.in_channels,
                            layer.filters, layer.kernel_size, stride=layer.strides,
-                           dilation=layer.dilation_rate, bias=layer.use_bias)
+                           dilation=layer.dilation_rate, groups=layer.groups, bias=layer.use_bias)
     if kind == "maxpool1d":
         return with_layout(nn, "MaxPool1d", layer, args["pads"], -float("inf"), layer.pool_size,
                            stride=layer.strides)

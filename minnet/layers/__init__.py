@@ -42,6 +42,19 @@ from minnet.layers.convolutional1d import (AveragePooling1D, Conv1D, GlobalAvera
                                            GlobalMaxPooling1D, MaxPooling1D)
 from minnet.layers.text_vectorization import TextVectorization
 from minnet.layers.attention import AdditiveAttention, Attention, MultiHeadAttention
+from minnet.layers.simple import (ActivityRegularization, Dot, GlobalAveragePooling3D,
+                                  GlobalMaxPooling3D, Identity, Pipeline, RMSNormalization,
+                                  SpatialDropout1D, SpatialDropout3D, UnitNormalization, Wrapper,
+                                  dot)
+from minnet.layers.reshaping_nd import (Cropping1D, Cropping3D, UpSampling1D, UpSampling3D,
+                                        ZeroPadding1D, ZeroPadding3D)
+from minnet.layers.dense_conv_extra import (AdaptiveAveragePooling1D, AdaptiveAveragePooling2D,
+                                            AdaptiveAveragePooling3D, AdaptiveMaxPooling1D,
+                                            AdaptiveMaxPooling2D, AdaptiveMaxPooling3D,
+                                            Conv1DTranspose, EinsumDense)
+from minnet.layers.categorical import CategoryEncoding, Discretization, IntegerLookup, StringLookup
+from minnet.layers.rnn_cells import RNN, GRUCell, LSTMCell, SimpleRNNCell, StackedRNNCells
+from minnet.layers.pooling3d import AveragePooling3D, MaxPooling3D
 
 __all__ = [
     "Layer", "Input", "Dense", "Flatten", "Reshape", "Lambda", "Activation", "Conv2D",
@@ -75,6 +88,30 @@ _BUILTINS += (PReLU, UpSampling2D, ZeroPadding2D, Cropping2D, Permute, RepeatVec
 _BUILTINS = _BUILTINS + _SEQUENCE_LAYERS + (Conv2DTranspose, DepthwiseConv2D, SeparableConv2D)
 __all__ += ["Conv2DTranspose", "DepthwiseConv2D", "SeparableConv2D"]
 _BUILTINS += (MultiHeadAttention, Attention, AdditiveAttention)
+_ISSUE_28 = (Identity, ActivityRegularization, UnitNormalization, RMSNormalization, Dot,
+             SpatialDropout1D, SpatialDropout3D, UpSampling1D, UpSampling3D, ZeroPadding1D,
+             ZeroPadding3D, Cropping1D, Cropping3D, AdaptiveAveragePooling1D,
+             AdaptiveAveragePooling2D, AdaptiveAveragePooling3D, AdaptiveMaxPooling1D,
+             AdaptiveMaxPooling2D, AdaptiveMaxPooling3D, Conv1DTranspose, EinsumDense,
+             CategoryEncoding, Discretization, StringLookup, IntegerLookup, RNN, SimpleRNNCell,
+             LSTMCell, GRUCell, StackedRNNCells, GlobalAveragePooling3D, GlobalMaxPooling3D,
+             Pipeline, Wrapper, MaxPooling3D, AveragePooling3D)
+_BUILTINS += _ISSUE_28
+__all__ += [cls.__name__ for cls in _ISSUE_28]
+# Keras's other spellings of the same classes (issue 28)
+MaxPool1D, MaxPool2D, AvgPool1D, AvgPool2D = MaxPooling1D, MaxPooling2D, AveragePooling1D, \
+    AveragePooling2D
+GlobalAvgPool1D, GlobalAvgPool2D = GlobalAveragePooling1D, GlobalAveragePooling2D
+GlobalMaxPool1D, GlobalMaxPool2D = GlobalMaxPooling1D, GlobalMaxPooling2D
+Convolution1D, Convolution2D, Convolution1DTranspose = Conv1D, Conv2D, Conv1DTranspose
+Convolution2DTranspose, SeparableConvolution2D = Conv2DTranspose, SeparableConv2D
+__all__ += ["MaxPool1D", "MaxPool2D", "AvgPool1D", "AvgPool2D", "GlobalAvgPool1D",
+            "GlobalAvgPool2D", "GlobalMaxPool1D", "GlobalMaxPool2D", "Convolution1D",
+            "Convolution2D", "Convolution1DTranspose", "Convolution2DTranspose",
+            "SeparableConvolution2D", "GlobalAvgPool3D", "GlobalMaxPool3D", "dot"]
+GlobalAvgPool3D, GlobalMaxPool3D = GlobalAveragePooling3D, GlobalMaxPooling3D
+MaxPool3D, AvgPool3D = MaxPooling3D, AveragePooling3D
+__all__ += ["MaxPool3D", "AvgPool3D"]
 # The one registry (minnet/_registry.py): built-ins under their class names and Keras's other
 # spellings; register_layer adds custom layers and Lambda functions; Sequential and Model
 # register themselves when minnet.models loads.
@@ -84,7 +121,15 @@ _registry.register("layer", InputLayer, name="Input", aliases=("InputLayer",))  
 for _alias, _cls in {"MaxPool2D": MaxPooling2D, "AvgPool2D": AveragePooling2D,
                      "AveragePool2D": AveragePooling2D, "GlobalAvgPool2D": GlobalAveragePooling2D,
                      "GlobalMaxPool2D": GlobalMaxPooling2D, "Convolution2D": Conv2D,
-                     "BatchNorm": BatchNormalization}.items():
+                     "BatchNorm": BatchNormalization, "MaxPool1D": MaxPooling1D,
+                     "AvgPool1D": AveragePooling1D, "GlobalAvgPool1D": GlobalAveragePooling1D,
+                     "GlobalMaxPool1D": GlobalMaxPooling1D, "Convolution1D": Conv1D,
+                     "Convolution1DTranspose": Conv1DTranspose,
+                     "Convolution2DTranspose": Conv2DTranspose,
+                     "SeparableConvolution2D": SeparableConv2D,
+                     "GlobalAvgPool3D": GlobalAveragePooling3D,
+                     "GlobalMaxPool3D": GlobalMaxPooling3D, "MaxPool3D": MaxPooling3D,
+                     "AvgPool3D": AveragePooling3D}.items():
     _registry.register("layer", _cls, name=_cls.__name__, aliases=(_alias,))
 
 

@@ -13,7 +13,7 @@ The math is the 2-D kernels' on a height-1 image: a sequence ``(N, C, L)`` is vi
 
 from minnet import activations, config, initializers
 from minnet import functional as F
-from minnet._checks import (UnsupportedArgumentError, check_choice, check_int, check_int_tuple,
+from minnet._checks import (check_choice, check_int, check_int_tuple,
                             check_padding, invalid)
 from minnet.layers.base import Layer
 
@@ -68,13 +68,15 @@ class Conv1D(Layer):
         data_format: None (``mn.config.image_data_format()``), ``"channels_last"``
             ``(N, L, C)`` or ``"channels_first"`` ``(N, C, L)``.
         dilation_rate: int >= 1.
+        groups: split the channels into ``groups`` independent convolutions (``C`` and
+            ``filters`` divisible by it), as Keras and PyTorch's ``Conv1d(groups=)``.
         activation: name, callable or None.
         use_bias: add ``bias`` (filters,).
         kernel_initializer, bias_initializer: Keras's defaults glorot_uniform and zeros.
 
     Shape:
         - Input: ``(N, L, C)`` (channels_last). Output: ``(N, L_out, filters)``.
-        - ``kernel``: ``(filters, C, kernel_size)`` (PyTorch's ``Conv1d`` layout).
+        - ``kernel``: ``(filters, C // groups, kernel_size)`` (PyTorch's ``Conv1d`` layout).
 
     Example:
         >>> layer = layers.Conv1D(8, 3, padding="causal", data_format="channels_last")
@@ -93,9 +95,9 @@ class Conv1D(Layer):
         self.padding = check_padding("padding", padding, 1, allow_causal=True)
         self.data_format = config.normalize_data_format(data_format)
         self.dilation_rate = _one("dilation_rate", dilation_rate)
-        if groups != 1:
-            raise UnsupportedArgumentError(f"Invalid value for argument `groups`: minnet's Conv1D "
-                                      f"supports groups=1. Received: groups={groups!r}")
+        self.groups = check_int("groups", groups, minimum=1)
+        if self.filters % self.groups:
+            raise invalid("groups", f"a divisor of filters={self.filters}", groups)
         if self.strides > 1 and self.dilation_rate > 1:
             raise invalid("dilation_rate", "1 when strides > 1 (as Keras)", dilation_rate)
         self.activation = activations.get(activation)
@@ -117,7 +119,12 @@ class Conv1D(Layer):
                              f"{'(batch, steps, channels)' if self._channels_last else '(batch, channels, steps)'}"
                              f" with a known number of channels. Received input_shape={input_shape}")
         self.in_channels = int(input_shape[axis])
-        self.kernel = self.add_weight("kernel", (self.filters, self.in_channels, self.kernel_size),
+        if self.in_channels % self.groups:
+            raise ValueError(f"Layer '{self.name}': the number of input channels "
+                             f"({self.in_channels}) must be divisible by groups={self.groups}. "
+                             f"Received input_shape={input_shape}")
+        self.kernel = self.add_weight("kernel", (self.filters, self.in_channels // self.groups,
+                                                 self.kernel_size),
                                       initializer=self.kernel_initializer)
         if self.use_bias:
             self.bias = self.add_weight("bias", (self.filters,), initializer=self.bias_initializer)
@@ -135,10 +142,11 @@ class Conv1D(Layer):
                              f"kernel spans ({self.dilation_rate * (self.kernel_size - 1) + 1}) "
                              f"with padding={self.padding!r}. Received input shape "
                              f"{tuple(x.shape)}")
-        weight = self.kernel.reshape(self.filters, self.in_channels, 1, self.kernel_size)
+        weight = self.kernel.reshape(self.filters, self.in_channels // self.groups, 1,
+                                     self.kernel_size)
         y = F.conv2d(_to_ncl(x, self._channels_last), weight, self.bias,
                      stride=(1, self.strides), padding=((0, 0), (left, right)),
-                     dilation=(1, self.dilation_rate))
+                     dilation=(1, self.dilation_rate), groups=self.groups)
         return self.activation(_from_ncl(y, self._channels_last))
 
     def compute_output_shape(self, input_shape):
@@ -156,6 +164,7 @@ class Conv1D(Layer):
                 "kernel_size": self.kernel_size, "strides": self.strides,
                 "padding": self.padding if isinstance(self.padding, str) else self.padding[0],
                 "data_format": self.data_format, "dilation_rate": self.dilation_rate,
+                "groups": self.groups,
                 "activation": activations.serialize(self.activation), "use_bias": self.use_bias,
                 "kernel_initializer": initializers.serialize(self.kernel_initializer),
                 "bias_initializer": initializers.serialize(self.bias_initializer)}

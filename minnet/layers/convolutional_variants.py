@@ -16,7 +16,7 @@ from minnet._checks import check_int_tuple
 from minnet import functional as F
 from minnet.layers.convolutional import Conv2D, same_padding
 
-__all__ = ["Conv2DTranspose", "DepthwiseConv2D", "SeparableConv2D"]
+__all__ = ["transpose_window", "Conv2DTranspose", "DepthwiseConv2D", "SeparableConv2D"]
 
 
 class DepthwiseConv2D(Conv2D):
@@ -145,12 +145,40 @@ class SeparableConv2D(Conv2D):
         return config
 
 
+def transpose_window(size, k, s, padding, op):
+    """Keras's window of a transposed convolution's full output ``(size - 1)*s + k`` (``k``
+    the dilated kernel size): ``(length, cropped at the start, cropped at the end, zeros added
+    at the end)``.
+
+    Keras's rule (``compute_conv_transpose_output_crops_for_torch``, the same on every
+    backend): crop ``k - 1 - left`` at the start and ``k - 1 - right`` at the end (a negative
+    crop adds zeros), with ``"valid"``: ``left = k - 1``, ``right = k - 1 + op`` (``op``
+    defaults to ``max(k, s) - k``); ``"same"``: ``n = s + k - 2`` without ``output_padding``,
+    ``k + k % 2 - 2 + op`` with it, ``left = min(ceil(n / 2), k - 1)``, ``right = n - left``.
+    """
+    if padding == "valid":
+        left = k - 1
+        right = k - 1 + (max(k, s) - k if op is None else op)
+    else:
+        total = s + k - 2 if op is None else k + k % 2 - 2 + op
+        left = min(total // 2 + total % 2, k - 1)
+        right = total - left
+    top, bottom = k - 1 - left, k - 1 - right
+    length = (size - 1) * s + k - top - bottom
+    if bottom >= 0:
+        return (length, top, bottom, 0)
+    return (length, top, 0, -bottom)
+
+
 class Conv2DTranspose(Conv2D):
     """Transposed 2-D convolution (upsampling by learned filters), Keras 3's arguments.
 
     Output size per axis (Keras's ``deconv_output_length``): ``"valid"``: ``H*s + max(k - s, 0)``;
     ``"same"``: ``H*s``; with ``output_padding`` ``op``: ``(H - 1)*s + k - 2*pad + op`` with
-    ``pad = 0`` ("valid") or ``k // 2`` ("same"). ``k`` is the dilated kernel size.
+    ``pad = 0`` ("valid") or ``k // 2`` ("same"). ``k`` is the dilated kernel size. Which rows
+    of the full transposed convolution are kept is Keras's rule (see ``_geometry``), which
+    differs from PyTorch's symmetric ``padding`` when ``"same"`` meets ``s > 1`` and an odd ``k``
+    or an even ``k`` (``mn.functional.conv_transpose2d`` keeps PyTorch's meaning).
 
     Args:
         filters, kernel_size, strides, padding ("valid"/"same"), data_format, dilation_rate,
@@ -183,25 +211,11 @@ class Conv2DTranspose(Conv2D):
 
     def _geometry(self, spatial):
         """Per axis: (output length, rows cropped at the top, at the bottom, zero rows added
-        at the end) of ``conv_transpose2d``'s full output ``(size - 1)*s + k``."""
-        result = []
-        for i, size in enumerate(spatial):
-            k = self.dilation_rate[i] * (self.kernel_size[i] - 1) + 1
-            s = self.strides[i]
-            if self.output_padding is None:
-                length = size * s + max(k - s, 0) if self.padding == "valid" else size * s
-                total = (size - 1) * s + k - length
-                top = max(total, 0) // 2          # TensorFlow's "same": the odd row at the end
-            else:
-                pad = 0 if self.padding == "valid" else k // 2
-                length = (size - 1) * s + k - 2 * pad + self.output_padding[i]
-                total = (size - 1) * s + k - length
-                top = pad
-            if total >= 0:
-                result.append((length, top, total - top, 0))
-            else:
-                result.append((length, top, 0, -total - top))
-        return result
+        at the end) of ``conv_transpose2d``'s full output (``transpose_window``)."""
+        return [transpose_window(size, self.dilation_rate[i] * (self.kernel_size[i] - 1) + 1,
+                                 self.strides[i], self.padding,
+                                 None if self.output_padding is None else self.output_padding[i])
+                for i, size in enumerate(spatial)]
 
     def _check_shape(self, input_shape):
         shape = tuple(input_shape)

@@ -5,11 +5,14 @@ Both run the fused row kernels of ``minnet._ext._layernorm`` through
 The variance is the biased one (as Keras and PyTorch); ``epsilon`` defaults to Keras's 1e-3
 (PyTorch's ``nn.LayerNorm`` uses 1e-5).
 """
+import warnings
+
 import numpy as np
 
 from minnet import constraints, initializers, regularizers
 from minnet import functional as F
 from minnet._checks import check_float, check_int, invalid
+from minnet._utils import user_stacklevel
 from minnet.layers.base import Layer  # noqa: F401 (the base of _AffineNorm)
 
 __all__ = ["LayerNormalization", "GroupNormalization"]
@@ -75,6 +78,9 @@ class LayerNormalization(_AffineNorm):
         epsilon: default 1e-3 (Keras's).
         center, scale: learn ``beta`` / ``gamma`` (shape: the input's sizes on ``axis``).
         beta_initializer ("zeros"), gamma_initializer ("ones"), *_regularizer, *_constraint.
+        rms_scaling: Keras 3's deprecated mode, kept with its meaning (and its warning):
+            ``y = x / sqrt(var + epsilon) * gamma``, no mean subtracted and no ``beta``
+            (``RMSNormalization`` is the root-mean-square one).
 
     Shape:
         - Input: any ``(N, *)``.  Output: the same.
@@ -88,11 +94,17 @@ class LayerNormalization(_AffineNorm):
     def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True,
                  beta_initializer="zeros", gamma_initializer="ones", beta_regularizer=None,
                  gamma_regularizer=None, beta_constraint=None, gamma_constraint=None,
-                 name=None, dtype=None, trainable=True, **kwargs):
+                 name=None, dtype=None, trainable=True, rms_scaling=False, **kwargs):
         super().__init__(epsilon, center, scale, beta_initializer, gamma_initializer,
                          beta_regularizer, gamma_regularizer, beta_constraint, gamma_constraint,
                          name, dtype, trainable, **kwargs)
         self.axis = _axes(axis)
+        self.rms_scaling = bool(rms_scaling)
+        if self.rms_scaling:
+            warnings.warn("You passed `rms_scaling=True`, which is deprecated (Keras 3). This "
+                          "argument scales the input by the variance, not the root mean square. "
+                          "To use RMS Normalization, use `layers.RMSNormalization` instead.",
+                          UserWarning, stacklevel=user_stacklevel())
 
     def _resolve(self, ndim):
         axes = []
@@ -112,7 +124,13 @@ class LayerNormalization(_AffineNorm):
         if any(s is None for s in shape):
             raise ValueError(f"Layer '{self.name}' needs the sizes on axis {self.axis} to be "
                              f"known. Received input_shape={input_shape}")
-        self._make_weights(shape)
+        if self.rms_scaling:        # Keras: gamma if scale or rms_scaling, never beta
+            center, scale = self.center, self.scale
+            self.center, self.scale = False, True
+            self._make_weights(shape)
+            self.center, self.scale = center, scale
+        else:
+            self._make_weights(shape)
         super().build(input_shape)
 
     def call(self, x, training=False):
@@ -124,6 +142,12 @@ class LayerNormalization(_AffineNorm):
         h = x.transpose(order) if moved else x
         shape = tuple(h.shape[ndim - len(axes):])
         gamma, beta = self.gamma, self.beta
+        if self.rms_scaling:
+            reduce = tuple(range(ndim - len(axes), ndim))
+            centred = h - h.mean(axis=reduce, keepdims=True)
+            variance = (centred * centred).mean(axis=reduce, keepdims=True)
+            y = h * (variance + self.epsilon).rsqrt() * gamma
+            return y.transpose(list(np.argsort(order))) if moved else y
         if gamma is not None or beta is not None:
             if gamma is None:
                 gamma = np.ones(shape, dtype=self.dtype)
@@ -135,7 +159,8 @@ class LayerNormalization(_AffineNorm):
         return y
 
     def get_config(self):
-        return {**super().get_config(), "axis": self.axis if len(self.axis) > 1 else self.axis[0]}
+        return {**super().get_config(), "axis": self.axis if len(self.axis) > 1 else self.axis[0],
+                "rms_scaling": self.rms_scaling}
 
     def extra_repr(self):
         return f"axis={self.axis if len(self.axis) > 1 else self.axis[0]}, epsilon={self.epsilon}"
@@ -150,7 +175,8 @@ class GroupNormalization(_AffineNorm):
     instance norm.
 
     Args:
-        groups: positive divisor of the channel count (default 32, as Keras).
+        groups: positive divisor of the channel count (default 32, as Keras), or -1 for one
+            group per channel (instance normalisation; ``n_groups`` holds the resolved count).
         axis: the channel axis (default -1; use 1 for channels_first images).
         epsilon: default 1e-3.
         center, scale, initializers, regularizers, constraints: as LayerNormalization
@@ -168,7 +194,10 @@ class GroupNormalization(_AffineNorm):
         super().__init__(epsilon, center, scale, beta_initializer, gamma_initializer,
                          beta_regularizer, gamma_regularizer, beta_constraint, gamma_constraint,
                          name, dtype, trainable, **kwargs)
-        self.groups = check_int("groups", groups, 1)
+        # Keras: groups=-1 is one group per channel (instance normalisation).
+        self.groups = -1 if groups == -1 and not isinstance(groups, bool) else \
+            check_int("groups", groups, 1)
+        self.n_groups = None if self.groups == -1 else self.groups
         if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
             raise invalid("axis", "an int", axis, TypeError)
         self.axis = int(axis)
@@ -183,7 +212,9 @@ class GroupNormalization(_AffineNorm):
         input_shape = tuple(input_shape)
         axis = self._channel_axis(len(input_shape))
         channels = input_shape[axis]
-        if channels is None or channels % self.groups:
+        if self.groups == -1 and channels is not None:
+            self.n_groups = int(channels)
+        if channels is None or channels % self.n_groups:
             raise ValueError(f"Layer '{self.name}': the number of groups ({self.groups}) must "
                              f"divide the number of channels ({channels}, axis {self.axis} of "
                              f"input shape {input_shape}).")
@@ -196,7 +227,7 @@ class GroupNormalization(_AffineNorm):
         order = [0, axis] + [a for a in range(1, ndim) if a != axis]
         moved = order != list(range(ndim))
         h = x.transpose(order) if moved else x
-        y = F.group_norm(h, self.groups, self.gamma, self.beta, eps=self.epsilon)
+        y = F.group_norm(h, self.n_groups, self.gamma, self.beta, eps=self.epsilon)
         if moved:
             y = y.transpose(list(np.argsort(order)))
         return y

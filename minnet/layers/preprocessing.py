@@ -24,7 +24,7 @@ from minnet import functional as F
 from minnet._checks import check_choice, check_float, check_int, invalid
 from minnet._config import get_num_threads
 from minnet._ext import _image as _kernels
-from minnet.autograd import Tensor
+from minnet.autograd import Tensor, einsum
 from minnet.layers.base import Layer
 
 __all__ = ["Rescaling", "Normalization", "Resizing", "CenterCrop", "RandomFlip",
@@ -497,7 +497,10 @@ class Resizing(_ImageLayer):
 
     Args:
         height, width: the output size.
-        interpolation: ``"bilinear"`` (default; half-pixel centres) or ``"nearest"``.
+        interpolation: ``"bilinear"`` (default; half-pixel centres), ``"nearest"`` or
+            ``"bicubic"`` (Keras's, on its torch backend ``F.interpolate(mode="bicubic",
+            align_corners=False)``: Keys' cubic with ``a = -0.75``, edge pixels repeated; a
+            separable linear map, differentiable; see ``docs/math/image.md``).
         crop_to_aspect_ratio: center-crop to the target aspect ratio first (default False).
     """
 
@@ -506,7 +509,8 @@ class Resizing(_ImageLayer):
         super().__init__(data_format, None, name, dtype, trainable, **kwargs)
         self.height = check_int("height", height, 1, 65536)
         self.width = check_int("width", width, 1, 65536)
-        self.interpolation = check_choice("interpolation", interpolation, _INTERPOLATIONS)
+        self.interpolation = check_choice("interpolation", interpolation,
+                                          _INTERPOLATIONS + ("bicubic",))
         self.crop_to_aspect_ratio = bool(crop_to_aspect_ratio)
 
     def call(self, x, training=False):
@@ -521,6 +525,14 @@ class Resizing(_ImageLayer):
             x = _center_crop(self, x, ch, cw)
         if self.interpolation == "bilinear":
             y = F.resize_bilinear2d(x, (self.height, self.width), self.data_format)
+        elif self.interpolation == "bicubic":
+            h, w = self._hw(x.shape)
+            rows = bicubic_matrix(h, self.height, x.dtype)
+            cols = bicubic_matrix(w, self.width, x.dtype)
+            if self.data_format == "channels_last":
+                y = einsum("pw,nowc->nopc", cols, einsum("oh,nhwc->nowc", rows, x))
+            else:
+                y = einsum("pw,ncow->ncop", cols, einsum("oh,nchw->ncow", rows, x))
         else:
             y = _resize_nearest(self, x, self.height, self.width)
         return y.reshape(tuple(y.shape[1:])) if single else y
@@ -539,6 +551,27 @@ class Resizing(_ImageLayer):
                 "interpolation": self.interpolation,
                 "crop_to_aspect_ratio": self.crop_to_aspect_ratio,
                 "data_format": self.data_format}
+
+
+def bicubic_matrix(size, out_size, dtype="float64", a=-0.75):
+    """The ``(out_size, size)`` matrix of PyTorch's bicubic resize along one axis
+    (``align_corners=False``): output ``i`` reads source ``s = (i + 0.5) * size / out_size - 0.5``
+    through the four taps ``floor(s) - 1 ... floor(s) + 2`` (clamped to the edge) with Keys'
+    cubic-convolution weights."""
+    scale = size / out_size
+    src = (np.arange(out_size) + 0.5) * scale - 0.5
+    base = np.floor(src)
+    t = src - base
+    weights = np.stack([
+        ((a * (t + 1) - 5 * a) * (t + 1) + 8 * a) * (t + 1) - 4 * a,
+        ((a + 2) * t - (a + 3)) * t * t + 1,
+        ((a + 2) * (1 - t) - (a + 3)) * (1 - t) * (1 - t) + 1,
+        ((a * (2 - t) - 5 * a) * (2 - t) + 8 * a) * (2 - t) - 4 * a], axis=1)
+    matrix = np.zeros((out_size, size))
+    for tap in range(4):
+        index = np.clip(base.astype(np.int64) - 1 + tap, 0, size - 1)
+        np.add.at(matrix, (np.arange(out_size), index), weights[:, tap])
+    return matrix.astype(dtype)
 
 
 def _resize_nearest(layer, x, oh, ow):

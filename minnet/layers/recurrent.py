@@ -22,51 +22,21 @@ padded steps leave the state unchanged; the output at a padded step is the previ
 (zeros before the first real step), as Keras 3 gives it.
 """
 import numpy as np
-import scipy.linalg
 
 from minnet import _registry, activations, initializers
 from minnet import functional as F
-from minnet._checks import UnsupportedArgumentError, check_choice, check_float, check_int, invalid
+from minnet._checks import check_choice, check_float, check_int, invalid
 from minnet.autograd import Tensor
+from minnet.initializers import Orthogonal
 from minnet.layers.base import Layer
 from minnet.layers.embedding import get_keras_mask, set_keras_mask
+from minnet.layers.recurrent_composed import gru_step, lstm_step, run_composed, simple_rnn_step, \
+    zeros_state
 
 __all__ = ["SimpleRNN", "LSTM", "GRU", "Bidirectional", "TimeDistributed", "Orthogonal"]
 
 
-class Orthogonal(initializers.Initializer):
-    """Keras's ``Orthogonal(gain=1.0)``: a random (semi-)orthogonal matrix times ``gain``.
-
-    For minnet's ``(out, in)`` layout, a recurrent weight (G*u, u) gets orthonormal columns,
-    which is Keras's ``(u, G*u)`` recurrent kernel (orthonormal rows) transposed.
-    """
-
-    def __init__(self, gain=1.0, seed=None):
-        super().__init__(seed)
-        self.gain = check_float("gain", gain)
-
-    def __call__(self, shape, dtype=None):
-        shape = tuple(int(s) for s in shape)
-        dtype = np.dtype(dtype or "float32")
-        if len(shape) < 2:
-            raise invalid("shape", "at least 2 dimensions for an orthogonal initializer", shape)
-        rows, cols = int(np.prod(shape[:-1])), shape[-1]
-        a = self._rng().standard_normal((max(rows, cols), min(rows, cols)))
-        # scipy's LAPACK (single-threaded here): numpy's threaded QR was seconds slower on a
-        # busy machine for a (512, 128) matrix.
-        q, r = scipy.linalg.qr(a, mode="economic")
-        q *= np.sign(np.diag(r))
-        if rows < cols:
-            q = q.T
-        return (self.gain * q).reshape(shape).astype(dtype)
-
-    def get_config(self):
-        return {"gain": self.gain, "seed": self.seed}
-
-
 def _initializer(identifier):
-    if isinstance(identifier, str) and identifier.lower() == "orthogonal":
-        return Orthogonal()
     return initializers.get(identifier)
 
 
@@ -141,6 +111,12 @@ class _RNN(_SequenceLayer):
 
     def _kernel_mode(self):
         raise NotImplementedError
+
+    @property
+    def fused(self):
+        """True when the layer runs on the fused kernel (the default activations), False on
+        the composed Tensor-op cell."""
+        return self._mode != "composed"
 
     def _bias_init(self, shape, dtype):
         return self.bias_initializer(shape, dtype)
@@ -248,19 +224,33 @@ class _RNN(_SequenceLayer):
         return ", ".join(parts)
 
 
-def _check_activation(layer, which, value, allowed):
-    if value is not allowed:
-        name = activations.serialize(value)
-        raise UnsupportedArgumentError(
-            f"Invalid value for argument `{which}` of {type(layer).__name__}: the fused kernels "
-            f"implement {activations.serialize(allowed)!r}. Received: {which}={name!r}")
+def _composed(layer, step, x, initial, mask, recurrent_mask, n_states):
+    """Run ``layer`` through the Tensor-op cell ``step`` (recurrent_composed.py)."""
+    n = x.shape[0]
+    if initial is None:
+        states = tuple(zeros_state(n, layer.units, x.dtype) for _ in range(n_states))
+    else:
+        states = tuple(s if isinstance(s, Tensor) else Tensor(np.asarray(s, dtype=x.dtype))
+                       for s in initial)
+    weights = (layer.weight_hh, layer.bias_hh)
+
+    def cell(xp, carried):
+        return step(xp, carried, weights, layer.activation, layer.recurrent_activation,
+                    recurrent_mask)
+
+    sequence, states = run_composed(cell, x, layer.weight_ih, layer.bias_ih, states, mask=mask,
+                                    reverse=layer.go_backwards,
+                                    return_sequences=layer.return_sequences)
+    return (sequence,) + tuple(states)
 
 
 class SimpleRNN(_RNN):
     """Fully connected RNN: ``h_t = activation(x_t W_ihᵀ + b_ih + h_{t-1} W_hhᵀ + b_hh)``.
 
     Args:
-        units: size of the state. activation: ``"tanh"`` (default) or ``"relu"``.
+        units: size of the state. activation: ``"tanh"`` (default) or ``"relu"`` run on the
+            fused kernel; any other activation runs on the composed cell
+            (``recurrent_composed.py``).
         Other arguments as ``LSTM`` (no ``recurrent_activation``).
 
     Shape:
@@ -291,10 +281,11 @@ class SimpleRNN(_RNN):
     def _kernel_mode(self):
         if self.activation is activations.relu:
             return "relu"
-        _check_activation(self, "activation", self.activation, activations.tanh)
-        return "tanh"
+        return "tanh" if self.activation is activations.tanh else "composed"
 
     def _run(self, x, initial, mask, recurrent_mask=None):
+        if self._mode == "composed":
+            return _composed(self, simple_rnn_step, x, initial, mask, recurrent_mask, 1)
         h0 = None if initial is None else initial[0]
         return F.rnn(x, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh, h0=h0,
                      nonlinearity=self._mode, mask=mask, reverse=self.go_backwards,
@@ -314,7 +305,9 @@ class LSTM(_RNN):
 
     Args:
         units: size of the state.
-        activation, recurrent_activation: ``"tanh"`` and ``"sigmoid"`` (the fused kernel's).
+        activation, recurrent_activation: ``"tanh"`` and ``"sigmoid"`` run on the fused
+            kernel; any others (Keras accepts any activation) on the composed cell
+            (``recurrent_composed.py``: the same math in Tensor operations, slower).
         use_bias: add ``bias_ih`` and ``bias_hh``.
         kernel_initializer, recurrent_initializer, bias_initializer: Keras's defaults
             (glorot_uniform, orthogonal, zeros).
@@ -358,10 +351,9 @@ class LSTM(_RNN):
         self._unit_forget_bias = bool(unit_forget_bias)
 
     def _kernel_mode(self):
-        _check_activation(self, "activation", self.activation, activations.tanh)
-        _check_activation(self, "recurrent_activation", self.recurrent_activation,
-                          activations.sigmoid)
-        return "lstm"
+        fused = self.activation is activations.tanh and \
+            self.recurrent_activation is activations.sigmoid
+        return "lstm" if fused else "composed"
 
     def _bias_init(self, shape, dtype):
         bias = np.asarray(self.bias_initializer(shape, dtype)).copy()
@@ -371,6 +363,8 @@ class LSTM(_RNN):
         return bias
 
     def _run(self, x, initial, mask, recurrent_mask=None):
+        if self._mode == "composed":
+            return _composed(self, lstm_step, x, initial, mask, recurrent_mask, 2)
         h0, c0 = (None, None) if initial is None else initial
         y, h, c = F.lstm(x, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh, h0=h0,
                          c0=c0, mask=mask, reverse=self.go_backwards,
@@ -391,7 +385,9 @@ class GRU(_RNN):
         units, activation, recurrent_activation, use_bias, initializers, dropout,
         recurrent_dropout, return_sequences, return_state, go_backwards, stateful, unroll:
             as ``LSTM``.
-        reset_after: must be True (Keras 3's default and PyTorch's cell).
+        reset_after: True (Keras 3's default, PyTorch's cell, the fused kernel) or False
+            (Keras's original cell, ``n = tanh(x W_inᵀ + b_in + (r * h) W_hnᵀ + b_hn)``, on
+            the composed cell; no PyTorch twin).
 
     Shape:
         - Input: ``(N, T, features)``. Output: ``(N, T, units)`` or ``(N, units)``.
@@ -409,10 +405,6 @@ class GRU(_RNN):
                  bias_initializer="zeros", dropout=0.0, recurrent_dropout=0.0,
                  return_sequences=False, return_state=False, go_backwards=False, stateful=False,
                  unroll=False, reset_after=True, **kwargs):
-        if reset_after is not True:
-            raise UnsupportedArgumentError(
-                f"Invalid value for argument `reset_after`: minnet's GRU is the reset_after=True "
-                f"cell (PyTorch's). Received: reset_after={reset_after!r}")
         super().__init__(units, activation=activation, recurrent_activation=recurrent_activation,
                          use_bias=use_bias, kernel_initializer=kernel_initializer,
                          recurrent_initializer=recurrent_initializer,
@@ -420,22 +412,27 @@ class GRU(_RNN):
                          recurrent_dropout=recurrent_dropout, return_sequences=return_sequences,
                          return_state=return_state, go_backwards=go_backwards, stateful=stateful,
                          unroll=unroll, **kwargs)
-        self.reset_after = True
+        self.reset_after = bool(reset_after)
+        self._mode = self._kernel_mode()
 
     def _kernel_mode(self):
-        _check_activation(self, "activation", self.activation, activations.tanh)
-        _check_activation(self, "recurrent_activation", self.recurrent_activation,
-                          activations.sigmoid)
-        return "gru"
+        fused = self.activation is activations.tanh and \
+            self.recurrent_activation is activations.sigmoid and getattr(self, "reset_after", True)
+        return "gru" if fused else "composed"
 
     def _run(self, x, initial, mask, recurrent_mask=None):
+        if self._mode == "composed":
+            def step(xp, states, weights, activation, recurrent_activation, recurrent_mask):
+                return gru_step(xp, states, weights, activation, recurrent_activation,
+                                recurrent_mask, reset_after=self.reset_after)
+            return _composed(self, step, x, initial, mask, recurrent_mask, 1)
         h0 = None if initial is None else initial[0]
         return F.gru(x, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh, h0=h0,
                      mask=mask, reverse=self.go_backwards, return_sequences=self.return_sequences,
                      recurrent_mask=recurrent_mask)
 
     def get_config(self):
-        return {**super().get_config(), "reset_after": True}
+        return {**super().get_config(), "reset_after": self.reset_after}
 
 
 def _layer_config(layer):

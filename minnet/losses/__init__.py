@@ -13,8 +13,11 @@ element-wise losses, the sum over classes for the cross-entropies), then reduces
 Keras 3 does: ``"sum_over_batch_size"`` (default; alias ``"mean"``) divides the weighted
 sum by the number of per-sample values (0 when there are none, never NaN), ``"sum"``
 returns the weighted sum, ``"none"`` / ``None`` the weighted per-sample values, and
-``"mean_with_sample_weight"`` divides by the sum of the weights. Inputs of rank 1 are
-one value per sample (``(N,)`` against ``(N, 1)`` is lined up, as Keras does).
+``"mean_with_sample_weight"`` divides by the sum of the weights. As in Keras, inputs of
+rank 1 are **one sample**: ``MeanSquaredError()(y, p)`` with ``y, p`` of shape ``(N,)`` is
+one loss value (the mean over the N), so ``"sum"`` and ``"none"`` give that one value and
+a ``(N,)`` ``sample_weight`` multiplies it N times; ``(N,)`` against ``(N, 1)`` is N samples
+(the rank-1 argument gains the axis of 1, Keras's ``squeeze_or_expand_to_same_rank``).
 
 Every loss is built on ``minnet.functional`` and the autograd, so values and gradients
 are those of the matching PyTorch module where there is one (``nn.MSELoss``,
@@ -28,17 +31,24 @@ Example:
 
 The package is split by job: ``base`` (``Loss``, ``LossFunctionWrapper``, reductions,
 masks, argument checks), ``regression``, ``probabilistic`` (cross-entropies, focal, KL
-divergence, Poisson) and ``hinge``; this module re-exports every public name and resolves
+divergence, Poisson) and ``hinges``; this module re-exports every public name and resolves
 losses by name (``get`` / ``serialize`` / ``deserialize``).
 """
 from minnet import _registry
 from minnet.losses.base import Loss, LossFunctionWrapper
-from minnet.losses.hinge import CategoricalHinge, Hinge, SquaredHinge
+from minnet.losses.hinges import CategoricalHinge, Hinge, SquaredHinge
 from minnet.losses.probabilistic import BinaryCrossentropy, BinaryFocalCrossentropy, \
     CategoricalCrossentropy, CategoricalFocalCrossentropy, KLDivergence, Poisson, \
     SparseCategoricalCrossentropy
 from minnet.losses.regression import CosineSimilarity, Huber, LogCosh, MeanAbsoluteError, \
     MeanAbsolutePercentageError, MeanSquaredError, MeanSquaredLogarithmicError
+from minnet.losses.overlap import CategoricalGeneralizedCrossEntropy, Dice, Tversky
+from minnet.losses.functions import binary_crossentropy, binary_focal_crossentropy, \
+    categorical_crossentropy, categorical_focal_crossentropy, \
+    categorical_generalized_cross_entropy, categorical_hinge, cosine_similarity, dice, hinge, \
+    huber, kl_divergence, log_cosh, mean_absolute_error, mean_absolute_percentage_error, \
+    mean_squared_error, mean_squared_logarithmic_error, poisson, \
+    sparse_categorical_crossentropy, squared_hinge, tversky
 
 __all__ = [
     "Loss", "LossFunctionWrapper", "MeanSquaredError", "MeanAbsoluteError", "Huber",
@@ -46,6 +56,13 @@ __all__ = [
     "KLDivergence", "Hinge", "SquaredHinge", "CategoricalHinge", "CosineSimilarity",
     "MeanSquaredLogarithmicError", "MeanAbsolutePercentageError", "Poisson", "LogCosh",
     "CategoricalFocalCrossentropy", "BinaryFocalCrossentropy",
+    "Dice", "Tversky", "CategoricalGeneralizedCrossEntropy",
+    "mean_squared_error", "mean_absolute_error", "mean_absolute_percentage_error",
+    "mean_squared_logarithmic_error", "huber", "log_cosh", "cosine_similarity",
+    "binary_crossentropy", "binary_focal_crossentropy", "categorical_crossentropy",
+    "categorical_focal_crossentropy", "sparse_categorical_crossentropy", "kl_divergence",
+    "poisson", "hinge", "squared_hinge", "categorical_hinge", "dice", "tversky",
+    "categorical_generalized_cross_entropy",
     "get", "serialize", "deserialize",
 ]
 
@@ -72,6 +89,8 @@ _ALIASES = {
     LogCosh: ("log_cosh", "logcosh"),
     CategoricalFocalCrossentropy: ("categorical_focal_crossentropy",),
     BinaryFocalCrossentropy: ("binary_focal_crossentropy",),
+    Dice: ("dice",), Tversky: ("tversky",),
+    CategoricalGeneralizedCrossEntropy: ("categorical_generalized_cross_entropy",),
 }
 
 for _cls, _names in _ALIASES.items():

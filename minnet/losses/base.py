@@ -18,8 +18,6 @@ __all__ = ["Loss", "LossFunctionWrapper"]
 REDUCTIONS = {"sum_over_batch_size": "mean", "mean": "mean", "auto": "mean", "sum": "sum",
                "none": "none", None: "none", "mean_with_sample_weight": "weighted_mean"}
 
-# Keras's clipping of probabilities before the log (``backend.epsilon()``).
-EPSILON = 1e-7
 
 
 # ---------------------------------------------------------------------------------------
@@ -75,24 +73,37 @@ def _shape_mismatch(y_true, y_pred, extra=""):
 
 
 def _line_up(y_true, y_pred):
-    """Reshape a ``(N,)`` target to a ``(N, 1)`` prediction or the other way round, as Keras
-    does (PyTorch would broadcast them to ``(N, N)``); any other mismatch is an error."""
-    if tuple(y_true.shape) == tuple(y_pred.shape):
-        return y_true
-    if int(np.prod(y_true.shape)) == int(np.prod(y_pred.shape)) and \
-            tuple(s for s in y_true.shape if s != 1) == tuple(s for s in y_pred.shape if s != 1) and \
-            abs(len(y_true.shape) - len(y_pred.shape)) == 1:
-        return y_true.reshape(y_pred.shape)
-    raise _shape_mismatch(y_true, y_pred)
+    """Keras's ``squeeze_or_expand_to_same_rank``: when the ranks differ by one and the
+    longer argument ends in an axis of 1, a rank-1 partner gains that axis (``(N,)`` against
+    ``(N, 1)`` is N samples of one value), any other partner loses it; any other mismatch is
+    an error. Returns both, reshaped (PyTorch would broadcast them to ``(N, N)``)."""
+    true_shape, pred_shape = tuple(y_true.shape), tuple(y_pred.shape)
+    if len(true_shape) == len(pred_shape) + 1 and true_shape[-1:] == (1,):
+        if len(pred_shape) == 1:
+            y_pred = y_pred.reshape(pred_shape + (1,))
+        else:
+            y_true = y_true.reshape(true_shape[:-1])
+    elif len(pred_shape) == len(true_shape) + 1 and pred_shape[-1:] == (1,):
+        if len(true_shape) == 1:
+            y_true = y_true.reshape(true_shape + (1,))
+        else:
+            y_pred = y_pred.reshape(pred_shape[:-1])
+    if tuple(y_true.shape) != tuple(y_pred.shape):
+        raise _shape_mismatch(y_true, y_pred)
+    return y_true, y_pred
 
 
 def broadcast_sample_weight(sample_weight, values):
     """``sample_weight`` as an ndarray that broadcasts to ``values.shape`` along the leading
-    (batch) axes, in the dtype of ``values``."""
+    (batch) axes, in the dtype of ``values``. A single loss value (rank 0: rank-1 inputs are
+    one sample, as in Keras) takes a weight of any shape, and the weighted values then have
+    the weight's shape (Keras's broadcasting)."""
     weight = raw_data(sample_weight)
     check_numeric(weight, "sample_weight")
     weight = weight.astype(values.dtype, copy=False)
     shape = tuple(values.shape)
+    if not shape:
+        return weight
     if weight.ndim > len(shape) and weight.shape[-1] == 1:
         weight = weight.reshape(weight.shape[:-1])      # (N, 1) weights for (N,) losses
     if weight.ndim <= len(shape):
@@ -108,21 +119,23 @@ def broadcast_sample_weight(sample_weight, values):
 
 
 def reduce_values(values, weight, reduction, count=None):
-    """Weight the per-sample losses and reduce them as Keras 3 does.
+    """Weight the per-sample losses and reduce them as Keras 3 does (``reduce_weighted_values``).
 
-    ``count`` overrides the divisor of the mean (the non-ignored samples); a divisor of 0
-    gives 0 with a zero gradient (Keras's ``divide_no_nan``), never NaN.
+    ``"mean_with_sample_weight"`` divides by the sum of the weights as given (a scalar
+    weight ``w`` divides by ``w``, as Keras does, not by ``w`` times the count). ``count``
+    overrides the divisor of the mean (the non-ignored samples); a divisor of 0 gives 0 with
+    a zero gradient (Keras's ``divide_no_nan``), never NaN.
     """
     kind = REDUCTIONS[reduction]
     if weight is not None:
         values = values * weight
-    if kind == "none" or values.ndim == 0:
+    if kind == "none" or values.ndim == 0 or tuple(values.shape) == (0,):
         return values
     total = values.sum()
     if kind == "sum":
         return total
     if kind == "weighted_mean" and weight is not None:
-        count = float(np.broadcast_to(weight, values.shape).sum())
+        count = float(np.sum(weight))
     elif count is None:
         count = values.size
     return total * (1.0 / count if count else 0.0)
@@ -205,13 +218,13 @@ def _as_tensor(values):
     return values if isinstance(values, Tensor) else Tensor(np.asarray(values))
 
 
-def _per_sample_mean(values):
-    """Keras's mean over the last axis; rank-1 values are already one per sample."""
-    return values if values.ndim <= 1 else values.mean(axis=-1)
+def _per_sample_mean(values, axis=-1):
+    """Keras's mean over the last axis (or ``axis``): rank-1 values are one sample."""
+    return values if values.ndim == 0 else values.mean(axis=axis)
 
 
-def _per_sample_sum(values):
-    return values if values.ndim <= 1 else values.sum(axis=-1)
+def _per_sample_sum(values, axis=-1):
+    return values if values.ndim == 0 else values.sum(axis=axis)
 
 
 # ---------------------------------------------------------------------------------------
@@ -338,20 +351,22 @@ class LossFunctionWrapper(Loss):
 
 
 class ElementwiseLoss(Loss):
-    """Losses on two same-shaped arrays, averaged over the last axis per sample (Keras);
-    the target may carry a graph and gets its gradient."""
+    """Losses on two same-shaped arrays, averaged over the last axis (``axis``) per sample
+    (Keras: rank-1 inputs of shape ``(N,)`` are one sample); the target may carry a graph
+    and gets its gradient."""
+
+    axis = -1
 
     def _prepare(self, y_true, y_pred):
         y_pred = as_prediction(y_pred)
-        y_true = _line_up(_as_float_target(y_true, y_pred), y_pred)
-        return y_true, y_pred
+        return _line_up(_as_float_target(y_true, y_pred), y_pred)
 
     def call(self, y_true, y_pred):
         """Per-sample losses (no reduction, no weighting)."""
         return self._values(*self._prepare(y_true, y_pred))
 
     def _values(self, y_true, y_pred):
-        return _per_sample_mean(_as_tensor(self._elementwise(y_true, y_pred, "none")))
+        return _per_sample_mean(_as_tensor(self._elementwise(y_true, y_pred, "none")), self.axis)
 
     def _elementwise(self, y_true, y_pred, reduction):
         """The element-wise losses reduced by PyTorch's ``reduction`` (mean/sum/none)."""
@@ -360,10 +375,12 @@ class ElementwiseLoss(Loss):
     def _reduced(self, y_true, y_pred, kind):
         # The mean of per-sample means of equal-size rows is the mean of all elements, and
         # Keras's "sum" of them is the element sum over the row size: one fused reduction.
+        if len(y_pred.shape) == 0:
+            return None
         if kind == "mean":
             return self._elementwise(y_true, y_pred, "mean")
         if kind == "sum":
-            row = y_pred.shape[-1] if len(y_pred.shape) >= 2 else 1
+            row = y_pred.shape[self.axis]
             total = self._elementwise(y_true, y_pred, "sum")
             return total if row == 1 else total * (1.0 / row)
         return None
@@ -382,10 +399,11 @@ def torch_reduce(values, reduction):
     return values
 
 
-def check_class_axis(y_pred, loss_name):
-    if y_pred.ndim < 2:
+def check_class_axis(y_pred, loss_name, minimum=2):
+    if y_pred.ndim < minimum:
         raise ValueError(f"{loss_name}: expected `y_pred` of shape (batch, classes) (or "
-                         f"(..., classes)). Received: y_pred.shape={tuple(y_pred.shape)}. Loss "
+                         f"(..., classes){' or (classes,), one sample' if minimum == 1 else ''}). "
+                         f"Received: y_pred.shape={tuple(y_pred.shape)}. Loss "
                          f"objects take Keras's order loss(y_true, y_pred); minnet.functional "
                          f"takes PyTorch's (input, target).")
 
@@ -395,14 +413,15 @@ class ClassLoss(Loss):
 
     def _prepare(self, y_true, y_pred):
         y_pred = as_prediction(y_pred)
-        check_class_axis(y_pred, type(self).__name__)
+        check_class_axis(y_pred, type(self).__name__, minimum=1)
         y_true = _as_float_target(y_true, y_pred)
-        if tuple(y_true.shape) != tuple(y_pred.shape):
+        try:
+            return _line_up(y_true, y_pred)
+        except ValueError:
             hint = ""
             if len(y_true.shape) == len(y_pred.shape) - 1:
                 hint = " (integer labels need SparseCategoricalCrossentropy)"
-            raise _shape_mismatch(y_true, y_pred, hint)
-        return y_true, y_pred
+            raise _shape_mismatch(y_true, y_pred, hint) from None
 
     def call(self, y_true, y_pred):
         """Per-sample losses (no reduction, no weighting)."""

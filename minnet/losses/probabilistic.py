@@ -8,8 +8,9 @@ import numpy as np
 from minnet import functional as F
 from minnet._checks import check_float, check_labels, invalid
 from minnet._utils import user_stacklevel
+from minnet.config import epsilon
 from minnet.layers.base import get_keras_mask
-from minnet.losses.base import EPSILON, REDUCTIONS, ClassLoss, ElementwiseLoss, Loss, as_prediction, \
+from minnet.losses.base import REDUCTIONS, ClassLoss, ElementwiseLoss, Loss, as_prediction, \
     broadcast_sample_weight, check_class_axis, check_numeric, masked_reduce, prediction_tensors, \
     raw_data, reduce_values, torch_reduce, warn_if_swapped
 
@@ -55,6 +56,32 @@ def _warn_if_probabilities(loss, y_pred):
             UserWarning, stacklevel=user_stacklevel())
 
 
+def _check_axis(axis):
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        raise invalid("axis", "an int", axis, TypeError)
+    return int(axis)
+
+
+def _axis_last(y_true, y_pred, axis):
+    """Both arguments with ``axis`` moved to the end (a no-op for -1)."""
+    ndim = len(y_pred.shape)
+    if not -ndim <= axis < ndim:
+        raise invalid("axis", f"an axis of `y_pred` (rank {ndim})", axis)
+    axis %= ndim
+    if axis == ndim - 1:
+        return y_true, y_pred
+    order = tuple(i for i in range(ndim) if i != axis) + (axis,)
+    y_true = y_true.permute(order) if hasattr(y_true, "permute") else np.transpose(y_true, order)
+    return y_true, y_pred.permute(order)
+
+
+def _renormalised_log(probabilities):
+    """Keras's ``log(clip(p / sum(p), eps, 1 - eps))`` over the last axis: rows that do not
+    sum to 1 are rescaled first (the gradient includes the rescaling; 0 where clipped)."""
+    return (probabilities / probabilities.sum(axis=-1, keepdims=True)).clip(
+        epsilon(), 1.0 - epsilon()).log()
+
+
 class Poisson(ElementwiseLoss):
     """Keras's ``mean(y_pred - y_true * log(y_pred + eps))`` over the last axis
     (``nn.PoissonNLLLoss(log_input=False, eps=1e-7)``).
@@ -71,25 +98,27 @@ class Poisson(ElementwiseLoss):
 
     def _elementwise(self, y_true, y_pred, reduction):
         y_true, y_pred = prediction_tensors(y_true, y_pred)
-        return torch_reduce(y_pred - y_true * (y_pred + EPSILON).log(), reduction)
+        return torch_reduce(y_pred - y_true * (y_pred + epsilon()).log(), reduction)
 
 
 class BinaryCrossentropy(ElementwiseLoss):
     """Binary cross-entropy ``-(t log p + (1 - t) log(1 - p))``, averaged over the last axis.
 
-    With ``from_logits=False`` (``nn.BCELoss``) ``y_pred`` are probabilities and each log is
-    clamped at -100 as PyTorch does; with ``from_logits=True`` (``nn.BCEWithLogitsLoss``)
+    With ``from_logits=False`` ``y_pred`` are probabilities, clipped to ``[1e-7, 1 - 1e-7]``
+    as Keras does, then ``nn.BCELoss``; with ``from_logits=True`` (``nn.BCEWithLogitsLoss``)
     ``y_pred`` are logits and the sigmoid is fused in, stable for any magnitude.
 
     Args:
         from_logits: whether ``y_pred`` are logits rather than probabilities.
         label_smoothing: float in [0, 1]; targets become ``t * (1 - s) + 0.5 * s``.
+        axis: the axis averaged per sample (default -1).
         reduction: ``"sum_over_batch_size"``, ``"sum"``, ``"none"``.
         name: log name (``"binary_crossentropy"``).
 
     Shape:
-        y_true, y_pred: ``(N, ...)``, the same (``(N,)`` labels against ``(N, 1)`` outputs is
-        lined up). Output: scalar, or ``y_pred.shape[:-1]`` with ``reduction="none"``.
+        y_true, y_pred: ``(N, ...)``, the same (``(N,)`` labels against ``(N, 1)`` outputs are
+        N samples; ``(N,)`` against ``(N,)`` is one sample, as in Keras). Output: scalar, or
+        the shape without ``axis`` with ``reduction="none"``.
 
     Example:
         >>> BinaryCrossentropy(from_logits=True)([1, 0], mn.tensor([[2.0], [-1.0]]))
@@ -98,10 +127,11 @@ class BinaryCrossentropy(ElementwiseLoss):
     default_name = "binary_crossentropy"
     _probability = "binary"
 
-    def __init__(self, from_logits=False, label_smoothing=0.0, reduction="sum_over_batch_size",
-                 name=None, dtype=None):
+    def __init__(self, from_logits=False, label_smoothing=0.0, axis=-1,
+                 reduction="sum_over_batch_size", name=None, dtype=None):
         self.from_logits = bool(from_logits)
         self.label_smoothing = _check_fraction(label_smoothing, "label_smoothing")
+        self.axis = _check_axis(axis)
         super().__init__(reduction=reduction, name=name, dtype=dtype)
 
     def _prepare(self, y_true, y_pred):
@@ -115,11 +145,12 @@ class BinaryCrossentropy(ElementwiseLoss):
     def _elementwise(self, y_true, y_pred, reduction):
         if self.from_logits:
             return F.binary_cross_entropy_with_logits(y_pred, y_true, reduction=reduction)
-        return F.binary_cross_entropy(y_pred, y_true, reduction=reduction)
+        return F.binary_cross_entropy(y_pred.clip(epsilon(), 1.0 - epsilon()), y_true,
+                                      reduction=reduction)
 
     def get_config(self):
         return {"from_logits": self.from_logits, "label_smoothing": self.label_smoothing,
-                **super().get_config()}
+                "axis": self.axis, **super().get_config()}
 
 
 class BinaryFocalCrossentropy(BinaryCrossentropy):
@@ -143,17 +174,18 @@ class BinaryFocalCrossentropy(BinaryCrossentropy):
     default_name = "binary_focal_crossentropy"
 
     def __init__(self, apply_class_balancing=False, alpha=0.25, gamma=2.0, from_logits=False,
-                 label_smoothing=0.0, reduction="sum_over_batch_size", name=None, dtype=None):
+                 label_smoothing=0.0, axis=-1, reduction="sum_over_batch_size", name=None,
+                 dtype=None):
         self.apply_class_balancing = bool(apply_class_balancing)
         self.alpha = check_float("alpha", alpha, 0.0, 1.0)
         self.gamma = check_float("gamma", gamma, 0.0)
-        super().__init__(from_logits=from_logits, label_smoothing=label_smoothing,
+        super().__init__(from_logits=from_logits, label_smoothing=label_smoothing, axis=axis,
                          reduction=reduction, name=name, dtype=dtype)
 
     def _elementwise(self, y_true, y_pred, reduction):
         y_true, y_pred = prediction_tensors(y_true, y_pred)
         p = y_pred.sigmoid() if self.from_logits else y_pred
-        clipped = p.clip(EPSILON, 1.0 - EPSILON)
+        clipped = p.clip(epsilon(), 1.0 - epsilon())
         bce = -(y_true * clipped.log() + (1.0 - y_true) * (1.0 - clipped).log())
         p_t = y_true * p + (1.0 - y_true) * (1.0 - p)
         values = (1.0 - p_t) ** self.gamma * bce if self.gamma else bce
@@ -166,22 +198,20 @@ class BinaryFocalCrossentropy(BinaryCrossentropy):
                 "gamma": self.gamma, **super().get_config()}
 
 
-def _clipped_log(probabilities):
-    """``log(clip(p, eps, 1 - eps))`` as Keras computes it (zero gradient where clipped)."""
-    return probabilities.clip(EPSILON, 1.0 - EPSILON).log()
-
-
 class CategoricalCrossentropy(ClassLoss):
     """Cross-entropy with one-hot or probability targets, per sample:
     ``-sum_c t_c log q_c`` with ``q = softmax(y_pred)`` (``from_logits=True``, the fused
-    ``nn.CrossEntropyLoss`` with probability targets) or ``q = clip(y_pred, 1e-7, 1 - 1e-7)``
-    (``from_logits=False``, Keras's probabilities).
+    ``nn.CrossEntropyLoss`` with probability targets) or, Keras's probabilities
+    (``from_logits=False``), ``q = clip(y_pred / sum_c y_pred, 1e-7, 1 - 1e-7)``: rows that
+    do not sum to 1 are rescaled first, and the gradient includes that rescaling.
+    (``mn.functional.cross_entropy`` is PyTorch's: logits only.)
 
     Label smoothing is PyTorch's (and Keras's): ``t <- (1 - s) t + s / C``.
 
     Args:
         from_logits: whether ``y_pred`` are logits (recommended: drop the final Softmax).
         label_smoothing: float in [0, 1].
+        axis: the class axis (default -1; any axis of ``y_pred``, as Keras).
         reduction: ``"sum_over_batch_size"``, ``"sum"``, ``"none"`` (one loss per sample).
         name: log name (``"categorical_crossentropy"``).
 
@@ -199,13 +229,12 @@ class CategoricalCrossentropy(ClassLoss):
                  reduction="sum_over_batch_size", name=None, dtype=None):
         self.from_logits = bool(from_logits)
         self.label_smoothing = _check_fraction(label_smoothing, "label_smoothing")
-        if axis != -1:
-            raise invalid("axis", "-1 (the class axis is the last one)", axis)
-        self.axis = -1
+        self.axis = _check_axis(axis)
         super().__init__(reduction=reduction, name=name, dtype=dtype)
 
     def _prepare(self, y_true, y_pred):
         y_true, y_pred = super()._prepare(y_true, y_pred)
+        y_true, y_pred = _axis_last(y_true, y_pred, self.axis)
         if self.from_logits:
             _warn_if_probabilities(self, y_pred)
         else:
@@ -232,7 +261,7 @@ class CategoricalCrossentropy(ClassLoss):
             return out
         if self.label_smoothing:
             y_true = y_true * (1.0 - self.label_smoothing) + self.label_smoothing / n_classes
-        values = -(_clipped_log(y_pred) * y_true).sum(axis=-1)
+        values = -(_renormalised_log(y_pred) * y_true).sum(axis=-1)
         return reduce_values(values, None, {"none": "none", "sum": "sum", "mean": "mean"}[reduction])
 
     def get_config(self):
@@ -276,7 +305,7 @@ class CategoricalFocalCrossentropy(CategoricalCrossentropy):
         if self.label_smoothing:
             y_true = y_true * (1.0 - self.label_smoothing) + self.label_smoothing / n_classes
         probs = y_pred.softmax(axis=-1) if self.from_logits else y_pred
-        output = (probs / probs.sum(axis=-1, keepdims=True)).clip(EPSILON, 1.0 - EPSILON)
+        output = (probs / probs.sum(axis=-1, keepdims=True)).clip(epsilon(), 1.0 - epsilon())
         cce = -(y_true * output.log())
         focal = ((1.0 - output) ** self.gamma if self.gamma else 1.0) * self.alpha * cce
         return focal.sum(axis=-1)
@@ -287,7 +316,9 @@ class CategoricalFocalCrossentropy(CategoricalCrossentropy):
 
 class SparseCategoricalCrossentropy(Loss):
     """Cross-entropy with integer class labels (``nn.CrossEntropyLoss`` on logits with
-    ``from_logits=True``; ``-log(clip(y_pred, 1e-7, 1 - 1e-7))[label]`` otherwise).
+    ``from_logits=True``; otherwise Keras's ``-log(clip(y_pred / sum_c y_pred, 1e-7,
+    1 - 1e-7))[label]``: rows that do not sum to 1 are rescaled first, and the gradient
+    includes that rescaling).
 
     Labels are checked once per call (``_checks.check_labels``: integer values in
     ``[0, C)`` or ``ignore_class``; unsigned labels too large for int64 reported as they are).
@@ -394,7 +425,7 @@ class SparseCategoricalCrossentropy(Loss):
             out = F.cross_entropy(y_pred, labels, reduction=reduction)
         else:
             # The labels were checked above: gather without another scan.
-            out = -_clipped_log(y_pred)[np.arange(labels.shape[0]), labels]
+            out = -_renormalised_log(y_pred)[np.arange(labels.shape[0]), labels]
             out = torch_reduce(out, reduction)
         if reduction == "none" and len(batch_shape) != 1:
             out = out.reshape(batch_shape)
@@ -422,6 +453,6 @@ class KLDivergence(ClassLoss):
 
     def _values(self, y_true, y_pred):
         y_true, y_pred = prediction_tensors(y_true, y_pred)
-        t = y_true.clip(EPSILON, 1.0)
-        p = y_pred.clip(EPSILON, 1.0)
+        t = y_true.clip(epsilon(), 1.0)
+        p = y_pred.clip(epsilon(), 1.0)
         return (t * (t / p).log()).sum(axis=-1)

@@ -4,7 +4,8 @@ import numpy as np
 
 from minnet import functional as F
 from minnet._checks import check_float, invalid
-from minnet.losses.base import EPSILON, ClassLoss, ElementwiseLoss, prediction_tensors, torch_reduce
+from minnet.config import epsilon
+from minnet.losses.base import ClassLoss, ElementwiseLoss, prediction_tensors, torch_reduce
 
 __all__ = ["MeanSquaredError", "MeanAbsoluteError", "Huber", "MeanSquaredLogarithmicError",
            "MeanAbsolutePercentageError", "LogCosh", "CosineSimilarity"]
@@ -19,7 +20,8 @@ class MeanSquaredError(ElementwiseLoss):
         name: log name (``"mean_squared_error"``).
 
     Shape:
-        y_true, y_pred: ``(N, ...)``, the same (``(N,)`` against ``(N, 1)`` is lined up).
+        y_true, y_pred: ``(N, ...)``, the same (``(N,)`` against ``(N, 1)`` is N samples;
+        ``(N,)`` against ``(N,)`` is one sample, as in Keras).
         Output: scalar, or ``y_pred.shape[:-1]`` with ``reduction="none"``.
 
     Example:
@@ -101,8 +103,8 @@ class MeanSquaredLogarithmicError(ElementwiseLoss):
 
     def _elementwise(self, y_true, y_pred, reduction):
         y_true, y_pred = prediction_tensors(y_true, y_pred)
-        first = (y_pred.maximum(EPSILON) + 1.0).log()
-        second = (y_true.maximum(EPSILON) + 1.0).log()
+        first = (y_pred.maximum(epsilon()) + 1.0).log()
+        second = (y_true.maximum(epsilon()) + 1.0).log()
         return torch_reduce((first - second) ** 2, reduction)
 
 
@@ -121,7 +123,7 @@ class MeanAbsolutePercentageError(ElementwiseLoss):
 
     def _elementwise(self, y_true, y_pred, reduction):
         y_true, y_pred = prediction_tensors(y_true, y_pred)
-        diff = ((y_true - y_pred) / y_true.abs().maximum(EPSILON)).abs()
+        diff = ((y_true - y_pred) / y_true.abs().maximum(epsilon())).abs()
         return torch_reduce(diff * 100.0, reduction)
 
 

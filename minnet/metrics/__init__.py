@@ -36,6 +36,18 @@ from minnet.metrics.confusion import AUC, F1Score, FBetaScore, MeanIoU, Precisio
 from minnet.metrics.regression import MeanAbsoluteError, MeanAbsolutePercentageError, \
     MeanSquaredError, R2Score, RootMeanSquaredError, mae, mape, mean_absolute_error, \
     mean_absolute_percentage_error, mean_squared_error, mse
+from minnet.metrics.iou import BinaryIoU, IoU, OneHotIoU, OneHotMeanIoU
+from minnet.metrics.thresholds import FalseNegatives, FalsePositives, PrecisionAtRecall, \
+    RecallAtPrecision, SensitivityAtSpecificity, SpecificityAtSensitivity, TrueNegatives, \
+    TruePositives
+from minnet.metrics.probabilistic import BinaryCrossentropy, CategoricalCrossentropy, \
+    CategoricalHinge, ConcordanceCorrelation, CosineSimilarity, Hinge, KLDivergence, \
+    LogCoshError, MeanSquaredLogarithmicError, PearsonCorrelation, Poisson, \
+    SparseCategoricalCrossentropy, SquaredHinge, Sum, binary_crossentropy, \
+    binary_focal_crossentropy, categorical_crossentropy, categorical_focal_crossentropy, \
+    categorical_hinge, concordance_correlation, hinge, huber, kl_divergence, log_cosh, \
+    mean_squared_logarithmic_error, pearson_correlation, poisson, \
+    sparse_categorical_crossentropy, squared_hinge
 
 __all__ = [
     "Metric", "Mean", "MeanMetricWrapper", "Accuracy", "BinaryAccuracy", "CategoricalAccuracy",
@@ -46,6 +58,16 @@ __all__ = [
     "accuracy", "binary_accuracy", "categorical_accuracy", "sparse_categorical_accuracy",
     "top_k_categorical_accuracy", "sparse_top_k_categorical_accuracy",
     "mean_squared_error", "mean_absolute_error", "mse", "mae", "get", "serialize", "deserialize",
+    "IoU", "BinaryIoU", "OneHotIoU", "OneHotMeanIoU", "TruePositives", "FalsePositives",
+    "TrueNegatives", "FalseNegatives", "PrecisionAtRecall", "RecallAtPrecision",
+    "SensitivityAtSpecificity", "SpecificityAtSensitivity", "BinaryCrossentropy",
+    "CategoricalCrossentropy", "SparseCategoricalCrossentropy", "KLDivergence", "Poisson",
+    "Hinge", "SquaredHinge", "CategoricalHinge", "LogCoshError", "MeanSquaredLogarithmicError",
+    "CosineSimilarity", "Sum", "PearsonCorrelation", "ConcordanceCorrelation",
+    "binary_crossentropy", "binary_focal_crossentropy", "categorical_crossentropy",
+    "categorical_focal_crossentropy", "sparse_categorical_crossentropy", "kl_divergence",
+    "poisson", "hinge", "squared_hinge", "categorical_hinge", "huber", "log_cosh",
+    "mean_squared_logarithmic_error", "pearson_correlation", "concordance_correlation",
 ]
 
 
@@ -71,6 +93,18 @@ _ALIASES = {
     FBetaScore: ("fbeta_score",),
     F1Score: ("f1_score",),
     MeanIoU: ("mean_iou",),
+    IoU: (), BinaryIoU: (), OneHotIoU: (), OneHotMeanIoU: (), TruePositives: (),
+    FalsePositives: (), TrueNegatives: (), FalseNegatives: (), PrecisionAtRecall: (),
+    RecallAtPrecision: (), SensitivityAtSpecificity: (), SpecificityAtSensitivity: (),
+    BinaryCrossentropy: ("binary_crossentropy",),
+    CategoricalCrossentropy: ("categorical_crossentropy",),
+    SparseCategoricalCrossentropy: ("sparse_categorical_crossentropy",),
+    KLDivergence: ("kl_divergence", "kld"), Poisson: ("poisson",), Hinge: ("hinge",),
+    SquaredHinge: ("squared_hinge",), CategoricalHinge: ("categorical_hinge",),
+    LogCoshError: ("logcosh", "log_cosh"),
+    MeanSquaredLogarithmicError: ("msle", "mean_squared_logarithmic_error"),
+    CosineSimilarity: ("cosine_similarity",), Sum: (), PearsonCorrelation: (),
+    ConcordanceCorrelation: (),
 }
 _ALIAS_NAMES = {alias for names in _ALIASES.values() for alias in names}
 

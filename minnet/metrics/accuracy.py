@@ -65,22 +65,29 @@ def accuracy(y_true, y_pred):
 
 
 def binary_accuracy(y_true, y_pred, threshold=0.5):
-    """Accuracy of ``y_pred > threshold`` against binary labels, per sample.
+    """1.0 where ``y_true == (y_pred > threshold)``, element by element (Keras 3.15).
 
     Args:
-        y_true: labels in {0, 1}.
+        y_true: labels in {0, 1} (a soft label such as 0.7 never matches, as in Keras).
         y_pred: probabilities (or scores: choose ``threshold=0`` for logits).
         threshold: the decision threshold.
 
     Returns:
-        ndarray of float64 of shape ``(N,)``.
+        ndarray of float64 of ``y_pred``'s shape (``(N,)`` against ``(N, 1)``: ``(N, 1)``,
+        Keras's ``squeeze_or_expand_to_same_rank``). ``BinaryAccuracy`` averages them.
 
     Shape:
-        y_true, y_pred: ``(N,)``, ``(N, 1)`` or ``(N, D)`` (mean over the last axis).
+        y_true, y_pred: ``(N,)``, ``(N, 1)`` or ``(N, D)``.
     """
-    y_true, y_pred = squeeze_or_expand(to_numpy(y_true, "y_true"), to_numpy(y_pred, "y_pred"))
+    y_true, y_pred = to_numpy(y_true, "y_true"), to_numpy(y_pred, "y_pred")
+    if y_pred.ndim == y_true.ndim + 1 and y_pred.shape[-1:] == (1,):
+        y_true = y_true.reshape(y_true.shape + (1,)) if y_true.ndim == 1 else y_true
+        y_pred = y_pred if y_true.ndim == y_pred.ndim else y_pred.reshape(y_pred.shape[:-1])
+    elif y_true.ndim == y_pred.ndim + 1 and y_true.shape[-1:] == (1,):
+        y_pred = y_pred.reshape(y_pred.shape + (1,)) if y_pred.ndim == 1 else y_pred
+        y_true = y_true if y_true.ndim == y_pred.ndim else y_true.reshape(y_true.shape[:-1])
     check_same_shape(y_true, y_pred, "binary_accuracy")
-    return per_sample_mean((y_pred > threshold) == (y_true > 0.5))
+    return (y_true == (y_pred > threshold)).astype(np.float64)
 
 
 def categorical_accuracy(y_true, y_pred):

@@ -25,6 +25,19 @@ def _check_thresholds(thresholds, default):
     return values, single
 
 
+# Keras's metrics_utils.NEG_INF: the score of the entries outside the top k.
+NEG_INF = -1e10
+
+
+def _filter_top_k(scores, k):
+    """Keras's ``_filter_top_k``: the ``k`` highest scores of each row (the first index wins a
+    tie) keep their value, every other entry becomes ``NEG_INF``."""
+    order = np.argsort(-scores, axis=-1, kind="stable")[..., :k]
+    keep = np.zeros(scores.shape, dtype=bool)
+    np.put_along_axis(keep, order, True, axis=-1)
+    return np.where(keep, scores, NEG_INF)
+
+
 def _sample_weights(sample_weight, shape):
     """Weights broadcast over ``shape`` (one per sample along the first axis), float64."""
     if sample_weight is None:
@@ -47,8 +60,10 @@ class _ConfusionCounts(Metric):
 
     def __init__(self, thresholds=None, top_k=None, class_id=None, name=None, dtype=None):
         self.init_thresholds = thresholds
-        self.thresholds, self._single = _check_thresholds(thresholds, 0.5)
         self.top_k = None if top_k is None else check_int("top_k", top_k, minimum=1)
+        # Keras: with top_k and no thresholds, only the top k count (threshold NEG_INF).
+        self.thresholds, self._single = _check_thresholds(
+            thresholds, 0.5 if self.top_k is None else NEG_INF)
         self.class_id = None if class_id is None else check_int("class_id", class_id, minimum=0)
         super().__init__(name=name, dtype=dtype)
         self.reset_state()
@@ -64,9 +79,8 @@ class _ConfusionCounts(Metric):
         t = y_true.astype(np.float64)
         p = y_pred.astype(np.float64)
         w = _sample_weights(sample_weight, p.shape)
-        if self.top_k is not None:         # keep the k highest scores of each row, others -inf
-            kth = -np.sort(-p, axis=-1)[..., min(self.top_k, p.shape[-1]) - 1:][..., :1]
-            p = np.where(p >= kth, p, -np.inf)
+        if self.top_k is not None:
+            p = _filter_top_k(p, self.top_k)
         if self.class_id is not None:
             t, p, w = t[..., self.class_id], p[..., self.class_id], w[..., self.class_id]
         t, p, w = t.reshape(-1) > 0.5, p.reshape(-1), w.reshape(-1)
@@ -92,7 +106,9 @@ class Precision(_ConfusionCounts):
 
     Args:
         thresholds: a float, or a list (then ``result()`` is one value per threshold).
-        top_k: only the ``k`` highest scores of each row count as positive.
+        top_k: only the ``k`` highest scores of each row count as positive; without
+            ``thresholds`` nothing else is asked of them (Keras: the threshold is then
+            ``-1e10``, not 0.5).
         class_id: score only this class (column).
         name: metric name.
 

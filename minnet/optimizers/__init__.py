@@ -18,6 +18,7 @@ from minnet.optimizers.adadelta import Adadelta
 from minnet.optimizers.adagrad import Adagrad
 from minnet.optimizers.adam import Adam, AdamW
 from minnet.optimizers.adamax import Adamax
+from minnet.optimizers.keras_only import Adafactor, Ftrl, Lamb, LossScaleOptimizer
 from minnet.optimizers.lion import Lion
 from minnet.optimizers.nadam import Nadam
 from minnet.optimizers.optimizer import Optimizer
@@ -25,9 +26,11 @@ from minnet.optimizers.rmsprop import RMSprop
 from minnet.optimizers.sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Nadam", "Adamax", "RMSprop", "Adagrad",
-           "Adadelta", "Lion", "schedules", "get", "serialize", "deserialize"]
+           "Adadelta", "Lion", "schedules", "get", "serialize", "deserialize",
+           "Ftrl", "Lamb", "Adafactor", "LossScaleOptimizer"]
 
-for _cls in (SGD, Adam, AdamW, Nadam, Adamax, RMSprop, Adagrad, Adadelta, Lion):
+for _cls in (SGD, Adam, AdamW, Nadam, Adamax, RMSprop, Adagrad, Adadelta, Lion, Ftrl, Lamb,
+             Adafactor, LossScaleOptimizer):
     _registry.register("optimizer", _cls, aliases=(_cls.__name__.lower(),))
 del _cls
 

@@ -33,6 +33,7 @@ import numbers
 import numpy as np
 
 from minnet import _registry
+from minnet.optimizers import ema
 from minnet.optimizers import schedules as _schedules
 
 __all__ = ["Optimizer"]
@@ -168,6 +169,7 @@ class Optimizer:
 
     def __init__(self, params=None, learning_rate=0.01, clipnorm=None, clipvalue=None,
                  global_clipnorm=None, name=None, **kwargs):
+        self._ema = ema.pop_ema_arguments(kwargs)     # use_ema, ema_momentum, ...: optimizers/ema.py
         _check_kwargs(type(self).__name__, kwargs)
         if _is_learning_rate(params):          # Keras: Adam(1e-3)
             default = inspect.signature(type(self).__init__).parameters.get("learning_rate")
@@ -457,7 +459,10 @@ class Optimizer:
             bump = getattr(p, "_bump_version", None)
             if bump is not None:
                 bump()
+        if self._ema is not None: self._ema.after_step(self._params, self._iterations)  # noqa: E701
         self._iterations += 1
+
+    finalize_variable_values = ema.finalize_variable_values   # Keras's: use_ema's weights at the end
 
     def _update(self, data, grad, state, lr, work):
         """Update one parameter in place.
@@ -621,6 +626,7 @@ class Optimizer:
         config.update(self._hyperparameters())
         config.update(clipnorm=self.clipnorm, clipvalue=self.clipvalue,
                       global_clipnorm=self.global_clipnorm)
+        config.update(ema.ema_config(self._ema))
         return config
 
     @classmethod

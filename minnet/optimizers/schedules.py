@@ -33,6 +33,7 @@ __all__ = [
     "PolynomialDecay",
     "CosineDecay",
     "LinearWarmup",
+    "CosineDecayRestarts",
     "serialize",
     "deserialize",
     "get",
@@ -357,8 +358,77 @@ class LinearWarmup(LearningRateSchedule):
                 "start_learning_rate": self.start_learning_rate}
 
 
+def _saturating_power(base, exponent):
+    """``base ** exponent`` for ``base >= 0``, saturating at the largest float instead of
+    raising OverflowError (the restart count grows without bound with the step)."""
+    if base == 0.0:
+        return 0.0 if exponent > 0 else 1.0
+    logarithm = exponent * math.log(base)
+    if logarithm > 709.0:
+        return sys.float_info.max
+    return math.exp(logarithm)
+
+
+class CosineDecayRestarts(LearningRateSchedule):
+    """Cosine decay with warm restarts (SGDR, Loshchilov and Hutter 2016), Keras 3's formula.
+
+    Period ``i`` lasts ``first_decay_steps * t_mul**i`` steps and starts at
+    ``initial_learning_rate * m_mul**i``; inside a period, with ``f`` the fraction done::
+
+        lr = initial_learning_rate * ((1 - alpha) * 0.5 * m_mul**i * (1 + cos(pi * f)) + alpha)
+
+    Args:
+        initial_learning_rate: rate at step 0.
+        first_decay_steps: positive length of the first period.
+        t_mul: growth of each period's length (2.0). m_mul: factor of each restart's rate (1.0).
+        alpha: the floor, as a fraction of ``initial_learning_rate``.
+        name: kept for Keras's config ("SGDRDecay").
+    """
+
+    def __init__(self, initial_learning_rate, first_decay_steps, t_mul=2.0, m_mul=1.0, alpha=0.0,
+                 name="SGDRDecay"):
+        self.initial_learning_rate = _check_number("initial_learning_rate", initial_learning_rate,
+                                                   low=0)
+        self.first_decay_steps = _check_number("first_decay_steps", first_decay_steps, low=0,
+                                               low_open=True)
+        self.t_mul = _check_number("t_mul", t_mul, low=0, low_open=True)
+        self.m_mul = _check_number("m_mul", m_mul, low=0)
+        self.alpha = _check_number("alpha", alpha, low=0)
+        self.name = name
+
+    def __call__(self, step):
+        step = _check_step(step)
+        try:
+            fraction = float(step) / self.first_decay_steps
+        except OverflowError:                      # an int beyond the float range
+            fraction = math.inf
+        fraction = min(fraction, sys.float_info.max)
+        if self.t_mul == 1.0:
+            restart = math.floor(fraction)
+            fraction -= restart
+        else:
+            growth = 1.0 - fraction * (1.0 - self.t_mul)
+            if growth <= 0.0:
+                # t_mul < 1: the periods sum to first_decay_steps / (1 - t_mul); past that
+                # point (where Keras's formula takes the log of a negative number) the rate
+                # stays at its floor.
+                return self.initial_learning_rate * self.alpha
+            restart = math.floor(math.log(min(growth, sys.float_info.max)) / math.log(self.t_mul))
+            scale = _saturating_power(self.t_mul, restart)
+            done = (1.0 - scale) / (1.0 - self.t_mul)
+            fraction = min(max((fraction - done) / scale, 0.0), 1.0) if scale else 1.0
+        cosine = 0.5 * _saturating_power(self.m_mul, restart) * (1.0 + math.cos(math.pi * fraction))
+        value = (1.0 - self.alpha) * cosine + self.alpha
+        return min(self.initial_learning_rate * value, sys.float_info.max) if value else 0.0
+
+    def get_config(self):
+        return {"initial_learning_rate": self.initial_learning_rate,
+                "first_decay_steps": self.first_decay_steps, "t_mul": self.t_mul,
+                "m_mul": self.m_mul, "alpha": self.alpha, "name": self.name}
+
+
 for _cls in (ExponentialDecay, InverseTimeDecay, PiecewiseConstantDecay, StepDecay,
-             PolynomialDecay, CosineDecay, LinearWarmup):
+             PolynomialDecay, CosineDecay, LinearWarmup, CosineDecayRestarts):
     _registry.register("schedule", _cls)
 del _cls
 

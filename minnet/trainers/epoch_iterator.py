@@ -22,6 +22,8 @@ import queue
 import threading
 import warnings
 
+from minnet import config
+
 __all__ = ["EpochIterator", "Prefetcher"]
 
 _ITEM, _END, _ERROR = 0, 1, 2
@@ -140,6 +142,7 @@ class EpochIterator:
 
     def __init__(self, adapter, steps_per_epoch=None, prefetch=None, prepare=None, stacklevel=4):
         self.adapter = adapter
+        steps_per_epoch = config.capped_steps_per_epoch(steps_per_epoch)   # set_max_steps_per_epoch
         self.steps_per_epoch = steps_per_epoch
         self.prefetch = adapter.prefetch_default if prefetch is None else bool(prefetch)
         self.prepare = prepare

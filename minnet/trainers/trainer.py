@@ -39,6 +39,7 @@ import warnings
 
 import numpy as np
 
+from minnet import config
 from minnet import optimizers as optimizers_module
 from minnet.autograd import Tensor, no_grad
 from minnet.callbacks import CallbackList, History, TerminateOnNaN, resolve_verbose
@@ -547,6 +548,7 @@ class Trainer:
         stacklevel = 4      # the user's call: fit <- _reusing_buffers.loop <- user
         self._require_compiled("fit")
         epochs = check_int("epochs", epochs, minimum=0)
+        epochs = config.capped_epochs(epochs)          # keras.config.set_max_epochs
         initial_epoch = check_int("initial_epoch", initial_epoch, minimum=0)
         verbose = _check_verbose(verbose, 1)
         seed = _check_seed(seed)
@@ -651,6 +653,7 @@ class Trainer:
                     callback_list.on_epoch_end(epoch, epoch_logs)
                     if self.stop_training or iterator.exhausted:
                         break
+                getattr(self.optimizer, "finalize_variable_values", lambda: None)()   # Keras: use_ema
                 callback_list.on_train_end(epoch_logs)
         finally:
             iterator.close()

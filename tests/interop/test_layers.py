@@ -63,7 +63,7 @@ CASES = {
          layers.GlobalAveragePooling1D(**d), layers.Dense(2, **t)],
         (11, 3) if df == "channels_last" else (3, 11)),
     "sequence_more": lambda df, d, t: (
-        [layers.Conv1D(4, 3, dilation_rate=2, padding=1, **d),
+        [layers.Conv1D(4, 3, dilation_rate=2, padding=1, groups=2, **d),
          layers.MaxPooling1D(3, strides=2, **d),
          layers.AveragePooling1D(3, strides=1, padding="same", **d),      # pad left out
          layers.GlobalMaxPooling1D(keepdims=True, **d),
@@ -302,7 +302,6 @@ def test_from_torch_errors_for_new_modules(torch):
         (nn.Sequential(nn.Embedding(5, 3, padding_idx=0)), (4,), "padding_idx"),
         (nn.Sequential(nn.ZeroPad2d((1, -1, 0, 0))), (1, 3, 3), "ZeroPad2d"),
         (nn.Sequential(nn.LayerNorm(3)), (3, 4), "normalized_shape"),
-        (nn.Sequential(nn.Conv1d(2, 2, 3, groups=2)), (2, 6), "groups"),
         (nn.Sequential(nn.Sequential(nn.Linear(3, 3))), (3,), "nested nn.Sequential"),
         (nn.Sequential(nn.MaxPool1d(2, padding=1)), (2, 6), "padding"),
     ]

@@ -253,8 +253,7 @@ def test_bad_arguments():
         layers.LSTM(0)
     with pytest.raises(ValueError, match="dropout"):
         layers.GRU(3, dropout=1.5)
-    with pytest.raises(NotImplementedError, match="activation"):
-        layers.LSTM(3, activation="relu")
+    assert not layers.LSTM(3, activation="relu").fused      # composed cell (Keras accepts it)
     with pytest.raises(ValueError, match="merge_mode"):
         layers.Bidirectional(layers.LSTM(2), merge_mode="max")
     with pytest.raises(TypeError, match="layer"):

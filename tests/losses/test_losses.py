@@ -46,12 +46,14 @@ def ref_bce_logits(t, x):
 def ref_cce(t, p, from_logits, smoothing=0.0):
     c = p.shape[-1]
     t = (1 - smoothing) * t + smoothing / c
-    logq = _log_softmax(p) if from_logits else np.log(np.clip(p, EPS, 1 - EPS))
+    logq = _log_softmax(p) if from_logits else np.log(np.clip(p / p.sum(-1, keepdims=True), EPS,
+                                                              1 - EPS))   # Keras renormalises
     return -(t * logq).sum(axis=-1)
 
 
 def ref_scce(labels, p, from_logits):
-    logq = _log_softmax(p) if from_logits else np.log(np.clip(p, EPS, 1 - EPS))
+    logq = _log_softmax(p) if from_logits else np.log(np.clip(p / p.sum(-1, keepdims=True), EPS,
+                                                              1 - EPS))
     return -np.take_along_axis(logq, labels[..., None], axis=-1)[..., 0]
 
 
@@ -177,7 +179,8 @@ def _torch_loss(torch, kind, reduction):
         nll = nn.NLLLoss(reduction=reduction)
 
         def loss(p, t):
-            logq = torch.log(torch.clamp(p, EPS, 1 - EPS))
+            # Keras's probabilities: rows rescaled to sum 1 first (the gradient includes it)
+            logq = torch.log(torch.clamp(p / p.sum(-1, keepdim=True), EPS, 1 - EPS))
             if kind == "scce":
                 return nll(logq, t)
             per_sample = -(t * logq).sum(dim=-1)
@@ -232,7 +235,8 @@ def test_label_smoothing_matches_pytorch(torch, from_logits, smoothing, rng):
         expected = torch.nn.CrossEntropyLoss(label_smoothing=smoothing)(tx, torch.tensor(labels))
     else:
         target = torch.tensor((1 - smoothing) * one_hot + smoothing / 4)
-        expected = -(target * torch.log(torch.clamp(tx, EPS, 1 - EPS))).sum(-1).mean()
+        expected = -(target * torch.log(torch.clamp(tx / tx.sum(-1, keepdim=True), EPS,
+                                                    1 - EPS))).sum(-1).mean()
     expected.backward()
     np.testing.assert_allclose(out.item(), expected.item(), rtol=1e-10)
     np.testing.assert_allclose(x.grad, tx.grad.numpy(), rtol=1e-9, atol=1e-12)
@@ -426,8 +430,11 @@ def test_shape_errors(rng):
                                                                                   requires_grad=True))
     with pytest.raises(ValueError, match=r"y_true.shape=\(4,\)"):
         losses.SparseCategoricalCrossentropy()(np.array([0, 1, 2, 1]), np.full((5, 3), 1 / 3))
+    # Rank 1 is one sample of 3 classes (Keras accepts it too); rank 0 has no class axis.
+    out = losses.CategoricalCrossentropy()(np.ones(3), mn.tensor(np.ones(3) / 3, requires_grad=True))
+    assert out.shape == () and out.item() == pytest.approx(3 * np.log(3))
     with pytest.raises(ValueError, match="y_pred.shape"):
-        losses.CategoricalCrossentropy()(np.ones(3), mn.tensor(np.ones(3) / 3, requires_grad=True))
+        losses.CategoricalCrossentropy()(np.ones(()), mn.tensor(np.ones(()), requires_grad=True))
 
 
 def test_probabilities_required_without_logits(rng):

@@ -154,9 +154,11 @@ def test_an_unknown_name_is_refused_with_one_suggestion_and_the_list_once(get, n
     message = str(info.value)
     assert repr(name) in message
     assert re.findall(r"Did you mean '([^']*)'\?", message) == [suggestion]
-    assert message.count("Known names") == 1
-    known = message.split("Known names: ", 1)[1].rstrip(".").split(", ")
-    assert len({k.lower() for k in known}) == len(known)          # each name once
+    # The known names are listed once (and left out when there are more than _MAX_LISTED).
+    assert message.count("Known names") <= 1
+    if "Known names" in message:
+        known = message.split("Known names: ", 1)[1].rstrip(".").split(", ")
+        assert len({k.lower() for k in known}) == len(known)      # each name once
 
 
 def test_compile_refuses_a_misspelt_loss_before_training():

@@ -17,6 +17,8 @@ STEPS = [0, 1, 1751, 10 ** 9, 2 ** 62, 10 ** 400]
 
 # Extreme configurations per schedule class (positional arguments, then keywords).
 EXTREMES = {
+    "CosineDecayRestarts": [(1.0, 10), (HUGE, TINY), (1.0, TINY, 2.0, 2.0), (HUGE, 1, 0.5, 0.5, 0.1),
+                            (1.0, 1, 1.0, HUGE), (HUGE, 1, HUGE, HUGE, 0.0)],
     "ExponentialDecay": [(1.0, 1, 1.5), (1.0, 1, 1.5, True), (HUGE, TINY, HUGE), (0.0, 1, 2.0),
                          (1.0, TINY, 0.5), (1.0, TINY, 2.0, True), (1e-300, HUGE, 1e-300),
                          (HUGE, 1, 1.0)],
