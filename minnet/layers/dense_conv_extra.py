@@ -41,6 +41,13 @@ class _AdaptivePooling(Layer):
 
     def call(self, x, training=False):
         self._check_input(x, ndim=self._ndim + 2)
+        for axis, out in zip(self._axes(), self.output_size):
+            if out > x.shape[axis]:
+                raise ValueError(
+                    f"Layer '{self.name}' ({type(self).__name__}): `output_size` {out} is larger than "
+                    f"the input's size {x.shape[axis]} on axis {axis}. Adaptive pooling reduces; to "
+                    f"enlarge, use an UpSampling or Resizing layer. Received: output_size="
+                    f"{self.output_size}, input shape {tuple(x.shape)}")
         # Bins are products of intervals, so mean and max reduce one axis at a time.
         for axis, out in zip(self._axes(), self.output_size):
             parts = []

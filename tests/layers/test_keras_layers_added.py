@@ -274,3 +274,12 @@ def test_against_keras(keras):
     values = RNG.normal(size=(3, 5)).astype("float32")
     want = np.asarray(keras.layers.Discretization(bin_boundaries=[-0.5, 0.0, 0.7])(values).cpu())
     np.testing.assert_array_equal(layers.Discretization(bin_boundaries=[-0.5, 0.0, 0.7])(values).numpy(), want)
+
+
+@pytest.mark.parametrize("cls, shape", [(layers.AdaptiveMaxPooling1D, (1, 4, 2)),
+                                        (layers.AdaptiveAveragePooling2D, (1, 4, 4, 2))])
+def test_adaptive_pooling_refuses_an_output_larger_than_its_input(cls, shape):
+    # PyTorch repeats bins when output_size > the input's size; minnet refuses it by name
+    # (docs/coming_from_keras.md): a huge output_size must not loop for minutes.
+    with pytest.raises(ValueError, match=r"`output_size` 2147483648 is larger than the input's size 4"):
+        cls(2**31)(np.zeros(shape, "float32"))
