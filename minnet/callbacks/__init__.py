@@ -31,6 +31,7 @@ from minnet.callbacks.checkpoints import BackupAndRestore, EarlyStopping, ModelC
 from minnet.callbacks.monitors import GradientMonitor, LambdaCallback, TerminateOnNaN
 from minnet.callbacks.progress import CSVLogger, History, ProgbarLogger
 from minnet.callbacks.schedules import LearningRateScheduler, ReduceLROnPlateau
+from minnet.callbacks.tensorboard import TensorBoard
 
 __all__ = [
     "Callback",
@@ -47,4 +48,5 @@ __all__ = [
     "LambdaCallback",
     "BackupAndRestore",
     "resolve_verbose",
+    "TensorBoard",
 ]
