@@ -200,10 +200,12 @@ class TensorBoard(Callback):
         summaries = []
         for layer in getattr(self.model, "layers", []):
             for index, weight in enumerate(layer.weights):
+                # Keras's tag is the weight's path, "dense/kernel"; minnet's weight names are
+                # paths already ("layer/weight"), a bare name gets its layer's in front.
                 name = getattr(weight, "name", None) or f"weight_{index}"
+                path = name if "/" in name else f"{layer.name}/{name}"
                 values = np.asarray(getattr(weight, "data", weight))
-                summaries.append(_event_file.histogram_summary(f"{layer.name}/{name}/histogram",
-                                                               values))
+                summaries.append(_event_file.histogram_summary(f"{path}/histogram", values))
         if summaries:
             self._writer("train").write(epoch, summaries)
 

@@ -40,8 +40,9 @@ from minnet.saving.archive import CONFIG_ERRORS, CONFIG_NAME, FORMAT_NAME, FORMA
     file_error, fspath, open_archive, read_array, read_arrays, read_config, read_data, \
     read_header, refuse_foreign_suffix, short_repr, write_member
 from minnet.saving.model_config import build_compile, build_model, compile_config_of
+from minnet.saving.onnx_export import export_onnx
 
-__all__ = ["save_model", "load_model", "save_weights", "load_weights", "ModelFileError"]
+__all__ = ["save_model", "load_model", "save_weights", "load_weights", "ModelFileError", "export_onnx"]
 
 # Limits on what a file may make ``load_model``/``load_weights`` allocate. They are checked
 # before anything is allocated, from the archive's directory and the .npy headers. Raise

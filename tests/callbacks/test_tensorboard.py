@@ -145,7 +145,7 @@ def test_weight_histograms(tmp_path):
     _, histos, _, _ = _read(tmp_path / "train")
     dense = model.layers[0]
     kernel = dense.weights[0]
-    tag = f"{dense.name}/{kernel.name}/histogram"
+    tag = f"{dense.name}/kernel/histogram"     # Keras's tag: the weight's path
     assert tag in histos and len(histos) == 4   # two Dense layers, kernel and bias each
     assert [s for s, _ in histos[tag]] == [0, 2]
     histo = histos[tag][-1][1]
