@@ -32,7 +32,7 @@ import zipfile
 
 import numpy as np
 
-from minnet import _random
+from minnet import _random, _utils
 from minnet._version import __version__
 from minnet.layers import serialize as serialize_layer
 from minnet.saving.archive import CONFIG_ERRORS, CONFIG_NAME, FORMAT_NAME, FORMAT_VERSION, \
@@ -40,6 +40,7 @@ from minnet.saving.archive import CONFIG_ERRORS, CONFIG_NAME, FORMAT_NAME, FORMA
     file_error, fspath, open_archive, read_array, read_arrays, read_config, read_data, \
     read_header, refuse_foreign_suffix, short_repr, write_member
 from minnet.saving.model_config import build_compile, build_model, compile_config_of
+from minnet.saving import keras_format
 from minnet.saving.onnx_export import export_onnx
 
 __all__ = ["save_model", "load_model", "save_weights", "load_weights", "ModelFileError", "export_onnx"]
@@ -74,6 +75,14 @@ def save_model(model, path):
     """
     path = fspath(path)
     refuse_foreign_suffix(path, "model", "'net.minnet'")
+    if path.lower().endswith(".keras"):   # a real Keras 3 file (minnet's own format is .minnet)
+        if keras_format.h5py_available():
+            keras_format.save_keras(model, path)
+            return
+        # Keras scripts must keep running without the extra: minnet's own zip under the name.
+        _utils.warn(f"Saving {path!r} in minnet's own format, which Keras cannot read: writing a "
+                    "Keras 3 `.keras` file needs h5py. " + _utils.missing_extra_message(
+                        "h5py", "keras", "A Keras `.keras` file"))
     weights = model.get_weights()
     weight_info = [{"name": getattr(w, "name", None), "shape": list(a.shape), "dtype": a.dtype.name}
                    for w, a in zip(model.weights, weights)]
@@ -133,6 +142,8 @@ def load_model(path, custom_objects=None, compile=True, restore_random_state=Tru
     if custom_objects is not None and not isinstance(custom_objects, dict):
         raise TypeError(f"Invalid value for argument `custom_objects`: expected a dict or None. "
                         f"Received: custom_objects={short_repr(custom_objects)}")
+    if keras_format.is_keras_file(path):
+        return keras_format.load_keras(path, custom_objects=custom_objects, compile=compile)
     with open_archive(path, "model") as archive:
         config = read_config(archive, path)
         weight_info = config["weights"]
