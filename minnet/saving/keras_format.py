@@ -414,19 +414,21 @@ def _compile_to_keras(model):
                 if config[key] != off:
                     raise _unsupported(model, f"the optimizer argument {key}={config[key]!r}")
                 del config[key]
+        if isinstance(config.get("learning_rate"), dict):
+            config["learning_rate"] = _keras_object(config["learning_rate"],
+                                                    "keras.optimizers.schedules")
         optimizer = dict(optimizer, config=config)
     entry = {"optimizer": _keras_object(optimizer, "keras.optimizers") if isinstance(optimizer, dict)
              else optimizer,
              "loss": compile_config.get("loss"), "loss_weights": compile_config.get("loss_weights"),
              "metrics": compile_config.get("metrics") or None, "weighted_metrics": None,
              "run_eagerly": False, "steps_per_execution": 1, "jit_compile": False}
-    for key in ("loss", "metrics"):
+    for key, module in (("loss", "keras.losses"), ("metrics", "keras.metrics")):
         value = entry[key]
         if isinstance(value, dict) and "class_name" in value:
-            entry[key] = _keras_object(value, f"keras.{key}")
+            entry[key] = _keras_object(value, module)
         elif isinstance(value, list):
-            entry[key] = [_keras_object(v, f"keras.{key}") if isinstance(v, dict) else v
-                          for v in value]
+            entry[key] = [_keras_object(v, module) if isinstance(v, dict) else v for v in value]
     return entry
 
 
@@ -664,15 +666,24 @@ def _order_nodes(pending, inputs, path):
     return nodes
 
 
+def _known_arguments(kind, entry, keep_name=False):
+    """``{"class_name", "config"}`` keeping the arguments minnet's class takes (None values left
+    to minnet's defaults): a Keras optimizer's ``use_ema``, a schedule's ``name``, ..."""
+    cls = _registry.lookup(kind, entry["class_name"])
+    names, _ = _accepted(cls)
+    config = {k: v for k, v in (entry.get("config") or {}).items()
+              if (k in names or (keep_name and k == "name")) and v is not None}
+    return {"class_name": entry["class_name"], "config": config}
+
+
 def _compile_to_minnet(compile_config):
     entry = _minnet_object(compile_config)
     optimizer = entry.get("optimizer")
     if isinstance(optimizer, dict):
-        cls = _registry.lookup("optimizer", optimizer["class_name"])
-        names, _ = _accepted(cls)
-        optimizer = {"class_name": optimizer["class_name"],
-                     "config": {k: v for k, v in (optimizer.get("config") or {}).items()
-                                if k in names or k == "name"}}
+        optimizer = _known_arguments("optimizer", optimizer, keep_name=True)
+        rate = optimizer["config"].get("learning_rate")
+        if isinstance(rate, dict) and "class_name" in rate:
+            optimizer["config"]["learning_rate"] = _known_arguments("schedule", rate)
     metrics = entry.get("metrics") or []
     if isinstance(metrics, dict):
         metrics = list(metrics.values())

@@ -221,3 +221,32 @@ def test_without_h5py_keras_suffix_falls_back_with_a_warning(tmp_path, monkeypat
     restored = mn.models.load_model(tmp_path / "m.keras")
     for a, b in zip(model.get_weights(), restored.get_weights()):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("case", ["loss_object", "schedule", "rmsprop_weight_decay", "adamw_clipnorm"])
+def test_compile_variants_both_ways(tmp_path, keras, h5py, case):
+    x = np.random.default_rng(0).normal(size=(8, 4)).astype("float32")
+    y = np.arange(8) % 3
+    logits = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    settings = {
+        "loss_object": dict(optimizer=keras.optimizers.Adam(1e-3), loss=logits,
+                            metrics=[keras.metrics.SparseCategoricalAccuracy()]),
+        "schedule": dict(optimizer=keras.optimizers.SGD(
+            keras.optimizers.schedules.ExponentialDecay(0.1, 10, 0.9)), loss=logits),
+        "rmsprop_weight_decay": dict(optimizer=keras.optimizers.RMSprop(1e-3, weight_decay=1e-4),
+                                     loss=logits),
+        "adamw_clipnorm": dict(optimizer=keras.optimizers.AdamW(1e-3, clipnorm=1.0), loss=logits,
+                               metrics=["accuracy", keras.metrics.SparseTopKCategoricalAccuracy(k=2)]),
+    }[case]
+    k_model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+    k_model.compile(**settings)
+    k_model.save(tmp_path / "k.keras")
+    model = mn.models.load_model(tmp_path / "k.keras")
+    assert type(model.optimizer).__name__ == type(k_model.optimizer).__name__
+    np.testing.assert_allclose(model.evaluate(x, y, verbose=0), k_model.evaluate(x, y, verbose=0),
+                               rtol=1e-5)
+    model.save(tmp_path / "m.keras")
+    back = keras.models.load_model(tmp_path / "m.keras")
+    assert type(back.optimizer).__name__ == type(k_model.optimizer).__name__
+    np.testing.assert_allclose(back.evaluate(x, y, verbose=0), k_model.evaluate(x, y, verbose=0),
+                               rtol=1e-5)
