@@ -179,6 +179,28 @@ def _bidirectional_from(layer, groups):
             + _rnn_from_keras(layer.backward_layer, groups["backward_layer/cell"]))
 
 
+def _normalization_to(layer, arrays):
+    if layer.get_config().get("mean") is not None:
+        return {"": []}                 # the statistics are in the config, as Keras keeps them
+    return {"": arrays[:2] + [np.asarray(0, dtype=np.int64)]}   # Keras's adapted count last
+
+
+def _normalization_from(layer, groups):
+    arrays = groups.get("", [])
+    return arrays[:2] if arrays else None    # None: the config's mean and variance stand
+
+
+def _time_distributed_to(layer, arrays):
+    inner = _TO_KERAS[type(layer.layer).__name__](layer.layer, arrays)
+    return {("layer/" + sub if sub else "layer"): values for sub, values in inner.items()}
+
+
+def _time_distributed_from(layer, groups):
+    inner = {sub[len("layer/"):] if sub.startswith("layer/") else "": values
+             for sub, values in groups.items() if sub == "layer" or sub.startswith("layer/")}
+    return _FROM_KERAS[type(layer.layer).__name__](layer.layer, inner)
+
+
 _RNN = ("LSTM", "GRU", "SimpleRNN")
 _SAME = ("BatchNormalization", "LayerNormalization", "GroupNormalization", "Embedding", "PReLU")
 
@@ -191,6 +213,7 @@ _TO_KERAS.update({
     "DepthwiseConv2D": lambda layer, a: {"": [_depthwise_to(a[0], layer.depth_multiplier)] + a[1:]},
     "SeparableConv2D": _separable_to,
     "Bidirectional": _bidirectional_to,
+    "Normalization": _normalization_to, "TimeDistributed": _time_distributed_to,
 })
 _TO_KERAS.update({name: (lambda layer, a: {"cell": _rnn_to_keras(layer, a)}) for name in _RNN})
 
@@ -204,6 +227,7 @@ _FROM_KERAS.update({
     "DepthwiseConv2D": lambda layer, g: [_depthwise_from(g[""][0])] + g[""][1:],
     "SeparableConv2D": _separable_from,
     "Bidirectional": _bidirectional_from,
+    "Normalization": _normalization_from, "TimeDistributed": _time_distributed_from,
 })
 _FROM_KERAS.update({name: (lambda layer, g: _rnn_from_keras(layer, g["cell"])) for name in _RNN})
 
@@ -241,6 +265,11 @@ def _layer_config_to_keras(config):
     return out
 
 
+# Keras layers whose constructor takes no `trainable` (nor **kwargs).
+_NO_TRAINABLE_ARGUMENT = {"SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D",
+                          "Discretization"}
+
+
 def _layer_entry(layer, input_shape):
     entry = serialize_layer(layer)
     if type(layer).__name__ == "InputLayer" or entry["class_name"] in ("Input", "InputLayer"):
@@ -249,8 +278,11 @@ def _layer_entry(layer, input_shape):
                 "config": {"batch_shape": shape, "dtype": entry["config"].get("dtype", "float32"),
                            "sparse": False, "ragged": False, "name": layer.name},
                 "registered_name": None}
+    config = _layer_config_to_keras(entry["config"])
+    if entry["class_name"] in _NO_TRAINABLE_ARGUMENT:
+        config.pop("trainable", None)
     result = {"module": "keras.layers", "class_name": entry["class_name"],
-              "config": _layer_config_to_keras(entry["config"]), "registered_name": None}
+              "config": config, "registered_name": None}
     if input_shape is not None:
         result["build_config"] = {"input_shape": input_shape}
     return result
@@ -745,7 +777,9 @@ def _load_keras(h5py, path, custom_objects, compile):
             if "vars" in group:
                 groups[""] = [np.asarray(group["vars"][str(i)]) for i in range(len(group["vars"]))]
             try:
-                layer.set_weights(_FROM_KERAS[kind](layer, groups))
+                arrays = _FROM_KERAS[kind](layer, groups)
+                if arrays is not None:
+                    layer.set_weights(arrays)
             except (ValueError, KeyError, IndexError) as error:
                 raise ModelFileError(f"{path!r}: the weights of layer '{layer.name}' ({kind}) do "
                                      f"not fit: {error}") from None

@@ -185,9 +185,15 @@ def test_unsupported_layer_is_named(tmp_path, h5py):
                                   mn.layers.Lambda(lambda t: t * 2, name="twice"),
                                   mn.layers.PReLU(name="prelu")])
     model.save(tmp_path / "fine.keras")     # Lambda has no weights; PReLU converts
-    model = mn.models.Sequential([mn.layers.Input((4,)), mn.layers.Normalization(mean=1.0,
-                                                                                 variance=2.0,
-                                                                                 name="norm")])
+    class Scale(mn.layers.Layer):
+        def build(self, input_shape):
+            self.factor = self.add_weight("factor", (input_shape[-1],), initializer="ones")
+            self.built = True
+
+        def call(self, x, training=False):
+            return x * self.factor
+
+    model = mn.models.Sequential([mn.layers.Input((4,)), Scale(name="norm")])
     with pytest.raises(ValueError, match="'norm'.*model.save\\('model.minnet'\\)"):
         model.save(tmp_path / "m.keras")
     assert not (tmp_path / "m.keras").exists()
@@ -250,3 +256,65 @@ def test_compile_variants_both_ways(tmp_path, keras, h5py, case):
     assert type(back.optimizer).__name__ == type(k_model.optimizer).__name__
     np.testing.assert_allclose(back.evaluate(x, y, verbose=0), k_model.evaluate(x, y, verbose=0),
                                rtol=1e-5)
+
+
+LAYER_CASES = {
+    "GroupNormalization": ((6, 8), lambda K: K.GroupNormalization(2)),
+    "Normalization_config": ((5,), lambda K: K.Normalization(mean=[1, 2, 3, 4, 5],
+                                                             variance=[1, 2, 3, 4, 5])),
+    "TimeDistributed": ((4, 5), lambda K: K.TimeDistributed(K.Dense(3))),
+    "Cropping2D": ((6, 6, 2), lambda K: K.Cropping2D(1)),
+    "ZeroPadding2D": ((6, 6, 2), lambda K: K.ZeroPadding2D(1)),
+    "UpSampling2D": ((3, 3, 2), lambda K: K.UpSampling2D(2)),
+    "RepeatVector": ((3,), lambda K: K.RepeatVector(2)),
+    "PReLU": ((3, 4), lambda K: K.PReLU()),
+    "SpatialDropout2D": ((4, 4, 2), lambda K: K.SpatialDropout2D(0.2)),
+    "Rescaling": ((4,), lambda K: K.Rescaling(0.5, 1.0)),
+    "Conv1D_channels_first": ((3, 8), lambda K: K.Conv1D(4, 3, data_format="channels_first")),
+    "LSTM_no_bias": ((4, 3), lambda K: K.LSTM(2, use_bias=False)),
+    "GRU_backwards": ((4, 3), lambda K: K.GRU(2, go_backwards=True)),
+    "Bidirectional_LSTM_ave": ((4, 3), lambda K: K.Bidirectional(K.LSTM(2, return_sequences=True),
+                                                                 merge_mode="ave")),
+    "Dense_regularized": ((4,), lambda K: K.Dense(2, kernel_regularizer="l2",
+                                                  bias_constraint="non_neg")),
+    "Activation_gelu": ((4,), lambda K: K.Activation("gelu")),
+    "LeakyReLU": ((4,), lambda K: K.LeakyReLU(0.1)),
+    "GlobalMaxPooling2D": ((4, 4, 2), lambda K: K.GlobalMaxPooling2D(keepdims=True)),
+    "Permute": ((3, 4), lambda K: K.Permute((2, 1))),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LAYER_CASES))
+def test_layer_kinds_both_ways(tmp_path, keras, h5py, case):
+    shape, make = LAYER_CASES[case]
+    keras.utils.set_random_seed(0)
+    k_model = keras.Sequential([keras.Input(shape), make(keras.layers)])
+    k_model.set_weights(_jitter(k_model.get_weights()))
+    k_model.save(tmp_path / "k.keras")
+    x = np.random.default_rng(1).normal(size=(2,) + shape).astype("float32")
+    model = mn.models.load_model(tmp_path / "k.keras")
+    np.testing.assert_allclose(model.predict(x, verbose=0), np.asarray(k_model.predict(x, verbose=0)),
+                               atol=1e-5, rtol=1e-5)
+    model.save(tmp_path / "m.keras")
+    back = keras.models.load_model(tmp_path / "m.keras")
+    np.testing.assert_allclose(np.asarray(back.predict(x, verbose=0)), model.predict(x, verbose=0),
+                               atol=1e-5, rtol=1e-5)
+
+
+def test_adapted_normalization_both_ways(tmp_path, keras, h5py):
+    data = np.random.default_rng(0).random((20, 5)).astype("float32")
+    x = np.random.default_rng(1).random((3, 5)).astype("float32")
+    layer = keras.layers.Normalization()
+    layer.adapt(data)
+    k_model = keras.Sequential([keras.Input((5,)), layer])
+    k_model.save(tmp_path / "k.keras")
+    model = mn.models.load_model(tmp_path / "k.keras")
+    np.testing.assert_allclose(model.predict(x, verbose=0), np.asarray(k_model.predict(x, verbose=0)),
+                               atol=1e-5)
+    mine = mn.layers.Normalization()
+    mine.adapt(data)
+    model = mn.models.Sequential([mn.layers.Input((5,)), mine])
+    model.save(tmp_path / "m.keras")
+    back = keras.models.load_model(tmp_path / "m.keras")
+    np.testing.assert_allclose(np.asarray(back.predict(x, verbose=0)), model.predict(x, verbose=0),
+                               atol=1e-5)
