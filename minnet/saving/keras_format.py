@@ -391,10 +391,11 @@ def _functional_config(model, config):
         if entries[name].get("class_name") in ("Input", "InputLayer"):
             entry = _layer_entry(layer, None)
         else:
-            if hasattr(layer, "fit"):
-                raise _unsupported(model, f"the nested model '{name}'")
-            shape = getattr(layer, "_build_input_shape", None)
-            entry = _layer_entry(layer, _shape_list(list(shape) if shape is not None else None))
+            if _is_model(layer):
+                entry = _nested_sequential_entry(layer)
+            else:
+                shape = getattr(layer, "_build_input_shape", None)
+                entry = _layer_entry(layer, _shape_list(list(shape) if shape is not None else None))
         entry["name"] = name
         entry["inbound_nodes"] = inbound[name]
         layers.append(entry)
@@ -422,9 +423,8 @@ def _sequential_config(model):
                           "ragged": False, "name": "input_layer"}, "registered_name": None}]
     current = tuple(shape)
     for layer in model.layers:
-        if hasattr(layer, "fit"):
-            raise _unsupported(model, f"the nested model '{layer.name}'")
-        layers.append(_layer_entry(layer, _shape_list(current)))
+        layers.append(_nested_sequential_entry(layer) if _is_model(layer)
+                      else _layer_entry(layer, _shape_list(current)))
         current = layer.compute_output_shape(current)
     return ({"name": model.name, "trainable": True, "dtype": dict(_DTYPE_POLICY), "layers": layers,
              "build_input_shape": _shape_list(shape)}, list(model.layers))
@@ -464,6 +464,46 @@ def _compile_to_keras(model):
     return entry
 
 
+def _is_model(layer):
+    return hasattr(layer, "layers") and hasattr(layer, "fit")
+
+
+def _weight_layers_of(model):
+    """A nested model's ``layers`` in Keras's order (a Sequential's, without its input)."""
+    config = model.get_config()
+    if isinstance(config, dict) and "nodes" in config:
+        raise _unsupported(model, f"the nested functional model '{model.name}'")
+    return list(model.layers)
+
+
+def _write_layers(layers_group, layers, model):
+    """Each layer's variables under ``layers_group/<key>/vars`` (nested models recursively)."""
+    for key, layer in zip(_keys([type(layer).__name__ for layer in layers]), layers):
+        group = layers_group.create_group(key)
+        group.create_group("vars").attrs["name"] = layer.name
+        if _is_model(layer):
+            _write_layers(group.create_group("layers"), _weight_layers_of(layer), model)
+            continue
+        arrays = _arrays(layer)
+        if not arrays:
+            continue
+        name = type(layer).__name__
+        if name not in _TO_KERAS:
+            raise _unsupported(model, f"the weights of layer '{layer.name}' ({name})")
+        for sub, values in _TO_KERAS[name](layer, arrays).items():
+            variables = (group.require_group(sub) if sub else group).require_group("vars")
+            for i, array in enumerate(values):
+                variables.create_dataset(str(i), data=np.asarray(array, dtype=np.float32))
+
+
+def _nested_sequential_entry(layer):
+    if layer.get_config().get("nodes") is not None or getattr(layer, "input_shape", None) is None:
+        raise _unsupported(layer, f"the nested model '{layer.name}' (only a built Sequential nests)")
+    config, _ = _sequential_config(layer)
+    return {"module": "keras", "class_name": "Sequential", "config": config,
+            "registered_name": None, "build_config": {"input_shape": config["build_input_shape"]}}
+
+
 def save_keras(model, path):
     """Write ``model`` as a Keras 3 ``.keras`` file (config, metadata and ``model.weights.h5``)."""
     h5py = _require_h5py()
@@ -477,16 +517,6 @@ def save_keras(model, path):
         keras_config, weight_layers = _sequential_config(model)
     else:
         raise _unsupported(model, "a subclassed (or unbuilt) model")
-    arrays_by_layer = []
-    for layer in weight_layers:
-        arrays = _arrays(layer)
-        name = type(layer).__name__
-        if not arrays:
-            arrays_by_layer.append({"": []})
-            continue
-        if name not in _TO_KERAS:
-            raise _unsupported(model, f"the weights of layer '{layer.name}' ({name})")
-        arrays_by_layer.append(_TO_KERAS[name](layer, arrays))
     document = {"module": "keras" if class_name == "Sequential" else "keras.src.models.functional",
                 "class_name": class_name, "config": keras_config, "registered_name": None}
     if class_name == "Sequential":
@@ -499,17 +529,7 @@ def save_keras(model, path):
     buffer = io.BytesIO()
     with h5py.File(buffer, "w") as h5:
         h5.create_group("vars").attrs["name"] = model.name
-        layers_group = h5.create_group("layers")
-        keys = _keys([type(layer).__name__ if type(layer).__name__ != "InputLayer" else "InputLayer"
-                      for layer in weight_layers])
-        for key, layer, groups in zip(keys, weight_layers, arrays_by_layer):
-            group = layers_group.create_group(key)
-            group.create_group("vars").attrs["name"] = layer.name
-            for sub, arrays in groups.items():
-                target = group.require_group(sub) if sub else group
-                variables = target.require_group("vars")
-                for i, array in enumerate(arrays):
-                    variables.create_dataset(str(i), data=np.asarray(array, dtype=np.float32))
+        _write_layers(h5.create_group("layers"), weight_layers, model)
     metadata = {"keras_version": KERAS_VERSION,
                 "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S")}
 
@@ -574,6 +594,9 @@ def _nested_object(kind, entry, path, custom_objects):
 
 
 def _layer_config_to_minnet(class_name, config, path, custom_objects):
+    if class_name in ("Sequential", "Functional"):      # a nested model
+        return _minnet_model_config({"class_name": class_name, "config": config}, path,
+                                    custom_objects)
     config = _minnet_object(config)
     if class_name == "InputLayer":
         shape = config.get("batch_shape") or config.get("batch_input_shape")
@@ -740,6 +763,48 @@ def load_keras(path, custom_objects=None, compile=True):
                              f"minnet cannot read: {type(error).__name__}: {error}") from None
 
 
+def _read_layers(h5py, layers_group, model, document, path):
+    """Set each layer's weights from ``layers_group/<key>`` (nested Sequentials recursively)."""
+    if document.get("class_name") == "Sequential":
+        layers = list(model.layers)
+        keys = _keys([type(layer).__name__ for layer in layers])
+        entries = [e for e in document["config"].get("layers", []) if e["class_name"] != "InputLayer"]
+    else:
+        entries = document["config"]["layers"]
+        keys = _keys([entry["class_name"] for entry in entries])
+        layers = [None if entry["class_name"] == "InputLayer"
+                  else model.get_layer(entry["config"].get("name") or entry.get("name"))
+                  for entry in entries]
+    for key, layer, entry in zip(keys, layers, entries):
+        if layer is None or not layer.weights:
+            continue
+        if _is_model(layer):
+            _read_layers(h5py, layers_group[key]["layers"], layer, entry, path)
+            continue
+        kind = type(layer).__name__
+        if kind not in _FROM_KERAS:
+            raise ModelFileError(f"{path!r}: minnet cannot convert the weights of layer "
+                                 f"'{layer.name}' ({kind}) from Keras's layout.")
+        group = layers_group[key]
+        groups = {}
+
+        def collect(name, obj, groups=groups):
+            if isinstance(obj, h5py.Group) and name.split("/")[-1] == "vars":
+                sub = name[:-len("vars")].rstrip("/")
+                groups[sub] = [np.asarray(obj[str(i)]) for i in range(len(obj))]
+
+        group.visititems(collect)
+        if "vars" in group:
+            groups[""] = [np.asarray(group["vars"][str(i)]) for i in range(len(group["vars"]))]
+        try:
+            arrays = _FROM_KERAS[kind](layer, groups)
+            if arrays is not None:
+                layer.set_weights(arrays)
+        except (ValueError, KeyError, IndexError) as error:
+            raise ModelFileError(f"{path!r}: the weights of layer '{layer.name}' ({kind}) do "
+                                 f"not fit: {error}") from None
+
+
 def _load_keras(h5py, path, custom_objects, compile):
     with zipfile.ZipFile(path) as archive:
         document = json.loads(archive.read("config.json"))
@@ -747,42 +812,8 @@ def _load_keras(h5py, path, custom_objects, compile):
     class_name, config = _minnet_model_config(document, path, custom_objects)
     model = build_model({"model": {"class_name": class_name, "config": config}}, path,
                         custom_objects)
-    if class_name == "Sequential":
-        layers = list(model.layers)
-        keys = _keys([type(layer).__name__ for layer in layers])
-    else:
-        names = [entry["config"].get("name") or entry.get("name")
-                 for entry in document["config"]["layers"]]
-        keras_classes = [entry["class_name"] for entry in document["config"]["layers"]]
-        keys = _keys(keras_classes)
-        layers = [None if cls == "InputLayer" else model.get_layer(name)
-                  for name, cls in zip(names, keras_classes)]
     with h5py.File(io.BytesIO(weights_bytes), "r") as h5:
-        for key, layer in zip(keys, layers):
-            if layer is None or not layer.weights:
-                continue
-            kind = type(layer).__name__
-            if kind not in _FROM_KERAS:
-                raise ModelFileError(f"{path!r}: minnet cannot convert the weights of layer "
-                                     f"'{layer.name}' ({kind}) from Keras's layout.")
-            group = h5["layers"][key]
-            groups = {}
-
-            def collect(name, obj, groups=groups):
-                if isinstance(obj, h5py.Group) and name.split("/")[-1] == "vars":
-                    sub = name[:-len("vars")].rstrip("/")
-                    groups[sub] = [np.asarray(obj[str(i)]) for i in range(len(obj))]
-
-            group.visititems(collect)
-            if "vars" in group:
-                groups[""] = [np.asarray(group["vars"][str(i)]) for i in range(len(group["vars"]))]
-            try:
-                arrays = _FROM_KERAS[kind](layer, groups)
-                if arrays is not None:
-                    layer.set_weights(arrays)
-            except (ValueError, KeyError, IndexError) as error:
-                raise ModelFileError(f"{path!r}: the weights of layer '{layer.name}' ({kind}) do "
-                                     f"not fit: {error}") from None
+        _read_layers(h5py, h5["layers"], model, document, path)
     if compile and document.get("compile_config"):
         build_compile(model, _compile_to_minnet(document["compile_config"]), None, path,
                       custom_objects)

@@ -318,3 +318,26 @@ def test_adapted_normalization_both_ways(tmp_path, keras, h5py):
     back = keras.models.load_model(tmp_path / "m.keras")
     np.testing.assert_allclose(np.asarray(back.predict(x, verbose=0)), model.predict(x, verbose=0),
                                atol=1e-5)
+
+
+@pytest.mark.parametrize("outer", ["functional", "sequential"])
+def test_nested_sequential_both_ways(tmp_path, keras, h5py, outer):
+    K = keras.layers
+    keras.utils.set_random_seed(0)
+    inner = keras.Sequential([keras.Input((5,)), K.Dense(4, activation="relu"), K.Dense(3)],
+                             name="inner")
+    if outer == "functional":
+        i = keras.Input((5,))
+        k_model = keras.Model(i, K.Dense(2)(K.Concatenate()([inner(i), K.Dense(3)(i)])))
+    else:
+        k_model = keras.Sequential([keras.Input((5,)), inner, K.Dense(2)])
+    k_model.set_weights(_jitter(k_model.get_weights()))
+    k_model.save(tmp_path / "k.keras")
+    x = np.random.default_rng(0).normal(size=(3, 5)).astype("float32")
+    model = mn.models.load_model(tmp_path / "k.keras")
+    np.testing.assert_allclose(model.predict(x, verbose=0), np.asarray(k_model.predict(x, verbose=0)),
+                               atol=1e-5, rtol=1e-5)
+    model.save(tmp_path / "m.keras")
+    back = keras.models.load_model(tmp_path / "m.keras")
+    np.testing.assert_allclose(np.asarray(back.predict(x, verbose=0)), model.predict(x, verbose=0),
+                               atol=1e-5, rtol=1e-5)
