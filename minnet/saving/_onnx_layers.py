@@ -393,6 +393,67 @@ def emit_upsampling(g, layer, inputs, shapes):
                   nearest_mode="floor", coordinate_transformation_mode="asymmetric")
 
 
+def emit_cropping(g, layer, inputs, shapes):
+    (top, bottom), (left, right) = layer.cropping
+    first = getattr(layer, "data_format", "channels_last") == "channels_first"
+    h_axis, w_axis = (2, 3) if first else (1, 2)
+    big = 2 ** 62
+    return g.node("Slice", [inputs[0], g.ints([top, left]),
+                            g.ints([-bottom if bottom else big, -right if right else big]),
+                            g.ints([h_axis, w_axis])])
+
+
+def emit_repeat_vector(g, layer, inputs, shapes):
+    expanded = g.node("Unsqueeze", [inputs[0], g.ints([1])])
+    return g.node("Tile", [expanded, g.ints([1, int(layer.n), 1])])
+
+
+def emit_group_norm(g, layer, inputs, shapes):
+    shape = shapes[0]
+    rank = len(shape)
+    axis = layer.axis % rank
+    if axis != rank - 1 and axis != 1:
+        _fail(layer, f"axis={layer.axis} is not exported (only the channel axis, first or last).")
+    if any(s is None for s in shape[1:]):
+        _fail(layer, "GroupNormalization needs the full input shape; give the Input one.")
+    channels, groups = shape[axis], int(layer.groups)
+    grouped = list(shape[1:])
+    grouped[axis - 1:axis] = [groups, channels // groups]
+    x = g.node("Reshape", [inputs[0], g.ints([0] + grouped)])
+    group_axis = axis                      # the groups' axis in the grouped shape (batch first)
+    axes = [a for a in range(1, rank + 1) if a != group_axis]
+    mean = g.node("ReduceMean", [x], axes=axes, keepdims=1)
+    centred = g.node("Sub", [x, mean])
+    variance = g.node("ReduceMean", [g.node("Mul", [centred, centred])], axes=axes, keepdims=1)
+    y = g.node("Div", [centred, g.node("Sqrt", [g.node("Add", [variance, g.const(layer.epsilon)])])])
+    y = g.node("Reshape", [y, g.ints([0] + list(shape[1:]))])
+    affine = [1] * (rank - 1)
+    affine[axis - 1] = channels
+    if layer.gamma is not None:
+        y = g.node("Mul", [y, g.const(np.reshape(_array(layer.gamma), affine), f"{layer.name}_gamma")])
+    if layer.beta is not None:
+        y = g.node("Add", [y, g.const(np.reshape(_array(layer.beta), affine), f"{layer.name}_beta")])
+    return y
+
+
+def emit_time_distributed(g, layer, inputs, shapes):
+    shape = shapes[0]
+    inner = layer.layer
+    inner_shape = (None,) + tuple(shape[2:])
+    if shape[1] is None or any(s is None for s in shape[2:]):
+        _fail(layer, "TimeDistributed needs the number of steps and the step shape; give the "
+                     "Input a full shape.")
+    if not inner.built:
+        inner.build(inner_shape)
+    emitter = EMITTERS.get(type(inner).__name__)
+    if emitter is None:
+        _fail(layer, f"its wrapped layer {type(inner).__name__} is not exported.")
+    merged = g.node("Reshape", [inputs[0], g.ints([-1] + list(shape[2:]))])
+    out = emitter(g, inner, [merged], [inner_shape])
+    out_shape = tuple(inner.compute_output_shape(inner_shape))
+    return g.node("Reshape", [out, g.ints([-1, int(shape[1])] + list(out_shape[1:]))])
+
+
 # ---- merging -------------------------------------------------------------------------------
 def _variadic(op):
     return lambda g, layer, inputs, shapes: g.node(op, inputs)
@@ -521,6 +582,8 @@ EMITTERS = {
     "GlobalAveragePooling2D": _global_pool("ReduceMean"),
     "GlobalMaxPooling1D": _global_pool("ReduceMax"), "GlobalMaxPooling2D": _global_pool("ReduceMax"),
     "ZeroPadding2D": emit_zero_padding, "UpSampling2D": emit_upsampling,
+    "Cropping2D": emit_cropping, "RepeatVector": emit_repeat_vector,
+    "GroupNormalization": emit_group_norm, "TimeDistributed": emit_time_distributed,
     "Add": _variadic("Sum"), "Average": _variadic("Mean"), "Maximum": _variadic("Max"),
     "Minimum": _variadic("Min"), "Subtract": emit_subtract, "Multiply": emit_multiply,
     "Concatenate": emit_concatenate,

@@ -77,9 +77,10 @@ def test_dense_with_each_activation(tmp_path, name):
     lambda: L.Reshape((4, 6)), lambda: L.Permute((2, 1)), lambda: L.Flatten(),
     lambda: L.LayerNormalization(), lambda: L.LayerNormalization(axis=[1, 2]),
     lambda: L.Normalization(mean=0.5, variance=2.0), lambda: L.Dense(3),
+    lambda: L.TimeDistributed(L.Dense(3, activation="relu")), lambda: L.GroupNormalization(2),
 ], ids=["relu", "relu_options", "leaky", "elu", "softmax_axis1", "selu", "sigmoid", "tanh", "prelu",
         "gelu_layer", "dropout", "noise", "rescaling", "reshape", "permute", "flatten", "layernorm",
-        "layernorm_2axes", "normalization", "dense_3d"])
+        "layernorm_2axes", "normalization", "dense_3d", "time_distributed", "groupnorm_1d"])
 def test_elementwise_and_reshaping_layers(tmp_path, layer):
     x = np.random.default_rng(3).normal(size=(2, 6, 4)).astype("float32") * 2
     model = _sequential(x, layer())
@@ -109,10 +110,12 @@ def test_elementwise_and_reshaping_layers(tmp_path, layer):
     lambda f: L.ZeroPadding2D(((1, 2), (0, 1)), data_format=f),
     lambda f: L.UpSampling2D((2, 3), data_format=f),
     lambda f: L.Flatten(data_format=f),
+    lambda f: L.Cropping2D(((1, 2), (0, 1)), data_format=f),
+    lambda f: L.GroupNormalization(3, axis=-1 if f == "channels_last" else 1),
 ], ids=["conv", "conv_same_s2", "conv_groups_dilation", "conv_1x1_nobias", "depthwise",
         "separable", "transpose", "transpose_same", "transpose_k_lt_s", "transpose_output_padding",
         "maxpool", "maxpool_same", "avgpool", "avgpool_same", "gap", "gmp_keepdims", "batchnorm",
-        "zeropad", "upsample", "flatten"])
+        "zeropad", "upsample", "flatten", "cropping", "groupnorm"])
 def test_image_layers_both_layouts(tmp_path, layout, make):
     x = _image(layout, c=3)
     model = _sequential(x, make(layout))
@@ -269,3 +272,8 @@ def test_missing_onnx_message(monkeypatch, tmp_path):
     model = _sequential(x, L.Dense(3))
     with pytest.raises(ImportError, match=r'pip install "minnet\[onnx\]"'):
         model.export(str(tmp_path / "m.onnx"))
+
+
+def test_repeat_vector(tmp_path):
+    x = np.random.default_rng(0).normal(size=(2, 5)).astype("float32")
+    check(_sequential(x, L.RepeatVector(3), L.LSTM(2, return_sequences=True)), x, tmp_path)
