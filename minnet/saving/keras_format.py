@@ -809,6 +809,13 @@ def _load_keras(h5py, path, custom_objects, compile):
     with zipfile.ZipFile(path) as archive:
         document = json.loads(archive.read("config.json"))
         weights_bytes = archive.read("model.weights.h5")
+        assets = sorted(n for n in archive.namelist() if n.startswith("assets/") and not n.endswith("/"))
+    if assets:
+        # A layer's state kept outside the weights (a lookup table's vocabulary, ...): minnet
+        # would load the layer without it and compute something else, so it refuses.
+        raise ModelFileError(f"{path!r}: the Keras file keeps layer state in assets ({assets[:3]}), "
+                             "which minnet does not read; rebuild that layer in minnet (for a "
+                             "TextVectorization, pass its vocabulary) and load the weights.")
     class_name, config = _minnet_model_config(document, path, custom_objects)
     model = build_model({"model": {"class_name": class_name, "config": config}}, path,
                         custom_objects)

@@ -341,3 +341,12 @@ def test_nested_sequential_both_ways(tmp_path, keras, h5py, outer):
     back = keras.models.load_model(tmp_path / "m.keras")
     np.testing.assert_allclose(np.asarray(back.predict(x, verbose=0)), model.predict(x, verbose=0),
                                atol=1e-5, rtol=1e-5)
+
+
+def test_keras_file_with_assets_is_refused(tmp_path, keras, h5py):
+    k_model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    k_model.save(tmp_path / "k.keras")
+    with zipfile.ZipFile(tmp_path / "k.keras", "a") as archive:
+        archive.writestr("assets/layers/string_lookup/vocabulary.txt", "a\nb\n")
+    with pytest.raises(ModelFileError, match="assets.*vocabulary"):
+        mn.models.load_model(tmp_path / "k.keras")
