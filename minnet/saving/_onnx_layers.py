@@ -566,6 +566,9 @@ EMITTERS = {
     "Dropout": emit_identity, "AlphaDropout": emit_identity, "SpatialDropout1D": emit_identity,
     "SpatialDropout2D": emit_identity, "GaussianNoise": emit_identity,
     "GaussianDropout": emit_identity, "ActivityRegularization": emit_identity,
+    # random augmentation: the identity at inference (predict runs with training=False)
+    "RandomFlip": emit_identity, "RandomTranslation": emit_identity,
+    "RandomRotation": emit_identity, "RandomZoom": emit_identity, "RandomContrast": emit_identity,
     "Dense": emit_dense,
     "Activation": emit_activation_layer,
     "ReLU": emit_relu, "LeakyReLU": emit_leaky_relu, "ELU": emit_elu, "Softmax": emit_softmax,

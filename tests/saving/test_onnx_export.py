@@ -277,3 +277,10 @@ def test_missing_onnx_message(monkeypatch, tmp_path):
 def test_repeat_vector(tmp_path):
     x = np.random.default_rng(0).normal(size=(2, 5)).astype("float32")
     check(_sequential(x, L.RepeatVector(3), L.LSTM(2, return_sequences=True)), x, tmp_path)
+
+
+def test_random_augmentation_is_the_identity_at_inference(tmp_path):
+    x = _image("channels_last")
+    model = _sequential(x, L.RandomFlip(), L.RandomTranslation(0.1, 0.1), L.RandomRotation(0.1),
+                        L.RandomZoom(0.1), L.RandomContrast(0.2), L.Conv2D(2, 3))
+    check(model, x, tmp_path)
