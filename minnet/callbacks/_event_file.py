@@ -12,8 +12,9 @@ tensorflow/core/framework/summary.proto)::
 
     Event:          wall_time=1 (double), step=2 (int64), file_version=3 (string), summary=5
     Summary:        value=1 (repeated Summary.Value)
-    Summary.Value:  tag=1 (string), simple_value=2 (float), histo=5 (HistogramProto),
-                    tensor=8 (TensorProto), metadata=9 (SummaryMetadata)
+    Summary.Value:  tag=1 (string), simple_value=2 (float), image=4 (Summary.Image),
+                    histo=5 (HistogramProto), tensor=8 (TensorProto), metadata=9 (SummaryMetadata)
+    Summary.Image:  height=1, width=2, colorspace=3 (int32), encoded_image_string=4 (a PNG)
     HistogramProto: min=1, max=2, num=3, sum=4, sum_squares=5 (double),
                     bucket_limit=6, bucket=7 (packed repeated double)
     SummaryMetadata: plugin_data=1 (PluginData: plugin_name=1, content=2)
@@ -25,11 +26,12 @@ import os
 import socket
 import struct
 import time
+import zlib
 
 import numpy as np
 
 __all__ = ["crc32c", "masked_crc32c", "encode_event", "scalar_summary", "histogram_summary",
-           "text_summary", "histogram_buckets", "EventFileWriter"]
+           "text_summary", "image_summary", "encode_png", "histogram_buckets", "EventFileWriter"]
 
 
 def _crc32c_table():
@@ -135,6 +137,36 @@ def histogram_summary(tag, values, bins=30):
     histo = b"".join(_double_field(i + 1, s) for i, s in enumerate(stats))
     histo += _packed_doubles(6, limits) + _packed_doubles(7, counts)
     return _bytes_field(1, tag.encode()) + _bytes_field(5, histo)
+
+
+def encode_png(pixels):
+    """A PNG file (bytes) of uint8 ``pixels`` of shape (H, W) or (H, W, C), C in 1, 3, 4."""
+    pixels = np.asarray(pixels, dtype=np.uint8)
+    if pixels.ndim == 2:
+        pixels = pixels[:, :, None]
+    height, width, channels = pixels.shape
+    color_type = {1: 0, 3: 2, 4: 6}[channels]
+
+    def chunk(kind, data):
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body) & 0xFFFFFFFF)
+
+    header = struct.pack(">IIBBBBB", width, height, 8, color_type, 0, 0, 0)
+    rows = b"".join(b"\x00" + pixels[r].tobytes() for r in range(height))   # filter 0 per row
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows))
+            + chunk(b"IEND", b""))
+
+
+def image_summary(tag, pixels):
+    """A ``Summary.Value`` holding a ``Summary.Image`` (height=1, width=2, colorspace=3,
+    encoded_image_string=4: a PNG) of uint8 ``pixels`` (H, W) or (H, W, C)."""
+    pixels = np.asarray(pixels, dtype=np.uint8)
+    if pixels.ndim == 2:
+        pixels = pixels[:, :, None]
+    height, width, channels = pixels.shape
+    image = (_int_field(1, height) + _int_field(2, width) + _int_field(3, channels)
+             + _bytes_field(4, encode_png(pixels)))
+    return _bytes_field(1, tag.encode()) + _bytes_field(4, image)
 
 
 def text_summary(tag, text, plugin_name="text"):

@@ -21,12 +21,35 @@ import time
 
 import numpy as np
 
-from minnet import _utils
 from minnet.callbacks import _event_file
 from minnet.callbacks._common import check_non_negative_int, scalar_value
 from minnet.callbacks.callback import Callback
 
 __all__ = ["TensorBoard"]
+
+
+def _weight_images(tag, values):
+    """Keras's ``_log_weight_as_image``: a weight as up to 3 images of uint8 pixels.
+
+    minnet's Conv1D kernel ``(out, in, k)`` is Keras's ``(k, in, out)`` transposed, so both
+    draw one ``(k, in)`` image per filter; a matrix is drawn with its shorter side first,
+    whichever layout it is kept in (Dense: ``(units, in)`` here, ``(in, units)`` in Keras).
+    """
+    w = np.squeeze(values)
+    if w.ndim == 1:
+        images = w.reshape(1, w.shape[0], 1, 1)
+    elif w.ndim == 2:
+        if w.shape[0] > w.shape[1]:
+            w = w.T
+        images = w.reshape(1, w.shape[0], w.shape[1], 1)
+    elif w.ndim == 3:
+        images = w.transpose(0, 2, 1)[..., None]
+    else:
+        return []
+    pixels = (np.clip(images, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)   # convert_image_dtype
+    if len(pixels) == 1:
+        return [_event_file.image_summary(tag, pixels[0])]
+    return [_event_file.image_summary(f"{tag}/{i}", p) for i, p in enumerate(pixels[:3])]
 
 
 class TensorBoard(Callback):
@@ -36,8 +59,10 @@ class TensorBoard(Callback):
         log_dir: folder for the logs; the run writes ``log_dir/train`` and ``log_dir/validation``.
         histogram_freq: every how many epochs to write each weight's histogram (0: never).
         write_graph: write the model's config (TensorBoard's Keras "conceptual graph").
-        write_images: Keras draws weights as images; accepted, but minnet writes no images
-            (a warning says so).
+        write_images: with ``histogram_freq``, also draw each weight as an image, as Keras
+            does (a vector as a column, a matrix with its shorter side first, a Conv1D
+            kernel as one (k, in) image per filter, up to 3; values clipped to [0, 1] as
+            ``tf.summary.image`` does); 4-D kernels are not drawn.
         write_steps_per_second: also log ``batch_steps_per_second`` / ``epoch_steps_per_second``.
         update_freq: ``"epoch"`` (default), ``"batch"`` or an int ``n``: also write the batch
             logs (``batch_loss``, ...) every ``n`` training batches (step = global batch).
@@ -80,9 +105,6 @@ class TensorBoard(Callback):
             raise ValueError("minnet's TensorBoard does not write the embedding projector. "
                              f"Received: embeddings_freq={embeddings_freq!r} (must be 0)")
         self.embeddings_metadata = embeddings_metadata
-        if self.write_images:
-            _utils.warn("TensorBoard(write_images=True): minnet writes no weight images; "
-                        "the histograms (histogram_freq > 0) are written.")
         self._writers = {}
         self._global_train_batch = 0
         self._batch_start_time = 0.0
@@ -206,6 +228,8 @@ class TensorBoard(Callback):
                 path = name if "/" in name else f"{layer.name}/{name}"
                 values = np.asarray(getattr(weight, "data", weight))
                 summaries.append(_event_file.histogram_summary(f"{path}/histogram", values))
+                if self.write_images:
+                    summaries.extend(_weight_images(f"{path}/image", values))
         if summaries:
             self._writer("train").write(epoch, summaries)
 

@@ -170,8 +170,6 @@ def test_arguments_are_checked(tmp_path):
         callbacks.TensorBoard(tmp_path, profile_batch=2)
     with pytest.raises(ValueError, match="embeddings_freq"):
         callbacks.TensorBoard(tmp_path, embeddings_freq=1)
-    with pytest.warns(UserWarning, match="write_images"):
-        callbacks.TensorBoard(tmp_path, write_images=True)
     # Keras's default arguments construct as in Keras.
     board = callbacks.TensorBoard()
     assert board.log_dir == "logs" and board.update_freq == "epoch"
@@ -185,3 +183,43 @@ def test_same_tags_as_keras(tmp_path, keras):
                      'f"evaluation_{name}_vs_iterations"', 'logs["learning_rate"]',
                      'f"{weight_name}/histogram"'):
         assert fragment in source, fragment
+
+
+def test_weight_images(tmp_path):
+    accumulator_module = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
+    PIL = pytest.importorskip("PIL.Image")
+    import io
+    mn.manual_seed(0)
+    model = mn.models.Sequential([mn.layers.Input((6, 2)), mn.layers.Conv1D(4, 3, name="conv"),
+                                  mn.layers.Flatten(), mn.layers.Dense(3, name="out")])
+    model.compile("sgd", "mse")
+    x = np.random.default_rng(0).normal(size=(8, 6, 2)).astype("float32")
+    model.fit(x, np.zeros((8, 3), "float32"), epochs=1, verbose=0,
+              callbacks=[callbacks.TensorBoard(tmp_path, histogram_freq=1, write_images=True)])
+    acc = accumulator_module.EventAccumulator(str(tmp_path / "train"))
+    acc.Reload()
+    tags = set(acc.Tags()["images"])
+    assert tags == {"conv/kernel/image/0", "conv/kernel/image/1", "conv/kernel/image/2",
+                    "conv/bias/image", "out/kernel/image", "out/bias/image"}
+
+    def pixels(tag):
+        event = acc.Images(tag)[0]
+        return np.asarray(PIL.open(io.BytesIO(event.encoded_image_string)))
+
+    kernel = np.asarray(model.get_layer("out").weights[0].data)     # (3, 8): drawn as is
+    expected = (np.clip(kernel, 0, 1) * 255 + 0.5).astype(np.uint8)
+    np.testing.assert_array_equal(pixels("out/kernel/image"), expected)
+    conv = np.asarray(model.get_layer("conv").weights[0].data)      # (out, in, k) -> (k, in)
+    np.testing.assert_array_equal(pixels("conv/kernel/image/1"),
+                                  (np.clip(conv[1].T, 0, 1) * 255 + 0.5).astype(np.uint8))
+    assert acc.Images("out/bias/image")[0].height == 3 and acc.Images("out/bias/image")[0].width == 1
+
+
+def test_png_encoder_round_trip():
+    PIL = pytest.importorskip("PIL.Image")
+    import io
+    rng = np.random.default_rng(0)
+    for shape in [(5, 7), (4, 3, 3), (2, 6, 4)]:
+        pixels = rng.integers(0, 256, size=shape, dtype=np.uint8)
+        decoded = np.asarray(PIL.open(io.BytesIO(_event_file.encode_png(pixels))))
+        np.testing.assert_array_equal(decoded, pixels)
