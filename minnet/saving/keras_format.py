@@ -667,6 +667,8 @@ def _minnet_model_config(document, path, custom_objects):
                              path)
 
         def spec(references):
+            if isinstance(references, dict):
+                return {"dict": {key: list(value) for key, value in references.items()}}
             if references and isinstance(references[0], str):
                 return {"tensor": list(references)}
             return {"list": [list(r) for r in references]}
@@ -739,11 +741,16 @@ def _compile_to_minnet(compile_config):
         rate = optimizer["config"].get("learning_rate")
         if isinstance(rate, dict) and "class_name" in rate:
             optimizer["config"]["learning_rate"] = _known_arguments("schedule", rate)
-    metrics = entry.get("metrics") or []
-    if isinstance(metrics, dict):
-        metrics = list(metrics.values())
-    return {"optimizer": optimizer, "loss": entry.get("loss"), "metrics": metrics,
-            "loss_weights": entry.get("loss_weights")}
+    loss, metrics = entry.get("loss"), entry.get("metrics") or []
+    # Per-output settings (a dict or list of losses, a dict of metric lists) are minnet's
+    # "per_output" compile entries.
+    per_output = isinstance(loss, dict) or isinstance(metrics, dict) or (
+        isinstance(loss, list) and len(loss) > 1)
+    result = {"optimizer": optimizer, "loss": loss, "metrics": metrics,
+              "loss_weights": entry.get("loss_weights")}
+    if per_output:
+        result["per_output"] = True
+    return result
 
 
 def load_keras(path, custom_objects=None, compile=True):

@@ -350,3 +350,22 @@ def test_keras_file_with_assets_is_refused(tmp_path, keras, h5py):
         archive.writestr("assets/layers/string_lookup/vocabulary.txt", "a\nb\n")
     with pytest.raises(ModelFileError, match="assets.*vocabulary"):
         mn.models.load_model(tmp_path / "k.keras")
+
+
+@pytest.mark.parametrize("writer", ["keras", "minnet"])
+def test_dict_outputs_with_per_output_compile(tmp_path, keras, h5py, writer):
+    lib, models = (keras.layers, keras) if writer == "keras" else (mn.layers, mn.models)
+    a = lib.Input((4,), name="a")
+    h = lib.Dense(5, name="h")(a)
+    model = models.Model(a, {"head": lib.Dense(2, name="head")(h), "aux": lib.Dense(1, name="aux")(h)})
+    model.compile("adam", loss={"head": "mse", "aux": "mae"}, loss_weights={"head": 1.0, "aux": 0.5},
+                  metrics={"head": ["mae"]})
+    model.save(tmp_path / "m.keras")
+    other = (mn.models.load_model if writer == "keras" else keras.models.load_model)(tmp_path / "m.keras")
+    x = np.random.default_rng(0).normal(size=(6, 4)).astype("float32")
+    y = {"head": np.ones((6, 2), "float32"), "aux": np.zeros((6, 1), "float32")}
+    mine = model.evaluate(x, y, verbose=0, return_dict=True)
+    theirs = other.evaluate(x, y, verbose=0, return_dict=True)
+    assert set(mine) == set(theirs) == {"loss", "head_loss", "aux_loss", "head_mae"}
+    for key in mine:
+        assert mine[key] == pytest.approx(theirs[key], rel=1e-5)
