@@ -61,11 +61,24 @@ def _emit_model(graph, model, inputs, shapes):
         for layer in layers:
             names, current = _emit_layer(graph, layer, names, current)
         return names, current
+    if _is_model(model):
+        raise _subclassed(model)
     return _emit_layer(graph, model, inputs, shapes)
 
 
+def _is_model(layer):
+    return hasattr(layer, "layers") and hasattr(layer, "get_config") and hasattr(layer, "fit")
+
+
+def _subclassed(model):
+    return _onnx_layers.ExportError(
+        f"Cannot export model '{model.name}' ({type(model).__name__}) to ONNX: a subclassed "
+        "model's `call` is Python code, not a graph of layers. Build the same layers as a "
+        "functional model (mn.Model(inputs, outputs)) or a Sequential to export them.")
+
+
 def _emit_layer(graph, layer, inputs, shapes):
-    if hasattr(layer, "layers") and hasattr(layer, "get_config") and hasattr(layer, "fit"):
+    if _is_model(layer):
         return _emit_model(graph, layer, inputs, shapes)
     emitter = _onnx_layers.EMITTERS.get(type(layer).__name__)
     if emitter is None:
@@ -125,6 +138,8 @@ def _model_inputs(model):
                 shape = [layer_config.get("batch_size")] + list(layer_config.get("shape") or [])
             result.append((layer_name, tuple(shape), np.dtype(layer_config.get("dtype") or "float32")))
         return result
+    if not hasattr(model, "add"):
+        raise _subclassed(model)
     shape = getattr(model, "input_shape", None)
     if shape is None:
         raise ValueError(f"Model '{model.name}' is not built, so its input shape is unknown: call "

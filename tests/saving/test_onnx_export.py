@@ -284,3 +284,20 @@ def test_random_augmentation_is_the_identity_at_inference(tmp_path):
     model = _sequential(x, L.RandomFlip(), L.RandomTranslation(0.1, 0.1), L.RandomRotation(0.1),
                         L.RandomZoom(0.1), L.RandomContrast(0.2), L.Conv2D(2, 3))
     check(model, x, tmp_path)
+
+
+def test_subclassed_and_unbuilt_models_are_refused(tmp_path):
+    class Net(mn.Model):
+        def __init__(self):
+            super().__init__()
+            self.dense = L.Dense(2)
+
+        def call(self, x, training=False):
+            return self.dense(x)
+
+    net = Net()
+    net.predict(np.zeros((1, 3), "float32"), verbose=0)
+    with pytest.raises(onnx_export.ExportError, match="subclassed.*functional"):
+        net.export(str(tmp_path / "n.onnx"))
+    with pytest.raises(ValueError, match="not built"):
+        mn.models.Sequential([L.Dense(3)]).export(str(tmp_path / "s.onnx"))
