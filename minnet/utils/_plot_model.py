@@ -63,6 +63,14 @@ def model_graph(model):
                               None if out is None else (outs if len(outs) > 1 else outs[0]), layer))
             edges.extend((r[0], name) for r in refs)
         return boxes, edges
+    if not hasattr(model, "add"):
+        # A subclassed model: its `call` is Python code, so there is no graph to draw (Keras
+        # draws it as one box too).
+        try:
+            shape = tuple(model.output_shape)
+        except Exception:  # noqa: BLE001 - not built: drawn without a shape
+            shape = None
+        return [(model.name, type(model).__name__, shape, model)], []
     shape = getattr(model, "input_shape", None)
     boxes, edges = [], []
     previous = None

@@ -68,3 +68,18 @@ def test_without_shapes_and_names(tmp_path):
     assert "Dense" in texts and not any("Output shape" in t for t in texts)
     with pytest.raises(ValueError, match="rankdir"):
         mn.utils.plot_model(model, to_file=None, rankdir="BT")
+
+
+def test_subclassed_model_is_one_box(tmp_path):
+    class Net(mn.Model):
+        def __init__(self):
+            super().__init__(name="net")
+            self.dense = L.Dense(2)
+
+        def call(self, x, training=False):
+            return self.dense(x)
+
+    net = Net()
+    net.predict(np.zeros((1, 3), "float32"), verbose=0)
+    figure = mn.utils.plot_model(net, to_file=tmp_path / "n.png")
+    assert _texts(figure) == ["net (Net)"]
