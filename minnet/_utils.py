@@ -56,14 +56,14 @@ def warn(message, category=UserWarning):
 
 
 # The distribution's name on PyPI, for the `pip install "<name>[extra]"` hints.
-DISTRIBUTION = "minnet"
+DISTRIBUTION = "minnet-dl"
 
 
 def missing_extra_message(module, extra, feature):
     """The ImportError text when an optional package is missing: what needs it and how to get it.
 
     ``missing_extra_message("onnx", "onnx", "model.export")`` reads: model.export needs the
-    `onnx` package: pip install "minnet[onnx]" (or pip install onnx).
+    `onnx` package: pip install "minnet-dl[onnx]" (or pip install onnx).
     """
     return (f"{feature} needs the `{module}` package: pip install \"{DISTRIBUTION}[{extra}]\" "
             f"(or pip install {module}).")

@@ -3,8 +3,7 @@
 Blocks of one file run in order in one namespace (a later block may use an earlier block's
 names), in a temporary working directory. The first line of a block may carry a marker:
 
-* ``# doc: requires torch`` -- skipped when PyTorch is not importable (likewise
-  ``# doc: requires onnx onnxruntime`` for any importable names);
+* ``# doc: requires torch`` -- skipped when PyTorch is not importable;
 * ``# doc: requires network`` -- never run here (the test suite has no network);
 * ``# doc: fragment`` -- an excerpt that is not meant to run on its own (use sparingly:
   the test lists how many there are, and a file made only of fragments fails).
@@ -12,7 +11,6 @@ names), in a temporary working directory. The first line of a block may carry a 
 The package docstring (``help(minnet)``) and ``minnet.config`` run as doctests.
 """
 import doctest
-import importlib.util
 import os
 import pathlib
 import re
@@ -61,9 +59,6 @@ def test_doc_code_blocks_run(path, tmp_path, monkeypatch):
             continue
         if "# doc: requires torch" in first and not _has_torch():
             continue
-        if "# doc: requires " in first and any(importlib.util.find_spec(name) is None for name in
-                                                first.split("# doc: requires ", 1)[1].split()):
-            continue    # "# doc: requires onnx onnxruntime": optional packages, skipped when missing
         # Each file starts from minnet's defaults, whatever an earlier file set.
         if ran == 0:
             minnet.config.set_image_data_format("channels_last")

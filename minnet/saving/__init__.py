@@ -82,7 +82,7 @@ def save_model(model, path):
         # Keras scripts must keep running without the extra: minnet's own zip under the name.
         _utils.warn(f"Saving {path!r} in minnet's own format, which Keras cannot read: writing a "
                     "Keras 3 `.keras` file needs h5py. " + _utils.missing_extra_message(
-                        "h5py", "keras", "A Keras `.keras` file"))
+                        "h5py", "h5", "A Keras `.keras` file"))
     weights = model.get_weights()
     weight_info = [{"name": getattr(w, "name", None), "shape": list(a.shape), "dtype": a.dtype.name}
                    for w, a in zip(model.weights, weights)]

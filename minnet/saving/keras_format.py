@@ -15,7 +15,7 @@ A ``.keras`` file is a zip of three entries:
   then by discovery from the outputs); ``_keras_layer_order`` computes it the same way.
 
 Weight layouts differ (minnet keeps PyTorch's): the conversions are in ``_TO_KERAS`` /
-``_FROM_KERAS`` and ``docs/coming_from_keras.md``. The HDF5 part needs ``h5py`` (the ``keras``
+``_FROM_KERAS`` and ``docs/coming_from_keras.md``. The HDF5 part needs ``h5py`` (the ``h5``
 extra), imported when a ``.keras`` file is read or written. Optimizer variables are not
 carried over (a loaded model is compiled with a fresh optimizer state).
 """
@@ -43,7 +43,7 @@ def _require_h5py():
     try:
         import h5py
     except ImportError as error:
-        raise ImportError(_utils.missing_extra_message("h5py", "keras", "Reading or writing a "
+        raise ImportError(_utils.missing_extra_message("h5py", "h5", "Reading or writing a "
                                                        "Keras `.keras` file")) from error
     return h5py
 

@@ -1,6 +1,6 @@
 """Keras's image helpers: ``load_img``, ``img_to_array``, ``array_to_img``, ``save_img``.
 
-They work on Pillow images (Pillow is the ``image`` extra, imported when one of them runs),
+They work on Pillow images (Pillow is the ``images`` extra, imported when one of them runs),
 with Keras's arguments and meanings: ``data_format`` ``"channels_last"`` (H, W, C) or
 ``"channels_first"`` (C, H, W), defaulting to ``mn.config.image_data_format()``.
 """
@@ -19,7 +19,7 @@ def _pil():
     try:
         from PIL import Image
     except ImportError as error:
-        raise ImportError(_utils.missing_extra_message("PIL", "image", "minnet.utils' image "
+        raise ImportError(_utils.missing_extra_message("PIL", "images", "minnet.utils' image "
                                                        "functions (load_img, save_img, ...)")
                           + " The package is called Pillow: pip install Pillow.") from error
     return Image

@@ -220,7 +220,7 @@ def test_without_h5py_keras_suffix_falls_back_with_a_warning(tmp_path, monkeypat
     monkeypatch.setattr(keras_format, "h5py_available", lambda: False)
     mn.manual_seed(0)
     model = sequential_dense(mn.layers, mn.models)
-    with pytest.warns(UserWarning, match=r'Keras cannot read.*pip install "minnet\[keras\]"'):
+    with pytest.warns(UserWarning, match=r'Keras cannot read.*pip install "minnet-dl\[h5\]"'):
         model.save(tmp_path / "m.keras")
     with zipfile.ZipFile(tmp_path / "m.keras") as archive:
         assert "model.weights.h5" not in archive.namelist()

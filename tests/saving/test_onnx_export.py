@@ -270,7 +270,7 @@ def test_missing_onnx_message(monkeypatch, tmp_path):
     monkeypatch.setattr(builtins, "__import__", fake_import)
     x = np.random.default_rng(0).normal(size=(2, 5)).astype("float32")
     model = _sequential(x, L.Dense(3))
-    with pytest.raises(ImportError, match=r'pip install "minnet\[onnx\]"'):
+    with pytest.raises(ImportError, match=r'pip install "minnet-dl\[onnx\]"'):
         model.export(str(tmp_path / "m.onnx"))
 
 
