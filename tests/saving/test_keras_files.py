@@ -369,3 +369,17 @@ def test_dict_outputs_with_per_output_compile(tmp_path, keras, h5py, writer):
     assert set(mine) == set(theirs) == {"loss", "head_loss", "aux_loss", "head_mae"}
     for key in mine:
         assert mine[key] == pytest.approx(theirs[key], rel=1e-5)
+
+
+@pytest.mark.parametrize("writer", ["keras", "minnet"])
+def test_shared_layer_called_three_times(tmp_path, keras, h5py, writer):
+    lib, models = (keras.layers, keras) if writer == "keras" else (mn.layers, mn.models)
+    a, b = lib.Input((4,), name="a"), lib.Input((4,), name="b")
+    shared = lib.Dense(3, name="shared")
+    merged = lib.Concatenate()([shared(a), shared(b), shared(lib.Dense(4, name="pre")(a))])
+    model = models.Model([a, b], lib.Dense(2, name="out")(merged))
+    model.save(tmp_path / "m.keras")
+    other = (mn.models.load_model if writer == "keras" else keras.models.load_model)(tmp_path / "m.keras")
+    x = [np.random.default_rng(i).normal(size=(3, 4)).astype("float32") for i in range(2)]
+    np.testing.assert_allclose(np.asarray(other.predict(x, verbose=0)),
+                               np.asarray(model.predict(x, verbose=0)), atol=1e-5, rtol=1e-5)

@@ -301,3 +301,13 @@ def test_subclassed_and_unbuilt_models_are_refused(tmp_path):
         net.export(str(tmp_path / "n.onnx"))
     with pytest.raises(ValueError, match="not built"):
         mn.models.Sequential([L.Dense(3)]).export(str(tmp_path / "s.onnx"))
+
+
+def test_shared_layer(tmp_path):
+    mn.manual_seed(0)
+    a, b = L.Input((4,), name="a"), L.Input((4,), name="b")
+    shared = L.Dense(3, name="shared")
+    merged = L.Concatenate()([shared(a), shared(b), shared(L.Dense(4, name="pre")(a))])
+    model = mn.models.Model([a, b], L.Dense(2)(merged))
+    x = [np.random.default_rng(i).normal(size=(3, 4)).astype("float32") for i in range(2)]
+    check(model, x, tmp_path)
