@@ -454,6 +454,23 @@ def emit_time_distributed(g, layer, inputs, shapes):
     return g.node("Reshape", [out, g.ints([-1, int(shape[1])] + list(out_shape[1:]))])
 
 
+def emit_resizing(g, layer, inputs, shapes):
+    if layer.crop_to_aspect_ratio:
+        _fail(layer, "crop_to_aspect_ratio=True is not exported.")
+    first = getattr(layer, "data_format", "channels_last") == "channels_first"
+    x = _to_channels_first(g, layer, inputs[0], 4)
+    sizes = g.node("Concat", [g.node("Slice", [g.node("Shape", [x]), g.ints([0]), g.ints([2]),
+                                               g.ints([0])]),
+                              g.ints([int(layer.height), int(layer.width)])], axis=0)
+    if layer.interpolation == "bilinear":
+        attributes = {"mode": "linear", "coordinate_transformation_mode": "half_pixel"}
+    else:      # Keras/TF's nearest: source = floor((dst + 0.5) * in / out)
+        attributes = {"mode": "nearest", "coordinate_transformation_mode": "tf_half_pixel_for_nn",
+                      "nearest_mode": "floor"}
+    y = g.node("Resize", [x, "", "", sizes], **attributes)
+    return y if first else _from_channels_first(g, layer, y, 4)
+
+
 # ---- merging -------------------------------------------------------------------------------
 def _variadic(op):
     return lambda g, layer, inputs, shapes: g.node(op, inputs)
@@ -585,7 +602,7 @@ EMITTERS = {
     "GlobalAveragePooling2D": _global_pool("ReduceMean"),
     "GlobalMaxPooling1D": _global_pool("ReduceMax"), "GlobalMaxPooling2D": _global_pool("ReduceMax"),
     "ZeroPadding2D": emit_zero_padding, "UpSampling2D": emit_upsampling,
-    "Cropping2D": emit_cropping, "RepeatVector": emit_repeat_vector,
+    "Cropping2D": emit_cropping, "RepeatVector": emit_repeat_vector, "Resizing": emit_resizing,
     "GroupNormalization": emit_group_norm, "TimeDistributed": emit_time_distributed,
     "Add": _variadic("Sum"), "Average": _variadic("Mean"), "Maximum": _variadic("Max"),
     "Minimum": _variadic("Min"), "Subtract": emit_subtract, "Multiply": emit_multiply,

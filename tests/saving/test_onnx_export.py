@@ -311,3 +311,12 @@ def test_shared_layer(tmp_path):
     model = mn.models.Model([a, b], L.Dense(2)(merged))
     x = [np.random.default_rng(i).normal(size=(3, 4)).astype("float32") for i in range(2)]
     check(model, x, tmp_path)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("size, interpolation", [((5, 13), "bilinear"), ((18, 4), "bilinear"),
+                                                 ((5, 13), "nearest"), ((18, 16), "nearest")])
+def test_resizing(tmp_path, layout, size, interpolation):
+    x = _image(layout)
+    check(_sequential(x, L.Resizing(*size, interpolation=interpolation, data_format=layout)), x,
+          tmp_path)
