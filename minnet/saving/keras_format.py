@@ -252,7 +252,7 @@ def _functional_config(model, config):
             entry = _layer_entry(layer, None)
         else:
             if _is_model(layer):
-                entry = _nested_sequential_entry(layer)
+                entry = _nested_sequential_entry(layer, model)
             else:
                 shape = getattr(layer, "_build_input_shape", None)
                 entry = _layer_entry(layer, _shape_list(list(shape) if shape is not None else None))
@@ -283,7 +283,7 @@ def _sequential_config(model):
                           "ragged": False, "name": "input_layer"}, "registered_name": None}]
     current = tuple(shape)
     for layer in model.layers:
-        layers.append(_nested_sequential_entry(layer) if _is_model(layer)
+        layers.append(_nested_sequential_entry(layer, model) if _is_model(layer)
                       else _layer_entry(layer, _shape_list(current)))
         current = layer.compute_output_shape(current)
     return ({"name": model.name, "trainable": True, "dtype": dict(_DTYPE_POLICY), "layers": layers,
@@ -356,9 +356,12 @@ def _write_layers(layers_group, layers, model):
                 variables.create_dataset(str(i), data=np.asarray(array, dtype=np.float32))
 
 
-def _nested_sequential_entry(layer):
-    if layer.get_config().get("nodes") is not None or getattr(layer, "input_shape", None) is None:
-        raise _unsupported(layer, f"the nested model '{layer.name}' (only a built Sequential nests)")
+def _nested_sequential_entry(layer, model):
+    if layer.get_config().get("nodes") is not None:
+        raise _unsupported(model, f"the nested functional model '{layer.name}' (a nested "
+                                  "Sequential is written; a nested functional model is only read)")
+    if getattr(layer, "input_shape", None) is None:
+        raise _unsupported(model, f"the unbuilt nested model '{layer.name}'")
     config, _ = _sequential_config(layer)
     return {"module": "keras", "class_name": "Sequential", "config": config,
             "registered_name": None, "build_config": {"input_shape": config["build_input_shape"]}}

@@ -383,3 +383,21 @@ def test_shared_layer_called_three_times(tmp_path, keras, h5py, writer):
     x = [np.random.default_rng(i).normal(size=(3, 4)).astype("float32") for i in range(2)]
     np.testing.assert_allclose(np.asarray(other.predict(x, verbose=0)),
                                np.asarray(model.predict(x, verbose=0)), atol=1e-5, rtol=1e-5)
+
+
+def test_reads_a_nested_functional_model(tmp_path, keras, h5py):
+    K = keras.layers
+    keras.utils.set_random_seed(0)
+    inner_input = keras.Input((5,))
+    encoder = keras.Model(inner_input, K.Dense(3)(K.Dense(4, activation="relu")(inner_input)),
+                          name="encoder")
+    outer_input = keras.Input((5,))
+    k_model = keras.Model(outer_input, K.Dense(2)(encoder(outer_input)))
+    k_model.set_weights(_jitter(k_model.get_weights()))
+    k_model.save(tmp_path / "k.keras")
+    model = mn.models.load_model(tmp_path / "k.keras")
+    x = np.random.default_rng(0).normal(size=(3, 5)).astype("float32")
+    np.testing.assert_allclose(model.predict(x, verbose=0), np.asarray(k_model.predict(x, verbose=0)),
+                               atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match="nested functional model 'encoder'.*model.minnet"):
+        model.save(tmp_path / "m.keras")      # writing one is not supported (named)
