@@ -28,6 +28,7 @@ The package is split by job: ``archive`` (the file format, atomic writes, bounde
 (the entry points and the limits).
 """
 import json
+import sys
 import zipfile
 
 import numpy as np
@@ -65,6 +66,17 @@ _INPUT_SHAPE_KEY = "__input_shape__"
 # Models
 # ---------------------------------------------------------------------------------------
 
+_KERAS_FALLBACK_NOTED = []
+
+
+def _note_keras_fallback(path):
+    if not _KERAS_FALLBACK_NOTED:
+        _KERAS_FALLBACK_NOTED.append(path)
+        sys.stderr.write(f"minnet: {path!r} is written in minnet's own format, which Keras cannot "
+                         "read: a Keras 3 `.keras` file needs h5py. " + _utils.missing_extra_message(
+                             "h5py", "h5", "A Keras `.keras` file") + "\n")
+
+
 def save_model(model, path):
     """Write ``model`` (architecture, weights, compile settings, optimizer state) to ``path``.
 
@@ -79,10 +91,9 @@ def save_model(model, path):
         if keras_format.h5py_available():
             keras_format.save_keras(model, path)
             return
-        # Keras scripts must keep running without the extra: minnet's own zip under the name.
-        _utils.warn(f"Saving {path!r} in minnet's own format, which Keras cannot read: writing a "
-                    "Keras 3 `.keras` file needs h5py. " + _utils.missing_extra_message(
-                        "h5py", "h5", "A Keras `.keras` file"))
+        # Keras scripts must keep running without the extra (also under `-W error`): minnet's
+        # own zip under the name, and a note on stderr (not a warning), once per process.
+        _note_keras_fallback(path)
     weights = model.get_weights()
     weight_info = [{"name": getattr(w, "name", None), "shape": list(a.shape), "dtype": a.dtype.name}
                    for w, a in zip(model.weights, weights)]

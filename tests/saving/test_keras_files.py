@@ -215,13 +215,20 @@ def test_h5_is_refused(tmp_path):
         model.save(tmp_path / "m.h5")
 
 
-def test_without_h5py_keras_suffix_falls_back_with_a_warning(tmp_path, monkeypatch):
+def test_without_h5py_keras_suffix_falls_back_with_a_note(tmp_path, monkeypatch, capsys):
+    import minnet.saving
     from minnet.saving import keras_format
     monkeypatch.setattr(keras_format, "h5py_available", lambda: False)
+    monkeypatch.setattr(minnet.saving, "_KERAS_FALLBACK_NOTED", [])
     mn.manual_seed(0)
     model = sequential_dense(mn.layers, mn.models)
-    with pytest.warns(UserWarning, match=r'Keras cannot read.*pip install "minnet-dl\[h5\]"'):
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")            # a note, not a warning: `-W error` scripts run
         model.save(tmp_path / "m.keras")
+        model.save(tmp_path / "m.keras")
+    err = capsys.readouterr().err
+    assert err.count("Keras cannot read") == 1 and 'pip install "minnet-dl[h5]"' in err
     with zipfile.ZipFile(tmp_path / "m.keras") as archive:
         assert "model.weights.h5" not in archive.namelist()
     restored = mn.models.load_model(tmp_path / "m.keras")
