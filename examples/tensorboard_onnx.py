@@ -9,7 +9,6 @@ line saying so, when they are missing; reading the logs back needs the `tensorbo
 and is skipped likewise. The model is also saved as a real Keras `.keras` file.
 """
 import argparse
-import importlib.util
 import os
 
 import numpy as np
@@ -56,22 +55,25 @@ def main(argv=None):
     print(f"val_accuracy after training: {history.history['val_accuracy'][-1]:.3f}")
     print(f"TensorBoard logs in {os.path.abspath(args.logdir)} (train/ and validation/)")
 
-    if importlib.util.find_spec("tensorboard") is not None:
+    try:
         from tensorboard.backend.event_processing import event_accumulator
+    except ImportError:
+        print("tensorboard is not installed: skipping the read-back (pip install tensorboard)")
+    else:
         accumulator = event_accumulator.EventAccumulator(os.path.join(args.logdir, "train"))
         accumulator.Reload()
         # (a folder logged to twice holds both runs, as with Keras: show this run's epochs)
         losses = [round(e.value, 4) for e in accumulator.Scalars("epoch_loss")][-epochs:]
         print(f"tensorboard reads epoch_loss back: {losses}; histograms of "
               f"{len(accumulator.Tags()['histograms'])} weights")
-    else:
-        print("tensorboard is not installed: skipping the read-back (pip install tensorboard)")
 
-    if importlib.util.find_spec("onnx") is None or importlib.util.find_spec("onnxruntime") is None:
+    try:
+        import onnx  # noqa: F401  (model.export needs it)
+        import onnxruntime
+    except ImportError:
         print("onnx / onnxruntime are not installed: skipping the export "
               "(pip install onnx onnxruntime)")
     else:
-        import onnxruntime
         model.export("bars.onnx", format="onnx")
         session = onnxruntime.InferenceSession("bars.onnx", providers=["CPUExecutionProvider"])
         onnx_out = session.run(None, {session.get_inputs()[0].name: x[:64]})[0]

@@ -73,8 +73,8 @@ def _note_keras_fallback(path):
     if not _KERAS_FALLBACK_NOTED:
         _KERAS_FALLBACK_NOTED.append(path)
         sys.stderr.write(f"minnet: {path!r} is written in minnet's own format, which Keras cannot "
-                         "read: a Keras 3 `.keras` file needs h5py. " + _utils.missing_extra_message(
-                             "h5py", "h5", "A Keras `.keras` file") + "\n")
+                         "read (this note shows once): " + _utils.missing_extra_message(
+                             "h5py", "h5", "writing a Keras 3 `.keras` file") + "\n")
 
 
 def save_model(model, path):
