@@ -21,6 +21,7 @@ import time
 
 import numpy as np
 
+from minnet import _utils
 from minnet.callbacks import _event_file
 from minnet.callbacks._common import check_non_negative_int, scalar_value
 from minnet.callbacks.callback import Callback
@@ -67,7 +68,7 @@ class TensorBoard(Callback):
         update_freq: ``"epoch"`` (default), ``"batch"`` or an int ``n``: also write the batch
             logs (``batch_loss``, ...) every ``n`` training batches (step = global batch).
         profile_batch: must be 0 (profiling needs TensorFlow or JAX, as in Keras's torch backend).
-        embeddings_freq: must be 0 (the projector is not written).
+        embeddings_freq: accepted; the embedding projector is not written (a warning says so).
         embeddings_metadata: accepted for Keras compatibility; unused.
 
     Example:
@@ -102,8 +103,9 @@ class TensorBoard(Callback):
                              f"profile_batch={profile_batch!r} (must be 0)")
         self.embeddings_freq = check_non_negative_int("embeddings_freq", embeddings_freq)
         if self.embeddings_freq:
-            raise ValueError("minnet's TensorBoard does not write the embedding projector. "
-                             f"Received: embeddings_freq={embeddings_freq!r} (must be 0)")
+            # Training is unaffected, so a Keras script that asks for it still runs.
+            _utils.warn(f"TensorBoard(embeddings_freq={embeddings_freq!r}): minnet does not "
+                        "write the embedding projector; scalars and histograms are written.")
         self.embeddings_metadata = embeddings_metadata
         self._writers = {}
         self._global_train_batch = 0

@@ -168,7 +168,7 @@ def test_arguments_are_checked(tmp_path):
         callbacks.TensorBoard(tmp_path, update_freq="sometimes")
     with pytest.raises(ValueError, match="profile_batch"):
         callbacks.TensorBoard(tmp_path, profile_batch=2)
-    with pytest.raises(ValueError, match="embeddings_freq"):
+    with pytest.warns(UserWarning, match="embeddings_freq=1.*projector"):
         callbacks.TensorBoard(tmp_path, embeddings_freq=1)
     # Keras's default arguments construct as in Keras.
     board = callbacks.TensorBoard()
