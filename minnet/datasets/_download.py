@@ -77,6 +77,12 @@ def _download(origin, target, algorithm, expected, verbose):
         raise
 
 
+def download(origin, target, algorithm="sha256", expected=None, verbose=True):
+    """Download ``origin`` to ``target`` atomically: a temporary file beside it, verified
+    against ``expected`` (a hex digest, or None), then renamed into place."""
+    _download(origin, target, algorithm, expected, verbose)
+
+
 def fetch(name, origin, algorithm, expected, subdir, path=None, verbose=True):
     """The local path of a verified copy of ``origin``, downloading it on first use.
 
@@ -112,9 +118,3 @@ def fetch(name, origin, algorithm, expected, subdir, path=None, verbose=True):
                       f"elsewhere and put it at {target!r} (the cache: $MINNET_HOME/datasets, "
                       f"default ~/.minnet/datasets), or pass its location as `path=`.") from error
     return target
-
-
-def download(origin, target, algorithm="sha256", expected=None, verbose=True):
-    """Download ``origin`` to ``target`` atomically: a temporary file beside it, verified
-    against ``expected`` (a hex digest, or None), then renamed into place."""
-    _download(origin, target, algorithm, expected, verbose)
