@@ -36,15 +36,15 @@ import numpy as np
 from minnet import _random, _utils
 from minnet._version import __version__
 from minnet.layers import serialize as serialize_layer
+from minnet.saving import keras_format
+from minnet.saving.onnx_export import export_onnx
 from minnet.saving.archive import CONFIG_ERRORS, CONFIG_NAME, FORMAT_NAME, FORMAT_VERSION, \
     WEIGHTS_FORMAT_VERSION, ModelFileError, array_bytes, atomic_write, check_weights, clip_text, \
     file_error, fspath, open_archive, read_array, read_arrays, read_config, read_data, \
     read_header, refuse_foreign_suffix, short_repr, write_member
 from minnet.saving.model_config import build_compile, build_model, compile_config_of
-from minnet.saving import keras_format
-from minnet.saving.onnx_export import export_onnx
 
-__all__ = ["save_model", "load_model", "save_weights", "load_weights", "ModelFileError", "export_onnx"]
+__all__ = ["save_model", "load_model", "save_weights", "load_weights", "ModelFileError"]
 
 # Limits on what a file may make ``load_model``/``load_weights`` allocate. They are checked
 # before anything is allocated, from the archive's directory and the .npy headers. Raise
@@ -65,6 +65,8 @@ _INPUT_SHAPE_KEY = "__input_shape__"
 # ---------------------------------------------------------------------------------------
 # Models
 # ---------------------------------------------------------------------------------------
+
+__all__ += ["export_onnx"]      # model.export's ONNX writer (minnet.saving.onnx_export)
 
 _KERAS_FALLBACK_NOTED = []
 
