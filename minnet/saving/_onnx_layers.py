@@ -309,23 +309,13 @@ def emit_separable_conv(g, layer, inputs, shapes):
 def emit_conv_transpose(g, layer, inputs, shapes):
     spatial = _spatial(layer, shapes[0])
     _known(layer, spatial)
-    pads_begin, pads_end, extras = [], [], []
-    for i, size in enumerate(spatial):
-        # conv_transpose2d's full output (size - 1)*s + k cropped to Keras's length, as the layer does.
-        k = layer.dilation_rate[i] * (layer.kernel_size[i] - 1) + 1
-        s = layer.strides[i]
-        if layer.output_padding is None:
-            length = size * s + max(k - s, 0) if layer.padding == "valid" else size * s
-            total = (size - 1) * s + k - length
-            top = max(total, 0) // 2
-        else:
-            pad = 0 if layer.padding == "valid" else k // 2
-            length = (size - 1) * s + k - 2 * pad + layer.output_padding[i]
-            total = (size - 1) * s + k - length
-            top = pad
-        pads_begin.append(top)
-        pads_end.append(max(total - top, 0))
-        extras.append(max(-total - top, 0))
+    # The layer's own window of conv_transpose2d's full output (length, cropped at the start,
+    # cropped at the end, zeros added at the end) per axis: ONNX's pads and output_padding.
+    # Asking the layer keeps one copy of Keras's cropping rule.
+    geometry = layer._geometry(tuple(spatial))
+    pads_begin = [top for _, top, _, _ in geometry]
+    pads_end = [bottom for _, _, bottom, _ in geometry]
+    extras = [extra for _, _, _, extra in geometry]
     x = _to_channels_first(g, layer, inputs[0], 4)
     ins = [x, g.const(_array(layer.kernel), f"{layer.name}_kernel")]
     if layer.bias is not None:

@@ -336,6 +336,15 @@ def _weight_layers_of(model):
     return list(model.layers)
 
 
+def _build_wrapped(layer, input_shape):
+    """Build a wrapper's inner layer (TimeDistributed builds it on its first call), so its
+    weights exist to be written or set."""
+    inner = getattr(layer, "layer", None)
+    if type(layer).__name__ == "TimeDistributed" and inner is not None and not inner.built \
+            and input_shape is not None and len(input_shape) > 2:
+        inner.build((None,) + tuple(input_shape[2:]))
+
+
 def _write_layers(layers_group, layers, model):
     """Each layer's variables under ``layers_group/<key>/vars`` (nested models recursively)."""
     for key, layer in zip(_keys([type(layer).__name__ for layer in layers]), layers):
@@ -344,6 +353,7 @@ def _write_layers(layers_group, layers, model):
         if _is_model(layer):
             _write_layers(group.create_group("layers"), _weight_layers_of(layer), model)
             continue
+        _build_wrapped(layer, getattr(layer, "_build_input_shape", None))
         arrays = _arrays(layer)
         if not arrays:
             continue
@@ -646,6 +656,8 @@ def _read_layers(h5py, layers_group, model, document, path):
                   else model.get_layer(entry["config"].get("name") or entry.get("name"))
                   for entry in entries]
     for key, layer, entry in zip(keys, layers, entries):
+        if layer is not None:
+            _build_wrapped(layer, (entry.get("build_config") or {}).get("input_shape"))
         if layer is None or not layer.weights:
             continue
         if _is_model(layer):
