@@ -27,3 +27,17 @@ def warn(message, category=UserWarning):
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, category, stacklevel=level + 1)
+
+
+# The distribution's name on PyPI, for the `pip install "<name>[extra]"` hints.
+DISTRIBUTION = "minnet-dl"
+
+
+def missing_extra_message(module, extra, feature):
+    """The ImportError text when an optional package is missing: what needs it and how to get it.
+
+    ``missing_extra_message("onnx", "onnx", "model.export")`` reads: model.export needs the
+    `onnx` package: pip install "minnet-dl[onnx]" (or pip install onnx).
+    """
+    return (f"{feature} needs the `{module}` package: pip install \"{DISTRIBUTION}[{extra}]\" "
+            f"(or pip install {module}).")

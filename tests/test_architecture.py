@@ -44,7 +44,7 @@ FLOORS = {
 # Beside the floors: they may import one another and _ext, nothing on a floor above _ext.
 SIDE = {"config", "utils", "datasets", "data", "_registry", "_checks", "_config", "_random",
         "_utils", "_version", "_naming", "__init__"}
-OPTIONAL = {"torch", "matplotlib", "mpi4py", "PIL", "h5py", "hypothesis", "IPython"}
+OPTIONAL = {"torch", "matplotlib", "mpi4py", "PIL", "h5py", "hypothesis", "IPython", "onnx"}
 
 
 def _modules():

@@ -3,7 +3,7 @@
 Blocks of one file run in order in one namespace (a later block may use an earlier block's
 names), in a temporary working directory. The first line of a block may carry a marker:
 
-* ``# doc: requires torch`` (or any other optional package: ``# doc: requires onnx``) --
+* ``# doc: requires torch`` (or other optional packages: ``# doc: requires onnx onnxruntime``) --
   skipped when that package is not importable; a file whose every block is skipped so
   is reported as skipped, naming the package;
 * ``# doc: requires network`` -- never run here (the test suite has no network);
@@ -37,7 +37,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 FILES = [ROOT / "README.md"] + sorted((ROOT / "docs").rglob("*.md"))
 _BLOCK = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*\n(?:\s*^```text[ \t]*\n(.*?)^```)?",
                     re.M | re.S)
-_REQUIRES = re.compile(r"# doc: requires ([A-Za-z_][\w.]*)")
+_REQUIRES = re.compile(r"# doc: requires ([A-Za-z_][\w.]*(?:[ ,]+[A-Za-z_][\w.]*)*)")
 
 
 def _blocks_with_output(path):
@@ -94,10 +94,12 @@ def test_doc_code_blocks_run(path, tmp_path, monkeypatch):
             fragments += 1
             continue
         requires = _REQUIRES.search(first)
-        if requires and requires.group(1) == "network":
+        needed = re.split(r"[ ,]+", requires.group(1)) if requires else []
+        if "network" in needed:
             continue
-        if requires and _missing(requires.group(1)):
-            skipped_for.add(requires.group(1))
+        missing = [package for package in needed if _missing(package)]
+        if missing:
+            skipped_for.update(missing)
             continue
         # Each file starts from minnet's defaults, whatever an earlier file set.
         if ran == 0:

@@ -32,6 +32,7 @@ from minnet.callbacks.ema import SwapEMAWeights
 from minnet.callbacks.monitors import GradientMonitor, LambdaCallback, TerminateOnNaN
 from minnet.callbacks.progress import CSVLogger, History, ProgbarLogger
 from minnet.callbacks.schedules import LearningRateScheduler, ReduceLROnPlateau
+from minnet.callbacks.tensorboard import TensorBoard
 
 __all__ = [
     "Callback",
@@ -50,4 +51,5 @@ __all__ = [
     "BackupError",
     "resolve_verbose",
     "SwapEMAWeights",
+    "TensorBoard",
 ]

@@ -313,6 +313,9 @@ class ProgbarLogger(Callback):
 class CSVLogger(Callback):
     """Write one CSV row per epoch: ``epoch`` then the log keys (sorted, fixed by epoch 0).
 
+    As in Keras, when epoch 0's logs hold no ``val_`` key, a ``val_`` column per key follows
+    (filled with ``NA``), so the header does not change when validation starts later.
+
     Args:
         filename: CSV file path.
         separator: field separator.
@@ -363,6 +366,10 @@ class CSVLogger(Callback):
             self.on_train_begin()
         if self.keys is None:
             self.keys = sorted(logs)
+            # Keras's columns: without validation logs at epoch 0, the val_ columns are
+            # still written (as "NA"), appended after the sorted training keys.
+            if self.keys and not any(k.startswith("val_") for k in self.keys):
+                self.keys.extend([f"val_{k}" for k in self.keys])
         if self.writer is None:
             self.writer = csv.writer(self.csv_file, delimiter=self.sep)
             if self._write_header:

@@ -131,6 +131,12 @@ def _download(origin, target, algorithm, expected, verbose):
         raise
 
 
+def download(origin, target, algorithm="sha256", expected=None, verbose=True):
+    """Download ``origin`` to ``target`` atomically: a temporary file beside it, verified
+    against ``expected`` (a hex digest, or None), then renamed into place."""
+    _download(origin, target, algorithm, expected, verbose)
+
+
 def fetch(name, origin, algorithm, expected, subdir, path=None, verbose=True):
     """The local path of a verified copy of ``origin``, downloading it on first use.
 

@@ -502,6 +502,30 @@ class Model(Trainer, Layer):
         (atomic write; see ``minnet.saving.save_model``)."""
         saving.save_model(self, path)
 
+    def export(self, filepath, format="onnx", verbose=None, input_signature=None, **kwargs):
+        """Export the model for inference outside minnet (Keras 3's ``Model.export``).
+
+        Args:
+            filepath: the file to write (``model.onnx``).
+            format: ``"onnx"`` (the only format minnet writes; Keras's ``"tf_saved_model"``
+                needs TensorFlow).
+            verbose: print a summary line of what was written.
+            input_signature: accepted for Keras compatibility; the inputs' shapes are the
+                model's own (the batch axis stays dynamic).
+            **kwargs: ``opset`` (17 by default).
+
+        Returns:
+            The ``onnx.ModelProto`` that was written (needs the ``onnx`` package).
+        """
+        if format != "onnx":
+            raise ValueError("Invalid value for argument `format`: expected 'onnx' (minnet's only "
+                             f"export format). Received: format={format!r}")
+        unknown = sorted(set(kwargs) - {"opset"})
+        if unknown:
+            raise TypeError(f"export() got unexpected keyword arguments {unknown}; it accepts "
+                            "filepath, format, verbose, input_signature and opset.")
+        return saving.export_onnx(self, filepath, verbose=bool(verbose), **kwargs)
+
     def save_weights(self, path):
         """Save ``get_weights()`` to an ``.npz`` file (atomic write)."""
         saving.save_weights(self, path)

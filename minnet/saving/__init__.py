@@ -28,13 +28,16 @@ The package is split by job: ``archive`` (the file format, atomic writes, bounde
 (the entry points and the limits).
 """
 import json
+import sys
 import zipfile
 
 import numpy as np
 
-from minnet import _random
+from minnet import _random, _utils
 from minnet._version import __version__
 from minnet.layers import serialize as serialize_layer
+from minnet.saving import keras_format
+from minnet.saving.onnx_export import export_onnx
 from minnet.saving.archive import CONFIG_ERRORS, CONFIG_NAME, FORMAT_NAME, FORMAT_VERSION, \
     WEIGHTS_FORMAT_VERSION, ModelFileError, array_bytes, atomic_write, check_weights, clip_text, \
     file_error, fspath, open_archive, read_array, read_arrays, read_config, read_data, \
@@ -70,6 +73,19 @@ _INPUT_SHAPE_KEY = "__input_shape__"
 # Models
 # ---------------------------------------------------------------------------------------
 
+__all__ += ["export_onnx"]      # model.export's ONNX writer (minnet.saving.onnx_export)
+
+_KERAS_FALLBACK_NOTED = []
+
+
+def _note_keras_fallback(path):
+    if not _KERAS_FALLBACK_NOTED:
+        _KERAS_FALLBACK_NOTED.append(path)
+        sys.stderr.write(f"minnet: {path!r} is written in minnet's own format, which Keras cannot "
+                         "read (this note shows once): " + _utils.missing_extra_message(
+                             "h5py", "h5", "writing a Keras 3 `.keras` file") + "\n")
+
+
 def save_model(model, path):
     """Write ``model`` (architecture, weights, compile settings, optimizer state) to ``path``.
 
@@ -80,6 +96,13 @@ def save_model(model, path):
     """
     path = fspath(path)
     refuse_foreign_suffix(path, "model", "'net.minnet'")
+    if path.lower().endswith(".keras"):   # a real Keras 3 file (minnet's own format is .minnet)
+        if keras_format.h5py_available():
+            keras_format.save_keras(model, path)
+            return
+        # Keras scripts must keep running without the extra (also under `-W error`): minnet's
+        # own zip under the name, and a note on stderr (not a warning), once per process.
+        _note_keras_fallback(path)
     weights = model.get_weights()
     weight_info = [{"name": getattr(w, "name", None), "shape": list(a.shape), "dtype": a.dtype.name}
                    for w, a in zip(model.weights, weights)]
@@ -166,6 +189,8 @@ def load_model(path, custom_objects=None, compile=True, restore_random_state=Tru
     if custom_objects is not None and not isinstance(custom_objects, dict):
         raise TypeError(f"Invalid value for argument `custom_objects`: expected a dict or None. "
                         f"Received: custom_objects={short_repr(custom_objects)}")
+    if keras_format.is_keras_file(path):
+        return keras_format.load_keras(path, custom_objects=custom_objects, compile=compile)
     with open_archive(path, "model") as archive:
         config = read_config(archive, path)
         weight_info = config["weights"]

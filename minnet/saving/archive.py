@@ -48,9 +48,8 @@ _TEMP_SUFFIX = ".tmp"
 # A temporary file whose process is gone, or older than this, is a leftover.
 _TEMP_STALE_SECONDS = 3600
 # Names minnet refuses to write under: they promise a format minnet does not write.
-# ``.keras`` is accepted for whole models: Keras 3 tutorials must save under that suffix, and
-# minnet's file is a zip as Keras's is (its contents are minnet's: JSON + .npy, no HDF5);
-# loading a real Keras ``.keras`` file is recognised and named (``_foreign_format``).
+# ``.keras`` is a real Keras 3 file, written and read by ``minnet.saving.keras_format``;
+# minnet's own format is ``.minnet``.
 _FOREIGN_SUFFIXES = {".h5": "HDF5", ".hdf5": "HDF5"}
 
 
@@ -227,10 +226,9 @@ _TORCH_FILE_ADVICE = (
     "(docs/moving_to_pytorch.md shows both)")
 
 _KERAS_ZIP_MESSAGE = (
-    "a Keras 3 `.keras` file (a zip of config.json and model.weights.h5). minnet does not read "
-    "Keras files: it reads the `.minnet` files that `model.save('net.minnet')` writes. To bring "
-    "a Keras model over, rebuild the architecture in minnet and copy the arrays with "
-    "`model.set_weights` (Dense and Conv2D kernels transposed to minnet's PyTorch layouts)")
+    "a Keras 3 `.keras` file (a zip of config.json and model.weights.h5). `mn.models.load_model` "
+    "reads a complete one (with h5py installed); `load_weights` reads minnet's weight files and "
+    "the `.minnet` files that `model.save('net.minnet')` writes")
 
 
 def open_archive(path, what):

@@ -1,0 +1,152 @@
+"""Keras 3 weight layouts <-> minnet's (PyTorch's), per layer class (used by ``keras_format``).
+
+``TO_KERAS[class name](layer, arrays)`` takes ``layer.get_weights()`` and returns
+``{sub-path: Keras arrays}``, the sub-path being where Keras keeps them under the layer's
+entry of ``model.weights.h5`` (``""`` for its own ``vars``, ``"cell"`` for a recurrent
+layer's cell, ``"forward_layer/cell"``, ``"layer"`` for a wrapper). ``FROM_KERAS`` is the
+inverse: ``{sub-path: arrays read}`` -> the arrays for ``layer.set_weights`` (None: keep the
+layer as its config built it).
+"""
+import numpy as np
+
+__all__ = ["TO_KERAS", "FROM_KERAS"]
+
+
+def _reorder_gru(array):
+    """PyTorch's r, z, n gate blocks <-> Keras's z, r, h (the swap is its own inverse)."""
+    r, z, n = np.split(array, 3, axis=0)
+    return np.concatenate([z, r, n], axis=0)
+
+
+def _rnn_to_keras(layer, arrays):
+    w_ih, w_hh = arrays[0], arrays[1]
+    if type(layer).__name__ == "GRU":
+        out = [_reorder_gru(w_ih).T, _reorder_gru(w_hh).T]
+        if layer.use_bias:
+            out.append(np.stack([_reorder_gru(arrays[2]), _reorder_gru(arrays[3])]))
+        return out
+    out = [w_ih.T, w_hh.T]
+    if layer.use_bias:
+        out.append(arrays[2] + arrays[3])
+    return out
+
+
+def _rnn_from_keras(layer, arrays):
+    kernel, recurrent = arrays[0], arrays[1]
+    if type(layer).__name__ == "GRU":
+        out = [_reorder_gru(kernel.T), _reorder_gru(recurrent.T)]
+        if layer.use_bias:
+            bias = arrays[2]
+            if bias.ndim != 2:
+                raise ValueError(f"GRU '{layer.name}': the Keras file's bias has shape "
+                                 f"{bias.shape}; minnet's GRU is Keras's reset_after=True cell "
+                                 "(bias of shape (2, 3 * units)).")
+            out += [_reorder_gru(bias[0]), _reorder_gru(bias[1])]
+        return out
+    out = [kernel.T, recurrent.T]
+    if layer.use_bias:
+        out += [arrays[2], np.zeros_like(arrays[2])]
+    return out
+
+
+def _conv_to(array):
+    return array.transpose(tuple(range(2, array.ndim)) + (1, 0))     # (out, in, *k) -> (*k, in, out)
+
+
+def _conv_from(array):
+    n = array.ndim
+    return array.transpose((n - 1, n - 2) + tuple(range(n - 2)))     # (*k, in, out) -> (out, in, *k)
+
+
+def _depthwise_to(array, multiplier):
+    channels_times_m, _, kh, kw = array.shape
+    return array.reshape(channels_times_m // multiplier, multiplier, kh, kw).transpose(2, 3, 0, 1)
+
+
+def _depthwise_from(array):
+    kh, kw, channels, multiplier = array.shape
+    return array.transpose(2, 3, 0, 1).reshape(channels * multiplier, 1, kh, kw)
+
+
+def _plain(layer, arrays):
+    return {"": arrays}
+
+
+def _kernel_first(to):
+    def convert(layer, arrays):
+        return {"": [to(arrays[0])] + arrays[1:]}
+    return convert
+
+
+def _separable_to(layer, arrays):
+    return {"": [_depthwise_to(arrays[0], layer.depth_multiplier), _conv_to(arrays[1])] + arrays[2:]}
+
+
+def _separable_from(layer, groups):
+    arrays = groups[""]
+    return [_depthwise_from(arrays[0]), _conv_from(arrays[1])] + arrays[2:]
+
+
+def _bidirectional_to(layer, arrays):
+    n = len(layer.forward_layer.weights)
+    return {"forward_layer/cell": _rnn_to_keras(layer.forward_layer, arrays[:n]),
+            "backward_layer/cell": _rnn_to_keras(layer.backward_layer, arrays[n:]),
+            "forward_layer": [], "backward_layer": []}
+
+
+def _bidirectional_from(layer, groups):
+    return (_rnn_from_keras(layer.forward_layer, groups["forward_layer/cell"])
+            + _rnn_from_keras(layer.backward_layer, groups["backward_layer/cell"]))
+
+
+def _normalization_to(layer, arrays):
+    if layer.get_config().get("mean") is not None:
+        return {"": []}                 # the statistics are in the config, as Keras keeps them
+    return {"": arrays[:2] + [np.asarray(0, dtype=np.int64)]}   # Keras's adapted count last
+
+
+def _normalization_from(layer, groups):
+    arrays = groups.get("", [])
+    return arrays[:2] if arrays else None    # None: the config's mean and variance stand
+
+
+def _time_distributed_to(layer, arrays):
+    inner = TO_KERAS[type(layer.layer).__name__](layer.layer, arrays)
+    return {("layer/" + sub if sub else "layer"): values for sub, values in inner.items()}
+
+
+def _time_distributed_from(layer, groups):
+    inner = {sub[len("layer/"):] if sub.startswith("layer/") else "": values
+             for sub, values in groups.items() if sub == "layer" or sub.startswith("layer/")}
+    return FROM_KERAS[type(layer.layer).__name__](layer.layer, inner)
+
+
+_RNN = ("LSTM", "GRU", "SimpleRNN")
+_SAME = ("BatchNormalization", "LayerNormalization", "GroupNormalization", "Embedding", "PReLU")
+
+# class name -> layer, minnet arrays -> {sub-path: Keras arrays}
+TO_KERAS = {name: _plain for name in _SAME}
+TO_KERAS.update({
+    "Dense": lambda layer, a: {"": [a[0].T] + a[1:]},
+    "Conv1D": _kernel_first(_conv_to), "Conv2D": _kernel_first(_conv_to),
+    "Conv2DTranspose": _kernel_first(_conv_to),
+    "DepthwiseConv2D": lambda layer, a: {"": [_depthwise_to(a[0], layer.depth_multiplier)] + a[1:]},
+    "SeparableConv2D": _separable_to,
+    "Bidirectional": _bidirectional_to,
+    "Normalization": _normalization_to, "TimeDistributed": _time_distributed_to,
+})
+TO_KERAS.update({name: (lambda layer, a: {"cell": _rnn_to_keras(layer, a)}) for name in _RNN})
+
+# class name -> layer, {sub-path: Keras arrays} -> minnet arrays (``get_weights`` order)
+FROM_KERAS = {name: (lambda layer, g: g[""]) for name in _SAME}
+FROM_KERAS.update({
+    "Dense": lambda layer, g: [g[""][0].T] + g[""][1:],
+    "Conv1D": lambda layer, g: [_conv_from(g[""][0])] + g[""][1:],
+    "Conv2D": lambda layer, g: [_conv_from(g[""][0])] + g[""][1:],
+    "Conv2DTranspose": lambda layer, g: [_conv_from(g[""][0])] + g[""][1:],
+    "DepthwiseConv2D": lambda layer, g: [_depthwise_from(g[""][0])] + g[""][1:],
+    "SeparableConv2D": _separable_from,
+    "Bidirectional": _bidirectional_from,
+    "Normalization": _normalization_from, "TimeDistributed": _time_distributed_from,
+})
+FROM_KERAS.update({name: (lambda layer, g: _rnn_from_keras(layer, g["cell"])) for name in _RNN})

@@ -1,0 +1,709 @@
+"""Real Keras 3 ``.keras`` files: read the ones Keras writes, write ones Keras loads.
+
+A ``.keras`` file is a zip of three entries:
+
+* ``metadata.json``: ``{"keras_version": ..., "date_saved": ...}``;
+* ``config.json``: ``{"module": "keras", "class_name": "Sequential" | "Functional", "config":
+  {...}, "build_config": ..., "compile_config": ...}`` with every nested object (layer,
+  initializer, optimizer, ...) as ``{"module", "class_name", "config", "registered_name"}``;
+* ``model.weights.h5``: each layer's variables under ``layers/<key>/vars/<i>`` (a
+  recurrent layer's under ``layers/<key>/cell/vars``, a Bidirectional's under
+  ``forward_layer/cell/vars`` and ``backward_layer/cell/vars``). ``<key>`` is NOT the layer's
+  name: Keras names each entry of ``model.layers`` by its class in snake case, numbered in
+  order (``dense``, ``dense_1``, ...), so the order of ``model.layers`` decides which weights
+  go where. For a functional model that order is Keras's (``map_graph``: by decreasing depth,
+  then by discovery from the outputs); ``_keras_layer_order`` computes it the same way.
+
+Weight layouts differ (minnet keeps PyTorch's): the conversions are in
+``minnet.saving._keras_weights`` and ``docs/working_with_other_tools.md``. The HDF5 part
+needs ``h5py`` (the ``h5`` extra), imported when a ``.keras`` file is read or written. Optimizer variables are not
+carried over (a loaded model is compiled with a fresh optimizer state).
+"""
+import datetime
+import inspect
+import io
+import json
+import re
+import zipfile
+
+import numpy as np
+
+from minnet import _registry, _utils
+from minnet.layers import serialize as serialize_layer
+from minnet.saving._keras_weights import FROM_KERAS, TO_KERAS
+from minnet.saving.archive import ModelFileError, atomic_write, write_member
+from minnet.saving.model_config import build_compile, build_model, compile_config_of
+
+__all__ = ["is_keras_file", "save_keras", "load_keras", "KERAS_VERSION"]
+
+# The Keras release whose file layout this module writes (the layout is the same for 3.x).
+KERAS_VERSION = "3.15.1"
+
+
+def _require_h5py():
+    try:
+        import h5py
+    except ImportError as error:
+        raise ImportError(_utils.missing_extra_message("h5py", "h5", "Reading or writing a "
+                                                       "Keras `.keras` file")) from error
+    return h5py
+
+
+def h5py_available():
+    """Whether h5py can be imported (without it, ``.keras`` saves fall back to minnet's format)."""
+    try:
+        import h5py  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def is_keras_file(path):
+    """Whether ``path`` is a zip holding ``model.weights.h5`` (a Keras 3 ``.keras`` file)."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return "model.weights.h5" in archive.namelist()
+    except (OSError, zipfile.BadZipFile):
+        return False
+
+
+def _snake(name):
+    # keras.src.utils.naming.to_snake_case
+    name = re.sub(r"\W+", "", name)
+    name = re.sub("(.)([A-Z][a-z]+)", r"\1_\2", name)
+    return re.sub("([a-z])([A-Z])", r"\1_\2", name).lower()
+
+
+def _keys(class_names):
+    """Keras's container keys: snake-case class name, ``_1``, ``_2`` ... on repeats."""
+    used, keys = {}, []
+    for class_name in class_names:
+        key = _snake(class_name)
+        if key in used:
+            used[key] += 1
+            key = f"{key}_{used[key]}"
+        else:
+            used[key] = 0
+        keys.append(key)
+    return keys
+
+
+def _arrays(layer):
+    return [np.asarray(w, dtype=np.float32) for w in layer.get_weights()]
+
+
+# ---- configs: minnet -> Keras --------------------------------------------------------------
+_MODULES = (("_initializer", "keras.initializers"), ("_regularizer", "keras.regularizers"),
+            ("_constraint", "keras.constraints"))
+_DTYPE_POLICY = {"module": "keras", "class_name": "DTypePolicy", "config": {"name": "float32"},
+                 "registered_name": None}
+
+
+def _keras_object(entry, module):
+    if isinstance(entry, str) and module == "keras.initializers":
+        return entry
+    if not isinstance(entry, dict) or "class_name" not in entry:
+        return entry
+    config = entry.get("config") or {}
+    if module == "keras.layers":
+        config = _layer_config_to_keras(config)
+    return {"module": module, "class_name": entry["class_name"], "config": config,
+            "registered_name": None}
+
+
+def _layer_config_to_keras(config):
+    out = {}
+    for key, value in config.items():
+        module = next((m for suffix, m in _MODULES if key.endswith(suffix)), None)
+        if module is not None:
+            value = _keras_object(value, module)
+        elif key in ("layer", "backward_layer"):
+            value = _keras_object(value, "keras.layers")
+        elif key == "dtype" and value in ("float32", None):
+            value = dict(_DTYPE_POLICY, config={"name": "float32"})
+        out[key] = value
+    return out
+
+
+# Keras layers whose constructor takes no `trainable` (nor **kwargs).
+_NO_TRAINABLE_ARGUMENT = {"SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D",
+                          "Discretization"}
+
+
+def _layer_entry(layer, input_shape):
+    entry = serialize_layer(layer)
+    if type(layer).__name__ == "InputLayer" or entry["class_name"] in ("Input", "InputLayer"):
+        shape = list(getattr(layer, "batch_shape", None) or [None] + list(entry["config"]["shape"]))
+        return {"module": "keras.layers", "class_name": "InputLayer",
+                "config": {"batch_shape": shape, "dtype": entry["config"].get("dtype", "float32"),
+                           "sparse": False, "ragged": False, "name": layer.name},
+                "registered_name": None}
+    config = _layer_config_to_keras(entry["config"])
+    if entry["class_name"] in _NO_TRAINABLE_ARGUMENT:
+        config.pop("trainable", None)
+    result = {"module": "keras.layers", "class_name": entry["class_name"],
+              "config": config, "registered_name": None}
+    if input_shape is not None:
+        result["build_config"] = {"input_shape": input_shape}
+    return result
+
+
+def _shape_list(shape):
+    if shape is None:
+        return None
+    if isinstance(shape, list) and shape and isinstance(shape[0], (tuple, list)):
+        return [_shape_list(s) for s in shape]
+    return [None if s is None else int(s) for s in shape]
+
+
+def _flat_refs(spec):
+    (kind, value), = spec.items()
+    if kind == "tensor":
+        return [value]
+    if kind == "list":
+        return list(value)
+    return [value[key] for key in sorted(value)]
+
+
+def _keras_layer_order(config):
+    """Layer names in the order Keras's ``Functional.layers`` will have (``map_graph``)."""
+    node_inputs = {}   # (layer, node index) -> [(layer, node index)] of its parents
+    node_count = {}
+    for entry in config["layers"]:
+        if entry.get("class_name") in ("Input", "InputLayer"):
+            node_inputs[(entry["name"], 0)] = []
+            node_count[entry["name"]] = 1
+    for node in config["nodes"]:
+        name = node["layer"]
+        index = node_count.get(name, 0)
+        node_count[name] = index + 1
+        node_inputs[(name, index)] = [(r[0], r[1]) for r in _flat_refs(node["arguments"])]
+    finished, order, operation_indices = set(), [], {}
+
+    def visit(key):
+        if key in finished:
+            return
+        if key[0] not in operation_indices:
+            operation_indices[key[0]] = len(operation_indices)
+        for parent in node_inputs[key]:
+            visit(parent)
+        finished.add(key)
+        order.append(key)
+
+    for reference in _flat_refs(config["outputs"]):
+        visit((reference[0], reference[1]))
+    node_depth, layer_depth = {}, {}
+    for key in reversed(order):
+        depth = max(node_depth.setdefault(key, 0), layer_depth.get(key[0], 0))
+        layer_depth[key[0]] = depth
+        node_depth[key] = depth
+        for parent in node_inputs[key]:
+            node_depth[parent] = max(depth + 1, node_depth.get(parent, 0))
+    for reference in _flat_refs(config["inputs"]):
+        if reference[0] not in layer_depth:
+            layer_depth[reference[0]] = 0
+            operation_indices[reference[0]] = -1
+    by_depth = {}
+    for name, depth in layer_depth.items():
+        by_depth.setdefault(depth, []).append(name)
+    names = []
+    for depth in sorted(by_depth, reverse=True):
+        names.extend(sorted(by_depth[depth], key=lambda n: operation_indices[n]))
+    return names
+
+
+def _keras_tensor(reference, shapes):
+    return {"class_name": "__keras_tensor__",
+            "config": {"shape": _shape_list(shapes[tuple(reference)]), "dtype": "float32",
+                       "keras_history": list(reference)}}
+
+
+def _functional_config(model, config):
+    order = _keras_layer_order(config)
+    entries = {entry["name"]: entry for entry in config["layers"]}
+    inbound = {name: [] for name in order}
+    shapes, counts = {}, {}     # (layer, node, index) -> shape, as the graph runs
+    for entry in config["layers"]:
+        if entry.get("class_name") in ("Input", "InputLayer"):
+            shapes[(entry["name"], 0, 0)] = tuple(model.get_layer(entry["name"]).batch_shape)
+            counts[entry["name"]] = 1
+    for node in config["nodes"]:
+        (kind, value), = node["arguments"].items()
+        if kind == "tensor":
+            args = [_keras_tensor(value, shapes)]
+            in_shape = shapes[tuple(value)]
+        elif kind == "list":
+            args = [[_keras_tensor(v, shapes) for v in value]]
+            in_shape = [shapes[tuple(v)] for v in value]
+        else:
+            raise _unsupported(model, "a layer called on a dict of tensors")
+        name = node["layer"]
+        out = model.get_layer(name).compute_output_shape(in_shape)
+        index = counts.get(name, 0)
+        counts[name] = index + 1
+        outs = out if isinstance(out, list) else [out]
+        for i, shape in enumerate(outs):
+            shapes[(name, index, i)] = tuple(shape)
+        inbound[name].append({"args": args, "kwargs": {}})
+    layers = []
+    for name in order:
+        layer = model.get_layer(name)
+        if entries[name].get("class_name") in ("Input", "InputLayer"):
+            entry = _layer_entry(layer, None)
+        else:
+            if _is_model(layer):
+                entry = _nested_sequential_entry(layer, model)
+            else:
+                shape = getattr(layer, "_build_input_shape", None)
+                entry = _layer_entry(layer, _shape_list(list(shape) if shape is not None else None))
+        entry["name"] = name
+        entry["inbound_nodes"] = inbound[name]
+        layers.append(entry)
+
+    def refs(spec):
+        flat = [list(r) for r in _flat_refs(spec)]
+        return flat[0] if "tensor" in spec else flat
+
+    keras_config = {"name": model.name, "trainable": config.get("trainable", True),
+                    "layers": layers, "input_layers": refs(config["inputs"]),
+                    "output_layers": refs(config["outputs"])}
+    return keras_config, [model.get_layer(name) for name in order]
+
+
+def _unsupported(model, what):
+    return ValueError(f"Cannot save model '{model.name}' as a Keras `.keras` file: {what} has no "
+                      "Keras equivalent here. Save it in minnet's own format instead: "
+                      "model.save('model.minnet').")
+
+
+def _sequential_config(model):
+    shape = model.input_shape
+    layers = [{"module": "keras.layers", "class_name": "InputLayer",
+               "config": {"batch_shape": _shape_list(shape), "dtype": "float32", "sparse": False,
+                          "ragged": False, "name": "input_layer"}, "registered_name": None}]
+    current = tuple(shape)
+    for layer in model.layers:
+        layers.append(_nested_sequential_entry(layer, model) if _is_model(layer)
+                      else _layer_entry(layer, _shape_list(current)))
+        current = layer.compute_output_shape(current)
+    return ({"name": model.name, "trainable": True, "dtype": dict(_DTYPE_POLICY), "layers": layers,
+             "build_input_shape": _shape_list(shape)}, list(model.layers))
+
+
+# minnet optimizer arguments Keras's optimizers lack, with the value that means "off".
+_MINNET_ONLY_OPTIMIZER_ARGUMENTS = {"dampening": 0.0, "lr_decay": 0.0}
+
+
+def _compile_to_keras(model):
+    compile_config = compile_config_of(model)
+    if not compile_config:
+        return None
+    optimizer = compile_config.get("optimizer")
+    if isinstance(optimizer, dict):
+        config = dict(optimizer.get("config") or {})
+        for key, off in _MINNET_ONLY_OPTIMIZER_ARGUMENTS.items():
+            if key in config:
+                if config[key] != off:
+                    raise _unsupported(model, f"the optimizer argument {key}={config[key]!r}")
+                del config[key]
+        if isinstance(config.get("learning_rate"), dict):
+            config["learning_rate"] = _keras_object(config["learning_rate"],
+                                                    "keras.optimizers.schedules")
+        optimizer = dict(optimizer, config=config)
+    entry = {"optimizer": _keras_object(optimizer, "keras.optimizers") if isinstance(optimizer, dict)
+             else optimizer,
+             "loss": compile_config.get("loss"), "loss_weights": compile_config.get("loss_weights"),
+             "metrics": compile_config.get("metrics") or None, "weighted_metrics": None,
+             "run_eagerly": False, "steps_per_execution": 1, "jit_compile": False}
+    for key, module in (("loss", "keras.losses"), ("metrics", "keras.metrics")):
+        value = entry[key]
+        if isinstance(value, dict) and "class_name" in value:
+            entry[key] = _keras_object(value, module)
+        elif isinstance(value, list):
+            entry[key] = [_keras_object(v, module) if isinstance(v, dict) else v for v in value]
+    return entry
+
+
+def _is_model(layer):
+    return hasattr(layer, "layers") and hasattr(layer, "fit")
+
+
+def _weight_layers_of(model):
+    """A nested model's ``layers`` in Keras's order (a Sequential's, without its input)."""
+    config = model.get_config()
+    if isinstance(config, dict) and "nodes" in config:
+        raise _unsupported(model, f"the nested functional model '{model.name}'")
+    return list(model.layers)
+
+
+def _build_wrapped(layer, input_shape):
+    """Build a wrapper's inner layer (TimeDistributed builds it on its first call), so its
+    weights exist to be written or set."""
+    inner = getattr(layer, "layer", None)
+    if type(layer).__name__ == "TimeDistributed" and inner is not None and not inner.built \
+            and input_shape is not None and len(input_shape) > 2:
+        inner.build((None,) + tuple(input_shape[2:]))
+
+
+def _write_layers(layers_group, layers, model):
+    """Each layer's variables under ``layers_group/<key>/vars`` (nested models recursively)."""
+    for key, layer in zip(_keys([type(layer).__name__ for layer in layers]), layers):
+        group = layers_group.create_group(key)
+        group.create_group("vars").attrs["name"] = layer.name
+        if _is_model(layer):
+            _write_layers(group.create_group("layers"), _weight_layers_of(layer), model)
+            continue
+        _build_wrapped(layer, getattr(layer, "_build_input_shape", None))
+        arrays = _arrays(layer)
+        if not arrays:
+            continue
+        name = type(layer).__name__
+        if name not in TO_KERAS:
+            raise _unsupported(model, f"the weights of layer '{layer.name}' ({name})")
+        for sub, values in TO_KERAS[name](layer, arrays).items():
+            variables = (group.require_group(sub) if sub else group).require_group("vars")
+            for i, array in enumerate(values):
+                variables.create_dataset(str(i), data=np.asarray(array, dtype=np.float32))
+
+
+def _nested_sequential_entry(layer, model):
+    if layer.get_config().get("nodes") is not None:
+        raise _unsupported(model, f"the nested functional model '{layer.name}' (a nested "
+                                  "Sequential is written; a nested functional model is only read)")
+    if getattr(layer, "input_shape", None) is None:
+        raise _unsupported(model, f"the unbuilt nested model '{layer.name}'")
+    config, _ = _sequential_config(layer)
+    return {"module": "keras", "class_name": "Sequential", "config": config,
+            "registered_name": None, "build_config": {"input_shape": config["build_input_shape"]}}
+
+
+def save_keras(model, path):
+    """Write ``model`` as a Keras 3 ``.keras`` file (config, metadata and ``model.weights.h5``)."""
+    h5py = _require_h5py()
+    config = model.get_config()
+    if isinstance(config, dict) and "nodes" in config:
+        class_name = "Functional"
+        keras_config, ordered = _functional_config(model, config)
+        weight_layers = ordered
+    elif hasattr(model, "add") and getattr(model, "input_shape", None) is not None:
+        class_name = "Sequential"
+        keras_config, weight_layers = _sequential_config(model)
+    else:
+        raise _unsupported(model, "a subclassed (or unbuilt) model")
+    document = {"module": "keras" if class_name == "Sequential" else "keras.src.models.functional",
+                "class_name": class_name, "config": keras_config, "registered_name": None}
+    if class_name == "Sequential":
+        document["build_config"] = {"input_shape": keras_config["build_input_shape"]}
+    else:
+        document["build_config"] = {"input_shape": None}
+    compile_entry = _compile_to_keras(model)
+    if compile_entry is not None:
+        document["compile_config"] = compile_entry
+    buffer = io.BytesIO()
+    with h5py.File(buffer, "w") as h5:
+        h5.create_group("vars").attrs["name"] = model.name
+        _write_layers(h5.create_group("layers"), weight_layers, model)
+    metadata = {"keras_version": KERAS_VERSION,
+                "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S")}
+
+    def write(file):
+        with zipfile.ZipFile(file, "w", compression=zipfile.ZIP_STORED) as archive:
+            write_member(archive, "metadata.json", json.dumps(metadata).encode())
+            write_member(archive, "config.json", json.dumps(document).encode())
+            write_member(archive, "model.weights.h5", buffer.getvalue())
+
+    atomic_write(path, write)
+
+
+# ---- configs: Keras -> minnet --------------------------------------------------------------
+def _minnet_object(value):
+    """Strip Keras's ``module`` / ``registered_name`` / ``shared_object_id`` from nested objects."""
+    if isinstance(value, dict):
+        if value.get("class_name") == "DTypePolicy":
+            return (value.get("config") or {}).get("name", "float32")
+        return {k: _minnet_object(v) for k, v in value.items()
+                if k not in ("module", "registered_name", "shared_object_id")}
+    if isinstance(value, list):
+        return [_minnet_object(v) for v in value]
+    return value
+
+
+def _accepted(cls):
+    parameters = inspect.signature(cls.__init__).parameters
+    names = set(parameters) - {"self"}
+    return names, any(p.kind == p.VAR_KEYWORD for p in parameters.values())
+
+
+# Keras arguments minnet's layers do not take, dropped whatever they hold: they change nothing
+# in inference (seeds, mask bookkeeping, renormalisation settings used only when renorm=True).
+_IGNORED_KERAS_ARGUMENTS = {"seed", "zero_output_for_mask", "renorm_momentum", "renorm_clipping",
+                            "quantization_config", "noise_shape", "sparse", "ragged", "optional"}
+
+
+def _droppable(key, value):
+    """A Keras-only argument minnet can ignore: a listed one, or one left at None / False / empty."""
+    return key in _IGNORED_KERAS_ARGUMENTS or value is None or value is False \
+        or (isinstance(value, (list, dict)) and not value)
+
+
+def _nested_object(kind, entry, path, custom_objects):
+    """An initializer/regularizer/constraint entry with the Keras-only arguments left out."""
+    try:
+        cls = _registry.lookup(kind, entry["class_name"], custom_objects)
+    except ValueError:
+        if kind == "initializer":
+            return None
+        raise ModelFileError(f"{path!r}: the Keras file uses the {kind} {entry['class_name']!r}, "
+                             "which minnet does not have.") from None
+    if not isinstance(cls, type):
+        return entry
+    names, _ = _accepted(cls)
+    config = entry.get("config") or {}
+    dropped = {k: v for k, v in config.items() if k not in names and not _droppable(k, v)}
+    if dropped:
+        raise ModelFileError(f"{path!r}: the {kind} {entry['class_name']!r} uses Keras arguments "
+                             f"minnet's does not have: {dropped}.")
+    return {"class_name": entry["class_name"], "config": {k: v for k, v in config.items() if k in names}}
+
+
+def _layer_config_to_minnet(class_name, config, path, custom_objects):
+    if class_name in ("Sequential", "Functional"):      # a nested model
+        return _minnet_model_config({"class_name": class_name, "config": config}, path,
+                                    custom_objects)
+    config = _minnet_object(config)
+    if class_name == "InputLayer":
+        shape = config.get("batch_shape") or config.get("batch_input_shape")
+        return "InputLayer", {"batch_shape": shape, "dtype": config.get("dtype", "float32"),
+                              "name": config.get("name")}
+    try:
+        cls = _registry.lookup("layer", class_name, custom_objects)
+    except ValueError:
+        raise ModelFileError(f"{path!r}: the Keras file uses layer {class_name!r}, which minnet "
+                             "does not have.") from None
+    names, _ = _accepted(cls)
+    names |= {"name", "dtype", "trainable"}
+    kept, dropped = {}, {}
+    for key, value in config.items():
+        if key in ("layer", "backward_layer") and isinstance(value, dict):
+            inner_name, inner = _layer_config_to_minnet(value["class_name"], value.get("config", {}),
+                                                         path, custom_objects)
+            value = {"class_name": inner_name, "config": inner}
+        kind = next((k for suffix, k in (("_initializer", "initializer"),
+                                         ("_regularizer", "regularizer"),
+                                         ("_constraint", "constraint")) if key.endswith(suffix)), None)
+        if kind is not None and isinstance(value, dict) and "class_name" in value:
+            value = _nested_object(kind, value, path, custom_objects)
+            if value is None:       # an initializer minnet lacks: the file's weights replace it
+                continue
+        if key in names:
+            kept[key] = value
+        elif not _droppable(key, value):
+            dropped[key] = value
+    if class_name == "Conv1D" and config.get("groups", 1) == 1:
+        dropped.pop("groups", None)
+    if dropped:
+        raise ModelFileError(f"{path!r}: layer {config.get('name')!r} ({class_name}) uses Keras "
+                             f"arguments minnet's {class_name} does not have: {dropped}.")
+    return class_name, kept
+
+
+def _minnet_model_config(document, path, custom_objects):
+    class_name = document.get("class_name")
+    config = document.get("config") or {}
+    if class_name == "Sequential":
+        layers = []
+        for entry in config.get("layers", []):
+            name, layer_config = _layer_config_to_minnet(entry["class_name"], entry.get("config", {}),
+                                                         path, custom_objects)
+            layers.append({"class_name": name, "config": layer_config})
+        shape = config.get("build_input_shape")
+        if layers and layers[0]["class_name"] == "InputLayer":
+            shape = layers[0]["config"]["batch_shape"]
+            layers = layers[1:]
+        return "Sequential", {"name": config.get("name"), "layers": layers,
+                              "build_input_shape": shape}
+    if class_name in ("Functional", "Model"):
+        layers, nodes, pending = [], [], []
+        for entry in config.get("layers", []):
+            name, layer_config = _layer_config_to_minnet(entry["class_name"], entry.get("config", {}),
+                                                         path, custom_objects)
+            if name == "InputLayer":
+                layers.append({"class_name": "Input", "name": entry["name"],
+                               "config": {"name": entry["name"], "dtype": layer_config["dtype"],
+                                          "shape": list(layer_config["batch_shape"][1:]),
+                                          "batch_size": layer_config["batch_shape"][0]}})
+                continue
+            layers.append({"class_name": name, "config": layer_config, "name": entry["name"]})
+            for node in entry.get("inbound_nodes", []):
+                pending.append((entry["name"], node))
+        nodes = _order_nodes(pending, {e["name"] for e in layers if e["class_name"] == "Input"},
+                             path)
+
+        def spec(references):
+            if isinstance(references, dict):
+                return {"dict": {key: list(value) for key, value in references.items()}}
+            if references and isinstance(references[0], str):
+                return {"tensor": list(references)}
+            return {"list": [list(r) for r in references]}
+
+        return "Functional", {"name": config.get("name"), "trainable": config.get("trainable", True),
+                              "layers": layers, "nodes": nodes,
+                              "inputs": spec(config["input_layers"]),
+                              "outputs": spec(config["output_layers"])}
+    raise ModelFileError(f"{path!r}: a Keras {class_name!r} model; minnet reads Sequential and "
+                         "functional models.")
+
+
+def _history(tensor, path):
+    if not (isinstance(tensor, dict) and tensor.get("class_name") == "__keras_tensor__"):
+        raise ModelFileError(f"{path!r}: a layer call with a non-tensor argument {tensor!r}; "
+                             "minnet reads layer calls on tensors and lists of tensors.")
+    return list(tensor["config"]["keras_history"])
+
+
+def _order_nodes(pending, inputs, path):
+    """minnet's node list (in an order where every node's inputs were made before it)."""
+    made = {(name, 0) for name in inputs}
+    counts = {}
+    nodes = []
+    while pending:
+        progressed = False
+        rest = []
+        for name, node in pending:
+            args = node.get("args", [])
+            if len(args) != 1:
+                raise ModelFileError(f"{path!r}: layer {name!r} is called with {len(args)} "
+                                     "positional arguments; minnet reads calls with one.")
+            argument = args[0]
+            if isinstance(argument, list):
+                refs = [_history(t, path) for t in argument]
+                spec = {"list": refs}
+            else:
+                refs = [_history(argument, path)]
+                spec = {"tensor": refs[0]}
+            if all((r[0], r[1]) in made for r in refs) and (name, counts.get(name, 0)) not in made:
+                index = counts.get(name, 0)
+                counts[name] = index + 1
+                made.add((name, index))
+                nodes.append({"layer": name, "arguments": spec})
+                progressed = True
+            else:
+                rest.append((name, node))
+        if not progressed:
+            raise ModelFileError(f"{path!r}: the functional graph has nodes whose inputs are never "
+                                 f"made: {[n for n, _ in rest]}")
+        pending = rest
+    return nodes
+
+
+def _known_arguments(kind, entry, keep_name=False):
+    """``{"class_name", "config"}`` keeping the arguments minnet's class takes (None values left
+    to minnet's defaults): a Keras optimizer's ``use_ema``, a schedule's ``name``, ..."""
+    cls = _registry.lookup(kind, entry["class_name"])
+    names, _ = _accepted(cls)
+    config = {k: v for k, v in (entry.get("config") or {}).items()
+              if (k in names or (keep_name and k == "name")) and v is not None}
+    return {"class_name": entry["class_name"], "config": config}
+
+
+def _compile_to_minnet(compile_config):
+    entry = _minnet_object(compile_config)
+    optimizer = entry.get("optimizer")
+    if isinstance(optimizer, dict):
+        optimizer = _known_arguments("optimizer", optimizer, keep_name=True)
+        rate = optimizer["config"].get("learning_rate")
+        if isinstance(rate, dict) and "class_name" in rate:
+            optimizer["config"]["learning_rate"] = _known_arguments("schedule", rate)
+    loss, metrics = entry.get("loss"), entry.get("metrics") or []
+    # Per-output settings (a dict or list of losses, a dict of metric lists) are minnet's
+    # "per_output" compile entries.
+    per_output = isinstance(loss, dict) or isinstance(metrics, dict) or (
+        isinstance(loss, list) and len(loss) > 1)
+    result = {"optimizer": optimizer, "loss": loss, "metrics": metrics,
+              "loss_weights": entry.get("loss_weights")}
+    if per_output:
+        result["per_output"] = True
+    return result
+
+
+def load_keras(path, custom_objects=None, compile=True):
+    """Read a Keras 3 ``.keras`` file into a minnet model (weights converted to minnet's layouts).
+
+    Raises:
+        ModelFileError: a layer or argument minnet does not have (named), or a damaged file.
+        ImportError: h5py is missing.
+    """
+    h5py = _require_h5py()
+    try:
+        return _load_keras(h5py, path, custom_objects, compile)
+    except ModelFileError:
+        raise
+    except (OSError, KeyError, IndexError, TypeError, ValueError, zipfile.BadZipFile) as error:
+        raise ModelFileError(f"{path!r} is a Keras 3 `.keras` file, but a damaged one or one "
+                             f"minnet cannot read: {type(error).__name__}: {error}") from None
+
+
+def _read_layers(h5py, layers_group, model, document, path):
+    """Set each layer's weights from ``layers_group/<key>`` (nested Sequentials recursively)."""
+    if document.get("class_name") == "Sequential":
+        layers = list(model.layers)
+        keys = _keys([type(layer).__name__ for layer in layers])
+        entries = [e for e in document["config"].get("layers", []) if e["class_name"] != "InputLayer"]
+    else:
+        entries = document["config"]["layers"]
+        keys = _keys([entry["class_name"] for entry in entries])
+        layers = [None if entry["class_name"] == "InputLayer"
+                  else model.get_layer(entry["config"].get("name") or entry.get("name"))
+                  for entry in entries]
+    for key, layer, entry in zip(keys, layers, entries):
+        if layer is not None:
+            _build_wrapped(layer, (entry.get("build_config") or {}).get("input_shape"))
+        if layer is None or not layer.weights:
+            continue
+        if _is_model(layer):
+            _read_layers(h5py, layers_group[key]["layers"], layer, entry, path)
+            continue
+        kind = type(layer).__name__
+        if kind not in FROM_KERAS:
+            raise ModelFileError(f"{path!r}: minnet cannot convert the weights of layer "
+                                 f"'{layer.name}' ({kind}) from Keras's layout.")
+        group = layers_group[key]
+        groups = {}
+
+        def collect(name, obj, groups=groups):
+            if isinstance(obj, h5py.Group) and name.split("/")[-1] == "vars":
+                sub = name[:-len("vars")].rstrip("/")
+                groups[sub] = [np.asarray(obj[str(i)]) for i in range(len(obj))]
+
+        group.visititems(collect)
+        if "vars" in group:
+            groups[""] = [np.asarray(group["vars"][str(i)]) for i in range(len(group["vars"]))]
+        try:
+            arrays = FROM_KERAS[kind](layer, groups)
+            if arrays is not None:
+                layer.set_weights(arrays)
+        except (ValueError, KeyError, IndexError) as error:
+            raise ModelFileError(f"{path!r}: the weights of layer '{layer.name}' ({kind}) do "
+                                 f"not fit: {error}") from None
+
+
+def _load_keras(h5py, path, custom_objects, compile):
+    with zipfile.ZipFile(path) as archive:
+        document = json.loads(archive.read("config.json"))
+        weights_bytes = archive.read("model.weights.h5")
+        assets = sorted(n for n in archive.namelist() if n.startswith("assets/") and not n.endswith("/"))
+    if assets:
+        # A layer's state kept outside the weights (a lookup table's vocabulary, ...): minnet
+        # would load the layer without it and compute something else, so it refuses.
+        raise ModelFileError(f"{path!r}: the Keras file keeps layer state in assets ({assets[:3]}), "
+                             "which minnet does not read; rebuild that layer in minnet (for a "
+                             "TextVectorization, pass its vocabulary) and load the weights.")
+    class_name, config = _minnet_model_config(document, path, custom_objects)
+    model = build_model({"model": {"class_name": class_name, "config": config}}, path,
+                        custom_objects)
+    with h5py.File(io.BytesIO(weights_bytes), "r") as h5:
+        _read_layers(h5py, h5["layers"], model, document, path)
+    if compile and document.get("compile_config"):
+        build_compile(model, _compile_to_minnet(document["compile_config"]), None, path,
+                      custom_objects)
+    return model
