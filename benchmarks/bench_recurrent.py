@@ -226,7 +226,7 @@ def gemm_breakdown(torch, repeat=25):
     ]
     # minnet's float32 step GEMM (_stepgemm.h), weights packed once as the kernels do; the
     # torch column times the same products per step through torch.matmul
-    from minnet._ext import _recurrent as R
+    from minnet._ext import _stepgemm as R
     arr["xh"] = np.concatenate([arr["x_t"], arr["h"]], axis=1)
     arr["w_cat"] = np.concatenate([arr["w_ih"], arr["w_hh"]], axis=1)
     arr["bias"] = rng.standard_normal(G).astype(np.float32)

@@ -22,7 +22,7 @@ Example:
 import os
 import warnings
 
-from minnet._ext import _im2col
+from minnet._ext import _base
 
 __all__ = ["image_data_format", "set_image_data_format", "floatx", "set_floatx",
            "normalize_data_format", "channel_axis", "set_deterministic", "is_deterministic",
@@ -112,12 +112,12 @@ def set_deterministic(flag=True):
     if not isinstance(flag, bool):
         raise TypeError(f"Invalid value for argument `flag`: expected True or False. "
                         f"Received: flag={flag!r}")
-    _im2col.set_deterministic(flag)
+    _base.set_deterministic(flag)
 
 
 def is_deterministic():
     """Whether ``set_deterministic(True)`` is in force."""
-    return bool(_im2col.is_deterministic())
+    return bool(_base.is_deterministic())
 
 
 # ---------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 The "unary" family of the newer activations (gelu, silu, softplus, mish, ...) is in
 ``_unary.pyx`` and the softmax / log-softmax / logsumexp rows are in ``_softmax.pyx``;
 the thread-team and block sizes and the wrappers' checks all three share are in
-``_elementwise.pxd``/``_elementwise.pyx``.
+``_base.pxd``/``_base.pyx``.
 
 Every kernel reads C-contiguous float32/float64 arrays (one fused ``floating`` type) and
 writes into an output the wrapper allocated (or the caller passed).  Elementwise kernels
@@ -19,10 +19,9 @@ cimport numpy as cnp
 from libc.math cimport exp, expm1, expm1f, log, log1p, tanh, fabs, erf
 
 from minnet._ext._blas cimport floating
-from minnet._ext._elementwise cimport (BLOCK, PARALLEL_MIN, as_rows, block_len, checked,
-                                       data_ptr, exp_nonpos, grad_operand, is_f32, n_blocks,
-                                       output_like, size_of, team, thread_count)
-from minnet._ext._fastmath cimport (minnet_exp_nonpos_f, minnet_tanh_block_f, minnet_row_max_f,
+from minnet._ext._base cimport (BLOCK, as_rows, block_len, check_array, check_threads, data_ptr,
+                                grad_operand, is_f32, n_blocks, output_like, size_of, team)
+from minnet._ext._fastmath cimport (exp_nonpos, sigmoid, minnet_exp_nonpos_f, minnet_tanh_block_f, minnet_row_max_f,
                                     minnet_exp_sum_f, minnet_dot_f, minnet_tanh_f,
                                     minnet_expm1_nonpos_f)
 
@@ -33,12 +32,7 @@ cdef extern from *:
     """
     MINNET_TARGET_CLONES
     static void minnet_sigmoid_f(const float *x, float *y, Py_ssize_t n) {
-        for (Py_ssize_t i = 0; i < n; i++) {
-            float v = x[i];
-            float e = minnet_exp_nonpos_f(v < 0.0f ? v : -v);   /* exp(-|v|) */
-            float num = v >= 0.0f ? 1.0f : e;
-            y[i] = num / (1.0f + e);
-        }
+        for (Py_ssize_t i = 0; i < n; i++) y[i] = minnet_sigmoid1_f(x[i]);   /* _fastmath.h */
     }
     /* The float32 sigmoid and tanh backward in the same per-CPU copies, with exactly the
      * arithmetic Cython generates for `g * y * (1 - y)` and `g * (1 - y * y)` (products
@@ -123,16 +117,12 @@ cdef inline floating _expm1(floating v) noexcept nogil:
 # ---------------------------------------------------------------------------------------
 
 cdef inline void _sigmoid_block(const floating* x, floating* y, Py_ssize_t n) noexcept nogil:
-    # exp(-|x|) is in (0, 1]: it never overflows, and 1 + e never loses the small side.
     cdef Py_ssize_t i
-    cdef floating e, v
     if floating is float:
-        minnet_sigmoid_f(x, y, n)     # the same formula, in C (see the top of the file)
+        minnet_sigmoid_f(x, y, n)     # the same formula in a cloned C loop (top of the file)
     else:
         for i in range(n):
-            v = x[i]
-            e = exp(-fabs(v))
-            y[i] = (1 if v >= 0 else e) / (1 + e)
+            y[i] = sigmoid(x[i])
 
 
 cdef void sigmoid_kernel(const floating* x,     # IN  (n,)
@@ -494,9 +484,9 @@ def sigmoid_forward(x, out=None, n_threads=1):
     Shape:
         x: ``(*)``; y: same as x.
     """
-    checked(x, "x")
+    check_array(x, "x")
     y = output_like(out, x)
-    _sigmoid(is_f32(x), x, y, size_of(x), thread_count(n_threads))
+    _sigmoid(is_f32(x), x, y, size_of(x), check_threads(n_threads))
     return y
 
 
@@ -506,10 +496,10 @@ def sigmoid_backward(y, grad, out=None, n_threads=1):
     Shape:
         y, grad, dx: ``(*)``, all the same.
     """
-    checked(y, "y")
+    check_array(y, "y")
     g, grad_block = grad_operand(grad, y)
     dx = output_like(out, y)
-    _sigmoid_backward(is_f32(y), y, g, dx, size_of(y), grad_block, thread_count(n_threads))
+    _sigmoid_backward(is_f32(y), y, g, dx, size_of(y), grad_block, check_threads(n_threads))
     return dx
 
 
@@ -519,9 +509,9 @@ def tanh_forward(x, out=None, n_threads=1):
     Shape:
         x: ``(*)``; y: same as x.
     """
-    checked(x, "x")
+    check_array(x, "x")
     y = output_like(out, x)
-    _tanh_forward(is_f32(x), x, y, size_of(x), thread_count(n_threads))
+    _tanh_forward(is_f32(x), x, y, size_of(x), check_threads(n_threads))
     return y
 
 
@@ -531,10 +521,10 @@ def tanh_backward(y, grad, out=None, n_threads=1):
     Shape:
         y, grad, dx: ``(*)``, all the same.
     """
-    checked(y, "y")
+    check_array(y, "y")
     g, grad_block = grad_operand(grad, y)
     dx = output_like(out, y)
-    _tanh_backward(is_f32(y), y, g, dx, size_of(y), grad_block, thread_count(n_threads))
+    _tanh_backward(is_f32(y), y, g, dx, size_of(y), grad_block, check_threads(n_threads))
     return dx
 
 
@@ -544,9 +534,9 @@ def leaky_relu_forward(x, negative_slope=0.0, out=None, n_threads=1):
     Shape:
         x: ``(*)``; y: same as x.
     """
-    checked(x, "x")
+    check_array(x, "x")
     y = output_like(out, x)
-    _leaky_relu(is_f32(x), x, y, size_of(x), float(negative_slope), thread_count(n_threads))
+    _leaky_relu(is_f32(x), x, y, size_of(x), float(negative_slope), check_threads(n_threads))
     return y
 
 
@@ -559,11 +549,11 @@ def leaky_relu_backward(saved, grad, negative_slope=0.0, out=None, n_threads=1):
     Shape:
         saved, grad, dx: ``(*)``, all the same.
     """
-    checked(saved, "saved")
+    check_array(saved, "saved")
     g, grad_block = grad_operand(grad, saved)
     dx = output_like(out, saved)
     _leaky_relu_backward(is_f32(saved), saved, g, dx, size_of(saved), grad_block,
-                         float(negative_slope), thread_count(n_threads))
+                         float(negative_slope), check_threads(n_threads))
     return dx
 
 
@@ -574,9 +564,9 @@ def elu_forward(x, alpha=1.0, scale=1.0, out=None, n_threads=1):
     Shape:
         x: ``(*)``; y: same as x.
     """
-    checked(x, "x")
+    check_array(x, "x")
     y = output_like(out, x)
-    _elu(is_f32(x), x, y, size_of(x), float(alpha), float(scale), thread_count(n_threads))
+    _elu(is_f32(x), x, y, size_of(x), float(alpha), float(scale), check_threads(n_threads))
     return y
 
 
@@ -591,12 +581,12 @@ def elu_backward(saved, grad, alpha=1.0, scale=1.0, from_output=True, out=None,
     Shape:
         saved, grad, dx: ``(*)``, all the same.
     """
-    checked(saved, "saved")
+    check_array(saved, "saved")
     g, grad_block = grad_operand(grad, saved)
     if from_output and alpha < 0:
         raise ValueError(f"Invalid argument `alpha`: the gradient from the output needs "
                          f"alpha >= 0. Received: alpha={alpha}")
     dx = output_like(out, saved)
     _elu_backward(is_f32(saved), saved, g, dx, size_of(saved), grad_block, float(alpha),
-                  float(scale), bool(from_output), thread_count(n_threads))
+                  float(scale), bool(from_output), check_threads(n_threads))
     return dx

@@ -31,6 +31,7 @@ from cython.parallel cimport prange, parallel, threadid
 from libc.math cimport sqrt
 from libc.stdint cimport int64_t
 
+from minnet._ext._base cimport team
 from minnet._ext._blas cimport floating
 
 import math
@@ -558,19 +559,8 @@ def _per_channel(name, values, C, dtype):
     return out
 
 
-_PARALLEL_MIN = 32768   # below this many elements a thread team costs more than it saves
-
-
-def _set_parallel_min(n):
-    """Set the size below which kernels run on one thread; returns the old value (tests use 0)."""
-    global _PARALLEL_MIN
-    old = _PARALLEL_MIN
-    _PARALLEL_MIN = int(n)
-    return old
-
-
 def _threads(n_threads, size):
-    return max(1, int(n_threads)) if size >= _PARALLEL_MIN else 1
+    return team(size, int(n_threads))
 
 
 def _grad_and_input(grad, x):

@@ -1,5 +1,5 @@
 # Interface of minnet's BLAS layer: row-major GEMM over scipy's Fortran BLAS.
-# Kernels in other modules `from minnet._ext._blas cimport floating, gemm, gemm_parallel`.
+# Kernels in other modules `from minnet._ext._blas cimport floating, gemm, gemm_blocks`.
 
 ctypedef fused floating:
     float
@@ -31,3 +31,12 @@ cdef void gemm_split(bint trans_a, bint trans_b, int m, int n, int k,
                      const floating* b, int ldb,
                      floating beta, floating* c, int ldc,
                      int n_blocks, int n_threads) noexcept nogil
+
+# ---- C = alpha op(A) op(B) + beta C split into blocks whose number and sizes depend only
+#      on (m, n, k), never on n_threads, under mn.config.set_deterministic(True) (else
+#      gemm_parallel's split), so the result is the same for any thread count.
+cdef void gemm_blocks(bint trans_a, bint trans_b, int m, int n, int k,
+                      floating alpha, const floating* a, int lda,
+                      const floating* b, int ldb,
+                      floating beta, floating* c, int ldc,
+                      int n_threads) noexcept nogil

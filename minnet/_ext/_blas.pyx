@@ -9,7 +9,8 @@ from scipy.linalg.cython_blas cimport sgemm, dgemm
 
 import numpy as np
 
-from minnet._ext._validate import check_array
+from minnet._ext._base cimport (check_array, check_nd, check_strided, check_threads,
+                                deterministic_mode)
 
 
 cdef void gemm(bint trans_a, bint trans_b, int m, int n, int k,
@@ -93,6 +94,40 @@ cdef void gemm_parallel(bint trans_a, bint trans_b, int m, int n, int k,
                n_threads, n_threads)
 
 
+# ----------------------------------------------------------------------------------------
+# The deterministic blocked GEMM (the flag is _base.deterministic_mode())
+# ----------------------------------------------------------------------------------------
+
+# gemm_blocks cuts the larger side of C into at most _GEMM_BLOCKS blocks of at least
+# _GEMM_MIN_ROWS rows, a function of the shape alone: OpenBLAS picks its kernels (and so
+# its rounding) from the block shape, so a split that followed the thread count would
+# change the result with it.  12 blocks divide evenly over 1, 2, 3, 4 and 6 threads.
+cdef enum:
+    _GEMM_BLOCKS = 12
+    _GEMM_MIN_ROWS = 32
+
+cdef void gemm_blocks(bint trans_a, bint trans_b, int m, int n, int k,
+                      floating alpha, const floating* a, int lda,
+                      const floating* b, int ldb,
+                      floating beta, floating* c, int ldc,
+                      int n_threads) noexcept nogil:
+    cdef int n_blocks, dim
+    cdef long flops = <long> m * n * k
+    if not deterministic_mode():
+        gemm_parallel(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, n_threads)
+        return
+    dim = m if m >= n else n
+    n_blocks = dim // _GEMM_MIN_ROWS
+    if n_blocks > _GEMM_BLOCKS:
+        n_blocks = _GEMM_BLOCKS
+    # Below ~1 MFLOP a thread team costs more than it saves (a fixed rule, as the split).
+    if flops < 1000000 or n_blocks <= 1:
+        gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+        return
+    gemm_split(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
+               n_blocks, n_threads)
+
+
 cdef void _gemm_batched(bint trans_a, bint trans_b, int batch, int m, int n, int k,
                         const floating* a, long stride_a, int lda,     # IN  item i at a + i * stride_a
                         const floating* b, long stride_b, int ldb,     # IN
@@ -148,13 +183,9 @@ def gemm_batched(a, b, c, trans_a=False, trans_b=False, n_threads=1):
     Returns:
         ``c``.
     """
-    check_array(a, "a", contiguous=False)            # strides: checked by _item_layout below
-    check_array(b, "b", a.dtype, contiguous=False)
-    check_array(c, "c", a.dtype, contiguous=False)   # shape and layout: checked below
-    for name, x in (("a", a), ("b", b), ("c", c)):
-        if x.ndim != 3:
-            raise ValueError(f"Invalid argument `{name}`: expected a 3-D array. "
-                             f"Received: {name}.shape={x.shape}")
+    check_strided(a, "a", 3)            # strides: checked by _item_layout below
+    check_strided(b, "b", 3, a.dtype)
+    check_strided(c, "c", 3, a.dtype)   # shape and layout: checked below
     batch = a.shape[0]
     m, ka = (a.shape[2], a.shape[1]) if trans_a else (a.shape[1], a.shape[2])
     kb, n = (b.shape[2], b.shape[1]) if trans_b else (b.shape[1], b.shape[2])
@@ -165,10 +196,7 @@ def gemm_batched(a, b, c, trans_a=False, trans_b=False, n_threads=1):
     if c.shape != (batch, m, n) or not c.flags.c_contiguous or not c.flags.writeable:
         raise ValueError(f"Invalid argument `c`: expected a writeable C-contiguous array of shape "
                          f"{(batch, m, n)}. Received: shape={c.shape}")
-    threads = int(n_threads)
-    if threads < 1:
-        raise ValueError(f"Invalid argument `n_threads`: expected an int >= 1. "
-                         f"Received: n_threads={threads}")
+    threads = check_threads(n_threads)
     stride_a, lda = _item_layout("a", a, a.shape[1], a.shape[2])
     stride_b, ldb = _item_layout("b", b, b.shape[1], b.shape[2])
     if batch == 0 or m == 0 or n == 0:
@@ -193,18 +221,6 @@ cdef _batched_dispatch(const floating[:, :, :] a, const floating[:, :, :] b,
                       &b[0, 0, 0], stride_b, ldb, &c[0, 0, 0], <long> m * n, n, n_threads)
 
 
-def _check_2d(name, arr, dtype):
-    if not isinstance(arr, np.ndarray):
-        raise TypeError(f"Invalid argument `{name}`: expected a numpy.ndarray. "
-                        f"Received: {type(arr).__name__}")
-    if arr.ndim != 2:
-        raise ValueError(f"Invalid argument `{name}`: expected a 2-D array. "
-                         f"Received: shape={arr.shape}")
-    if arr.dtype != dtype:
-        raise TypeError(f"Invalid argument `{name}`: expected dtype {dtype}. "
-                        f"Received: dtype={arr.dtype}")
-
-
 def py_gemm(a, b, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, c=None, n_threads=1):
     """Python-visible ``C = alpha * op(A) @ op(B) + beta * C`` for testing the BLAS layer.
 
@@ -219,12 +235,8 @@ def py_gemm(a, b, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, c=None, n_t
     Returns:
         The (m, n) array ``c``.
     """
-    a = np.ascontiguousarray(a)
-    b = np.ascontiguousarray(b)
-    if a.dtype not in (np.float32, np.float64):
-        raise TypeError(f"Invalid argument `a`: expected float32 or float64. Received: dtype={a.dtype}")
-    _check_2d("a", a, a.dtype)
-    _check_2d("b", b, a.dtype)
+    a = check_nd(np.ascontiguousarray(a), "a", 2)     # a test entry: it converts
+    b = check_nd(np.ascontiguousarray(b), "b", 2, a.dtype)
     m, ka = (a.shape[1], a.shape[0]) if trans_a else a.shape
     kb, n = (b.shape[1], b.shape[0]) if trans_b else b.shape
     if ka != kb:
@@ -235,10 +247,7 @@ def py_gemm(a, b, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, c=None, n_t
             raise ValueError("Invalid argument `c`: required when beta != 0")
         c = np.empty((m, n), dtype=a.dtype)
     else:
-        _check_2d("c", c, a.dtype)
-        if c.shape != (m, n) or not c.flags.c_contiguous:
-            raise ValueError(f"Invalid argument `c`: expected a C-contiguous array of shape "
-                             f"{(m, n)}. Received: shape={c.shape}")
+        check_array(c, "c", a.dtype, (m, n))
     if a.dtype == np.float32:
         _gemm_dispatch[float](a, b, c, trans_a, trans_b, alpha, beta, n_threads)
     else:

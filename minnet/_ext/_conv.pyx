@@ -31,21 +31,22 @@ Determinism.  Every choice (method, chunk size, Winograd block, the number of dW
 sums and the samples each covers, the GEMM blocks) is a function of the shapes, never of
 the thread count; the backward sums dW and db per fixed part of the batch and adds the
 parts in order.  So results are bit-identical for any ``n_threads``
-(tests/_ext/test_conv_determinism.py).
+(tests/_ext/test_conv_kernels.py::test_conv2d_thread_count_independent,
+tests/_ext/test_conv_nhwc_kernels.py::test_kernels_bit_identical_for_any_thread_count).
 """
 from cython.parallel cimport prange, threadid
 from libc.string cimport memset
 
-from minnet._ext._blas cimport floating, gemm
+from minnet._ext._base cimport check_nd, check_threads, deterministic_mode
+from minnet._ext._blas cimport floating, gemm, gemm_blocks
 from minnet._ext._im2col cimport (Geometry, col2im_nchw_batch, col2im_nchw_sample,
-                                  col2im_nhwc_batch, col2im_nhwc_sample, gemm_blocks,
+                                  col2im_nhwc_batch, col2im_nhwc_sample,
                                   im2col_nchw_batch, im2col_nchw_sample, im2col_nhwc_batch,
                                   im2col_nhwc_sample, sum_double)
 
 import numpy as np
 
-from minnet._ext._im2col import (check_array, check_data_format, check_threads,
-                                 conv_output_size, geometry, is_deterministic)
+from minnet._ext._im2col import check_data_format, conv_output_size, geometry
 from minnet._ext._winograd import use_winograd, winograd_conv2d
 
 __all__ = ["conv2d_forward", "conv2d_backward", "conv_output_size"]
@@ -628,8 +629,8 @@ def _work_threads(n_threads, flops):
 def _conv_geometry(x, weight, stride, padding, dilation, out_size, data_format):
     """Checked operands and the geometry (a dict) of a conv of x in ``data_format``."""
     check_data_format(data_format)
-    x = check_array("x", x, 4)
-    weight = check_array("weight", weight, 4, x.dtype)
+    check_nd(x, "x", 4)
+    check_nd(weight, "weight", 4, x.dtype)
     n, a, b, c = x.shape
     nchw = (n, c, a, b) if data_format == "channels_last" else (n, a, b, c)
     if weight.shape[1] != nchw[1]:
@@ -679,7 +680,7 @@ def conv2d_forward(x, weight, bias=None, stride=1, padding=0, dilation=1, out_si
     cdef Geometry g = g_obj
     cdef bint nhwc = data_format == "channels_last"
     if bias is not None:
-        bias = check_array("bias", bias, 1, x.dtype)
+        check_nd(bias, "bias", 1, x.dtype)
         if bias.shape[0] != g.f:
             raise ValueError(f"Invalid argument `bias`: expected shape ({g.f},). "
                              f"Received: shape={bias.shape}")
@@ -796,8 +797,8 @@ def conv2d_backward(x, weight, grad_output, stride=1, padding=0, dilation=1,
     """
     check_data_format(data_format)
     cdef bint nhwc = data_format == "channels_last"
-    x = check_array("x", x, 4)
-    grad_output = check_array("grad_output", grad_output, 4, x.dtype)
+    check_nd(x, "x", 4)
+    check_nd(grad_output, "grad_output", 4, x.dtype)
     out_size = grad_output.shape[1:3] if nhwc else grad_output.shape[2:]
     x, weight, g_obj = _conv_geometry(x, weight, stride, padding, dilation, out_size,
                                       data_format)
@@ -812,7 +813,7 @@ def conv2d_backward(x, weight, grad_output, stride=1, padding=0, dilation=1,
                          "channels_first data only. Received: method='winograd' with "
                          "data_format='channels_last'")
     strategy, chunk, n_parts = _plan(method, g_obj, nhwc, x.itemsize)
-    if not is_deterministic():
+    if not deterministic_mode():
         # One weight-gradient partial per thread (fewer partials to zero and add); the sum
         # then depends on the thread count, unless mn.config.set_deterministic(True).
         n_parts = min(n_parts, n_threads)

@@ -17,11 +17,12 @@ backward pass needs, a quarter of a float32 array.
 from cython.parallel cimport prange
 from libc.stdint cimport uint8_t, uint64_t, int64_t
 
+from minnet._ext._base cimport check_strided
+from minnet._ext._base cimport team as _team
 from minnet._ext._blas cimport floating
 
 import numpy as np
 
-from minnet._ext._validate import check_array
 
 cdef uint64_t _GOLDEN = 0x9E3779B97F4A7C15ULL
 
@@ -54,22 +55,6 @@ cdef inline void _fill_block(int64_t lo, int64_t hi, uint64_t base, uint64_t off
     for i in range(lo, hi):
         mask[i] = _keep(base, offset + <uint64_t> i, threshold)
 
-
-# Below this many elements a thread team costs more than it saves (a team's start-up is
-# microseconds on an idle machine, milliseconds on a busy one).
-cdef int64_t _PARALLEL_MIN = 32768
-
-
-def _set_parallel_min(n):
-    """Set the size below which kernels run on one thread; returns the old value (tests use 0)."""
-    global _PARALLEL_MIN
-    old = _PARALLEL_MIN
-    _PARALLEL_MIN = int(n)
-    return old
-
-
-cdef inline int _team(int64_t n_elements, int n_threads) noexcept nogil:
-    return n_threads if n_elements >= _PARALLEL_MIN else 1
 
 
 cdef void fill_mask(int64_t n, uint64_t seed, uint64_t offset, uint64_t threshold,
@@ -256,7 +241,7 @@ def dropout_forward(x, rate, seed, offset, n_threads=1):
     Shape:
         x: (*), out: (*), mask: (*)
     """
-    check_array(x, "x", contiguous=False)
+    check_strided(x, "x")
     x = np.ascontiguousarray(x)
     cdef uint64_t threshold = _threshold(rate)
     cdef uint64_t s = int(seed) & 0xFFFFFFFFFFFFFFFF, o = int(offset) & 0xFFFFFFFFFFFFFFFF
@@ -311,7 +296,7 @@ def alpha_dropout_forward(x, rate, seed, offset, n_threads=1):
     Shape:
         x: (*), out: (*), mask: (*)
     """
-    check_array(x, "x", contiguous=False)
+    check_strided(x, "x")
     x = np.ascontiguousarray(x)
     cdef uint64_t threshold = _threshold(rate)
     cdef uint64_t s = int(seed) & 0xFFFFFFFFFFFFFFFF, o = int(offset) & 0xFFFFFFFFFFFFFFFF
@@ -352,7 +337,7 @@ def masked_scale_backward(grad, mask, scale, n_threads=1):
     Shape:
         grad: (*), mask: (*), returns (*)
     """
-    check_array(grad, "grad", contiguous=False)
+    check_strided(grad, "grad")
     grad = np.ascontiguousarray(grad)
     _check_mask(mask, grad.size)
     mask = np.ascontiguousarray(mask)
@@ -390,7 +375,7 @@ def channel_scale(x, mask, scale, n_threads=1, channels_last=False):
     Shape:
         x: (N, C, *), mask: (N, C) or (N*C,), returns (N, C, *)
     """
-    check_array(x, "x", contiguous=False)
+    check_strided(x, "x")
     x = np.ascontiguousarray(x)
     if x.ndim < 2:
         raise ValueError(f"Invalid argument `x`: expected at least 2 dimensions (N, C, ...). "

@@ -1,5 +1,5 @@
 # Interface of minnet._ext._im2col: patch gathering (im2col) and scattering (col2im) for
-# both image layouts, the conv geometry record, and the deterministic blocked GEMM.
+# both image layouts, the conv geometry record, and a fixed-order double sum.
 # _conv.pyx and _winograd.pyx `from minnet._ext._im2col cimport ...`.
 from minnet._ext._blas cimport floating
 
@@ -41,16 +41,6 @@ cdef void im2col_nhwc_batch(const floating* x, Geometry g,       # IN  (N, H, W,
                             floating* col, int n_threads) noexcept nogil   # OUT (N*L, K)
 cdef void col2im_nhwc_batch(const floating* col, Geometry g,     # IN  (N*L, K)
                             floating* x, int n_threads) noexcept nogil     # OUT (N, H, W, C)
-
-# ---- C = alpha op(A) op(B) + beta C split into blocks whose number and sizes depend only
-#      on (m, n, k), never on n_threads, so the result is the same for any thread count.
-cdef bint deterministic_mode() noexcept nogil    # mn.config.set_deterministic is on
-
-cdef void gemm_blocks(bint trans_a, bint trans_b, int m, int n, int k,
-                      floating alpha, const floating* a, int lda,
-                      const floating* b, int ldb,
-                      floating beta, floating* c, int ldc,
-                      int n_threads) noexcept nogil
 
 # Sum in double with 8 independent accumulators, a fixed order.
 cdef double sum_double(const floating* values, long size) noexcept nogil

@@ -29,7 +29,8 @@ is summed in one fixed order.
 from cython.parallel cimport prange
 from libc.string cimport memcpy, memset
 
-from minnet._ext._blas cimport floating, gemm, gemm_parallel, gemm_split
+from minnet._ext._base cimport check_nd, check_threads
+from minnet._ext._blas cimport floating
 
 import numpy as np
 
@@ -394,59 +395,8 @@ cdef void col2im_nhwc_batch(const floating* col, Geometry g, floating* x,
 
 
 # ----------------------------------------------------------------------------------------
-# Deterministic blocked GEMM and sums
+# Sums
 # ----------------------------------------------------------------------------------------
-
-# gemm_blocks cuts the larger side of C into at most _GEMM_BLOCKS blocks of at least
-# _GEMM_MIN_ROWS rows, a function of the shape alone: OpenBLAS picks its kernels (and so
-# its rounding) from the block shape, so a split that followed the thread count would
-# change the result with it.  12 blocks divide evenly over 1, 2, 3, 4 and 6 threads.
-cdef enum:
-    _GEMM_BLOCKS = 12
-    _GEMM_MIN_ROWS = 32
-
-# Off by default: the fixed split re-packs the shared operand once per block, which made the
-# MLP workload's Dense GEMMs 1.3-2.9x slower at one thread (benchmarks/bench_training.py,
-# measured 2026-11-30). mn.config.set_deterministic(True) turns it on.
-cdef bint _deterministic = False
-
-
-def set_deterministic(bint flag):
-    """Split GEMMs by shape only (bit-identical for any thread count) when ``flag`` is true;
-    else by the thread count (one BLAS call at one thread), the faster default."""
-    global _deterministic
-    _deterministic = flag
-
-
-def is_deterministic():
-    return _deterministic
-
-
-cdef bint deterministic_mode() noexcept nogil:
-    return _deterministic
-
-
-cdef void gemm_blocks(bint trans_a, bint trans_b, int m, int n, int k,
-                      floating alpha, const floating* a, int lda,
-                      const floating* b, int ldb,
-                      floating beta, floating* c, int ldc,
-                      int n_threads) noexcept nogil:
-    cdef int n_blocks, dim
-    cdef long flops = <long> m * n * k
-    if not _deterministic:
-        gemm_parallel(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, n_threads)
-        return
-    dim = m if m >= n else n
-    n_blocks = dim // _GEMM_MIN_ROWS
-    if n_blocks > _GEMM_BLOCKS:
-        n_blocks = _GEMM_BLOCKS
-    # Below ~1 MFLOP a thread team costs more than it saves (a fixed rule, as the split).
-    if flops < 1000000 or n_blocks <= 1:
-        gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-        return
-    gemm_split(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
-               n_blocks, n_threads)
-
 
 cdef double sum_double(const floating* values, long size) noexcept nogil:
     """Sum in double with 8 independent accumulators (a single running sum is latency bound)."""
@@ -467,24 +417,6 @@ cdef double sum_double(const floating* values, long size) noexcept nogil:
 # Python-visible helpers and wrappers
 # ----------------------------------------------------------------------------------------
 
-def check_array(name, value, ndim, dtype=None):
-    """A C-contiguous float32/float64 ndarray of ``ndim`` dimensions (O(1) checks only)."""
-    if not isinstance(value, np.ndarray):
-        raise TypeError(f"Invalid argument `{name}`: expected a numpy.ndarray. "
-                        f"Received: {type(value).__name__}")
-    if value.ndim != ndim:
-        raise ValueError(f"Invalid argument `{name}`: expected a {ndim}-D array. "
-                         f"Received: shape={value.shape}")
-    if dtype is None:
-        if value.dtype not in (np.float32, np.float64):
-            raise TypeError(f"Invalid argument `{name}`: expected dtype float32 or float64. "
-                            f"Received: dtype={value.dtype}")
-    elif value.dtype != dtype:
-        raise TypeError(f"Invalid argument `{name}`: expected dtype {np.dtype(dtype)} "
-                        f"(the dtype of the other operands). Received: dtype={value.dtype}")
-    return np.ascontiguousarray(value)
-
-
 def check_pair(name, value, minimum):
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         value = (value, value)
@@ -497,13 +429,6 @@ def check_pair(name, value, minimum):
         raise ValueError(f"Invalid value for argument `{name}`: expected an int >= {minimum} "
                          f"or a pair of them. Received: {name}={value!r}")
     return int(a), int(b)
-
-
-def check_threads(n_threads):
-    if isinstance(n_threads, bool) or not isinstance(n_threads, (int, np.integer)) or n_threads < 1:
-        raise ValueError(f"Invalid value for argument `n_threads`: expected an int >= 1. "
-                         f"Received: n_threads={n_threads!r}")
-    return int(n_threads)
 
 
 def check_data_format(data_format):
@@ -562,7 +487,7 @@ def im2col(x, kernel_size, stride=1, padding=0, dilation=1, out_size=None, n_thr
         ``L = out_h*out_w``, position ``oh*out_w + ow``.
     """
     check_data_format(data_format)
-    x = check_array("x", x, 4)
+    check_nd(x, "x", 4)
     cdef Geometry g = geometry(_nchw_shape(x.shape, data_format), 1, kernel_size, stride,
                                padding, dilation, out_size)
     n_threads = check_threads(n_threads)
@@ -604,7 +529,7 @@ def col2im(cols, input_shape, kernel_size, stride=1, padding=0, dilation=1, out_
         The image batch, of cols' dtype (``torch.nn.functional.fold`` for channels_first).
     """
     check_data_format(data_format)
-    cols = check_array("cols", cols, 3)
+    check_nd(cols, "cols", 3)
     try:
         input_shape = tuple(int(s) for s in input_shape)
     except (TypeError, ValueError):

@@ -18,21 +18,11 @@ from cython.parallel cimport prange, threadid
 from libc.stdint cimport int64_t
 from libc.string cimport memcpy
 
+from minnet._ext._base cimport team as _team
 from minnet._ext._blas cimport floating
 
 import numpy as np
 
-
-# Below this many elements a thread team costs more than it saves.
-cdef int64_t _PARALLEL_MIN = 32768
-
-
-def _set_parallel_min(n):
-    """Set the size below which kernels run on one thread; returns the old value (tests use 0)."""
-    global _PARALLEL_MIN
-    old = _PARALLEL_MIN
-    _PARALLEL_MIN = int(n)
-    return old
 
 
 cdef inline int64_t _column_block(int64_t outer, int64_t inner, int n_threads) noexcept nogil:
@@ -43,10 +33,6 @@ cdef inline int64_t _column_block(int64_t outer, int64_t inner, int n_threads) n
         return inner
     block = (inner + 4 * n_threads - 1) // (4 * n_threads)
     return block if block > 64 else 64
-
-
-cdef inline int _team(int64_t n_elements, int n_threads) noexcept nogil:
-    return n_threads if n_elements >= _PARALLEL_MIN else 1
 
 
 # The per-task loops take raw pointers and element strides as arguments: inside the

@@ -19,6 +19,7 @@ The math is in ``docs/math/layernorm.md``.
 from cython.parallel cimport prange
 from libc.math cimport sqrt
 
+from minnet._ext._base cimport team
 from minnet._ext._blas cimport floating
 
 import numpy as np
@@ -95,8 +96,9 @@ cdef extern from *:
                              double* dbeta) noexcept nogil
 
 
-cdef inline int _team(Py_ssize_t work, int n_threads) noexcept nogil:
-    return 1 if n_threads < 1 or work < 16384 else n_threads
+cdef inline int _row_team(Py_ssize_t work, int n_threads) noexcept nogil:
+    # a row element costs about two elementwise operations: teams from 16384 elements
+    return team(2 * work, n_threads)
 
 
 cdef void layernorm_forward_kernel(const floating[:, ::1] x,      # IN  (rows, D)
@@ -110,11 +112,11 @@ cdef void layernorm_forward_kernel(const floating[:, ::1] x,      # IN  (rows, D
     cdef Py_ssize_t r, d, rows = x.shape[0], D = x.shape[1]
     cdef double mu, m2, diff, inv
     if floating is float:
-        for r in prange(rows, num_threads=_team(rows * D, n_threads), schedule="static"):
+        for r in prange(rows, num_threads=_row_team(rows * D, n_threads), schedule="static"):
             minnet_ln_row_fwd_f(&x[r, 0], &gamma[0], &beta[0], affine, eps, D, &y[r, 0],
                                 &mean[r], &rstd[r])
         return
-    for r in prange(rows, num_threads=_team(rows * D, n_threads), schedule="static"):
+    for r in prange(rows, num_threads=_row_team(rows * D, n_threads), schedule="static"):
         mu = 0
         for d in range(D):
             mu = mu + x[r, d]
@@ -147,14 +149,14 @@ cdef void layernorm_backward_kernel(const floating[:, ::1] x,      # IN  (rows, 
     cdef Py_ssize_t n_blocks = (rows + _ROWS - 1) // _ROWS
     cdef double a, c, xh, dxh, inv, mu
     if floating is float:
-        for b in prange(n_blocks, num_threads=_team(rows * D, n_threads), schedule="static"):
+        for b in prange(n_blocks, num_threads=_row_team(rows * D, n_threads), schedule="static"):
             r0 = b * _ROWS
             r1 = r0 + _ROWS if r0 + _ROWS < rows else rows
             for r in range(r0, r1):
                 minnet_ln_row_bwd_f(&x[r, 0], &g[r, 0], &gamma[0], affine, mean[r], rstd[r], D,
                                     &dx[r, 0], &partial[b, 0], &partial[b, D])
         return
-    for b in prange(n_blocks, num_threads=_team(rows * D, n_threads), schedule="static"):
+    for b in prange(n_blocks, num_threads=_row_team(rows * D, n_threads), schedule="static"):
         r0 = b * _ROWS
         r1 = r0 + _ROWS if r0 + _ROWS < rows else rows
         for r in range(r0, r1):

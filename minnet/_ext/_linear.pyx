@@ -14,8 +14,8 @@ from cython.parallel cimport prange
 from libc.string cimport memcpy, memset
 cimport numpy as cnp
 
-from minnet._ext._blas cimport floating
-from minnet._ext._im2col cimport gemm_blocks
+from minnet._ext._base cimport check_nd, check_threads, parallel_min
+from minnet._ext._blas cimport floating, gemm_blocks
 
 cdef extern from "_transpose.h" nogil:
     void minnet_transpose_bias_f32(const float* src, const float* bias, float* dst,
@@ -27,15 +27,7 @@ cdef extern from "_transpose.h" nogil:
 
 import numpy as np
 
-from minnet._ext._im2col import check_array, check_threads
-
 cnp.import_array()
-
-cdef enum:
-    # Below this many gradient elements the bias sum runs in the calling thread: starting
-    # a thread team costs more than the sum (benchmarks/bench_autograd.py, mlp100).
-    _PARALLEL_MIN = 32768
-
 
 # ----------------------------------------------------------------------------------------
 # bias sums
@@ -48,7 +40,7 @@ cdef void _bias_grad_rows(const floating* dy, long n, long f, floating* db,
     n_blocks = n_threads if f >= n_threads else f
     if n_blocks < 1:
         return
-    if n_blocks == 1 or n * f < _PARALLEL_MIN:
+    if n_blocks == 1 or n * f < parallel_min():   # (benchmarks/bench_autograd.py, mlp100)
         _sum_columns(dy, n, f, 0, f, db)     # each column is summed alike either way
         return
     size = (f + n_blocks - 1) // n_blocks
@@ -83,23 +75,6 @@ cdef void _sum_columns(const floating* dy, long n, long f, long start, long stop
         j0 = j1
 
 
-cdef object _checked(str name, object value, int ndim, object like):
-    """``value`` as a C-contiguous float32/float64 ndarray of ``ndim`` dimensions (of
-    ``like``'s dtype unless ``like`` is None): ``check_array``'s O(1) checks read through
-    the NumPy C API, since on a small layer the Python attribute reads cost as much as the
-    GEMM (benchmarks/bench_autograd.py, mlp100).  ``check_array`` words the errors."""
-    cdef int typenum
-    if cnp.PyArray_Check(value):
-        typenum = cnp.PyArray_TYPE(<cnp.ndarray> value)
-        if cnp.PyArray_NDIM(<cnp.ndarray> value) == ndim \
-                and (typenum == cnp.NPY_FLOAT32 or typenum == cnp.NPY_FLOAT64) \
-                and (like is None or typenum == cnp.PyArray_TYPE(<cnp.ndarray> like)):
-            if cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray> value):
-                return value
-            return np.ascontiguousarray(value)
-    return check_array(name, value, ndim, None if like is None else like.dtype)
-
-
 cdef inline void* _data(object a):
     return cnp.PyArray_DATA(<cnp.ndarray> a)
 
@@ -121,15 +96,15 @@ def linear_forward(x, weight, bias=None, n_threads=1, relu=False):
     Returns:
         ``(N, out_features)`` array.
     """
-    x = _checked("x", x, 2, None)
-    weight = _checked("weight", weight, 2, x)
+    check_nd(x, "x", 2)
+    check_nd(weight, "weight", 2, x.dtype)
     cdef cnp.npy_intp* x_dims = cnp.PyArray_DIMS(<cnp.ndarray> x)
     cdef cnp.npy_intp* w_dims = cnp.PyArray_DIMS(<cnp.ndarray> weight)
     if w_dims[1] != x_dims[1]:
         raise ValueError(f"Invalid argument `weight`: expected shape (out_features, "
                          f"{x.shape[1]}) for x of shape {x.shape}. Received: shape={weight.shape}")
     if bias is not None:
-        bias = _checked("bias", bias, 1, x)
+        check_nd(bias, "bias", 1, x.dtype)
         if cnp.PyArray_DIMS(<cnp.ndarray> bias)[0] != w_dims[0]:
             raise ValueError(f"Invalid argument `bias`: expected shape ({weight.shape[0]},). "
                              f"Received: shape={bias.shape}")
@@ -239,9 +214,9 @@ def linear_backward(x, weight, grad_output, need_input_grad=True, need_weight_gr
     Returns:
         ``(grad_x, grad_weight, grad_bias)``, each None when not requested.
     """
-    x = _checked("x", x, 2, None)
-    weight = _checked("weight", weight, 2, x)
-    grad_output = _checked("grad_output", grad_output, 2, x)
+    check_nd(x, "x", 2)
+    check_nd(weight, "weight", 2, x.dtype)
+    check_nd(grad_output, "grad_output", 2, x.dtype)
     cdef cnp.npy_intp* x_dims = cnp.PyArray_DIMS(<cnp.ndarray> x)
     cdef cnp.npy_intp* w_dims = cnp.PyArray_DIMS(<cnp.ndarray> weight)
     cdef cnp.npy_intp* g_dims = cnp.PyArray_DIMS(<cnp.ndarray> grad_output)

@@ -20,34 +20,19 @@ from cython.parallel cimport prange
 from libc.math cimport exp, log
 from libc.stdint cimport int64_t
 
+from minnet._ext._base cimport check_array
+from minnet._ext._base cimport team as _team
 from minnet._ext._blas cimport floating
-from minnet._ext._fastmath cimport (minnet_exp_nonpos_f, minnet_exp_sum_f, minnet_row_max_f,
+from minnet._ext._fastmath cimport (exp_nonpos as _exp, minnet_exp_sum_f, minnet_row_max_f,
                                     minnet_ce_grad_row_f)
 
 import numpy as np
 
-from minnet._ext._validate import check_array
 
 cdef enum:
-    # Below this many elements a thread team costs more than it saves.
-    _PARALLEL_MIN = 32768
     # Squared-error sums are taken over fixed blocks of this many elements and the block
     # sums added in order, so the result is the same for every thread count.
     _BLOCK = 4096
-
-
-cdef inline floating _exp(floating v) noexcept nogil:
-    """exp(v) for v <= 0 (every exponential here is of x - max or x - lse)."""
-    if floating is float:
-        return minnet_exp_nonpos_f(v)     # inline and vectorisable, unlike libm's expf
-    else:
-        return exp(v)
-
-
-cdef inline int _team(Py_ssize_t work, int n_threads) noexcept nogil:
-    if n_threads < 1 or work < _PARALLEL_MIN:
-        return 1
-    return n_threads
 
 
 cdef inline double _row_lse(const floating* x, Py_ssize_t cols) noexcept nogil:

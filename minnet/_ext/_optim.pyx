@@ -18,11 +18,10 @@ from cython.parallel cimport prange
 from libc.stdint cimport int64_t
 
 from minnet._ext._blas cimport floating
-from minnet._ext._elementwise cimport BLOCK, block_len, n_blocks, team, thread_count
+from minnet._ext._base cimport BLOCK, block_len, check_array, check_threads, n_blocks, team
 
 import numpy as np
 
-from minnet._ext._validate import check_array
 
 
 cdef extern from *:
@@ -121,7 +120,7 @@ cdef void _adam(floating* p, const floating* g, floating* m, floating* v, floati
                 int64_t n, bint lerp_low, floating w, floating b2, floating omb2,
                 floating bc2, floating eps, floating neg_step, int n_threads) noexcept nogil:
     # Blocks of BLOCK elements split over the threads, as the elementwise kernels do
-    # (_elementwise.pxd); elementwise, so any split gives the same numbers.
+    # (_base.pxd); elementwise, so any split gives the same numbers.
     cdef Py_ssize_t blk, start, size
     for blk in prange(n_blocks(n), schedule="static", num_threads=team(n, n_threads)):
         start = blk * BLOCK
@@ -159,11 +158,11 @@ def adam_step(p, g, m, v, vmax, double weight, double beta_2, double bias_correc
     if p.dtype == np.float32:
         _adam_dispatch[float](p.reshape(-1), g.reshape(-1), m.reshape(-1), v.reshape(-1),
                               None if vmax is None else vmax.reshape(-1), weight, beta_2,
-                              bias_correction2_sqrt, epsilon, step_size, thread_count(n_threads))
+                              bias_correction2_sqrt, epsilon, step_size, check_threads(n_threads))
     else:
         _adam_dispatch[double](p.reshape(-1), g.reshape(-1), m.reshape(-1), v.reshape(-1),
                                None if vmax is None else vmax.reshape(-1), weight, beta_2,
-                               bias_correction2_sqrt, epsilon, step_size, thread_count(n_threads))
+                               bias_correction2_sqrt, epsilon, step_size, check_threads(n_threads))
 
 
 cdef _adam_dispatch(floating[::1] p, const floating[::1] g, floating[::1] m, floating[::1] v,
@@ -221,10 +220,10 @@ def sgd_step(p, g, buf, double momentum, double dampening, bint nesterov, bint u
     mode = 0 if buf is None or not update_buffer else (1 if dampening == 0 else 2)
     if p.dtype == np.float32:
         _sgd_dispatch[float](p.reshape(-1), g.reshape(-1), None if buf is None else buf.reshape(-1),
-                             mode, nesterov, momentum, dampening, lr, thread_count(n_threads))
+                             mode, nesterov, momentum, dampening, lr, check_threads(n_threads))
     else:
         _sgd_dispatch[double](p.reshape(-1), g.reshape(-1), None if buf is None else buf.reshape(-1),
-                              mode, nesterov, momentum, dampening, lr, thread_count(n_threads))
+                              mode, nesterov, momentum, dampening, lr, check_threads(n_threads))
 
 
 cdef _sgd_dispatch(floating[::1] p, const floating[::1] g, floating[::1] buf, int mode,

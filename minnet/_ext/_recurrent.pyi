@@ -1,4 +1,4 @@
-"""Type stubs for minnet._ext._recurrent (fused LSTM/GRU/RNN sequence kernels, embedding scatter-add)."""
+"""Type stubs for minnet._ext._recurrent (fused LSTM/GRU/RNN sequence kernels)."""
 from typing import Optional, Tuple
 
 import numpy as np
@@ -10,7 +10,6 @@ RNN_RELU: int
 
 def gates_per_cell(mode: int) -> int: ...
 def saved_per_step(mode: int) -> int: ...
-def _set_parallel_min(n: int) -> int: ...
 def recurrent_forward(mode: int, x: np.ndarray, w_ih: np.ndarray, w_hh: np.ndarray,
                       b_ih: Optional[np.ndarray], b_hh: Optional[np.ndarray],
                       h0: Optional[np.ndarray], c0: Optional[np.ndarray],
@@ -25,5 +24,3 @@ def recurrent_backward(mode: int, x: np.ndarray, w_ih: np.ndarray, w_hh: np.ndar
                        dh_n: Optional[np.ndarray], dc_n: Optional[np.ndarray],
                        want_x: bool = ..., want_weights: bool = ..., want_bias: bool = ...,
                        n_threads: int = ..., rmask: Optional[np.ndarray] = ...) -> Tuple[Optional[np.ndarray], ...]: ...
-def embedding_backward(indices: np.ndarray, grad: np.ndarray, input_dim: int,
-                       n_threads: int = ...) -> np.ndarray: ...

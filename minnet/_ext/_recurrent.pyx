@@ -1,4 +1,5 @@
-"""Recurrent kernels (LSTM, GRU, Elman RNN) over whole sequences, and the embedding scatter-add.
+"""Recurrent kernels (LSTM, GRU, Elman RNN) over whole sequences (the Embedding backward is in
+``_embedding.pyx``, the step GEMM in ``_stepgemm.pyx``).
 
 One Python-level call runs a whole sequence; the time loop is in C:
 
@@ -49,221 +50,29 @@ each thread takes whole parts through all T steps, one parallel region per seque
 thread keeps the batch whole. Every reduction runs in a fixed order. float32's step GEMMs
 give every element the same sum however the rows or columns are split, so the float32 time
 loop (outputs, final states, dL/dx, dL/dh_0) is bit-identical for any thread count; the GEMMs after
-the loop (and all of float64's) go through ``_im2col.gemm_blocks``, so under
+the loop (and all of float64's) go through ``_blas.gemm_blocks``, so under
 ``mn.config.set_deterministic(True)`` (parts at every thread count, GEMMs split by shape)
 every result is, and by default their last bits may differ between thread counts, as for
 minnet's other GEMMs.
 The math, with the same symbols, is in docs/math/recurrent.md.
+
+Rounding.  The float32 gate sigmoid is _fastmath.h's ``minnet_sigmoid1_f``, ``e / (1 + e)`` for
+``v < 0``; this module's own ``e * (1 / (1 + e))`` differed by <= 1 ulp, no closer to float64.
 """
 from cython.parallel cimport prange
-from libc.math cimport exp, expf, tanh, tanhf
 from libc.stdint cimport uint8_t, int64_t
 from libc.string cimport memcpy, memset
 
-from minnet._ext._blas cimport floating
-from minnet._ext._im2col cimport deterministic_mode, gemm_blocks
-from minnet._ext._fastmath cimport minnet_exp_nonpos_f, minnet_tanh_f
+from minnet._ext._base cimport deterministic_mode, parallel_min, team
+from minnet._ext._blas cimport floating, gemm_blocks
+from minnet._ext._base cimport check_typed
+from minnet._ext._fastmath cimport minnet_exp_nonpos_f, minnet_sigmoid1_f, minnet_tanh_f, sigmoid, tanh_any
+from minnet._ext._stepgemm cimport (MINNET_SG_INIT_BIAS, MINNET_SG_INIT_C, MINNET_SG_INIT_ZERO,
+                                    minnet_sg_pack, minnet_sg_packed_size, step_gemm)
 
 # float32 gate passes in C: branch-free exp/tanh from _fastmath.pxd, so GCC vectorises the
 # loop over the units (libm's expf/tanhf are a call per element). float64 uses libm below.
-cdef extern from *:
-    """
-    static inline float minnet_rnn_sigmoid_f(float v) {
-        float e = minnet_exp_nonpos_f(v < 0.0f ? v : -v);     /* exp(-|v|), never overflows */
-        float r = 1.0f / (1.0f + e);
-        return v >= 0.0f ? r : e * r;
-    }
-
-    /* Each row is done in short single-purpose loops over the gate values (pre-activation,
-     * then sigmoid or tanh in place, then the state update): loops this simple GCC
-     * vectorises (one long loop with several selects it left scalar). `hr` is the row of
-     * the step's scratch h @ W_hhᵀ, overwritten with the gates; `restrict`: rows never
-     * overlap. */
-    #define MINNET_INLINE static inline __attribute__((always_inline))
-
-    /* Ask for `rows` rows of `bytes` bytes, `stride` bytes apart, to be brought into cache
-     * for writing: the next step's rows of the saved buffers (rows T steps apart, so each
-     * step writes memory the previous step did not touch). */
-    static inline void minnet_prefetch_rows(const void *base, int64_t stride, int rows,
-                                            int64_t bytes) {
-        const char *p = (const char *) base;
-        for (int r = 0; r < rows; r++)
-            for (int64_t b = 0; b < bytes; b += 64)
-                __builtin_prefetch(p + r * stride + b, 1, 3);
-    }
-    MINNET_INLINE void minnet_sigmoid_inplace(float *restrict v, int n) {
-        for (int j = 0; j < n; j++) v[j] = minnet_rnn_sigmoid_f(v[j]);
-    }
-    MINNET_INLINE void minnet_tanh_inplace(float *restrict v, int n) {
-        for (int j = 0; j < n; j++) v[j] = minnet_tanh_f(v[j]);
-    }
-    MINNET_INLINE void minnet_preact(const float *restrict xr, float *restrict hr,
-                                     const float *restrict bi, const float *restrict bh, int n) {
-        for (int j = 0; j < n; j++) hr[j] = (xr[j] + bi[j]) + (hr[j] + bh[j]);
-    }
-
-    MINNET_FAST_CLONES __attribute__((noinline))
-    static void minnet_lstm_update(const float *restrict gi, const float *restrict gf,
-                                   const float *restrict gg, const float *restrict go,
-                                   float *restrict c, float *restrict h, int H) {
-        for (int j = 0; j < H; j++) {
-            float cn = gf[j] * c[j] + gi[j] * gg[j];
-            c[j] = cn;
-            h[j] = cn;
-        }
-        minnet_tanh_inplace(h, H);
-        for (int j = 0; j < H; j++) h[j] *= go[j];
-    }
-
-    /* LSTM: `hr` holds the whole pre-activation already ((b_ih + b_hh) + x W_ihᵀ + h W_hhᵀ,
-     * accumulated by the step's two GEMMs with beta = 1), so the row pass starts at the gates. */
-    MINNET_FAST_CLONES
-    static void minnet_lstm_fwd_row_f(float *restrict hr, float *restrict h, float *restrict c,
-                                      float *restrict s, int save, int H) {
-        minnet_sigmoid_inplace(hr, 2 * H);
-        minnet_tanh_inplace(hr + 2 * H, H);
-        minnet_sigmoid_inplace(hr + 3 * H, H);
-        minnet_lstm_update(hr, hr + H, hr + 2 * H, hr + 3 * H, c, h, H);
-        if (save) memcpy(s, hr, 4 * (size_t)H * sizeof(float));
-    }
-
-    /* The gate blocks of a row are passed as separate restrict pointers: with one pointer
-     * and offsets H, 2H, 3H GCC could not prove the blocks disjoint and fell back to its
-     * scalar loop at run time. */
-    MINNET_FAST_CLONES __attribute__((noinline))
-    static void minnet_lstm_bwd_body(const float *restrict gi, const float *restrict gf,
-                                     const float *restrict gg, const float *restrict go,
-                                     const float *restrict cp, const float *restrict dh,
-                                     const float *restrict dy, const float *restrict tc,
-                                     float *restrict dc, float *restrict dai,
-                                     float *restrict daf, float *restrict dag,
-                                     float *restrict dao, int H) {
-        for (int j = 0; j < H; j++) {
-            float d = dh[j] + dy[j];
-            float dcj = dc[j] + d * go[j] * (1.0f - tc[j] * tc[j]);
-            dai[j] = dcj * gg[j] * gi[j] * (1.0f - gi[j]);
-            daf[j] = dcj * cp[j] * gf[j] * (1.0f - gf[j]);
-            dag[j] = dcj * gi[j] * (1.0f - gg[j] * gg[j]);
-            dao[j] = d * tc[j] * go[j] * (1.0f - go[j]);
-            dc[j] = dcj * gf[j];
-        }
-    }
-
-    MINNET_FAST_CLONES __attribute__((noinline))
-    static void minnet_lstm_cell_tanh(const float *restrict gi, const float *restrict gf,
-                                      const float *restrict gg, const float *restrict cp,
-                                      float *restrict out, int H) {
-        for (int j = 0; j < H; j++) out[j] = gf[j] * cp[j] + gi[j] * gg[j];
-        minnet_tanh_inplace(out, H);
-    }
-
-    /* The same, writing each gate's gradient over the gate itself (backward's last use of
-     * the saved gates: recurrent_backward(reuse_saved=True)). Separate from the function
-     * above because its restrict pointers promise that inputs and outputs never overlap. */
-    MINNET_FAST_CLONES __attribute__((noinline))
-    static void minnet_lstm_bwd_body_inplace(float *restrict gi, float *restrict gf,
-                                             float *restrict gg, float *restrict go,
-                                             const float *restrict cp, const float *restrict dh,
-                                             const float *restrict dy, const float *restrict tc,
-                                             float *restrict dc, int H) {
-        for (int j = 0; j < H; j++) {
-            float i = gi[j], f = gf[j], g = gg[j], o = go[j];
-            float d = dh[j] + dy[j];
-            float dcj = dc[j] + d * o * (1.0f - tc[j] * tc[j]);
-            gi[j] = dcj * g * i * (1.0f - i);
-            gf[j] = dcj * cp[j] * f * (1.0f - f);
-            gg[j] = dcj * i * (1.0f - g * g);
-            go[j] = d * tc[j] * o * (1.0f - o);
-            dc[j] = dcj * f;
-        }
-    }
-
-    static void minnet_lstm_bwd_row_f(float *s, const float *cp, const float *dh,
-                                      const float *dy, float *dc, float *gx, float *dnext,
-                                      int H) {
-        minnet_lstm_cell_tanh(s, s + H, s + 2 * H, cp, dnext, H);   /* tanh(c_t), recomputed */
-        if (gx == s)
-            minnet_lstm_bwd_body_inplace(s, s + H, s + 2 * H, s + 3 * H, cp, dh, dy, dnext, dc, H);
-        else
-            minnet_lstm_bwd_body(s, s + H, s + 2 * H, s + 3 * H, cp, dh, dy, dnext, dc,
-                                 gx, gx + H, gx + 2 * H, gx + 3 * H, H);
-        memset(dnext, 0, (size_t)H * sizeof(float));
-    }
-
-    /* GRU: hr has 4H columns, [h W_rᵀ, h W_zᵀ, h W_nᵀ, scratch]. */
-    MINNET_FAST_CLONES __attribute__((noinline))
-    static void minnet_gru_n_pre(const float *restrict xn, const float *restrict bin,
-                                 const float *restrict bhn, const float *restrict r,
-                                 float *restrict hn, float *restrict npre, int H) {
-        for (int j = 0; j < H; j++) {
-            float hh = hn[j] + bhn[j];
-            hn[j] = hh;
-            npre[j] = (xn[j] + bin[j]) + r[j] * hh;
-        }
-        minnet_tanh_inplace(npre, H);
-    }
-
-    MINNET_FAST_CLONES __attribute__((noinline))
-    static void minnet_gru_update(const float *restrict z, const float *restrict n,
-                                  float *restrict h, int H) {
-        for (int j = 0; j < H; j++) h[j] = n[j] + z[j] * (h[j] - n[j]);
-    }
-
-    MINNET_FAST_CLONES __attribute__((noinline))
-    static void minnet_gru_gates_rz(const float *restrict xr, float *restrict hr,
-                                    const float *restrict bi, const float *restrict bh, int n) {
-        minnet_preact(xr, hr, bi, bh, n);
-        minnet_sigmoid_inplace(hr, n);
-    }
-
-    static void minnet_gru_fwd_row_f(const float *xr, float *hr, const float *bi,
-                                     const float *bh, float *h, float *s, int save, int H) {
-        minnet_gru_gates_rz(xr, hr, bi, bh, 2 * H);
-        minnet_gru_n_pre(xr + 2 * H, bi + 2 * H, bh + 2 * H, hr, hr + 2 * H, hr + 3 * H, H);
-        minnet_gru_update(hr + H, hr + 3 * H, h, H);
-        if (save) {   /* saved order: r, z, n, W_hn h + b_hn */
-            memcpy(s, hr, 2 * (size_t)H * sizeof(float));
-            memcpy(s + 2 * H, hr + 3 * H, (size_t)H * sizeof(float));
-            memcpy(s + 3 * H, hr + 2 * H, (size_t)H * sizeof(float));
-        }
-    }
-
-    MINNET_FAST_CLONES __attribute__((noinline))
-    static void minnet_gru_bwd_body(const float *restrict r, const float *restrict z,
-                                    const float *restrict n, const float *restrict hh,
-                                    const float *restrict hp, const float *restrict dh,
-                                    const float *restrict dy, float *restrict dxr,
-                                    float *restrict dxz, float *restrict dxn,
-                                    float *restrict dhr, float *restrict dhz,
-                                    float *restrict dhn, float *restrict dnext, int H) {
-        for (int j = 0; j < H; j++) {
-            float d = dh[j] + dy[j];
-            float dn = d * (1.0f - z[j]) * (1.0f - n[j] * n[j]);
-            float dz = d * (hp[j] - n[j]) * z[j] * (1.0f - z[j]);
-            float dr = dn * hh[j] * r[j] * (1.0f - r[j]);
-            dxr[j] = dr; dxz[j] = dz; dxn[j] = dn;
-            dhr[j] = dr; dhz[j] = dz; dhn[j] = dn * r[j];
-            dnext[j] = d * z[j];
-        }
-    }
-
-    static void minnet_gru_bwd_row_f(const float *s, const float *hp, const float *dh,
-                                     const float *dy, float *gx, float *gh, float *dnext,
-                                     int H) {
-        minnet_gru_bwd_body(s, s + H, s + 2 * H, s + 3 * H, hp, dh, dy, gx, gx + H, gx + 2 * H,
-                            gh, gh + H, gh + 2 * H, dnext, H);
-    }
-
-    MINNET_FAST_CLONES
-    static void minnet_rnn_tanh_fwd_row_f(const float *restrict xr, float *restrict hr,
-                                          const float *restrict bi, const float *restrict bh,
-                                          float *restrict h, float *restrict s, int save, int H) {
-        minnet_preact(xr, hr, bi, bh, H);
-        minnet_tanh_inplace(hr, H);
-        memcpy(h, hr, (size_t)H * sizeof(float));
-        if (save) memcpy(s, hr, (size_t)H * sizeof(float));
-    }
-    """
+cdef extern from "_recurrent.h" nogil:
     void minnet_lstm_fwd_row_f(float* hr, float* h, float* c, float* s, int save, int H) noexcept nogil
     void minnet_prefetch_rows(const void* base, int64_t stride, int rows, int64_t bytes) noexcept nogil
     void minnet_lstm_bwd_row_f(float* s, const float* cp, const float* dh,
@@ -292,138 +101,10 @@ GRU = _GRU
 RNN_TANH = _RNN_TANH
 RNN_RELU = _RNN_RELU
 
-# Below this many gate values per step a thread team costs more than it saves.
-cdef int64_t _PARALLEL_MIN = 8192
 
-
-def _set_parallel_min(n):
-    """Set the per-step size below which the fused passes run on one thread; returns the old value."""
-    global _PARALLEL_MIN
-    old = _PARALLEL_MIN
-    _PARALLEL_MIN = int(n)
-    return old
-
-
-cdef inline int _team(int64_t n_values, int n_threads) noexcept nogil:
-    return n_threads if n_values >= _PARALLEL_MIN else 1
-
-
-# The per-step GEMMs of float32 sequences: the weight packed once per call, every element
-# summed in one fixed order whatever the split (_stepgemm.h).
-cdef extern from "_stepgemm.h" nogil:
-    enum:
-        MINNET_SG_INIT_C
-        MINNET_SG_INIT_BIAS
-        MINNET_SG_INIT_ZERO
-    int minnet_sg_panels(int n)
-    int64_t minnet_sg_packed_size(int K, int n)
-    void minnet_sg_pack(int K, int k0, int kn, int n, const float* W, int64_t ldw, int trans,
-                        float* Bp)
-    void minnet_sg_gemm(int M, int n, int K, const float* A, int64_t lda, const float* Bp,
-                        int init, const float* bias, float* C, int64_t ldc, int p0, int p1)
-    int minnet_sg_set_isa(int level)
-
-
-def _stepgemm_isa(int level=-1):
-    """The instruction-set copy the step GEMM runs (0 baseline, 1 AVX2+FMA, 2 AVX-512; 0
-    off x86-64); ``level >= 0`` selects that copy, capped at what this CPU runs (tests)."""
-    return minnet_sg_set_isa(level)
-
-
-def _stepgemm_pack(Bfull, bint trans=False):
-    """``(panels, K, n)``: B (``Bfull.T`` if ``trans``) packed for ``_stepgemm_run``."""
-    Bfull = _contig("Bfull", Bfull, np.float32, Bfull.shape)
-    cdef float[:, ::1] b = Bfull
-    cdef int K = Bfull.shape[1] if trans else Bfull.shape[0]
-    cdef int n = Bfull.shape[0] if trans else Bfull.shape[1]
-    packed = np.empty(max(1, minnet_sg_packed_size(K, n)), dtype=np.float32)
-    cdef float[::1] bp = packed
-    if K > 0 and n > 0:
-        with nogil:
-            minnet_sg_pack(K, 0, K, n, &b[0, 0], b.shape[1], trans, &bp[0])
-    return packed, K, n
-
-
-def _stepgemm_run(A, packed, int K, int n, C, init="c", bias=None, int calls=1,
-                  int n_threads=1):
-    """``C = init + A @ B``, ``calls`` times, on panels from ``_stepgemm_pack``; ``init``
-    "c" (C's values), "bias" or "zero" (tests; benchmarks time the step GEMM alone)."""
-    A = _contig("A", A, np.float32, A.shape)
-    if A.ndim != 2 or A.shape[1] != K:
-        raise ValueError(f"Invalid argument `A`: expected a 2-D array with {K} columns. "
-                         f"Received: shape={A.shape}")
-    cdef int M = A.shape[0]
-    C = _contig("C", C, np.float32, (M, n))
-    bias = _contig("bias", np.zeros(n, np.float32) if bias is None else bias, np.float32, (n,))
-    cdef float[::1] bp = packed
-    cdef float[:, ::1] a = A, c = C
-    cdef float[::1] bi = bias
-    cdef int mode = {"c": MINNET_SG_INIT_C, "bias": MINNET_SG_INIT_BIAS,
-                     "zero": MINNET_SG_INIT_ZERO}[init]
-    cdef int r
-    if M > 0 and n > 0:
-        with nogil:
-            for r in range(calls):
-                _step_gemm(M, n, K, &a[0, 0] if K > 0 else NULL, K, &bp[0], mode, &bi[0],
-                           &c[0, 0], n, n_threads)
-    return C
-
-
-def _stepgemm(A, Bfull, init="c", bias=None, C=None, bint trans=False, int n_threads=1):
-    """``C = init + A @ B`` through the packed step GEMM (tests): ``B = Bfull.T`` if
-    ``trans`` else ``Bfull``; ``init`` "c" (C's values), "bias" or "zero"."""
-    # (this module compiles with wraparound=False: no negative indices, even on a shape tuple)
-    A = _contig("A", A, np.float32, A.shape)
-    if A.ndim != 2:
-        raise ValueError(f"Invalid argument `A`: expected a 2-D array. Received: shape={A.shape}")
-    packed, K, n = _stepgemm_pack(Bfull, trans)
-    if A.shape[1] != K:
-        raise ValueError(f"Invalid argument `Bfull`: expected {A.shape[1]} along the inner "
-                         f"dimension. Received: shape={Bfull.shape}")
-    if C is None:
-        C = np.zeros((A.shape[0], n), dtype=np.float32)
-    return _stepgemm_run(A, packed, K, n, C, init, bias, 1, n_threads)
-
-
-cdef void _step_gemm(int M, int n, int K, const float* A, int64_t lda, const float* Bp,
-                     int init, const float* bias, float* C, int64_t ldc,
-                     int n_threads) noexcept nogil:
-    """C (M, n) = init + A (M, K) @ B through _stepgemm.h; threads split the column panels
-    (no thread count changes a bit: each element's sum has one order)."""
-    cdef int panels = minnet_sg_panels(n)
-    cdef int team = _team(<int64_t> M * n, n_threads)
-    cdef int t, p0, p1
-    if team > panels:
-        team = panels
-    if team <= 1:
-        minnet_sg_gemm(M, n, K, A, lda, Bp, init, bias, C, ldc, 0, panels)
-        return
-    for t in prange(team, schedule="static", num_threads=team):
-        p0 = t * panels // team
-        p1 = (t + 1) * panels // team
-        minnet_sg_gemm(M, n, K, A, lda, Bp, init, bias, C, ldc, p0, p1)
-
-
-cdef inline floating _sigmoid(floating x) noexcept nogil:
-    cdef floating one = 1
-    cdef floating e
-    if floating is float:
-        if x >= 0:
-            return one / (one + expf(-x))
-        e = expf(x)
-        return e / (one + e)
-    else:
-        if x >= 0:
-            return one / (one + exp(-x))
-        e = exp(x)
-        return e / (one + e)
-
-
-cdef inline floating _tanh(floating x) noexcept nogil:
-    if floating is float:
-        return tanhf(x)
-    else:
-        return tanh(x)
+cdef inline int _gate_team(int64_t n_values, int n_threads) noexcept nogil:
+    # a gate value costs about four elementwise operations: teams from 8192 values per step
+    return team(4 * n_values, n_threads)
 
 
 def gates_per_cell(int mode):
@@ -482,13 +163,13 @@ cdef void _forward_rows(int mode, int n, int tt, int T, int I, int H,
     if mode == _LSTM:
         # hr holds the whole pre-activation (the step's two GEMMs accumulated onto the biases)
         for j in range(H):
-            gi = _sigmoid(hr[j])
-            gf = _sigmoid(hr[H + j])
-            gg = _tanh(hr[2 * H + j])
-            go = _sigmoid(hr[3 * H + j])
+            gi = sigmoid(hr[j])
+            gf = sigmoid(hr[H + j])
+            gg = tanh_any(hr[2 * H + j])
+            go = sigmoid(hr[3 * H + j])
             cnew = gf * cn[j] + gi * gg
             cn[j] = cnew
-            hn[j] = go * _tanh(cnew)
+            hn[j] = go * tanh_any(cnew)
             if save:
                 s[j] = gi
                 s[H + j] = gf
@@ -496,10 +177,10 @@ cdef void _forward_rows(int mode, int n, int tt, int T, int I, int H,
                 s[3 * H + j] = go
     elif mode == _GRU:
         for j in range(H):
-            r = _sigmoid((xr[j] + b_ih[j]) + (hr[j] + b_hh[j]))
-            z = _sigmoid((xr[H + j] + b_ih[H + j]) + (hr[H + j] + b_hh[H + j]))
+            r = sigmoid((xr[j] + b_ih[j]) + (hr[j] + b_hh[j]))
+            z = sigmoid((xr[H + j] + b_ih[H + j]) + (hr[H + j] + b_hh[H + j]))
             hh = hr[2 * H + j] + b_hh[2 * H + j]
-            nn = _tanh((xr[2 * H + j] + b_ih[2 * H + j]) + r * hh)
+            nn = tanh_any((xr[2 * H + j] + b_ih[2 * H + j]) + r * hh)
             hn[j] = nn + z * (hn[j] - nn)
             if save:
                 s[j] = r
@@ -510,7 +191,7 @@ cdef void _forward_rows(int mode, int n, int tt, int T, int I, int H,
         for j in range(H):
             pre = (xr[j] + b_ih[j]) + (hr[j] + b_hh[j])
             if mode == _RNN_TANH:
-                hn[j] = _tanh(pre)
+                hn[j] = tanh_any(pre)
             else:
                 hn[j] = pre if pre > zero else zero
             if save:
@@ -571,7 +252,7 @@ cdef void _forward(int mode, int N, int T, int I, int H,
                    int n_threads) noexcept nogil:
     cdef int G = 4 * H if mode == _LSTM else (3 * H if mode == _GRU else H)
     cdef int step, tt, n, j
-    cdef int team = _team(<int64_t> N * G, n_threads)
+    cdef int team = _gate_team(<int64_t> N * G, n_threads)
     cdef bint masked
     cdef const floating* hsrc = h if rmask == NULL else hm
     cdef int64_t k
@@ -609,7 +290,7 @@ cdef void _forward(int mode, int N, int T, int I, int H,
             # pre-activation = (b_ih + b_hh) + [x_t | h] @ [W_ih | W_hh]ᵀ: one GEMM, straight
             # into the saved gate rows (benchmarks/bench_recurrent.py, LSTM(128))
             if floating is float:
-                _step_gemm(N, G, I + H, xa, lda, wph, MINNET_SG_INIT_BIAS, xp, hstep, ldh,
+                step_gemm(N, G, I + H, xa, lda, wph, MINNET_SG_INIT_BIAS, xp, hstep, ldh,
                            n_threads)
         elif mode == _LSTM:
             # (float64) both GEMMs accumulate (beta = 1) onto rows holding b_ih + b_hh, so the
@@ -625,7 +306,7 @@ cdef void _forward(int mode, int N, int T, int I, int H,
             # gate pass reads it (one (N*T, G) array read back step by step came from memory).
             if packed:
                 if floating is float:
-                    _step_gemm(N, G, I, x + <int64_t> tt * I, <int64_t> T * I, wpx,
+                    step_gemm(N, G, I, x + <int64_t> tt * I, <int64_t> T * I, wpx,
                                MINNET_SG_INIT_ZERO, NULL, xp, G, n_threads)
             else:
                 gemm_blocks(False, True, N, G, I, <floating> 1, x + <int64_t> tt * I, T * I,
@@ -638,7 +319,7 @@ cdef void _forward(int mode, int N, int T, int I, int H,
                     hm[k] = h[k] * rmask[k]
             if packed:
                 if floating is float:
-                    _step_gemm(N, G, H, hsrc, H, wph, MINNET_SG_INIT_ZERO, NULL, hstep, ldh,
+                    step_gemm(N, G, H, hsrc, H, wph, MINNET_SG_INIT_ZERO, NULL, hstep, ldh,
                                n_threads)
             else:
                 gemm_blocks(False, True, N, G, H, <floating> 1, hsrc, H, w_hh, H,
@@ -668,7 +349,7 @@ cdef inline int _batch_parts(int N, int G, int n_threads) noexcept nogil:
     # part: benchmarks/bench_recurrent.py, LSTM(128) at 1 thread), except under
     # mn.config.set_deterministic(True), which keeps the parts so that 1 thread gives the
     # same bits as any other count.
-    if <int64_t> N * G < _PARALLEL_MIN or (n_threads <= 1 and not deterministic_mode()):
+    if 4 * <int64_t> N * G < parallel_min() or (n_threads <= 1 and not deterministic_mode()):
         return 1
     return (N + _PART_ROWS - 1) // _PART_ROWS
 
@@ -760,7 +441,7 @@ cdef void _backward_rows(int mode, int n, int tt, int T, int I, int H,
             gg = s[2 * H + j]
             go = s[3 * H + j]
             cnew = gf * cp[j] + gi * gg
-            tc = _tanh(cnew)
+            tc = tanh_any(cnew)
             dcj = dcr[j] + d * go * (one - tc * tc)
             gx[j] = dcj * gg * gi * (one - gi)
             gx[H + j] = dcj * cp[j] * gf * (one - gf)
@@ -800,7 +481,7 @@ cdef void _column_sums(int64_t rows, int cols, const floating* a, floating* out,
                        int n_threads) noexcept nogil:
     """out[j] = sum_i a[i, j], rows added in order; threads split the columns into
     contiguous chunks (one streaming pass over the rows each)."""
-    cdef int team = _team(rows * cols, n_threads)
+    cdef int team = _gate_team(rows * cols, n_threads)
     cdef int chunk = ((cols + team - 1) // team + 15) // 16 * 16
     cdef int n_chunks = (cols + chunk - 1) // chunk
     cdef int block, j, j0, j1
@@ -830,7 +511,7 @@ cdef void _backward_time(int mode, int N, int T, int I, int H, const floating* w
     in cache."""
     cdef int G = 4 * H if mode == _LSTM else (3 * H if mode == _GRU else H)
     cdef int step, tt, n
-    cdef int team = _team(<int64_t> N * G, n_threads)
+    cdef int team = _gate_team(<int64_t> N * G, n_threads)
     cdef bint masked
     cdef floating* cur = dh
     cdef floating* nxt = dh_next
@@ -848,14 +529,14 @@ cdef void _backward_time(int mode, int N, int T, int I, int H, const floating* w
         # float32: W_hh packed once (wpb, _stepgemm.h)
         if floating is float:
             if wpx != NULL:
-                _step_gemm(N, I, G, dgx + <int64_t> tt * G, ld, wpx, MINNET_SG_INIT_ZERO, NULL,
+                step_gemm(N, I, G, dgx + <int64_t> tt * G, ld, wpx, MINNET_SG_INIT_ZERO, NULL,
                            dx + <int64_t> tt * I, <int64_t> T * I, n_threads)
             if wpb != NULL:
                 if rmask == NULL:
-                    _step_gemm(N, H, G, gh + <int64_t> tt * G, ld, wpb, MINNET_SG_INIT_C, NULL,
+                    step_gemm(N, H, G, gh + <int64_t> tt * G, ld, wpb, MINNET_SG_INIT_C, NULL,
                                nxt, H, n_threads)
                 else:
-                    _step_gemm(N, H, G, gh + <int64_t> tt * G, ld, wpb, MINNET_SG_INIT_ZERO,
+                    step_gemm(N, H, G, gh + <int64_t> tt * G, ld, wpb, MINNET_SG_INIT_ZERO,
                                NULL, scratch, H, n_threads)
                     for k in range(<int64_t> N * H):
                         nxt[k] += scratch[k] * rmask[k]
@@ -951,16 +632,6 @@ cdef void _backward(int mode, int N, int T, int I, int H,
 
 # ----------------------------------------------------------------------- Python wrappers
 
-def _contig(name, a, dtype, shape):
-    if not isinstance(a, np.ndarray) or a.dtype != dtype or a.shape != shape \
-            or not a.flags.c_contiguous:
-        raise ValueError(f"Invalid argument `{name}`: expected a C-contiguous {np.dtype(dtype).name} "
-                         f"array of shape {shape}. Received: "
-                         + (f"shape={a.shape}, dtype={a.dtype}" if isinstance(a, np.ndarray)
-                            else type(a).__name__))
-    return a
-
-
 def recurrent_forward(int mode, x, w_ih, w_hh, b_ih, b_hh, h0, c0, mask, bint reverse=False,
                       bint write_seq=True, bint save=True, int n_threads=1, rmask=None):
     """Run a whole sequence forward.
@@ -988,22 +659,23 @@ def recurrent_forward(int mode, x, w_ih, w_hh, b_ih, b_hh, h0, c0, mask, bint re
     N, T, I = x.shape
     H = w_hh.shape[1]
     G = gates_per_cell(mode) * H
-    _contig("x", x, dtype, (N, T, I))
-    _contig("w_ih", w_ih, dtype, (G, I))
-    _contig("w_hh", w_hh, dtype, (G, H))
+    check_typed(x, "x", dtype, (N, T, I))
+    check_typed(w_ih, "w_ih", dtype, (G, I))
+    check_typed(w_hh, "w_hh", dtype, (G, H))
     has_bias = b_ih is not None
     if has_bias:
-        _contig("b_ih", b_ih, dtype, (G,))
-        _contig("b_hh", b_hh, dtype, (G,))
+        check_typed(b_ih, "b_ih", dtype, (G,))
+        check_typed(b_hh, "b_hh", dtype, (G,))
     else:
         b_ih = b_hh = np.zeros(G, dtype=dtype)
-    h = np.zeros((N, H), dtype=dtype) if h0 is None else np.array(_contig("h0", h0, dtype, (N, H)))
+    h = np.zeros((N, H), dtype=dtype) if h0 is None \
+        else np.array(check_typed(h0, "h0", dtype, (N, H)))
     is_lstm = mode == _LSTM
     c = np.zeros((N, H) if is_lstm else (1, 1), dtype=dtype) if c0 is None or not is_lstm \
-        else np.array(_contig("c0", c0, dtype, (N, H)))
+        else np.array(check_typed(c0, "c0", dtype, (N, H)))
     has_mask = mask is not None
     if has_mask:
-        _contig("mask", mask, np.uint8, (N, T))
+        check_typed(mask, "mask", np.uint8, (N, T))
     else:
         mask = np.ones((1, 1), dtype=np.uint8)
     S = saved_per_step(mode) * H
@@ -1025,7 +697,7 @@ def recurrent_forward(int mode, x, w_ih, w_hh, b_ih, b_hh, h0, c0, mask, bint re
     hp = np.empty((N, 4 * H if mode == GRU else G), dtype=dtype)   # GRU rows: H of scratch
     has_rmask = rmask is not None
     if has_rmask:
-        _contig("rmask", rmask, dtype, (N, H))
+        check_typed(rmask, "rmask", dtype, (N, H))
         hm = np.empty((N, H), dtype=dtype)
     else:
         rmask = hm = np.empty((1, 1), dtype=dtype)
@@ -1115,10 +787,10 @@ def recurrent_backward(int mode, x, w_ih, w_hh, hprev, cprev, saved, mask, bint 
     G = gates_per_cell(mode) * H
     S = saved_per_step(mode) * H
     is_lstm = mode == _LSTM
-    _contig("hprev", hprev, dtype, (N, T, I + H))
-    _contig("saved", saved, dtype, (N, T, S))
+    check_typed(hprev, "hprev", dtype, (N, T, I + H))
+    check_typed(saved, "saved", dtype, (N, T, S))
     if is_lstm:
-        _contig("cprev", cprev, dtype, (N, T, H))
+        check_typed(cprev, "cprev", dtype, (N, T, H))
     else:
         cprev = np.empty((1, 1, 1), dtype=dtype)
     has_mask = mask is not None
@@ -1130,7 +802,7 @@ def recurrent_backward(int mode, x, w_ih, w_hh, hprev, cprev, saved, mask, bint 
     if dy is None:
         dy = np.zeros((1, 1, H), dtype=dtype)
     else:
-        dy = _contig("dy", np.ascontiguousarray(dy, dtype=dtype), dtype, (N, T, H))
+        dy = check_typed(np.ascontiguousarray(dy, dtype=dtype), "dy", dtype, (N, T, H))
     dh = np.zeros((N, H), dtype=dtype) if dh_n is None else np.array(dh_n, dtype=dtype, order="C")
     dc = np.zeros((N, H) if is_lstm else (1, 1), dtype=dtype)
     if is_lstm and dc_n is not None:
@@ -1154,7 +826,7 @@ def recurrent_backward(int mode, x, w_ih, w_hh, hprev, cprev, saved, mask, bint 
     db_hh = np.empty(G, dtype=dtype) if want_bias else None
     has_rmask = rmask is not None
     if has_rmask:
-        _contig("rmask", rmask, dtype, (N, H))
+        check_typed(rmask, "rmask", dtype, (N, H))
         scratch = np.empty((N, H), dtype=dtype)
         # dW_hh reads what the recurrent GEMM read: h_{t-1} * m (a temporary, not saved)
         if want_weights:
@@ -1226,53 +898,3 @@ cdef _backward_dispatch(int mode, floating[:, ::1] dw_cat, floating[:, ::1] w_ih
                   &dgx[0, 0, 0], &dgh[0, 0, 0], pdx, pw_ih, pw_hh, pb_ih, pb_hh, want_bias,
                   &rmask[0, 0] if has_rmask else NULL, &scratch[0, 0], &hprev_w[0, 0, 0],
                   wpb, wpx, n_threads)
-
-
-# ----------------------------------------------------------------------- embedding
-
-def embedding_backward(indices, grad, int input_dim, int n_threads=1):
-    """``dW[indices[i]] += grad[i]`` for i in order: deterministic for any thread count.
-
-    Threads split the embedding dimension (blocks of columns); each walks all rows in
-    order, so no two threads write the same element and every sum has one order.
-
-    Args:
-        indices: (M,) int64, each in [0, input_dim) (checked by the caller).
-        grad: (M, D) C-contiguous float32/float64.
-        input_dim: number of rows of the table.
-
-    Returns:
-        (input_dim, D) gradient of the table.
-    """
-    indices = np.ascontiguousarray(indices, dtype=np.int64)
-    grad = np.ascontiguousarray(grad)
-    if grad.ndim != 2 or grad.shape[0] != indices.shape[0]:
-        raise ValueError(f"Invalid argument `grad`: expected shape ({indices.shape[0]}, D). "
-                         f"Received: shape={grad.shape}")
-    out = np.zeros((input_dim, grad.shape[1]), dtype=grad.dtype)
-    if grad.dtype == np.float32:
-        _embedding_backward[float](indices, grad, out, n_threads)
-    elif grad.dtype == np.float64:
-        _embedding_backward[double](indices, grad, out, n_threads)
-    else:
-        raise TypeError(f"Invalid argument `grad`: expected float32 or float64. Received: "
-                        f"dtype={grad.dtype}")
-    return out
-
-
-cdef _embedding_backward(const int64_t[::1] indices, floating[:, ::1] grad,
-                         floating[:, ::1] out, int n_threads):
-    cdef int64_t M = grad.shape[0], i, row
-    cdef int D = grad.shape[1]
-    cdef int n_blocks = (D + 15) // 16
-    cdef int block, j, j0, j1
-    if M == 0 or D == 0:
-        return
-    for block in prange(n_blocks, nogil=True, schedule="static",
-                        num_threads=_team(M * D, n_threads)):
-        j0 = block * 16
-        j1 = j0 + 16 if j0 + 16 < D else D
-        for i in range(M):
-            row = indices[i]
-            for j in range(j0, j1):
-                out[row, j] += grad[i, j]

@@ -29,7 +29,7 @@ import math
 import numpy as np
 
 from minnet._ext._blas cimport floating
-from minnet._ext._elementwise cimport checked, team, thread_count
+from minnet._ext._base cimport check_array, check_threads, team
 from minnet._ext._fastmath cimport minnet_dot_f  # also brings MINNET_FAST_CLONES
 
 cnp.import_array()
@@ -163,7 +163,7 @@ def sum_axis(x, axis, mean=False, n_threads=1):
     Returns:
         An array of ``x``'s dtype, the shape of ``x`` without ``axis`` (0-d for all).
     """
-    x = checked(x, "x")
+    x = check_array(x, "x")
     if axis is None:
         outer, n, inner, shape = 1, x.size, 1, ()
     else:
@@ -177,5 +177,5 @@ def sum_axis(x, axis, mean=False, n_threads=1):
         n, shape = x.shape[axis], x.shape[:axis] + x.shape[axis + 1:]
     out = np.empty(shape, dtype=x.dtype)
     _sum_axis(x.reshape(outer, n, inner), out.reshape(outer, inner),
-              float(n) if mean else 1.0, thread_count(n_threads))
+              float(n) if mean else 1.0, check_threads(n_threads))
     return out

@@ -27,34 +27,21 @@ from libc.stdint cimport int64_t, intptr_t
 from libc.string cimport memcpy
 
 from minnet._ext._blas cimport floating
-from minnet._ext._elementwise cimport (BLOCK, block_len, checked, data_ptr, grad_operand,
-                                       is_f32, n_blocks, output_like, size_of, thread_count)
+from minnet._ext._base cimport (BLOCK, block_len, check_array, check_threads, data_ptr,
+                                grad_operand, is_f32, n_blocks, output_like, parallel_min, size_of)
+from minnet._ext._base cimport team as _team
 
 import numpy as np
 
 cnp.import_array()
 
-
-# Below this many elements (selects) or bytes / 4 (copies) a thread team costs more than
-# it saves (benchmarks/bench_autograd.py, "where" and "cat"); tests set it to 0.
-cdef Py_ssize_t _PARALLEL_MIN = 32768
+# Selects team from parallel_min() elements, copies from 4 * parallel_min() bytes
+# (benchmarks/bench_autograd.py, "where" and "cat").
 
 # Bytes per copy task: large enough that a task is mostly memcpy, small enough that a
 # 4 MB concatenation makes dozens of tasks.
 cdef enum:
     CHUNK = 65536
-
-
-def _set_parallel_min(n):
-    """Set the size below which kernels run on one thread; returns the old value (tests use 0)."""
-    global _PARALLEL_MIN
-    old = _PARALLEL_MIN
-    _PARALLEL_MIN = int(n)
-    return old
-
-
-cdef inline int _team(Py_ssize_t work, int n_threads) noexcept nogil:
-    return n_threads if work >= _PARALLEL_MIN and n_threads > 1 else 1
 
 
 # --------------------------------------------------------------------------- selects
@@ -131,7 +118,7 @@ cdef void where_backward_kernel(const unsigned char* c,  # IN  condition bytes (
                                 floating* ga,            # OUT (n,) or NULL
                                 floating* gb,            # OUT (n,) or NULL
                                 Py_ssize_t n, bint grad_block, int n_threads) noexcept nogil:
-    # grad_block: `g` holds BLOCK copies of one value (see _elementwise.grad_operand) and
+    # grad_block: `g` holds BLOCK copies of one value (see _base.grad_operand) and
     # every block reads it from its start.
     cdef Py_ssize_t blk, start
     if _team(n, n_threads) == 1:
@@ -174,16 +161,16 @@ def where(condition, a, b, out=None, n_threads=1):
         condition: bool array, C-contiguous, of ``a``'s shape.
         a, b: float32/float64 arrays, C-contiguous, same shape and dtype.
         out: optional output like ``a`` (may be ``a`` or ``b``).
-        n_threads: threads for arrays of at least ``_PARALLEL_MIN`` elements.
+        n_threads: threads for arrays of at least ``_base.parallel_min()`` elements.
 
     Shape:
         condition, a, b, out: ``(*)``, all the same.
     """
-    checked(a, "a")
-    checked(b, "b", a.dtype, a.shape)
+    check_array(a, "a")
+    check_array(b, "b", a.dtype, a.shape)
     _condition(condition, "condition", a.shape)
     out = output_like(out, a)
-    cdef int threads = thread_count(n_threads)
+    cdef int threads = check_threads(n_threads)
     cdef Py_ssize_t n = size_of(a)
     cdef const unsigned char* pc = <const unsigned char*> data_ptr(condition)
     cdef void* pa = data_ptr(a)
@@ -204,10 +191,10 @@ def masked_fill(a, mask, value, out=None, n_threads=1):
     Shape:
         a, mask, out: ``(*)``, all the same.
     """
-    checked(a, "a")
+    check_array(a, "a")
     _condition(mask, "mask", a.shape)
     out = output_like(out, a)
-    cdef int threads = thread_count(n_threads)
+    cdef int threads = check_threads(n_threads)
     cdef Py_ssize_t n = size_of(a)
     cdef const unsigned char* pc = <const unsigned char*> data_ptr(mask)
     cdef void* pa = data_ptr(a)
@@ -233,10 +220,10 @@ def where_backward(condition, grad, need_a=True, need_b=True, n_threads=1):
         condition, grad, ga, gb: ``(*)``, all the same.
     """
     if not isinstance(grad, np.ndarray):
-        checked(grad, "grad")              # raises the TypeError naming `grad`
+        check_array(grad, "grad")              # raises the TypeError naming `grad`
     _condition(condition, "condition", grad.shape)
     g, grad_block = grad_operand(grad, grad)
-    cdef int threads = thread_count(n_threads)
+    cdef int threads = check_threads(n_threads)
     cdef Py_ssize_t n = size_of(grad)
     shape = grad.shape
     ga = np.empty(shape, dtype=grad.dtype) if need_a else None
@@ -307,7 +294,7 @@ def concat(arrays, axis, out, n_threads=1):
             number of dimensions, equal in every size but ``axis``.
         axis: the dimension to join along, in ``[0, ndim)``.
         out: C-contiguous, writeable, of their dtype and of the concatenated shape.
-        n_threads: threads for copies of at least ``4 * _PARALLEL_MIN`` bytes.
+        n_threads: threads for copies of at least ``4 * _base.parallel_min()`` bytes.
 
     Returns:
         ``out``.
@@ -315,7 +302,7 @@ def concat(arrays, axis, out, n_threads=1):
     arrays = list(arrays)
     if not arrays:
         raise ValueError("Invalid argument `arrays`: expected at least one array. Received: []")
-    cdef int threads = thread_count(n_threads)
+    cdef int threads = check_threads(n_threads)
     first_array = arrays[0]
     for i, x in enumerate(arrays):
         name = f"arrays[{i}]"
@@ -422,15 +409,15 @@ def materialize(a, n_threads=1):
     large: ``a``'s last axis must be contiguous (stride = itemsize) or broadcast (stride 0,
     as in the gradient that ``expand`` or ``sum`` sends back); its other axes may have any
     strides, 0 included.  Each output row is one thread's memcpy (or fill), so the copy is
-    the same for any thread count.  Anything else, or under ``4 * _PARALLEL_MIN`` bytes,
+    the same for any thread count.  Anything else, or under ``4 * _base.parallel_min()`` bytes,
     is ``np.array(a, order="C")``.
     """
     if not isinstance(a, np.ndarray):
         raise TypeError(f"Invalid argument `a`: expected a numpy.ndarray. "
                         f"Received: a of type {type(a).__name__}")
-    cdef int threads = thread_count(n_threads)
+    cdef int threads = check_threads(n_threads)
     cdef int last = a.ndim - 1              # (explicit: this module turns wraparound off)
-    if threads <= 1 or last < 1 or a.nbytes < 4 * _PARALLEL_MIN or a.dtype.hasobject \
+    if threads <= 1 or last < 1 or a.nbytes < 4 * parallel_min() or a.dtype.hasobject \
             or a.strides[last] not in (0, a.itemsize) or a.shape[last] * a.itemsize < 256:
         return np.array(a, order="C")
     out = np.empty(a.shape, dtype=a.dtype)

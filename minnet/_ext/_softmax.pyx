@@ -9,12 +9,10 @@ from libc.math cimport exp, log, isinf
 
 import numpy as np
 
-from minnet._ext._validate import check_array
 from minnet._ext._blas cimport floating
-from minnet._ext._elementwise cimport (BLOCK, PARALLEL_MIN, as_rows, block_len, checked,
-                                       data_ptr, exp_nonpos, grad_operand, is_f32, n_blocks,
-                                       output_like, size_of, team, thread_count)
-from minnet._ext._fastmath cimport (minnet_exp_nonpos_f, minnet_tanh_block_f, minnet_row_max_f,
+from minnet._ext._base cimport (BLOCK, as_rows, block_len, check_array, check_threads, data_ptr,
+                                grad_operand, is_f32, n_blocks, output_like, size_of, team)
+from minnet._ext._fastmath cimport (exp_nonpos, minnet_exp_nonpos_f, minnet_tanh_block_f, minnet_row_max_f,
                                     minnet_exp_sum_f, minnet_dot_f, minnet_tanh_f,
                                     minnet_expm1_nonpos_f, minnet_ce_grad_row_f,
                                     minnet_scale_f)
@@ -234,7 +232,7 @@ def softmax_forward(x, log=False, out=None, n_threads=1):
     """
     as_rows(x, "x")
     y = output_like(out, x)
-    _softmax(x, y, bool(log), thread_count(n_threads))
+    _softmax(x, y, bool(log), check_threads(n_threads))
     return y
 
 
@@ -250,7 +248,7 @@ def logsumexp_rows(x, n_threads=1):
         raise ValueError("Invalid argument `x`: expected at least one column. "
                          f"Received: x.shape={x.shape}")
     out = np.empty(x.shape[0], dtype=x.dtype)
-    _logsumexp(x, out, thread_count(n_threads))
+    _logsumexp(x, out, check_threads(n_threads))
     return out
 
 
@@ -270,12 +268,12 @@ def softmax_backward(y, grad, log=False, out=None, n_threads=1):
     as_rows(y, "y")
     if not isinstance(grad, np.ndarray) or grad.ndim != 2 or grad.dtype != y.dtype \
             or grad.strides[1] not in (0, grad.itemsize):
-        grad = checked(grad, "grad", y.dtype, y.shape)
+        grad = check_array(grad, "grad", y.dtype, y.shape)
     elif grad.shape != y.shape:
         raise ValueError(f"Invalid argument `grad`: expected shape {y.shape}. "
                          f"Received: grad.shape={grad.shape}")
     dx = output_like(out, y)
-    _softmax_backward(y, grad, dx, bool(log), thread_count(n_threads))
+    _softmax_backward(y, grad, dx, bool(log), check_threads(n_threads))
     return dx
 
 
@@ -289,7 +287,7 @@ def logsumexp_backward(x, lse, grad, out=None, n_threads=1):
     """
     as_rows(x, "x")
     for name, a in (("lse", lse), ("grad", grad)):
-        check_array(a, name, x.dtype, (x.shape[0],), contiguous=False)
+        check_array(a, name, x.dtype, (x.shape[0],), -1, False)   # any strides
     dx = output_like(out, x)
-    _logsumexp_backward(x, lse, grad, dx, thread_count(n_threads))
+    _logsumexp_backward(x, lse, grad, dx, check_threads(n_threads))
     return dx

@@ -18,25 +18,15 @@ from cython.parallel cimport prange, threadid
 from libc.stdint cimport int64_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
 
+from minnet._ext._base cimport check_strided
+from minnet._ext._base cimport team as _team
 from minnet._ext._blas cimport floating
 
 import math
 
 import numpy as np
 
-from minnet._ext._validate import check_array
 
-
-# Below this many elements a thread team costs more than it saves.
-cdef int64_t _PARALLEL_MIN = 32768
-
-
-def _set_parallel_min(n):
-    """Set the size below which the kernel runs on one thread; returns the old value (tests use 0)."""
-    global _PARALLEL_MIN
-    old = _PARALLEL_MIN
-    _PARALLEL_MIN = int(n)
-    return old
 
 
 cdef inline uint64_t _key(floating v, bint descending) noexcept nogil:
@@ -136,7 +126,7 @@ def argsort(const floating[:, :, :] x,      # IN  (outer, n, inner)
     if floating is float and n >= 2 ** 32:
         raise ValueError(f"Invalid argument `x`: expected fewer than 2**32 elements along the "
                          f"sorted axis for float32. Received: {n}")
-    team = n_threads if outer * n * inner >= _PARALLEL_MIN and n_threads > 1 else 1
+    team = _team(outer * n * inner, n_threads)
     cdef uint64_t[:, :, ::1] keys = np.empty((team, 2, n), dtype=np.uint64)
     cdef int64_t[:, :, ::1] idx = np.empty((team, 2, n if floating is double else 1), dtype=np.int64)
     cdef int64_t[:, ::1] count = np.empty((team, 8 * 256), dtype=np.int64)
@@ -152,7 +142,7 @@ def argsort(const floating[:, :, :] x,      # IN  (outer, n, inner)
 def argsort_along(a, dim, descending=False, n_threads=1):
     """Stable argsort of the float32/float64 array ``a`` along ``dim`` (int64 positions, the
     shape of ``a``; see ``argsort``)."""
-    check_array(a, "a", contiguous=False)
+    check_strided(a, "a")
     if a.ndim == 0:
         return np.zeros((), dtype=np.int64)
     if not -a.ndim <= dim < a.ndim:

@@ -3,17 +3,17 @@ sigmoid, hard silu, mish and exp: one forward and one backward kernel selected b
 (``UNARY_OPS``), elementwise over C-contiguous float32/float64 arrays in blocks split over
 OpenMP threads (the result does not depend on the thread count).  The math of each
 derivative is in ``docs/math/activations.md``; the shared block machinery and the wrappers'
-checks are in ``_elementwise.pxd``/``_elementwise.pyx``.
+checks are in ``_base.pxd``/``_base.pyx``.
 """
 from cython.parallel cimport prange
 cimport numpy as cnp
 from libc.math cimport exp, log, log1p, tanh, fabs, erf
 
 from minnet._ext._blas cimport floating
-from minnet._ext._elementwise cimport (BLOCK, PARALLEL_MIN, as_rows, block_len, checked,
-                                       data_ptr, exp_nonpos, grad_operand, is_f32, n_blocks,
-                                       output_like, size_of, team, thread_count)
-from minnet._ext._fastmath cimport (minnet_exp_nonpos_f, minnet_tanh_block_f, minnet_row_max_f,
+from minnet._ext._base cimport (BLOCK, as_rows, block_len, check_array, check_threads, data_ptr,
+                                grad_operand, is_f32, n_blocks, output_like, size_of, team)
+from minnet._ext._fastmath cimport (exp_nonpos, sigmoid as _f_sigmoid, tanh_any,
+                                    minnet_exp_nonpos_f, minnet_tanh_block_f, minnet_row_max_f,
                                     minnet_exp_sum_f, minnet_dot_f, minnet_tanh_f,
                                     minnet_expm1_nonpos_f)
 
@@ -135,11 +135,6 @@ cdef extern from *:
         return minnet_phi_from_f(z, minnet_exp_nonpos_f(-(z * z)));
     }
 
-    static inline float minnet_sigmoid1_f(float v) {
-        float e = minnet_exp_nonpos_f(v < 0.0f ? v : -v);
-        return (v >= 0.0f ? 1.0f : e) / (1.0f + e);
-    }
-
     static inline float minnet_softplus1_f(float v) {
         float e = minnet_exp_nonpos_f(v < 0.0f ? v : -v);
         float sp = (v > 0.0f ? v : 0.0f) + minnet_log1p01_f(e);
@@ -222,28 +217,12 @@ cdef inline floating _f_exp(floating v) noexcept nogil:
         return exp(v)
 
 
-cdef inline floating _f_tanh(floating v) noexcept nogil:
-    if floating is float:
-        return minnet_tanh_f(v)
-    else:
-        return tanh(v)
-
-
 cdef inline floating _f_phi_cdf(floating v) noexcept nogil:
     """P(N(0, 1) <= v) = 0.5 (1 + erf(v / sqrt 2))."""
     if floating is float:
         return minnet_phi_cdf_f(v)
     else:
         return 0.5 * (1 + erf(v * _SQRT1_2))
-
-
-cdef inline floating _f_sigmoid(floating v) noexcept nogil:
-    cdef floating e
-    if floating is float:
-        e = minnet_exp_nonpos_f(-fabs(v))
-    else:
-        e = exp(-fabs(v))
-    return (1 if v >= 0 else e) / (1 + e)
 
 
 cdef inline floating _f_softplus(floating v) noexcept nogil:
@@ -272,7 +251,7 @@ cdef void _unary_block(int op, const floating* x, floating* y, Py_ssize_t n) noe
     elif op == OP_GELU_TANH:
         for i in range(n):
             v = x[i]
-            t = _f_tanh(<floating> _SQRT_2_PI * (v + <floating> _GELU_C * v * v * v))
+            t = tanh_any(<floating> _SQRT_2_PI * (v + <floating> _GELU_C * v * v * v))
             y[i] = <floating> 0.5 * v * (1 + t)
     elif op == OP_SILU:
         for i in range(n):
@@ -301,7 +280,7 @@ cdef void _unary_block(int op, const floating* x, floating* y, Py_ssize_t n) noe
     elif op == OP_MISH:
         for i in range(n):
             v = x[i]
-            y[i] = v * _f_tanh(_f_softplus(v))
+            y[i] = v * tanh_any(_f_softplus(v))
     elif op == OP_EXP:
         for i in range(n):
             y[i] = _f_exp(x[i])
@@ -325,7 +304,7 @@ cdef void _unary_backward_block(int op, const floating* s, const floating* g, fl
         # with u = k (x + c x^3), t = tanh u: d/dx = (1 + t)/2 + x (1 - t^2) k (1 + 3 c x^2) / 2
         for i in range(n):
             v = s[i]
-            t = _f_tanh(<floating> _SQRT_2_PI * (v + <floating> _GELU_C * v * v * v))
+            t = tanh_any(<floating> _SQRT_2_PI * (v + <floating> _GELU_C * v * v * v))
             d = <floating> 0.5 * (1 + t) + <floating> 0.5 * v * (1 - t * t) \
                 * <floating> _SQRT_2_PI * (1 + 3 * <floating> _GELU_C * v * v)
             dx[i] = g[i] * d
@@ -361,7 +340,7 @@ cdef void _unary_backward_block(int op, const floating* s, const floating* g, fl
         # d/dx = tanh(sp) + x sigmoid(x) (1 - tanh(sp)^2), sp = softplus(x)
         for i in range(n):
             v = s[i]
-            t = _f_tanh(_f_softplus(v))
+            t = tanh_any(_f_softplus(v))
             dx[i] = g[i] * (t + v * _f_sigmoid(v) * (1 - t * t))
     elif op == OP_EXP:
         for i in range(n):
@@ -451,9 +430,9 @@ def unary_forward(x, op, out=None, n_threads=1):
         x: ``(*)``; y: same as x.
     """
     code = _unary_op(op)
-    checked(x, "x")
+    check_array(x, "x")
     y = output_like(out, x)
-    _unary(is_f32(x), code, x, y, size_of(x), thread_count(n_threads))
+    _unary(is_f32(x), code, x, y, size_of(x), check_threads(n_threads))
     return y
 
 
@@ -464,9 +443,9 @@ def unary_backward(saved, grad, op, out=None, n_threads=1):
         saved, grad, dx: ``(*)``, all the same.
     """
     code = _unary_op(op)
-    checked(saved, "saved")
+    check_array(saved, "saved")
     g, grad_block = grad_operand(grad, saved)
     dx = output_like(out, saved)
     _unary_backward(is_f32(saved), code, saved, g, dx, size_of(saved), grad_block,
-                    thread_count(n_threads))
+                    check_threads(n_threads))
     return dx

@@ -96,6 +96,8 @@ class Convolution(Function):
     def forward(ctx, x, weight, bias, stride=(1, 1), padding=(0, 0), dilation=(1, 1),
                 out_size=None, groups=1, data_format="channels_first"):
         x = cast(x, weight.dtype)
+        weight = cast(weight, weight.dtype)                 # the kernels refuse strided operands
+        bias = None if bias is None else cast(bias, bias.dtype)
         n_threads = get_num_threads()
         if groups == 1:
             y = _kernels.conv2d_forward(x, weight, bias, stride, padding, dilation, out_size,
@@ -170,6 +172,7 @@ class ConvInputGrad(Function):
         ctx.geometry = dict(x_shape=x_shape, w_shape=w_shape, stride=stride, padding=padding,
                             dilation=dilation, data_format=data_format)
         dy = cast(dy, weight.dtype)
+        weight = cast(weight, weight.dtype)
         dx, _, _ = _kernels.conv2d_backward(np.zeros(x_shape, weight.dtype), weight, dy, stride,
                                             padding, dilation, need_input_grad=True,
                                             need_weight_grad=False, need_bias_grad=False,
@@ -205,6 +208,7 @@ class ConvWeightGrad(Function):
         ctx.geometry = dict(x_shape=x_shape, w_shape=w_shape, stride=stride, padding=padding,
                             dilation=dilation, data_format=data_format)
         dy = cast(dy, x.dtype)
+        x = cast(x, x.dtype)
         _, dw, _ = _kernels.conv2d_backward(x, np.zeros(w_shape, x.dtype), dy, stride, padding,
                                             dilation, need_input_grad=False,
                                             need_weight_grad=True, need_bias_grad=False,

@@ -34,6 +34,11 @@ def _as_2d(x, weight):
     return cast(x, weight.dtype).reshape(_rows(x.shape), weight.shape[1])
 
 
+def _contiguous(a):
+    """``a`` C-contiguous (the kernels refuse strided operands): ``a`` itself when it is."""
+    return a if a is None or a.flags.c_contiguous else np.ascontiguousarray(a)
+
+
 class Linear(Function):
     """``y = x @ weight.T (+ bias)``: the one linear Function (backward node
     ``AddmmBackward``, as PyTorch names a linear with bias; ``bias`` may be None)."""
@@ -43,6 +48,7 @@ class Linear(Function):
     @staticmethod
     def forward(ctx, x, weight, bias=None):
         x2 = _as_2d(x, weight)
+        weight, bias = _contiguous(weight), _contiguous(bias)
         y = _kernels.linear_forward(x2, weight, bias, n_threads=get_num_threads())
         # dW needs x, dX needs the weight; keep only what will be read.
         ctx.save_for_backward(x2 if ctx.needs_input_grad[1] else None,
@@ -80,7 +86,7 @@ def _linear_backward(ctx, x2, weight, grad_y):
     dtype = (weight if weight is not None else x2).dtype
     out_features = grad_y.shape[-1]
     if grad_y.ndim == 2 and grad_y.dtype == dtype:
-        dy = grad_y       # the kernel makes a non-contiguous one contiguous
+        dy = _contiguous(grad_y)
     else:
         dy = cast(grad_y, dtype).reshape(_rows(grad_y.shape), out_features)
     in_features = (weight if weight is not None else x2).shape[1]
@@ -186,5 +192,6 @@ def linear_no_graph(x, weight, bias=None, relu=False):
     if ready is None:
         return None
     xd, w, b = ready
-    y = _kernels.linear_forward(_as_2d(xd, w), w, b, n_threads=get_num_threads(), relu=relu)
+    y = _kernels.linear_forward(_as_2d(xd, w), _contiguous(w), _contiguous(b),
+                                n_threads=get_num_threads(), relu=relu)
     return Tensor._make(y if xd.ndim == 2 else y.reshape(xd.shape[:-1] + (w.shape[0],)))

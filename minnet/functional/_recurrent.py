@@ -14,6 +14,7 @@ import numpy as np
 
 from minnet._config import get_num_threads
 from minnet._checks import check_choice, invalid
+from minnet._ext import _embedding
 from minnet._ext import _recurrent as _kernels
 from minnet.autograd import Function, Tensor
 
@@ -285,8 +286,8 @@ class Embedding(Function):
             return None, None
         indices = ctx.indices
         d = grad.shape[-1]
-        dw = _kernels.embedding_backward(indices.reshape(-1), grad.reshape(-1, d),
-                                         ctx.input_dim, get_num_threads())
+        dw = _embedding.embedding_backward(indices.reshape(-1), grad.reshape(-1, d),
+                                          ctx.input_dim, get_num_threads())
         return dw, None
 
 

@@ -1,4 +1,4 @@
-"""minnet's layers (Keras-style, NCHW) and their serialization registry.
+"""minnet's layers (Keras-style, both image layouts) and their serialization registry.
 
 ``serialize(layer)`` gives ``{"class_name": ..., "config": ...}`` (JSON-able, no pickle);
 ``deserialize(d, custom_objects=None)`` re-creates the layer.  Built-in layers are

@@ -38,6 +38,7 @@ import numpy as np
 
 from minnet import config, constraints, initializers, regularizers
 from minnet._naming import unique_name
+from minnet.layers.devices import PyTorchDeviceMethods
 from minnet._registry import snake_case
 from minnet.autograd import Parameter, Tensor, no_grad
 from minnet.autograd.hooks import HookDict, call_with_hooks
@@ -152,13 +153,7 @@ def _declared_batch_shape(input_shape=None, batch_size=None, batch_input_shape=N
     return (None if batch_size is None else int(batch_size),) + sample
 
 
-def _cpu_only_message(call):
-    return (f"{call}: minnet runs on the CPU only; there are no GPU devices. To train this model "
-            f"on a GPU, move it to PyTorch: `module = minnet.interop.to_torch(model)`, then "
-            f"`module.to('cuda')` (docs/moving_to_pytorch.md).")
-
-
-class Layer(SymbolicLayer):
+class Layer(SymbolicLayer, PyTorchDeviceMethods):
     """Base class of all layers (and of ``Sequential``).
 
     Args:
@@ -553,25 +548,6 @@ class Layer(SymbolicLayer):
         """Evaluation mode: ``train(False)``."""
         return self.train(False)
 
-    def to(self, device=None, dtype=None):
-        """PyTorch's ``module.to(device)``: minnet runs on the CPU only, so ``"cpu"`` returns
-        the layer unchanged and any other device is refused with the way to a GPU."""
-        if dtype is not None:
-            raise TypeError(f"Invalid argument `dtype` of {type(self).__name__}.to: minnet layers "
-                            f"keep the dtype they were built with. Create the layer with "
-                            f"`dtype=...` (or `mn.config.set_floatx(...)`) instead. "
-                            f"Received: dtype={dtype!r}")
-        if device is None or str(device).split(":", 1)[0] == "cpu":
-            return self
-        raise ValueError(_cpu_only_message(f"{type(self).__name__}.to({str(device)!r})"))
-
-    def cuda(self, device=None):
-        """PyTorch's ``module.cuda()``: refused (minnet runs on the CPU only), with the way to a GPU."""
-        raise ValueError(_cpu_only_message(f"{type(self).__name__}.cuda()"))
-
-    def cpu(self):
-        """PyTorch's ``module.cpu()``: the layer itself (minnet runs on the CPU only)."""
-        return self
 
     # ------------------------------------------------------------------ lifecycle
     def build(self, input_shape):

@@ -1,4 +1,4 @@
-"""Stochastic gradient descent with momentum, dampening, Nesterov and L2 weight decay."""
+"""Stochastic gradient descent with momentum, dampening, Nesterov and decoupled weight decay."""
 import numpy as np
 
 from minnet._config import get_num_threads

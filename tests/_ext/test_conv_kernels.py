@@ -220,7 +220,9 @@ def test_kernel_wrappers_validate(rng):
     with pytest.raises(TypeError, match="`x`"):
         _conv.conv2d_forward(x.astype(np.int64), w)
     with pytest.raises(ValueError, match="input channels"):
-        _conv.conv2d_forward(x, w[:, :2])
+        _conv.conv2d_forward(x, np.ascontiguousarray(w[:, :2]))
+    with pytest.raises(ValueError, match="`weight`: expected a C-contiguous"):
+        _conv.conv2d_forward(x, w[:, :2])      # the kernels refuse; F.conv2d converts
     with pytest.raises(ValueError, match="`stride`"):
         _conv.conv2d_forward(x, w, stride=0)
     with pytest.raises(ValueError, match="`padding`"):

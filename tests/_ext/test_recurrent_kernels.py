@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from minnet._ext import _recurrent as R
+from minnet._ext import _base, _embedding, _recurrent as R
 
 from _harness import TOLERANCES
 
@@ -12,9 +12,9 @@ MODES = [R.LSTM, R.GRU, R.RNN_TANH, R.RNN_RELU]
 
 @pytest.fixture(autouse=True)
 def parallel_paths_for_small_inputs():
-    old = R._set_parallel_min(0)
+    old = _base.set_parallel_min(0)
     yield
-    R._set_parallel_min(old)
+    _base.set_parallel_min(old)
 
 
 def sigmoid(v):
@@ -202,7 +202,7 @@ def test_embedding_backward_is_a_deterministic_scatter_add(dtype):
     expected = np.zeros((7, 37), dtype)
     for i, row in enumerate(idx):      # in order, as the kernel sums
         expected[row] += grad[i]
-    outs = [R.embedding_backward(idx, grad, 7, n) for n in (1, 2, 3)]
+    outs = [_embedding.embedding_backward(idx, grad, 7, n) for n in (1, 2, 3)]
     for out in outs:
         np.testing.assert_array_equal(out, expected)
 

@@ -3,7 +3,7 @@ backward and concat, against NumPy, bit for bit at any thread count, and their e
 import numpy as np
 import pytest
 
-from minnet._ext import _select
+from minnet._ext import _base, _select
 
 RNG = np.random.default_rng(11)
 DTYPES = [np.float32, np.float64]
@@ -13,9 +13,9 @@ SHAPES = [(0,), (7,), (3, 5), (4, 0, 3), (33, 1001)]
 
 @pytest.fixture
 def parallel_always():
-    old = _select._set_parallel_min(0)       # thread teams even on tiny arrays
+    old = _base.set_parallel_min(0)       # thread teams even on tiny arrays
     yield
-    _select._set_parallel_min(old)
+    _base.set_parallel_min(old)
 
 
 def _values(shape, dtype):
@@ -190,11 +190,11 @@ def _views():
 @pytest.mark.parametrize("view", list(_views()), ids=lambda v: f"{v.dtype}{v.shape}{v.strides}")
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_materialize_copies_any_view_into_a_new_c_array(view, threads):
-    old = _select._set_parallel_min(0)
+    old = _base.set_parallel_min(0)
     try:
         out = _select.materialize(view, n_threads=threads)
     finally:
-        _select._set_parallel_min(old)
+        _base.set_parallel_min(old)
     assert out.flags.c_contiguous and out.flags.writeable and out.dtype == view.dtype
     assert not np.shares_memory(out, view)
     np.testing.assert_array_equal(out, view)

@@ -4,7 +4,7 @@ result for any thread count, and named errors."""
 import numpy as np
 import pytest
 
-from minnet._ext import _sort
+from minnet._ext import _base, _sort
 
 DTYPES = [np.float32, np.float64]
 SHAPES = [((1,), 0), ((7,), 0), ((6, 9), 1), ((6, 9), 0), ((3, 7, 4), 1), ((2, 5, 300), 2),
@@ -13,9 +13,9 @@ SHAPES = [((1,), 0), ((7,), 0), ((6, 9), 1), ((6, 9), 0), ((3, 7, 4), 1), ((2, 5
 
 @pytest.fixture
 def parallel_always():
-    old = _sort._set_parallel_min(0)       # thread teams even on tiny arrays
+    old = _base.set_parallel_min(0)       # thread teams even on tiny arrays
     yield
-    _sort._set_parallel_min(old)
+    _base.set_parallel_min(old)
 
 
 def _awkward(rng, shape, dtype):

@@ -5,7 +5,7 @@ recurrent layers' thread-count test is in test_recurrent_kernels.py)."""
 import numpy as np
 import pytest
 
-from minnet._ext import _recurrent as R
+from minnet._ext import _base, _stepgemm as R
 
 BEST_ISA = R._stepgemm_isa(99)      # the best copy this CPU runs (capped); restored below
 ISAS = list(range(BEST_ISA + 1))
@@ -13,10 +13,10 @@ ISAS = list(range(BEST_ISA + 1))
 
 @pytest.fixture(autouse=True)
 def restore_isa_and_threads():
-    old = R._set_parallel_min(0)      # small products still take the threaded path
+    old = _base.set_parallel_min(0)      # small products still take the threaded path
     yield
     R._stepgemm_isa(BEST_ISA)
-    R._set_parallel_min(old)
+    _base.set_parallel_min(old)
 
 
 def reference(a, b, init, bias, c):

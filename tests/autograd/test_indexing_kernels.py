@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import minnet as mn
-from minnet._ext import _indexing
+from minnet._ext import _base, _indexing
 
 RNG = np.random.default_rng(7)
 DTYPES = [np.float32, np.float64]
@@ -16,9 +16,9 @@ SHAPES = [((6, 9), 1), ((5, 300), 0), ((3, 7, 4), 1), ((2, 5, 130), 1), ((4, 3, 
 
 @pytest.fixture
 def parallel_always():
-    old = _indexing._set_parallel_min(0)     # thread teams even on tiny arrays
+    old = _base.set_parallel_min(0)     # thread teams even on tiny arrays
     yield
-    _indexing._set_parallel_min(old)
+    _base.set_parallel_min(old)
 
 
 @pytest.fixture

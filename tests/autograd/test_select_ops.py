@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import minnet as mn
-from minnet._ext import _select
+from minnet._ext import _base, _select
 
 RNG = np.random.default_rng(23)
 DTYPES = [np.float32, np.float64]
@@ -16,11 +16,11 @@ DTYPES = [np.float32, np.float64]
 def threads(request):
     """Runs the test at 1 and at 2 threads, with thread teams even on small arrays."""
     old_threads = mn.get_num_threads()
-    old_min = _select._set_parallel_min(0)
+    old_min = _base.set_parallel_min(0)
     mn.set_num_threads(request.param)
     yield request.param
     mn.set_num_threads(old_threads)
-    _select._set_parallel_min(old_min)
+    _base.set_parallel_min(old_min)
 
 
 def _grads(fn, arrays, weights):
@@ -273,7 +273,7 @@ def test_ops_give_the_same_bits_at_1_2_and_3_threads(monkeypatch):
     b0 = RNG.standard_normal((40, 500)).astype(np.float32)
     p0 = RNG.standard_normal((40, 50, 30)).astype(np.float32)
     q0 = RNG.standard_normal((40, 30, 20)).astype(np.float32)
-    old_threads, old_min = mn.get_num_threads(), _select._set_parallel_min(0)
+    old_threads, old_min = mn.get_num_threads(), _base.set_parallel_min(0)
     results = []
     try:
         for n in (1, 2, 3):
@@ -287,5 +287,5 @@ def test_ops_give_the_same_bits_at_1_2_and_3_threads(monkeypatch):
             results.append([z.numpy().tobytes()] + [t.grad.tobytes() for t in (a, b, p, q)])
     finally:
         mn.set_num_threads(old_threads)
-        _select._set_parallel_min(old_min)
+        _base.set_parallel_min(old_min)
     assert results[1] == results[0] and results[2] == results[0]
