@@ -41,3 +41,14 @@ def missing_extra_message(module, extra, feature):
     """
     return (f"{feature} needs the `{module}` package: pip install \"{DISTRIBUTION}[{extra}]\" "
             f"(or pip install {module}).")
+
+
+def spec_references(spec):
+    """The tensor references of a functional config's inputs/outputs spec
+    (``{"tensor": ref}``, ``{"list": [refs]}`` or ``{"dict": {key: ref}}``, keys sorted)."""
+    (kind, value), = spec.items()
+    if kind == "tensor":
+        return [value]
+    if kind == "list":
+        return list(value)
+    return [value[key] for key in sorted(value)]

@@ -156,14 +156,6 @@ def _shape_list(shape):
     return [None if s is None else int(s) for s in shape]
 
 
-def _flat_refs(spec):
-    (kind, value), = spec.items()
-    if kind == "tensor":
-        return [value]
-    if kind == "list":
-        return list(value)
-    return [value[key] for key in sorted(value)]
-
 
 def _keras_layer_order(config):
     """Layer names in the order Keras's ``Functional.layers`` will have (``map_graph``)."""
@@ -177,7 +169,7 @@ def _keras_layer_order(config):
         name = node["layer"]
         index = node_count.get(name, 0)
         node_count[name] = index + 1
-        node_inputs[(name, index)] = [(r[0], r[1]) for r in _flat_refs(node["arguments"])]
+        node_inputs[(name, index)] = [(r[0], r[1]) for r in _utils.spec_references(node["arguments"])]
     finished, order, operation_indices = set(), [], {}
 
     def visit(key):
@@ -190,7 +182,7 @@ def _keras_layer_order(config):
         finished.add(key)
         order.append(key)
 
-    for reference in _flat_refs(config["outputs"]):
+    for reference in _utils.spec_references(config["outputs"]):
         visit((reference[0], reference[1]))
     node_depth, layer_depth = {}, {}
     for key in reversed(order):
@@ -199,7 +191,7 @@ def _keras_layer_order(config):
         node_depth[key] = depth
         for parent in node_inputs[key]:
             node_depth[parent] = max(depth + 1, node_depth.get(parent, 0))
-    for reference in _flat_refs(config["inputs"]):
+    for reference in _utils.spec_references(config["inputs"]):
         if reference[0] not in layer_depth:
             layer_depth[reference[0]] = 0
             operation_indices[reference[0]] = -1
@@ -261,7 +253,7 @@ def _functional_config(model, config):
         layers.append(entry)
 
     def refs(spec):
-        flat = [list(r) for r in _flat_refs(spec)]
+        flat = [list(r) for r in _utils.spec_references(spec)]
         return flat[0] if "tensor" in spec else flat
 
     keras_config = {"name": model.name, "trainable": config.get("trainable", True),

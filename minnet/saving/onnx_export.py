@@ -41,14 +41,6 @@ def _is_functional(model):
     return isinstance(config, dict) and "nodes" in config, config
 
 
-def _flat(spec):
-    (kind, value), = spec.items()
-    if kind == "tensor":
-        return [value]
-    if kind == "list":
-        return list(value)
-    return [value[key] for key in sorted(value)]
-
 
 def _emit_model(graph, model, inputs, shapes):
     """Emit ``model`` (Sequential, functional or a layer) reading ``inputs``; return output names."""
@@ -101,7 +93,7 @@ def _emit_layer(graph, layer, inputs, shapes):
 def _emit_functional(graph, model, config, inputs, shapes):
     produced = {}   # layer name -> list of node outputs (list of (name, shape))
     entries = {entry["name"]: entry for entry in config["layers"]}
-    input_refs = _flat(config["inputs"])
+    input_refs = _utils.spec_references(config["inputs"])
     if len(input_refs) != len(inputs):
         raise _onnx_layers.ExportError(f"Model '{model.name}' takes {len(input_refs)} inputs; "
                                        f"the export was given {len(inputs)}.")
@@ -117,11 +109,11 @@ def _emit_functional(graph, model, config, inputs, shapes):
         if entries.get(layer_name, {}).get("class_name") in ("InputLayer", "Input"):
             continue
         layer = model.get_layer(layer_name)
-        arguments = [lookup(ref) for ref in _flat(node["arguments"])]
+        arguments = [lookup(ref) for ref in _utils.spec_references(node["arguments"])]
         names, out_shapes = _emit_layer(graph, layer, [a[0] for a in arguments],
                                         [a[1] for a in arguments])
         produced.setdefault(layer_name, []).append(list(zip(names, out_shapes)))
-    outputs = [lookup(ref) for ref in _flat(config["outputs"])]
+    outputs = [lookup(ref) for ref in _utils.spec_references(config["outputs"])]
     return [o[0] for o in outputs], [o[1] for o in outputs]
 
 
@@ -131,7 +123,7 @@ def _model_inputs(model):
     if functional:
         entries = {entry["name"]: entry for entry in config["layers"]}
         result = []
-        for layer_name, _, _ in _flat(config["inputs"]):
+        for layer_name, _, _ in _utils.spec_references(config["inputs"]):
             layer_config = entries[layer_name].get("config") or {}
             shape = layer_config.get("batch_shape") or layer_config.get("batch_input_shape")
             if shape is None:

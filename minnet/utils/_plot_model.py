@@ -8,16 +8,9 @@ boxes of one level side by side. The structure comes from the model's public des
 """
 import os
 
+from minnet._utils import spec_references
+
 __all__ = ["plot_model", "model_graph"]
-
-
-def _flat(spec):
-    (kind, value), = spec.items()
-    if kind == "tensor":
-        return [value]
-    if kind == "list":
-        return list(value)
-    return [value[key] for key in sorted(value)]
 
 
 def _shape_text(shape):
@@ -35,7 +28,7 @@ def model_graph(model):
         shapes = {}
         boxes, edges = [], []
         counts = {}
-        for reference in _flat(config["inputs"]):
+        for reference in spec_references(config["inputs"]):
             name = reference[0]
             layer = model.get_layer(name)
             shape = tuple(getattr(layer, "batch_shape", None) or ())
@@ -47,7 +40,7 @@ def model_graph(model):
             if entries.get(name, {}).get("class_name") in ("Input", "InputLayer"):
                 continue
             layer = model.get_layer(name)
-            refs = _flat(node["arguments"])
+            refs = spec_references(node["arguments"])
             in_shapes = [shapes.get(tuple(r)) for r in refs]
             try:
                 out = layer.compute_output_shape(in_shapes[0] if len(in_shapes) == 1 else in_shapes)
