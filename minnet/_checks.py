@@ -15,7 +15,8 @@ import math
 import numpy as np
 
 __all__ = ["invalid", "check_int", "check_float", "check_int_tuple", "check_padding",
-           "check_pad_pairs", "check_choice", "check_labels", "check_hook_gradient"]
+           "check_pad_pairs", "check_choice", "check_labels", "check_hook_gradient",
+           "check_axes_in_range"]
 
 
 def invalid(name, expected, value, error=ValueError):
@@ -187,3 +188,20 @@ def check_hook_gradient(result, shape, hook, where):
         raise TypeError(f"The {where} {name!r} returned {type(result).__name__} {shown}: a gradient "
                         f"hook must return None (keep the gradient) or a gradient{expected} (a Tensor "
                         f"or an array of numbers).")
+
+
+def check_axes_in_range(axis, shape, owner, name="axis"):
+    """``axis`` (None, an int or a sequence of ints) made non-negative for an input of
+    ``shape``, or a ValueError that names ``owner`` (a layer or loss), the argument, the
+    input's rank and the axis received. None stays None (all axes)."""
+    if axis is None:
+        return None
+    ndim = len(shape)
+    axes = list(axis) if isinstance(axis, (list, tuple)) else [axis]
+    bad = [a for a in axes if not -ndim <= a < ndim]
+    if bad:
+        raise ValueError(f"{owner}: invalid value for argument `{name}`: expected axes in "
+                         f"[{-ndim}, {ndim}) for an input of rank {ndim} (shape {tuple(shape)}). "
+                         f"Received: {name}={axis!r}")
+    normalized = [a % ndim for a in axes]
+    return tuple(normalized) if isinstance(axis, (list, tuple)) else normalized[0]

@@ -211,8 +211,12 @@ class StackedRNNCells(Layer):
 
     def __init__(self, cells, **kwargs):
         super().__init__(**kwargs)
-        if not cells:
-            raise invalid("cells", "a non-empty list of cells", cells)
+        if isinstance(cells, (str, bytes)) or not isinstance(cells, (list, tuple)) or not cells:
+            raise invalid("cells", "a non-empty list of RNN cells", cells, TypeError)
+        for cell in cells:
+            if not (isinstance(cell, Layer) and hasattr(cell, "state_size")):
+                raise invalid("cells", "a list of RNN cells (layers with a `state_size`)", cells,
+                              TypeError)
         self.cells = list(cells)
 
     @property

@@ -8,7 +8,7 @@ import numpy as np
 
 from minnet import config, initializers, regularizers
 from minnet import functional as F
-from minnet._checks import check_float, invalid
+from minnet._checks import check_axes_in_range, check_float, invalid
 from minnet.autograd import Tensor, einsum
 from minnet.layers.base import Layer
 
@@ -71,7 +71,7 @@ class UnitNormalization(Layer):
         self.axis = _axes(axis)
 
     def call(self, x, training=False):
-        axis = tuple(self.axis)
+        axis = check_axes_in_range(tuple(self.axis), x.shape, f"Layer '{self.name}'")
         inverse = (x * x).sum(axis=axis, keepdims=True).rsqrt().minimum(1e12)
         return x * inverse
 
@@ -100,7 +100,8 @@ class RMSNormalization(Layer):
         self.scale = None
 
     def build(self, input_shape):
-        shape = tuple(input_shape[a] for a in self.axis)
+        axes = check_axes_in_range(tuple(self.axis), input_shape, f"Layer '{self.name}'")
+        shape = tuple(input_shape[a] for a in axes)
         if any(s is None for s in shape):
             raise ValueError(f"Layer '{self.name}' needs a known size on axis {self.axis}. "
                              f"Received input_shape={tuple(input_shape)}")
@@ -108,7 +109,10 @@ class RMSNormalization(Layer):
         super().build(input_shape)
 
     def call(self, x, training=False):
-        axes = tuple(a % x.ndim for a in self.axis)
+        axes = check_axes_in_range(tuple(self.axis), x.shape, f"Layer '{self.name}'")
+        if tuple(x.shape[a] for a in axes) != tuple(self.scale.shape):
+            raise ValueError(f"Layer '{self.name}' was built for size {tuple(self.scale.shape)} on "
+                             f"axis {self.axis}; received an input of shape {tuple(x.shape)}.")
         rms = ((x * x).mean(axis=axes, keepdims=True) + self.epsilon).rsqrt()
         shape = [1] * x.ndim
         for a in axes:

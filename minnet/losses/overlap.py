@@ -2,7 +2,7 @@
 ``CategoricalGeneralizedCrossEntropy`` (formulas in ``docs/math/losses.md``)."""
 import numpy as np
 
-from minnet._checks import check_float, check_labels, invalid
+from minnet._checks import check_axes_in_range, check_float, check_labels, invalid
 from minnet.config import epsilon
 from minnet.losses.base import Loss, as_prediction, check_class_axis, raw_data
 
@@ -39,6 +39,7 @@ class Dice(Loss):
         super().__init__(reduction=reduction, name=name, dtype=dtype)
 
     def call(self, y_true, y_pred):
+        check_axes_in_range(self.axis, y_pred.shape, type(self).__name__)
         intersection = (y_true * y_pred).sum(axis=self.axis)
         total = y_true.sum(axis=self.axis) + y_pred.sum(axis=self.axis) + epsilon()
         return 1.0 - 2.0 * intersection / total
@@ -66,6 +67,7 @@ class Tversky(Loss):
         super().__init__(reduction=reduction, name=name, dtype=dtype)
 
     def call(self, y_true, y_pred):
+        check_axes_in_range(self.axis, y_pred.shape, type(self).__name__)
         intersection = (y_true * y_pred).sum(axis=self.axis)
         fp = ((1.0 - y_pred) * y_true).sum(axis=self.axis)
         fn = (y_pred * (1.0 - y_true)).sum(axis=self.axis)

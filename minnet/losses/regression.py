@@ -3,7 +3,7 @@ error, Huber, LogCosh and CosineSimilarity."""
 import numpy as np
 
 from minnet import functional as F
-from minnet._checks import check_float, invalid
+from minnet._checks import check_axes_in_range, check_float, invalid
 from minnet.config import epsilon
 from minnet.losses.base import ClassLoss, ElementwiseLoss, prediction_tensors, torch_reduce
 
@@ -179,7 +179,7 @@ class CosineSimilarity(ClassLoss):
 
     def _values(self, y_true, y_pred):
         y_true, y_pred = prediction_tensors(y_true, y_pred)
-        axis = self.axis
+        axis = check_axes_in_range(self.axis, y_pred.shape, type(self).__name__)
 
         def normalize(x):
             return x / ((x * x).sum(axis=axis, keepdims=True).maximum(1e-12)).sqrt()

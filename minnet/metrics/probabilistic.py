@@ -7,6 +7,7 @@ import numpy as np
 from minnet import losses
 from minnet.config import epsilon
 from minnet.metrics.base import Metric, MeanMetricWrapper, squeeze_or_expand, to_numpy
+from minnet._checks import check_axes_in_range
 
 __all__ = [
     "BinaryCrossentropy", "CategoricalCrossentropy", "SparseCategoricalCrossentropy",
@@ -72,6 +73,7 @@ def concordance_correlation(y_true, y_pred, axis=-1):
 
 def _cosine(y_true, y_pred, axis=-1):
     t, p = _paired(y_true, y_pred)
+    axis = check_axes_in_range(axis, p.shape, "CosineSimilarity")
     t = t / np.sqrt(np.maximum((t * t).sum(axis=axis, keepdims=True), 1e-12))
     p = p / np.sqrt(np.maximum((p * p).sum(axis=axis, keepdims=True), 1e-12))
     return (t * p).sum(axis=axis)
