@@ -204,4 +204,8 @@ def check_axes_in_range(axis, shape, owner, name="axis"):
                          f"[{-ndim}, {ndim}) for an input of rank {ndim} (shape {tuple(shape)}). "
                          f"Received: {name}={axis!r}")
     normalized = [a % ndim for a in axes]
+    if len(set(normalized)) != len(normalized):
+        raise ValueError(f"{owner}: invalid value for argument `{name}`: expected distinct axes "
+                         f"for an input of rank {ndim} (shape {tuple(shape)}); {axis!r} names an "
+                         f"axis twice. Received: {name}={axis!r}")
     return tuple(normalized) if isinstance(axis, (list, tuple)) else normalized[0]

@@ -37,3 +37,14 @@ def test_a_loss_or_metric_axis_beyond_the_rank_names_axis(loss):
 def test_stacked_rnn_cells_needs_a_list_of_cells(cells):
     with pytest.raises(TypeError, match="`cells`"):
         layers.StackedRNNCells(cells)
+
+
+@pytest.mark.parametrize("call", [
+    lambda y: layers.UnitNormalization(axis=(1, -1))(y),
+    lambda y: layers.RMSNormalization(axis=(1, -1))(y),
+    lambda y: losses.Dice(axis=(1, -1))(y, y),
+    lambda y: losses.Tversky(axis=(0, -2))(y, y),
+])
+def test_an_axis_named_twice_names_axis(call):
+    with pytest.raises(ValueError, match=r"`axis`: expected distinct axes.*names an axis twice"):
+        call(np.ones((2, 3), "float32"))
