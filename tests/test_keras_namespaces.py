@@ -10,7 +10,6 @@ import pytest
 NAMESPACES = ["layers", "losses", "metrics", "optimizers", "optimizers.schedules", "callbacks",
               "activations", "initializers", "regularizers", "constraints", "config", "datasets"]
 
-_3D = "not yet: minnet has no 3-D convolution kernels"
 _AUGMENT = ("not yet: minnet's image augmentation is RandomFlip, RandomTranslation, "
             "RandomRotation, RandomZoom, RandomCrop, RandomContrast")
 _BACKEND = "backend-specific (wraps a JAX, Flax, PyTorch or TensorFlow object)"
@@ -20,8 +19,6 @@ _DATASET = "not yet: the download/verify/cache path and its recorded SHA-256 are
 
 NOT_PROVIDED = {
     "layers": {
-        **{n: _3D for n in ("Conv3D", "Conv3DTranspose", "Convolution3D",
-                            "Convolution3DTranspose")},
         "ConvLSTM1D": "not yet: no convolutional recurrent cell",
         "ConvLSTM2D": "not yet: no convolutional recurrent cell",
         "ConvLSTM3D": "not yet: no convolutional recurrent cell",

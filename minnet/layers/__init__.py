@@ -55,6 +55,7 @@ from minnet.layers.dense_conv_extra import (AdaptiveAveragePooling1D, AdaptiveAv
 from minnet.layers.categorical import CategoryEncoding, Discretization, IntegerLookup, StringLookup
 from minnet.layers.rnn_cells import RNN, GRUCell, LSTMCell, SimpleRNNCell, StackedRNNCells
 from minnet.layers.pooling3d import AveragePooling3D, MaxPooling3D
+from minnet.layers.convolutional3d import Conv3D, Conv3DTranspose
 
 __all__ = [
     "Layer", "Input", "Dense", "Flatten", "Reshape", "Lambda", "Activation", "Conv2D",
@@ -112,6 +113,9 @@ __all__ += ["MaxPool1D", "MaxPool2D", "AvgPool1D", "AvgPool2D", "GlobalAvgPool1D
 GlobalAvgPool3D, GlobalMaxPool3D = GlobalAveragePooling3D, GlobalMaxPooling3D
 MaxPool3D, AvgPool3D = MaxPooling3D, AveragePooling3D
 __all__ += ["MaxPool3D", "AvgPool3D"]
+_BUILTINS += (Conv3D, Conv3DTranspose)
+Convolution3D, Convolution3DTranspose = Conv3D, Conv3DTranspose
+__all__ += ["Conv3D", "Conv3DTranspose", "Convolution3D", "Convolution3DTranspose"]
 # The one registry (minnet/_registry.py): built-ins under their class names and Keras's other
 # spellings; register_layer adds custom layers and Lambda functions; Sequential and Model
 # register themselves when minnet.models loads.
@@ -129,7 +133,8 @@ for _alias, _cls in {"MaxPool2D": MaxPooling2D, "AvgPool2D": AveragePooling2D,
                      "SeparableConvolution2D": SeparableConv2D,
                      "GlobalAvgPool3D": GlobalAveragePooling3D,
                      "GlobalMaxPool3D": GlobalMaxPooling3D, "MaxPool3D": MaxPooling3D,
-                     "AvgPool3D": AveragePooling3D}.items():
+                     "AvgPool3D": AveragePooling3D, "Convolution3D": Conv3D,
+                     "Convolution3DTranspose": Conv3DTranspose}.items():
     _registry.register("layer", _cls, name=_cls.__name__, aliases=(_alias,))
 
 

@@ -639,7 +639,7 @@ EMITTERS = {
     "Flatten": emit_flatten, "Reshape": emit_reshape, "Permute": emit_permute,
     "Rescaling": emit_rescaling, "Normalization": emit_normalization,
     "BatchNormalization": emit_batch_norm, "LayerNormalization": emit_layer_norm,
-    "Conv1D": emit_conv, "Conv2D": emit_conv, "DepthwiseConv2D": emit_conv,
+    "Conv1D": emit_conv, "Conv2D": emit_conv, "Conv3D": emit_conv, "DepthwiseConv2D": emit_conv,
     "SeparableConv2D": emit_separable_conv, "Conv2DTranspose": emit_conv_transpose,
     "MaxPooling1D": _pool("MaxPool"), "MaxPooling2D": _pool("MaxPool"),
     "AveragePooling1D": _pool("AveragePool"), "AveragePooling2D": _pool("AveragePool"),

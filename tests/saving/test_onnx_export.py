@@ -367,3 +367,15 @@ def test_attention_options_without_translation_name_themselves(tmp_path):
     y = L.MultiHeadAttention(2, 3, attention_axes=(2,))(q4, q4)
     with pytest.raises(ValueError, match="rank > 3"):
         mn.Model(q4, y).export(str(tmp_path / "m.onnx"), format="onnx")
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("options", [dict(), dict(padding="same", strides=2),
+                                     dict(dilation_rate=(1, 2, 1), groups=2)], ids=str)
+def test_conv3d_both_layouts(tmp_path, layout, options):
+    rng = np.random.default_rng(4)
+    shape = (2, 5, 6, 7, 4) if layout == "channels_last" else (2, 4, 5, 6, 7)
+    x = rng.normal(size=shape).astype("float32")
+    model = _sequential(x, L.Conv3D(4, 3, data_format=layout, activation="relu", **options))
+    _randomize_state(model)
+    check(model, x, tmp_path)
