@@ -22,9 +22,6 @@ NOT_PROVIDED = {
         "ConvLSTM1D": "not yet: no convolutional recurrent cell",
         "ConvLSTM2D": "not yet: no convolutional recurrent cell",
         "ConvLSTM3D": "not yet: no convolutional recurrent cell",
-        "DepthwiseConv1D": "not yet (DepthwiseConv2D exists)",
-        "SeparableConv1D": "not yet (SeparableConv2D exists)",
-        "SeparableConvolution1D": "not yet (SeparableConv2D exists)",
         **{n: _AUGMENT for n in (
             "AugMix", "AutoContrast", "ContrastLimitedAdaptiveHistogramEqualization", "CutMix",
             "Equalization", "MixUp", "RandAugment", "RandomBrightness", "RandomColorDegeneration",

@@ -56,6 +56,7 @@ from minnet.layers.categorical import CategoryEncoding, Discretization, IntegerL
 from minnet.layers.rnn_cells import RNN, GRUCell, LSTMCell, SimpleRNNCell, StackedRNNCells
 from minnet.layers.pooling3d import AveragePooling3D, MaxPooling3D
 from minnet.layers.convolutional3d import Conv3D, Conv3DTranspose
+from minnet.layers.convolutional1d_variants import DepthwiseConv1D, SeparableConv1D
 
 __all__ = [
     "Layer", "Input", "Dense", "Flatten", "Reshape", "Lambda", "Activation", "Conv2D",
@@ -113,9 +114,11 @@ __all__ += ["MaxPool1D", "MaxPool2D", "AvgPool1D", "AvgPool2D", "GlobalAvgPool1D
 GlobalAvgPool3D, GlobalMaxPool3D = GlobalAveragePooling3D, GlobalMaxPooling3D
 MaxPool3D, AvgPool3D = MaxPooling3D, AveragePooling3D
 __all__ += ["MaxPool3D", "AvgPool3D"]
-_BUILTINS += (Conv3D, Conv3DTranspose)
+_BUILTINS += (Conv3D, Conv3DTranspose, DepthwiseConv1D, SeparableConv1D)
 Convolution3D, Convolution3DTranspose = Conv3D, Conv3DTranspose
-__all__ += ["Conv3D", "Conv3DTranspose", "Convolution3D", "Convolution3DTranspose"]
+SeparableConvolution1D = SeparableConv1D
+__all__ += ["Conv3D", "Conv3DTranspose", "Convolution3D", "Convolution3DTranspose",
+            "DepthwiseConv1D", "SeparableConv1D", "SeparableConvolution1D"]
 # The one registry (minnet/_registry.py): built-ins under their class names and Keras's other
 # spellings; register_layer adds custom layers and Lambda functions; Sequential and Model
 # register themselves when minnet.models loads.
@@ -134,7 +137,8 @@ for _alias, _cls in {"MaxPool2D": MaxPooling2D, "AvgPool2D": AveragePooling2D,
                      "GlobalAvgPool3D": GlobalAveragePooling3D,
                      "GlobalMaxPool3D": GlobalMaxPooling3D, "MaxPool3D": MaxPooling3D,
                      "AvgPool3D": AveragePooling3D, "Convolution3D": Conv3D,
-                     "Convolution3DTranspose": Conv3DTranspose}.items():
+                     "Convolution3DTranspose": Conv3DTranspose,
+                     "SeparableConvolution1D": SeparableConv1D}.items():
     _registry.register("layer", _cls, name=_cls.__name__, aliases=(_alias,))
 
 

@@ -296,14 +296,15 @@ def emit_conv(g, layer, inputs, shapes):
 
 
 def emit_separable_conv(g, layer, inputs, shapes):
-    x = _to_channels_first(g, layer, inputs[0], 4)
+    rank = len(shapes[0])
+    x = _to_channels_first(g, layer, inputs[0], rank)
     y = _conv(g, layer, x, shapes[0], layer.depthwise_kernel, None, layer.in_channels,
               layer.kernel_size, layer.strides, layer.dilation_rate)
     ins = [y, g.const(_array(layer.pointwise_kernel), f"{layer.name}_pointwise")]
     if layer.bias is not None:
         ins.append(g.const(_array(layer.bias), f"{layer.name}_bias"))
-    y = g.node("Conv", ins, kernel_shape=[1, 1])
-    return activation(g, layer, _from_channels_first(g, layer, y, 4), layer.activation)
+    y = g.node("Conv", ins, kernel_shape=[1] * (rank - 2))
+    return activation(g, layer, _from_channels_first(g, layer, y, rank), layer.activation)
 
 
 def emit_conv_transpose(g, layer, inputs, shapes):
@@ -640,7 +641,8 @@ EMITTERS = {
     "Rescaling": emit_rescaling, "Normalization": emit_normalization,
     "BatchNormalization": emit_batch_norm, "LayerNormalization": emit_layer_norm,
     "Conv1D": emit_conv, "Conv2D": emit_conv, "Conv3D": emit_conv, "DepthwiseConv2D": emit_conv,
-    "SeparableConv2D": emit_separable_conv, "Conv2DTranspose": emit_conv_transpose,
+    "SeparableConv2D": emit_separable_conv, "SeparableConv1D": emit_separable_conv,
+    "DepthwiseConv1D": emit_conv, "Conv2DTranspose": emit_conv_transpose,
     "MaxPooling1D": _pool("MaxPool"), "MaxPooling2D": _pool("MaxPool"),
     "AveragePooling1D": _pool("AveragePool"), "AveragePooling2D": _pool("AveragePool"),
     "GlobalAveragePooling1D": _global_pool("ReduceMean"),

@@ -379,3 +379,17 @@ def test_conv3d_both_layouts(tmp_path, layout, options):
     model = _sequential(x, L.Conv3D(4, 3, data_format=layout, activation="relu", **options))
     _randomize_state(model)
     check(model, x, tmp_path)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("make", [lambda f: L.DepthwiseConv1D(3, depth_multiplier=2, padding="same",
+                                                              data_format=f),
+                                  lambda f: L.SeparableConv1D(4, 3, strides=2, data_format=f,
+                                                              activation="relu"),
+                                  lambda f: L.DepthwiseConv1D(3, padding="causal", data_format=f)],
+                         ids=["depthwise", "separable", "causal"])
+def test_depthwise_and_separable_conv1d(tmp_path, layout, make):
+    x = _seq(layout)
+    model = _sequential(x, make(layout))
+    _randomize_state(model)
+    check(model, x, tmp_path)
