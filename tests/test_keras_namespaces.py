@@ -15,7 +15,6 @@ _AUGMENT = ("not yet: minnet's image augmentation is RandomFlip, RandomTranslati
 _BACKEND = "backend-specific (wraps a JAX, Flax, PyTorch or TensorFlow object)"
 _HASH = ("needs TensorFlow's FarmHash Fingerprint64 for Keras's bins (Keras itself needs "
          "TensorFlow for it)")
-_DATASET = "not yet: the download/verify/cache path and its recorded SHA-256 are not written"
 
 NOT_PROVIDED = {
     "layers": {
@@ -54,7 +53,6 @@ NOT_PROVIDED = {
     },
     "initializers": {n: "for the STFT layers, which minnet does not have"
                      for n in ("STFT", "STFTInitializer", "stft")},
-    "datasets": {n: _DATASET for n in ("boston_housing", "california_housing", "imdb", "reuters")},
 }
 
 DOC = pathlib.Path(__file__).resolve().parent.parent / "docs" / "coming_from_keras.md"
