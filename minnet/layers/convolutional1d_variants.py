@@ -12,7 +12,7 @@ The math is ``Conv1D``'s (a 2-D convolution of height 1; docs/math/convolution.m
 from minnet import functional as F
 from minnet import initializers
 from minnet._checks import check_int
-from minnet.layers.convolutional1d import Conv1D, _from_ncl, _to_ncl, conv1d_padding
+from minnet.layers.convolutional1d import Conv1D, from_ncl, to_ncl, conv1d_padding
 
 __all__ = ["DepthwiseConv1D", "SeparableConv1D"]
 
@@ -112,12 +112,12 @@ class SeparableConv1D(Conv1D):
                              f"with padding={self.padding!r}. Received input shape "
                              f"{tuple(x.shape)}")
         middle = self.in_channels * self.depth_multiplier
-        h = F.conv2d(_to_ncl(x, self._channels_last),
+        h = F.conv2d(to_ncl(x, self._channels_last),
                      self.depthwise_kernel.reshape(middle, 1, 1, self.kernel_size), None,
                      stride=(1, self.strides), padding=((0, 0), (left, right)),
                      dilation=(1, self.dilation_rate), groups=self.in_channels)
         y = F.conv2d(h, self.pointwise_kernel.reshape(self.filters, middle, 1, 1), self.bias)
-        return self.activation(_from_ncl(y, self._channels_last))
+        return self.activation(from_ncl(y, self._channels_last))
 
     def get_config(self):
         config = super().get_config()
