@@ -36,10 +36,6 @@ NOT_PROVIDED = {
         "MelSpectrogram": "not yet: no audio layers", "STFTSpectrogram": "not yet: no audio layers",
         "ReversibleEmbedding": "not yet", "SpectralNormalization": "not yet",
     },
-    "losses": {
-        "CTC": "not yet: the CTC forward-backward recursion is not written", "ctc": "not yet (CTC)",
-        "Circle": "not yet: its masked reduction over positive pairs", "circle": "not yet (Circle)",
-    },
     "optimizers": {
         "Muon": "not yet",
         "ScheduleFreeAdamW": "not yet",
