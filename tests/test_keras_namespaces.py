@@ -37,7 +37,6 @@ NOT_PROVIDED = {
         "ReversibleEmbedding": "not yet", "SpectralNormalization": "not yet",
     },
     "optimizers": {
-        "Muon": "not yet",
         "ScheduleFreeAdamW": "not yet",
         "MultiOptimizer": "not yet: one optimizer per model",
         "OptimizerMap": "not yet: one optimizer per model",
