@@ -37,7 +37,6 @@ NOT_PROVIDED = {
         "ReversibleEmbedding": "not yet", "SpectralNormalization": "not yet",
     },
     "optimizers": {
-        "ScheduleFreeAdamW": "not yet",
         "MultiOptimizer": "not yet: one optimizer per model",
         "OptimizerMap": "not yet: one optimizer per model",
         "legacy": "Keras 2's optimizers (Keras 3 raises on them too)",

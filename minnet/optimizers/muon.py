@@ -1,4 +1,4 @@
-"""Keras 3's ``Muon`` (Jordan et al. 2024; the "Moonlight" learning-rate match of Liu et al.
+"""Keras 3's ``Muon`` and ``ScheduleFreeAdamW``. ``Muon`` (Jordan et al. 2024; the "Moonlight" learning-rate match of Liu et al.
 2025): momentum orthogonalised by a Newton-Schulz iteration for 2-D weights, AdamW for the
 rest.
 
@@ -15,7 +15,7 @@ import numpy as np
 from minnet._checks import check_int
 from minnet.optimizers.optimizer import Optimizer, check_number
 
-__all__ = ["Muon"]
+__all__ = ["Muon", "ScheduleFreeAdamW"]
 
 
 def newton_schulz5(x, steps, a, b, c):
@@ -121,3 +121,51 @@ class Muon(Optimizer):
         config = super()._hyperparameters()
         config["weight_decay"] = self.muon_weight_decay
         return config
+
+
+class ScheduleFreeAdamW(Optimizer):
+    """Schedule-free AdamW (Defazio et al. 2024), Keras's ``keras.optimizers.ScheduleFreeAdamW``.
+
+    The weight ``y`` is an interpolation of a fast iterate ``z`` (the "momentum", starting at
+    the initial weights) and their running average ``x``, so no learning-rate schedule is
+    needed. At step ``t`` (``lr`` ramped by ``min(t / warmup_steps, 1)``)::
+
+        v = v + (1 - beta_2) (g² - v);  z = z - lr g / (sqrt(v / (1 - beta_2^t)) + epsilon)
+        x_old = (y - (1 - beta_1) z_old) / beta_1;  x = (1 - 1/t) x_old + z / t
+        y = (1 - beta_1) z + beta_1 x
+
+    after the decoupled ``weight_decay`` (``y -= y · wd · lr``), as Keras. (Keras evaluates
+    with the same ``y``; it does not swap in ``x`` for evaluation.)
+    """
+
+    _hyper_names = ("beta_1", "beta_2", "epsilon", "warmup_steps", "weight_decay")
+    _n_work = 0
+
+    def __init__(self, params=None, learning_rate=0.0025, beta_1=0.9, beta_2=0.999,
+                 epsilon=1e-8, warmup_steps=0, weight_decay=None, clipnorm=None, clipvalue=None,
+                 global_clipnorm=None, name=None, **kwargs):
+        self.beta_1 = check_number("beta_1", beta_1, low=0, high=1, low_open=True)
+        self.beta_2 = check_number("beta_2", beta_2, low=0, high=1, high_open=True)
+        self.epsilon = check_number("epsilon", epsilon, low=0)
+        self.warmup_steps = check_int("warmup_steps", warmup_steps, 0)
+        self.weight_decay = check_number("weight_decay", weight_decay or 0.0, low=0)
+        super().__init__(params, learning_rate, clipnorm, clipvalue, global_clipnorm, name, **kwargs)
+
+    def step(self):
+        for p, state in zip(self._params or (), self._state):
+            if "z" not in state:          # Keras's build: z starts at the weights, before decay
+                state["z"] = np.array(p.data, copy=True)
+                state["v"] = np.zeros_like(p.data)
+        super().step()
+
+    def _update(self, data, grad, state, lr, work):
+        t = self.iterations + 1
+        if self.warmup_steps > 0:
+            lr = lr * min(t / self.warmup_steps, 1.0)
+        z, v = state["z"], state["v"]
+        z_old = z.copy()
+        v += (grad * grad - v) * (1 - self.beta_2)
+        z -= lr * grad / (np.sqrt(v / (1 - self.beta_2 ** t)) + self.epsilon)
+        x_old = (data - (1 - self.beta_1) * z_old) / self.beta_1
+        x = (1 - 1.0 / t) * x_old + z / t
+        data[...] = (1 - self.beta_1) * z + self.beta_1 * x
