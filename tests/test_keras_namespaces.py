@@ -32,7 +32,6 @@ NOT_PROVIDED = {
         "TFSMLayer": _BACKEND,
         "Hashing": _HASH, "HashedCrossing": _HASH,
         "InputSpec": "not yet: minnet's layers check their input shapes in build/call",
-        "GroupQueryAttention": "not yet",
         "MelSpectrogram": "not yet: no audio layers", "STFTSpectrogram": "not yet: no audio layers",
         "ReversibleEmbedding": "not yet", "SpectralNormalization": "not yet",
     },

@@ -57,6 +57,7 @@ from minnet.layers.rnn_cells import RNN, GRUCell, LSTMCell, SimpleRNNCell, Stack
 from minnet.layers.pooling3d import AveragePooling3D, MaxPooling3D
 from minnet.layers.convolutional3d import Conv3D, Conv3DTranspose
 from minnet.layers.convolutional1d_variants import DepthwiseConv1D, SeparableConv1D
+from minnet.layers.grouped_query_attention import GroupQueryAttention
 
 __all__ = [
     "Layer", "Input", "Dense", "Flatten", "Reshape", "Lambda", "Activation", "Conv2D",
@@ -114,11 +115,11 @@ __all__ += ["MaxPool1D", "MaxPool2D", "AvgPool1D", "AvgPool2D", "GlobalAvgPool1D
 GlobalAvgPool3D, GlobalMaxPool3D = GlobalAveragePooling3D, GlobalMaxPooling3D
 MaxPool3D, AvgPool3D = MaxPooling3D, AveragePooling3D
 __all__ += ["MaxPool3D", "AvgPool3D"]
-_BUILTINS += (Conv3D, Conv3DTranspose, DepthwiseConv1D, SeparableConv1D)
+_BUILTINS += (Conv3D, Conv3DTranspose, DepthwiseConv1D, SeparableConv1D, GroupQueryAttention)
 Convolution3D, Convolution3DTranspose = Conv3D, Conv3DTranspose
 SeparableConvolution1D = SeparableConv1D
 __all__ += ["Conv3D", "Conv3DTranspose", "Convolution3D", "Convolution3DTranspose",
-            "DepthwiseConv1D", "SeparableConv1D", "SeparableConvolution1D"]
+            "DepthwiseConv1D", "SeparableConv1D", "SeparableConvolution1D", "GroupQueryAttention"]
 # The one registry (minnet/_registry.py): built-ins under their class names and Keras's other
 # spellings; register_layer adds custom layers and Lambda functions; Sequential and Model
 # register themselves when minnet.models loads.

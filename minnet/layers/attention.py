@@ -257,6 +257,10 @@ class MultiHeadAttention(Layer):
         self._scale = 1.0 / float(np.sqrt(self.key_dim))
 
     # ------------------------------------------------------------------ weights
+    def _kv_heads(self):
+        """Key/value heads: ``num_heads`` here; fewer in ``GroupQueryAttention``."""
+        return self.num_heads
+
     def _kernel(self, name, shape):
         return self.add_weight(f"{name}_kernel", shape,
                                initializer=_keras_fans(self.kernel_initializer),
@@ -288,13 +292,14 @@ class MultiHeadAttention(Layer):
         out = self.output_shape_arg or (d_q,)
         self.query_kernel = self._kernel("query", (d_q, heads, kd))
         self.query_bias = self._bias("query", (heads, kd))
-        self.key_kernel = self._kernel("key", (d_k, heads, kd))
-        self.key_bias = self._bias("key", (heads, kd))
+        kv_heads = self._kv_heads()
+        self.key_kernel = self._kernel("key", (d_k, kv_heads, kd))
+        self.key_bias = self._bias("key", (kv_heads, kd))
         if self.use_gate:
             self.gate_kernel = self._kernel("gate", (d_q, heads, vd))
             self.gate_bias = self._bias("gate", (heads, vd))
-        self.value_kernel = self._kernel("value", (d_v, heads, vd))
-        self.value_bias = self._bias("value", (heads, vd))
+        self.value_kernel = self._kernel("value", (d_v, kv_heads, vd))
+        self.value_bias = self._bias("value", (kv_heads, vd))
         self.attention_output_kernel = self._kernel("attention_output", (heads, vd) + tuple(out))
         self.attention_output_bias = self._bias("attention_output", tuple(out))
         self._dims = (d_q, d_k, d_v)
@@ -381,6 +386,9 @@ class MultiHeadAttention(Layer):
         q = self._project(q_in, self.query_kernel, self.query_bias)
         k = self._project(k_in, self.key_kernel, self.key_bias)
         v = self._project(v_in, self.value_kernel, self.value_bias)
+        if self._kv_heads() != self.num_heads:     # grouped-query: each key/value head serves
+            share = np.arange(self.num_heads) // (self.num_heads // self._kv_heads())
+            k, v = k[:, :, share], v[:, :, share]  # num_heads / kv_heads query heads in a row
         dropout_on = training and self.dropout > 0
         if return_attention_scores or dropout_on:
             full = np.ones((batch, n_q, n_k), bool)

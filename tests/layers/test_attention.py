@@ -474,3 +474,68 @@ def test_attention_errors_and_config(rng):
     assert "score_mode" not in config and config["dropout"] == 0.2
     again = layers.Attention.from_config(layers.Attention(score_mode="concat").get_config())
     assert again.score_mode == "concat"
+
+
+def _gqa_reference(layer, q, v, causal=False):
+    """Grouped-query attention in NumPy: key/value head u // repeats serves query head u."""
+    w = layer.get_weights()
+    qk, qb, kk, kb, vk, vb, ok, ob = w
+    heads, kv = layer.num_query_heads, layer.num_key_value_heads
+    qh = np.einsum("btm,muh->btuh", q, qk) + qb
+    kh = np.repeat(np.einsum("bsm,mvh->bsvh", v, kk) + kb, heads // kv, axis=2)
+    vh = np.repeat(np.einsum("bsm,mvh->bsvh", v, vk) + vb, heads // kv, axis=2)
+    s = np.einsum("btuh,bsuh->buts", qh, kh) / np.sqrt(layer.head_dim)
+    if causal:
+        s = np.where(np.tril(np.ones(s.shape[-2:], bool)), s, -np.inf)
+    p = _softmax(s)
+    out = np.einsum("buts,bsuh->btuh", p, vh)
+    return np.einsum("btuh,uhm->btm", out, ok) + ob, p
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_group_query_attention_matches_numpy_and_gradchecks(rng, causal):
+    layer = layers.GroupQueryAttention(head_dim=3, num_query_heads=4, num_key_value_heads=2,
+                                       dtype="float64")
+    q, v = rng.standard_normal((2, 5, 6)), rng.standard_normal((2, 7, 4))
+    layer.build(q.shape, v.shape)
+    assert layer.key_kernel.shape == (4, 2, 3) and layer.query_kernel.shape == (6, 4, 3)
+    layer.set_weights([w + rng.normal(0, 0.3, w.shape) for w in layer.get_weights()])
+    want, probs = _gqa_reference(layer, q, v, causal)
+    np.testing.assert_allclose(layer.call(q, v, use_causal_mask=causal).numpy(), want,
+                               rtol=1e-12, atol=1e-12)
+    out, scores = layer.call(q, v, use_causal_mask=causal, return_attention_scores=True)
+    np.testing.assert_allclose(scores.numpy(), probs, rtol=1e-12, atol=1e-12)
+    x = mn.tensor(q[:1, :3], requires_grad=True)
+    assert mn.autograd.gradcheck(lambda a: layer.call(a, v[:1, :4], use_causal_mask=causal), (x,))
+    again = layers.GroupQueryAttention.from_config(layer.get_config())
+    assert (again.num_query_heads, again.num_key_value_heads, again.head_dim) == (4, 2, 3)
+
+
+def test_group_query_attention_errors():
+    gqa = layers.GroupQueryAttention(2, num_query_heads=4, num_key_value_heads=2)
+    gqa.build((1, 3, 8), (1, 3, 8))
+    with pytest.raises(ValueError, match="grouped-query"):
+        interop.mha_state_dict(gqa)
+    with pytest.raises(ValueError, match="`num_key_value_heads`"):
+        layers.GroupQueryAttention(2, num_query_heads=4, num_key_value_heads=3)
+    with pytest.raises(ValueError, match="3-D"):
+        layers.GroupQueryAttention(2, 4, 2)(np.zeros((1, 2, 3, 4)), np.zeros((1, 2, 3, 4)))
+
+
+@pytest.mark.parametrize("call", ["plain", "causal", "value_mask", "scores"])
+def test_group_query_attention_matches_keras(keras, rng, call):
+    q = rng.standard_normal((2, 5, 6)).astype("float32")
+    v = rng.standard_normal((2, 7, 4)).astype("float32")
+    kw = {"plain": {}, "causal": dict(use_causal_mask=True),
+          "value_mask": dict(value_mask=np.arange(7)[None] < np.array([[3], [7]])),
+          "scores": dict(return_attention_scores=True)}[call]
+    theirs = keras.layers.GroupQueryAttention(head_dim=3, num_query_heads=4, num_key_value_heads=2)
+    want = theirs(q, v, **kw)
+    ours = layers.GroupQueryAttention(head_dim=3, num_query_heads=4, num_key_value_heads=2)
+    ours.build(q.shape, v.shape)
+    _copy_keras_weights(ours, theirs)
+    got = ours.call(q, v, **kw)
+    if call == "scores":
+        (got, got_scores), (want, want_scores) = got, want
+        np.testing.assert_allclose(got_scores.numpy(), keras.ops.convert_to_numpy(want_scores), **TOL32)
+    np.testing.assert_allclose(got.numpy(), keras.ops.convert_to_numpy(want), **TOL32)
