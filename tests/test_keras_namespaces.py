@@ -33,7 +33,6 @@ NOT_PROVIDED = {
         "Hashing": _HASH, "HashedCrossing": _HASH,
         "InputSpec": "not yet: minnet's layers check their input shapes in build/call",
         "MelSpectrogram": "not yet: no audio layers", "STFTSpectrogram": "not yet: no audio layers",
-        "ReversibleEmbedding": "not yet", "SpectralNormalization": "not yet",
     },
     "optimizers": {
         "MultiOptimizer": "not yet: one optimizer per model",
