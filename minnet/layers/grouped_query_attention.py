@@ -8,7 +8,8 @@ heads (``key_kernel`` (d_k, kv_heads, head_dim), ``value_kernel`` (d_v, kv_heads
 head_dim)); the rest, the fused kernel, the masks and the weight order are
 ``MultiHeadAttention``'s, so ``get_weights()`` reads as Keras's.
 """
-from minnet.layers.attention import MultiHeadAttention, _positive_int
+from minnet._checks import check_int
+from minnet.layers.attention import MultiHeadAttention
 
 __all__ = ["GroupQueryAttention"]
 
@@ -33,8 +34,8 @@ class GroupQueryAttention(MultiHeadAttention):
                  kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
                  kernel_constraint=None, bias_constraint=None, use_gate=False, seed=None,
                  **kwargs):
-        query_heads = _positive_int(num_query_heads, "num_query_heads")
-        kv_heads = _positive_int(num_key_value_heads, "num_key_value_heads")
+        query_heads = check_int("num_query_heads", num_query_heads, 1)
+        kv_heads = check_int("num_key_value_heads", num_key_value_heads, 1)
         if query_heads % kv_heads:
             raise ValueError(f"Invalid value for argument `num_key_value_heads`: "
                              f"`num_query_heads` ({query_heads}) must be divisible by it. "
