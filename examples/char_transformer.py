@@ -9,7 +9,8 @@ forward pass trains all WINDOW predictions. Each block is the pre-norm arrangeme
     y = h + Dense(width)(gelu(Dense(4 width)(LayerNorm(h))))
 
 Run:  python examples/char_transformer.py [path/to/text.txt] [--steps 1500] [--quick]
-With no file it trains on minnet's own documentation (docs/*.md) of the source checkout.
+With no file it trains on the public-domain Shakespeare text that ships with minnet
+(``mn.datasets.shakespeare.load_data()``, 290 KB; its source is in docs/datasets.md).
 --quick (or --short) trains for a few steps only (smoke test).
 """
 import argparse
@@ -32,11 +33,7 @@ BLOCKS = 2
 def load_text(path):
     if path is not None:
         return pathlib.Path(path).read_text(encoding="utf-8", errors="replace")
-    docs = pathlib.Path(__file__).resolve().parent.parent / "docs"
-    files = sorted(docs.glob("*.md"))
-    if not files:   # an installed copy without the docs: fall back to this script
-        files = [pathlib.Path(__file__).resolve()]
-    return "\n".join(f.read_text(encoding="utf-8", errors="replace") for f in files)
+    return mn.datasets.shakespeare.load_data()
 
 
 class TokenAndPosition(layers.Layer):
@@ -128,6 +125,8 @@ def main(path=None, steps=1500, quick=False):
             print(f"step {step:5d}  loss {recent[-1]:.3f} nats/char  (mean of the last "
                   f"{len(recent)}: {np.mean(recent):.3f})  {time.perf_counter() - started:.0f} s")
     model.eval()
+    print(f"trained {steps} steps in {time.perf_counter() - started:.0f} s; mean loss of the "
+          f"last {len(recent)} steps {np.mean(recent):.3f} nats/char")
     print("--- sample (temperature 0.8) ---")
     print(sample(model, ids_of, chars, prompt="The ", length=60 if quick else 400,
                  temperature=0.8, rng=rng))

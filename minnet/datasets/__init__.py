@@ -14,13 +14,14 @@ import os
 import numpy as np
 
 from minnet import _random
-from minnet.datasets import cifar10, cifar100, fashion_mnist, mnist
+from minnet.datasets import (boston_housing, california_housing, cifar10, cifar100, fashion_mnist,
+                             imdb, mnist, reuters, shakespeare)
 from minnet.datasets._download import check_file_labels, file_hash
 from minnet.config import normalize_data_format
 from minnet.datasets.sequence_tasks import make_sequence_task  # noqa: F401
 
 __all__ = ["load_digits", "make_blobs", "make_regression", "mnist", "fashion_mnist", "cifar10",
-           "cifar100"]
+           "cifar100", "shakespeare", "imdb", "reuters", "boston_housing", "california_housing"]
 
 _DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 _DIGITS_PATH = os.path.join(_DATA_DIR, "digits.npz")

@@ -23,6 +23,7 @@ from ._activations import (gelu, hardsigmoid, hardswish, mish, prelu, prelu_broa
 from ._image import interpolate, pad2d, resize_bilinear2d, upsample_nearest2d
 from ._layernorm import group_norm, layer_norm
 from ._conv import conv2d, conv_transpose2d
+from ._conv3d import conv3d, conv_transpose3d
 from ._linear import linear, linear_no_graph  # noqa: F401 (Dense's no-graph path)
 from ._dropout import alpha_dropout, dropout, spatial_dropout2d
 from ._losses import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy,
@@ -33,7 +34,7 @@ from ._recurrent import concat_features, embedding, gru, lstm, reverse_sequence,
 from ._attention import dot_product_attention_keras, scaled_dot_product_attention
 from ._attention import composed_attention, fused_attention, kernel_mask  # noqa: F401 (the attention layers' paths)
 
-__all__ = ["linear", "conv2d", "conv_transpose2d", "relu", "leaky_relu", "elu", "selu", "sigmoid", "tanh", "softmax",
+__all__ = ["linear", "conv2d", "conv_transpose2d", "conv3d", "conv_transpose3d", "relu", "leaky_relu", "elu", "selu", "sigmoid", "tanh", "softmax",
            "log_softmax", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "huber_loss",
            "binary_cross_entropy", "binary_cross_entropy_with_logits", "dropout", "alpha_dropout",
            "spatial_dropout2d", "batch_norm", "max_pool2d", "avg_pool2d", "global_avg_pool2d",

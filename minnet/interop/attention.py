@@ -34,6 +34,10 @@ def _twin_problem(layer):
         return f"expected a MultiHeadAttention layer, received {type(layer).__name__}"
     if not layer.built:
         return "the layer is not built (call it or build(query_shape, value_shape) first)"
+    if layer.key_kernel.shape[1] != layer.num_heads:
+        return (f"its {layer.key_kernel.shape[1]} key/value heads are shared by "
+                f"{layer.num_heads} query heads (grouped-query attention), which "
+                f"torch.nn.MultiheadAttention cannot express")
     d_q = layer.query_kernel.shape[0]
     width = layer.num_heads * layer.key_dim
     if width != d_q:

@@ -55,6 +55,11 @@ from minnet.layers.dense_conv_extra import (AdaptiveAveragePooling1D, AdaptiveAv
 from minnet.layers.categorical import CategoryEncoding, Discretization, IntegerLookup, StringLookup
 from minnet.layers.rnn_cells import RNN, GRUCell, LSTMCell, SimpleRNNCell, StackedRNNCells
 from minnet.layers.pooling3d import AveragePooling3D, MaxPooling3D
+from minnet.layers.convolutional3d import Conv3D, Conv3DTranspose
+from minnet.layers.convolutional1d_variants import DepthwiseConv1D, SeparableConv1D
+from minnet.layers.grouped_query_attention import GroupQueryAttention
+from minnet.layers.reversible_embedding import ReversibleEmbedding
+from minnet.layers.spectral_normalization import SpectralNormalization
 
 __all__ = [
     "Layer", "Input", "Dense", "Flatten", "Reshape", "Lambda", "Activation", "Conv2D",
@@ -112,6 +117,13 @@ __all__ += ["MaxPool1D", "MaxPool2D", "AvgPool1D", "AvgPool2D", "GlobalAvgPool1D
 GlobalAvgPool3D, GlobalMaxPool3D = GlobalAveragePooling3D, GlobalMaxPooling3D
 MaxPool3D, AvgPool3D = MaxPooling3D, AveragePooling3D
 __all__ += ["MaxPool3D", "AvgPool3D"]
+_BUILTINS += (Conv3D, Conv3DTranspose, DepthwiseConv1D, SeparableConv1D, GroupQueryAttention,
+              ReversibleEmbedding, SpectralNormalization)
+Convolution3D, Convolution3DTranspose = Conv3D, Conv3DTranspose
+SeparableConvolution1D = SeparableConv1D
+__all__ += ["Conv3D", "Conv3DTranspose", "Convolution3D", "Convolution3DTranspose",
+            "DepthwiseConv1D", "SeparableConv1D", "SeparableConvolution1D", "GroupQueryAttention",
+            "ReversibleEmbedding", "SpectralNormalization"]
 # The one registry (minnet/_registry.py): built-ins under their class names and Keras's other
 # spellings; register_layer adds custom layers and Lambda functions; Sequential and Model
 # register themselves when minnet.models loads.
@@ -129,7 +141,9 @@ for _alias, _cls in {"MaxPool2D": MaxPooling2D, "AvgPool2D": AveragePooling2D,
                      "SeparableConvolution2D": SeparableConv2D,
                      "GlobalAvgPool3D": GlobalAveragePooling3D,
                      "GlobalMaxPool3D": GlobalMaxPooling3D, "MaxPool3D": MaxPooling3D,
-                     "AvgPool3D": AveragePooling3D}.items():
+                     "AvgPool3D": AveragePooling3D, "Convolution3D": Conv3D,
+                     "Convolution3DTranspose": Conv3DTranspose,
+                     "SeparableConvolution1D": SeparableConv1D}.items():
     _registry.register("layer", _cls, name=_cls.__name__, aliases=(_alias,))
 
 

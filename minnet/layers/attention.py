@@ -71,6 +71,111 @@ def _mask_array(mask, name, shape):
     return array.astype(bool, copy=False)
 
 
+def _axes_arg(axes):
+    """``attention_axes`` as Keras takes it (None, an int, or a list/tuple of ints)."""
+    if axes is None:
+        return None
+    items = (axes,) if isinstance(axes, (int, np.integer)) else axes
+    if not isinstance(items, (list, tuple)) or not items or any(
+            isinstance(a, bool) or not isinstance(a, (int, np.integer)) for a in items):
+        raise ValueError(f"Invalid value for argument `attention_axes`: expected None, an int or "
+                         f"a non-empty list/tuple of ints. Received: attention_axes={axes!r}")
+    return tuple(int(a) for a in items)
+
+
+class _Fold:
+    """Inputs of rank > 3 as (batch', T, features) for the 3-D attention, and back.
+
+    The axes between the batch and the features split into the attention axes (Keras's
+    ``attention_axes``, in the order given; default all of them) and the others, which act
+    as batch axes: ``x`` is permuted to (B, <others>, <attention axes>, d) and reshaped to
+    (B * prod(others), prod(attention axes), d), as Keras's einsum equations treat them.
+    """
+
+    def __init__(self, q_shape, v_shape, k_shape, axes, layer):
+        rank = len(q_shape)
+        given = tuple(range(1, rank - 1)) if axes is None else tuple(
+            a if a >= 0 else rank + a for a in axes)
+        if any(not 1 <= a <= rank - 2 for a in given) or len(set(given)) != len(given):
+            raise ValueError(f"Invalid value for argument `attention_axes` of layer '{layer}': "
+                             f"expected distinct axes between the batch axis and the feature "
+                             f"axis of inputs of rank {rank} (1..{rank - 2}, or "
+                             f"{-(rank - 1)}..-2). Received: attention_axes={axes!r}")
+        for name, shape in (("value", v_shape), ("key", k_shape)):
+            if shape is None:
+                continue
+            if len(shape) != rank or any(shape[i] != q_shape[i] for i in range(rank - 1)
+                                         if i not in given):
+                raise ValueError(f"Layer '{layer}': `{name}` must have the rank of `query` "
+                                 f"({rank}) and its sizes on the batch and non-attention axes. "
+                                 f"Received: query.shape={q_shape}, {name}.shape={shape}, "
+                                 f"attention_axes={given}")
+        self.others = tuple(a for a in range(1, rank - 1) if a not in given)
+        self.axes = given
+        self.perm = (0,) + self.others + given + (rank - 1,)
+        self.q_shape, self.k_shape = q_shape, v_shape
+        self.lead = (q_shape[0],) + tuple(q_shape[a] for a in self.others)
+
+    def _length(self, shape):
+        return int(np.prod([shape[a] for a in self.axes], dtype=np.int64))
+
+    def inputs(self, x):
+        shape = tuple(x.shape)
+        if self.perm != tuple(range(len(shape))):
+            x = x.permute(*self.perm)
+        return x.reshape(int(np.prod(self.lead, dtype=np.int64)), self._length(shape), shape[-1])
+
+    def mask(self, m, name):
+        if m is None:
+            return None
+        array = np.asarray(getattr(m, "data", m)).astype(bool, copy=False)
+        if array.ndim != len(self.perm) - 1:
+            raise ValueError(f"Invalid value for argument `{name}`: expected the input's shape "
+                             f"without its feature axis ({len(self.perm) - 1} axes). Received: "
+                             f"shape={array.shape}")
+        lead = int(np.prod(self.lead, dtype=np.int64))
+        return np.transpose(array, self.perm[:-1]).reshape(lead, -1)
+
+    def attention_mask(self, mask):
+        """(B, <others>, <query attention axes>, <key attention axes>), missing axes added
+        before the attention axes (Keras's expansion), as (batch', Tq, Tk)."""
+        array = np.asarray(getattr(mask, "data", mask)).astype(bool, copy=False)
+        n = len(self.axes)
+        q_axes = tuple(self.q_shape[a] for a in self.axes)
+        k_axes = tuple(self.k_shape[a] for a in self.axes)
+        target = self.lead + q_axes + k_axes
+        if 2 * n <= array.ndim < len(target):
+            split = array.ndim - 2 * n
+            array = array.reshape(array.shape[:split] + (1,) * (len(target) - array.ndim)
+                                  + array.shape[split:])
+        try:
+            array = np.broadcast_to(array, target)
+        except ValueError:
+            raise ValueError(f"Invalid value for argument `attention_mask`: expected shape "
+                             f"{target} (batch, other inner axes, query attention axes, key "
+                             f"attention axes). Received: shape={np.shape(mask)}") from None
+        return array.reshape(int(np.prod(self.lead, dtype=np.int64)),
+                             int(np.prod(q_axes, dtype=np.int64)),
+                             int(np.prod(k_axes, dtype=np.int64)))
+
+    def output(self, y, out_dims):
+        """(batch', Tq, *out_dims) back to the query's axes, features last."""
+        rank = len(self.perm)
+        y = y.reshape(self.lead + tuple(self.q_shape[a] for a in self.axes) + tuple(out_dims))
+        inverse = tuple(int(i) for i in np.argsort(self.perm[:-1])) + tuple(
+            range(rank - 1, rank - 1 + len(out_dims)))
+        return y if inverse == tuple(range(len(inverse))) else y.permute(*inverse)
+
+    def unfold_mask(self, rows):
+        shape = self.lead + tuple(self.q_shape[a] for a in self.axes)
+        return np.transpose(rows.reshape(shape), np.argsort(self.perm[:-1]))
+
+    def scores(self, s):
+        """(batch', heads, Tq, Tk) as (B, <others>, heads, <query axes>, <key axes>)."""
+        return s.reshape(self.lead + (s.shape[1],) + tuple(self.q_shape[a] for a in self.axes)
+                         + tuple(self.k_shape[a] for a in self.axes))
+
+
 class MultiHeadAttention(Layer):
     """Multi-head attention (Vaswani et al. 2017), as ``keras.layers.MultiHeadAttention``.
 
@@ -85,8 +190,11 @@ class MultiHeadAttention(Layer):
         dropout: dropout rate on the attention probabilities (training only).
         use_bias: projections with biases.
         output_shape: int or tuple, the output's trailing shape (default: query's last dim).
-        attention_axes: None (attention over every axis between batch and features; inputs
-            of rank > 3 are flattened over those axes). Other values raise a ValueError.
+        attention_axes: the axes attention runs over (an int or a tuple, counted in the
+            input's axes, negative from the end), as Keras: None means every axis between
+            the batch and the features (inputs of rank > 3 attend over those axes jointly);
+            the other inner axes act as batch axes. ``(B, H, W, d)`` inputs with
+            ``attention_axes=(2,)`` attend along W for each row separately.
         sliding_window: None or a positive int: query i sees keys with |i - j| < window.
         flash_attention: accepted for Keras's signature; the fused kernel always runs.
         kernel_initializer, bias_initializer, kernel_regularizer, bias_regularizer,
@@ -103,7 +211,8 @@ class MultiHeadAttention(Layer):
 
     Returns:
         (B, T, *output_shape), and the (B, heads, T, S) probabilities when
-        ``return_attention_scores``. The output carries the query's mask. A query row with
+        ``return_attention_scores`` (for inputs of rank > 3: (B, <other inner axes>, heads,
+        <query attention axes>, <key attention axes>), Keras's layout). The output carries the query's mask. A query row with
         no allowed key gives output 0 (before the output projection; Keras's fused path on
         torch gives uniform weights there, its score path 0).
 
@@ -134,11 +243,7 @@ class MultiHeadAttention(Layer):
             output_shape = (output_shape,)
         self.output_shape_arg = None if output_shape is None else tuple(
             _positive_int(s, "output_shape") for s in output_shape)
-        if attention_axes is not None:
-            raise ValueError(f"Invalid value for argument `attention_axes`: minnet supports None "
-                             f"(attention over every axis between the batch and the features). "
-                             f"Received: attention_axes={attention_axes!r}")
-        self.attention_axes = None
+        self.attention_axes = _axes_arg(attention_axes)
         self.sliding_window = _positive_int(sliding_window, "sliding_window", allow_none=True)
         self.flash_attention = flash_attention
         self.use_gate = bool(use_gate)
@@ -152,6 +257,10 @@ class MultiHeadAttention(Layer):
         self._scale = 1.0 / float(np.sqrt(self.key_dim))
 
     # ------------------------------------------------------------------ weights
+    def _kv_heads(self):
+        """Key/value heads: ``num_heads`` here; fewer in ``GroupQueryAttention``."""
+        return self.num_heads
+
     def _kernel(self, name, shape):
         return self.add_weight(f"{name}_kernel", shape,
                                initializer=_keras_fans(self.kernel_initializer),
@@ -183,13 +292,14 @@ class MultiHeadAttention(Layer):
         out = self.output_shape_arg or (d_q,)
         self.query_kernel = self._kernel("query", (d_q, heads, kd))
         self.query_bias = self._bias("query", (heads, kd))
-        self.key_kernel = self._kernel("key", (d_k, heads, kd))
-        self.key_bias = self._bias("key", (heads, kd))
+        kv_heads = self._kv_heads()
+        self.key_kernel = self._kernel("key", (d_k, kv_heads, kd))
+        self.key_bias = self._bias("key", (kv_heads, kd))
         if self.use_gate:
             self.gate_kernel = self._kernel("gate", (d_q, heads, vd))
             self.gate_bias = self._bias("gate", (heads, vd))
-        self.value_kernel = self._kernel("value", (d_v, heads, vd))
-        self.value_bias = self._bias("value", (heads, vd))
+        self.value_kernel = self._kernel("value", (d_v, kv_heads, vd))
+        self.value_bias = self._bias("value", (kv_heads, vd))
         self.attention_output_kernel = self._kernel("attention_output", (heads, vd) + tuple(out))
         self.attention_output_bias = self._bias("attention_output", tuple(out))
         self._dims = (d_q, d_k, d_v)
@@ -211,8 +321,6 @@ class MultiHeadAttention(Layer):
             raise ValueError(f"Input `{name}` of layer '{self.name}' is incompatible with the "
                              f"layer: expected shape (batch, ..., {d}). Received: "
                              f"{name}.shape={tuple(x.shape)}")
-        if x.ndim > 3:
-            x = x.reshape(x.shape[0], -1, d)
         return x
 
     def call(self, query, value, key=None, query_mask=None, value_mask=None, key_mask=None,
@@ -230,7 +338,19 @@ class MultiHeadAttention(Layer):
         if key is not None and key_mask is None:
             key_mask = get_keras_mask(key)
         d_q, d_k, d_v = self._dims
-        q_shape = tuple(getattr(query, "shape", np.shape(query)))
+        query, value = self._to_tensor(query), self._to_tensor(value)
+        key = None if key is None else self._to_tensor(key)
+        q_shape = tuple(query.shape)
+        fold = None
+        if len(q_shape) > 3:      # fold the other inner axes into the batch (Keras's einsums)
+            fold = _Fold(q_shape, tuple(value.shape), None if key is None else tuple(key.shape),
+                         self.attention_axes, self.name)
+            query, value = fold.inputs(query), fold.inputs(value)
+            key = None if key is None else fold.inputs(key)
+            query_mask, value_mask, key_mask = (fold.mask(m, name) for m, name in (
+                (query_mask, "query_mask"), (value_mask, "value_mask"), (key_mask, "key_mask")))
+            if attention_mask is not None:
+                attention_mask = fold.attention_mask(attention_mask)
         q_in = self._flat(query, "query", d_q)
         v_in = self._flat(value, "value", d_v)
         k_in = v_in if key is None else self._flat(key, "key", d_k)
@@ -240,25 +360,20 @@ class MultiHeadAttention(Layer):
                              f"query {tuple(q_in.shape)}, value {tuple(v_in.shape)}, key "
                              f"{tuple(k_in.shape)}")
         batch, n_q, n_k = q_in.shape[0], q_in.shape[1], v_in.shape[1]
-        if len(q_shape) > 3 and (use_causal_mask or self.sliding_window):
+        if fold is not None and (use_causal_mask or self.sliding_window):
             raise ValueError(f"Layer '{self.name}': `use_causal_mask` and `sliding_window` need "
                              f"3-D inputs (batch, T, features). Received: query.shape={q_shape}")
-        rows = _mask_array(query_mask, "query_mask", (batch, n_q)) if len(q_shape) == 3 else (
-            None if query_mask is None else _mask_array(query_mask, "query_mask", q_shape[:-1]
-                                                        ).reshape(batch, n_q))
+        rows = _mask_array(query_mask, "query_mask", (batch, n_q))
         keys = None
         for name, m in (("value_mask", value_mask), ("key_mask", key_mask)):
             if m is not None:
-                arr = _mask_array(m, name, (batch,) + tuple(v_in.shape[1:2])) if np.ndim(
-                    getattr(m, "data", m)) == 2 else np.asarray(getattr(m, "data", m),
-                                                                 bool).reshape(batch, n_k)
+                arr = _mask_array(m, name, (batch, n_k))
                 keys = arr if keys is None else keys & arr
         pairs = None
         if attention_mask is not None:
             am = np.asarray(getattr(attention_mask, "data", attention_mask)).astype(bool)
             try:
-                pairs = np.broadcast_to(am.reshape(am.shape[0], n_q, n_k) if am.ndim > 3 else am,
-                                        (batch, n_q, n_k))
+                pairs = np.broadcast_to(am, (batch, n_q, n_k))
             except ValueError:
                 raise ValueError(f"Invalid value for argument `attention_mask`: expected shape "
                                  f"({batch}, {n_q}, {n_k}). Received: shape={am.shape}") from None
@@ -271,6 +386,9 @@ class MultiHeadAttention(Layer):
         q = self._project(q_in, self.query_kernel, self.query_bias)
         k = self._project(k_in, self.key_kernel, self.key_bias)
         v = self._project(v_in, self.value_kernel, self.value_bias)
+        if self._kv_heads() != self.num_heads:     # grouped-query: each key/value head serves
+            share = np.arange(self.num_heads) // (self.num_heads // self._kv_heads())
+            k, v = k[:, :, share], v[:, :, share]  # num_heads / kv_heads query heads in a row
         dropout_on = training and self.dropout > 0
         if return_attention_scores or dropout_on:
             full = np.ones((batch, n_q, n_k), bool)
@@ -305,7 +423,12 @@ class MultiHeadAttention(Layer):
             kernel.reshape(heads * vd, int(np.prod(out_dims))))
         if self.attention_output_bias is not None:
             y = y + self.attention_output_bias.reshape(-1)
-        y = y.reshape(q_shape[:-1] + out_dims)
+        if fold is None:
+            y = y.reshape(q_shape[:-1] + out_dims)
+        else:
+            y = fold.output(y, out_dims)
+            scores = None if scores is None else fold.scores(scores)
+        query_mask = rows if fold is None or rows is None else fold.unfold_mask(rows)
         if query_mask is not None:
             set_keras_mask(y, np.asarray(getattr(query_mask, "data", query_mask), bool))
         if return_attention_scores:
@@ -322,7 +445,8 @@ class MultiHeadAttention(Layer):
         return {**super().get_config(), "num_heads": self.num_heads, "key_dim": self.key_dim,
                 "value_dim": self.value_dim, "dropout": self.dropout, "use_bias": self.use_bias,
                 "output_shape": None if self.output_shape_arg is None else list(self.output_shape_arg),
-                "attention_axes": None, "sliding_window": self.sliding_window,
+                "attention_axes": None if self.attention_axes is None else list(
+                    self.attention_axes), "sliding_window": self.sliding_window,
                 "flash_attention": self.flash_attention, "use_gate": self.use_gate,
                 "seed": self.seed,
                 "kernel_initializer": initializers.serialize(self.kernel_initializer),

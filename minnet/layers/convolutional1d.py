@@ -25,7 +25,7 @@ def _one(name, value, minimum=1):
     return check_int_tuple(name, value, 1, minimum=minimum)[0]
 
 
-def _to_ncl(x, channels_last):
+def to_ncl(x, channels_last):
     """(N, L, C) -> (N, C, 1, L) (or (N, C, L) -> (N, C, 1, L))."""
     n = x.shape[0]
     if channels_last:
@@ -33,7 +33,7 @@ def _to_ncl(x, channels_last):
     return x.reshape(n, x.shape[1], 1, x.shape[2])
 
 
-def _from_ncl(y, channels_last):
+def from_ncl(y, channels_last):
     """(N, C, 1, L) -> (N, L, C) (or (N, C, L))."""
     y = y.reshape(y.shape[0], y.shape[1], y.shape[3])
     return y.transpose(0, 2, 1) if channels_last else y
@@ -144,10 +144,10 @@ class Conv1D(Layer):
                              f"{tuple(x.shape)}")
         weight = self.kernel.reshape(self.filters, self.in_channels // self.groups, 1,
                                      self.kernel_size)
-        y = F.conv2d(_to_ncl(x, self._channels_last), weight, self.bias,
+        y = F.conv2d(to_ncl(x, self._channels_last), weight, self.bias,
                      stride=(1, self.strides), padding=((0, 0), (left, right)),
                      dilation=(1, self.dilation_rate), groups=self.groups)
-        return self.activation(_from_ncl(y, self._channels_last))
+        return self.activation(from_ncl(y, self._channels_last))
 
     def compute_output_shape(self, input_shape):
         n, a, b = tuple(input_shape)
@@ -190,8 +190,8 @@ class _Pooling1D(Layer):
             self._check_input(x, ndim=3)
         channels_last = self.data_format == "channels_last"
         pool = type(self)._op
-        y = pool(_to_ncl(x, channels_last), (1, self.pool_size), (1, self.strides), self.padding)
-        return _from_ncl(y, channels_last)
+        y = pool(to_ncl(x, channels_last), (1, self.pool_size), (1, self.strides), self.padding)
+        return from_ncl(y, channels_last)
 
     def compute_output_shape(self, input_shape):
         n, a, b = tuple(input_shape)

@@ -43,6 +43,7 @@ from minnet.losses.probabilistic import BinaryCrossentropy, BinaryFocalCrossentr
 from minnet.losses.regression import CosineSimilarity, Huber, LogCosh, MeanAbsoluteError, \
     MeanAbsolutePercentageError, MeanSquaredError, MeanSquaredLogarithmicError
 from minnet.losses.overlap import CategoricalGeneralizedCrossEntropy, Dice, Tversky
+from minnet.losses.sequence_and_metric import CTC, Circle, circle, ctc
 from minnet.losses.functions import binary_crossentropy, binary_focal_crossentropy, \
     categorical_crossentropy, categorical_focal_crossentropy, \
     categorical_generalized_cross_entropy, categorical_hinge, cosine_similarity, dice, hinge, \
@@ -63,6 +64,7 @@ __all__ = [
     "categorical_focal_crossentropy", "sparse_categorical_crossentropy", "kl_divergence",
     "poisson", "hinge", "squared_hinge", "categorical_hinge", "dice", "tversky",
     "categorical_generalized_cross_entropy",
+    "CTC", "Circle", "ctc", "circle",
     "get", "serialize", "deserialize",
 ]
 
@@ -91,6 +93,7 @@ _ALIASES = {
     BinaryFocalCrossentropy: ("binary_focal_crossentropy",),
     Dice: ("dice",), Tversky: ("tversky",),
     CategoricalGeneralizedCrossEntropy: ("categorical_generalized_cross_entropy",),
+    CTC: ("ctc",), Circle: ("circle",),
 }
 
 for _cls, _names in _ALIASES.items():

@@ -287,6 +287,9 @@ class Loss:
             if fast is not None:
                 return fast
         values = _as_tensor(self._values(y_true, y_pred))
+        own = get_keras_mask(values)       # a loss that masks its own values (Keras's Circle)
+        if own is not None:
+            return masked_reduce(values, own, sample_weight, self.reduction)
         weight = None if sample_weight is None else broadcast_sample_weight(sample_weight, values)
         return reduce_values(values, weight, self.reduction)
 

@@ -20,6 +20,7 @@ from minnet.optimizers.adam import Adam, AdamW
 from minnet.optimizers.adamax import Adamax
 from minnet.optimizers.keras_only import Adafactor, Ftrl, Lamb, LossScaleOptimizer
 from minnet.optimizers.lion import Lion
+from minnet.optimizers.muon import Muon, ScheduleFreeAdamW
 from minnet.optimizers.nadam import Nadam
 from minnet.optimizers.optimizer import Optimizer
 from minnet.optimizers.rmsprop import RMSprop
@@ -27,10 +28,11 @@ from minnet.optimizers.sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Nadam", "Adamax", "RMSprop", "Adagrad",
            "Adadelta", "Lion", "schedules", "get", "serialize", "deserialize",
-           "Ftrl", "Lamb", "Adafactor", "LossScaleOptimizer"]
+           "Ftrl", "Lamb", "Adafactor", "LossScaleOptimizer", "Muon",
+           "ScheduleFreeAdamW"]
 
 for _cls in (SGD, Adam, AdamW, Nadam, Adamax, RMSprop, Adagrad, Adadelta, Lion, Ftrl, Lamb,
-             Adafactor, LossScaleOptimizer):
+             Adafactor, LossScaleOptimizer, Muon, ScheduleFreeAdamW):
     _registry.register("optimizer", _cls, aliases=(_cls.__name__.lower(),))
 del _cls
 

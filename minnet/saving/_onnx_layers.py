@@ -296,14 +296,15 @@ def emit_conv(g, layer, inputs, shapes):
 
 
 def emit_separable_conv(g, layer, inputs, shapes):
-    x = _to_channels_first(g, layer, inputs[0], 4)
+    rank = len(shapes[0])
+    x = _to_channels_first(g, layer, inputs[0], rank)
     y = _conv(g, layer, x, shapes[0], layer.depthwise_kernel, None, layer.in_channels,
               layer.kernel_size, layer.strides, layer.dilation_rate)
     ins = [y, g.const(_array(layer.pointwise_kernel), f"{layer.name}_pointwise")]
     if layer.bias is not None:
         ins.append(g.const(_array(layer.bias), f"{layer.name}_bias"))
-    y = g.node("Conv", ins, kernel_shape=[1, 1])
-    return activation(g, layer, _from_channels_first(g, layer, y, 4), layer.activation)
+    y = g.node("Conv", ins, kernel_shape=[1] * (rank - 2))
+    return activation(g, layer, _from_channels_first(g, layer, y, rank), layer.activation)
 
 
 def emit_conv_transpose(g, layer, inputs, shapes):
@@ -568,6 +569,61 @@ def emit_bidirectional(g, layer, inputs, shapes):
     return out + states if layer.return_state else (out if len(out) > 1 else out[0])
 
 
+# ---- attention ------------------------------------------------------------------------------
+def emit_multi_head_attention(g, layer, inputs, shapes, options):
+    """``MultiHeadAttention()(query, value[, key])`` on (B, T, d) inputs: the projections as
+    MatMul + Add, ``softmax(q kᵀ / sqrt(key_dim))`` per head (``use_causal_mask`` by Trilu +
+    Where, so T may stay dynamic), the gate, the output projection."""
+    unknown = set(options) - {"use_causal_mask", "training", "return_attention_scores"}
+    if unknown or options.get("return_attention_scores"):
+        _fail(layer, f"the call options {sorted(unknown) or ['return_attention_scores=True']} "
+                     f"are not translated (use_causal_mask is).")
+    if any(len(s) != 3 for s in shapes):
+        _fail(layer, f"inputs of rank > 3 (attention_axes) are not translated; got {shapes}.")
+    if layer.sliding_window:
+        _fail(layer, "sliding_window is not translated.")
+    heads, kd, vd = layer.num_heads, layer.key_dim, layer.value_dim
+    query, value = inputs[0], inputs[1]
+    key = inputs[2] if len(inputs) > 2 else value
+
+    def project(x, kernel, bias, dim, stem):
+        d = kernel.shape[0]
+        y = g.node("MatMul", [x, g.const(_array(kernel).reshape(d, heads * dim), f"{stem}_kernel")])
+        if bias is not None:
+            y = g.node("Add", [y, g.const(_array(bias).reshape(heads * dim), f"{stem}_bias")])
+        return g.node("Reshape", [y, g.ints([0, 0, heads, dim])])          # (B, T, heads, dim)
+
+    name = layer.name
+    q = g.node("Transpose", [project(query, layer.query_kernel, layer.query_bias, kd, f"{name}_query")],
+               perm=[0, 2, 1, 3])
+    k = g.node("Transpose", [project(key, layer.key_kernel, layer.key_bias, kd, f"{name}_key")],
+               perm=[0, 2, 3, 1])
+    v = g.node("Transpose", [project(value, layer.value_kernel, layer.value_bias, vd, f"{name}_value")],
+               perm=[0, 2, 1, 3])
+    scores = g.node("Mul", [g.node("MatMul", [q, k]), g.const(np.float32(layer._scale))])
+    if options.get("use_causal_mask"):                 # query i sees keys j <= i (tril)
+        size = g.node("Slice", [g.node("Shape", [scores]), g.ints([2]), g.ints([4])])
+        ones = g.node("Expand", [g.const(np.ones((1, 1), np.float32)), size])
+        allowed = g.node("Cast", [g.node("Trilu", [ones], upper=0)], to=9)
+        scores = g.node("Where", [allowed, scores, g.const(np.float32(-np.inf))])
+    out = g.node("MatMul", [g.node("Softmax", [scores], axis=-1), v])      # (B, heads, T, vd)
+    out = g.node("Transpose", [out], perm=[0, 2, 1, 3])
+    if layer.use_gate:
+        gate = project(query, layer.gate_kernel, layer.gate_bias, vd, f"{name}_gate")
+        out = g.node("Mul", [out, g.node("Sigmoid", [gate])])
+    kernel = layer.attention_output_kernel
+    out_dims = [int(d) for d in kernel.shape[2:]]
+    y = g.node("MatMul", [g.node("Reshape", [out, g.ints([0, 0, heads * vd])]),
+                          g.const(_array(kernel).reshape(heads * vd, -1), f"{name}_output_kernel")])
+    if layer.attention_output_bias is not None:
+        y = g.node("Add", [y, g.const(_array(layer.attention_output_bias).reshape(-1),
+                                      f"{name}_output_bias")])
+    return y if len(out_dims) == 1 else g.node("Reshape", [y, g.ints([0, 0] + out_dims)])
+
+
+# Layers whose call takes keyword options (``emitter(g, layer, inputs, shapes, options)``).
+KEYWORD_EMITTERS = {"MultiHeadAttention": emit_multi_head_attention}
+
 EMITTERS = {
     "InputLayer": emit_identity,
     "Dropout": emit_identity, "AlphaDropout": emit_identity, "SpatialDropout1D": emit_identity,
@@ -584,8 +640,9 @@ EMITTERS = {
     "Flatten": emit_flatten, "Reshape": emit_reshape, "Permute": emit_permute,
     "Rescaling": emit_rescaling, "Normalization": emit_normalization,
     "BatchNormalization": emit_batch_norm, "LayerNormalization": emit_layer_norm,
-    "Conv1D": emit_conv, "Conv2D": emit_conv, "DepthwiseConv2D": emit_conv,
-    "SeparableConv2D": emit_separable_conv, "Conv2DTranspose": emit_conv_transpose,
+    "Conv1D": emit_conv, "Conv2D": emit_conv, "Conv3D": emit_conv, "DepthwiseConv2D": emit_conv,
+    "SeparableConv2D": emit_separable_conv, "SeparableConv1D": emit_separable_conv,
+    "DepthwiseConv1D": emit_conv, "Conv2DTranspose": emit_conv_transpose,
     "MaxPooling1D": _pool("MaxPool"), "MaxPooling2D": _pool("MaxPool"),
     "AveragePooling1D": _pool("AveragePool"), "AveragePooling2D": _pool("AveragePool"),
     "GlobalAveragePooling1D": _global_pool("ReduceMean"),

@@ -69,15 +69,28 @@ def _subclassed(model):
         "functional model (mn.Model(inputs, outputs)) or a Sequential to export them.")
 
 
-def _emit_layer(graph, layer, inputs, shapes):
+def _emit_layer(graph, layer, inputs, shapes, options=None):
+    """Emit one layer call; ``options`` are the call's keyword arguments that are not
+    tensors (``use_causal_mask=True``), which only a keyword emitter may take."""
     if _is_model(layer):
         return _emit_model(graph, layer, inputs, shapes)
-    emitter = _onnx_layers.EMITTERS.get(type(layer).__name__)
+    kind = type(layer).__name__
+    keyword = _onnx_layers.KEYWORD_EMITTERS.get(kind)
+    emitter = _onnx_layers.EMITTERS.get(kind) if keyword is None else (
+        lambda g, lay, names, sizes: keyword(g, lay, names, sizes, options or {}))
     if emitter is None:
         raise _onnx_layers.ExportError(
-            f"Cannot export layer '{layer.name}' ({type(layer).__name__}) to ONNX: minnet has no "
-            f"ONNX translation for {type(layer).__name__}. Exported layers: "
-            f"{', '.join(sorted(_onnx_layers.EMITTERS))}.")
+            f"Cannot export layer '{layer.name}' ({kind}) to ONNX: minnet has no "
+            f"ONNX translation for {kind}. Exported layers: "
+            f"{', '.join(sorted(set(_onnx_layers.EMITTERS) | set(_onnx_layers.KEYWORD_EMITTERS)))}.")
+    if options and keyword is None:
+        raise _onnx_layers.ExportError(
+            f"Cannot export layer '{layer.name}' ({kind}) to ONNX: it was called with the "
+            f"keyword arguments {sorted(options)}, which the export does not translate.")
+    if keyword is not None:
+        out_shapes = [tuple(layer.compute_output_shape(*shapes))]
+        outputs = emitter(graph, layer, list(inputs), [tuple(s) for s in shapes])
+        return [outputs] if isinstance(outputs, str) else list(outputs), out_shapes
     shape_arg = shapes[0] if len(shapes) == 1 else list(shapes)
     out_shapes = layer.compute_output_shape(shape_arg)
     if isinstance(out_shapes, list):
@@ -109,12 +122,45 @@ def _emit_functional(graph, model, config, inputs, shapes):
         if entries.get(layer_name, {}).get("class_name") in ("InputLayer", "Input"):
             continue
         layer = model.get_layer(layer_name)
-        arguments = [lookup(ref) for ref in _utils.spec_references(node["arguments"])]
+        refs, options = _node_arguments(node, layer)
+        arguments = [lookup(ref) for ref in refs]
         names, out_shapes = _emit_layer(graph, layer, [a[0] for a in arguments],
-                                        [a[1] for a in arguments])
+                                        [a[1] for a in arguments], options)
         produced.setdefault(layer_name, []).append(list(zip(names, out_shapes)))
     outputs = [lookup(ref) for ref in _utils.spec_references(config["outputs"])]
     return [o[0] for o in outputs], [o[1] for o in outputs]
+
+
+def _node_arguments(node, layer):
+    """The tensor references a functional node reads, in call order, and its constant
+    keyword arguments. A node stores either ``arguments`` (one tensor, list or dict) or
+    ``args``/``kwargs`` (a layer called with several inputs or keywords, e.g.
+    ``MultiHeadAttention()(query, value, use_causal_mask=True)``); a tensor passed by
+    keyword is taken in the layer's positional order (``key=`` after ``value``)."""
+    if "arguments" in node:
+        return _utils.spec_references(node["arguments"]), {}
+    refs = []
+    for arg in node.get("args") or []:
+        if "tensor" not in arg:
+            raise _onnx_layers.ExportError(
+                f"Cannot export layer '{layer.name}' ({type(layer).__name__}) to ONNX: its "
+                f"positional argument {arg} is not a tensor.")
+        refs.append(arg["tensor"])
+    options = {}
+    for key, value in (node.get("kwargs") or {}).items():
+        if "tensor" in value:
+            if key != "key" or len(refs) != 2:
+                raise _onnx_layers.ExportError(
+                    f"Cannot export layer '{layer.name}' ({type(layer).__name__}) to ONNX: the "
+                    f"tensor argument `{key}` is not translated (masks have no ONNX export).")
+            refs.append(value["tensor"])
+        elif "constant" in value:
+            options[key] = value["constant"]
+        else:
+            raise _onnx_layers.ExportError(
+                f"Cannot export layer '{layer.name}' ({type(layer).__name__}) to ONNX: its "
+                f"argument `{key}` ({value}) is not translated.")
+    return refs, options
 
 
 def _model_inputs(model):

@@ -150,9 +150,91 @@ def test_mha_rank4_inputs_attend_over_the_flattened_axes(rng):
     np.testing.assert_allclose(out.numpy(), want.reshape(2, 2, 3, 6), rtol=1e-12, atol=1e-12)
 
 
+def _axes_reference(layer, q, v, axes):
+    """Attention along ``axes`` of rank-4 inputs, the other inner axis a batch axis: a loop
+    over that axis of the 3-D NumPy reference."""
+    other = ({1, 2} - set(axes)).pop() if len(axes) == 1 else None
+    if other is None:
+        want, probs = mha_reference(layer.get_weights(), q.reshape(q.shape[0], -1, q.shape[-1]),
+                                    v.reshape(v.shape[0], -1, v.shape[-1]))
+        return want.reshape(q.shape[:-1] + want.shape[-1:]), probs
+    outs, scores = [], []
+    for i in range(q.shape[other]):
+        qi, vi = np.take(q, i, axis=other), np.take(v, i, axis=other)
+        out, probs = mha_reference(layer.get_weights(), qi, vi)
+        outs.append(out)
+        scores.append(probs)
+    return np.stack(outs, axis=other), np.stack(scores, axis=1)
+
+
+@pytest.mark.parametrize("axes", [(2,), -2, (1,), (1, 2), (2, 1)], ids=str)
+def test_mha_attention_axes_match_numpy(rng, axes):
+    layer = _mha(rng, "float64", q_dim=6, v_dim=5)
+    layer.attention_axes = layers.MultiHeadAttention(2, 3, attention_axes=axes).attention_axes
+    q, v = rng.standard_normal((2, 3, 4, 6)), rng.standard_normal((2, 3, 4, 5))
+    if axes == (1,):
+        v = rng.standard_normal((2, 5, 4, 5))         # the attention axis may differ in size
+    out, scores = layer.call(q, v, return_attention_scores=True)
+    normal = (1,) if axes == (1,) else (2,) if axes in ((2,), -2) else axes
+    if normal == (2, 1):        # order given: scores (B, heads, q1, q2, k1, k2) in that order
+        want = _axes_reference(layer, q.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3), (1, 2))[0]
+        want = want.transpose(0, 2, 1, 3)
+        assert scores.shape == (2, 2, 4, 3, 4, 3)
+    else:
+        want, want_scores = _axes_reference(layer, q, v, normal)
+        if len(normal) == 1:
+            np.testing.assert_allclose(scores.numpy(), want_scores, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-12, atol=1e-12)
+    fused = layer.call(q, v)                             # no scores: the fused kernel
+    np.testing.assert_allclose(fused.numpy(), want, rtol=1e-12, atol=1e-12)
+
+
+def test_mha_attention_axes_gradcheck_and_masks(rng):
+    layer = _mha(rng, "float64", q_dim=4, v_dim=4)
+    layer.attention_axes = (2,)
+    q = mn.tensor(rng.standard_normal((2, 2, 3, 4)), requires_grad=True)
+    v = mn.tensor(rng.standard_normal((2, 2, 3, 4)), requires_grad=True)
+    assert mn.autograd.gradcheck(lambda a, b: layer.call(a, b), (q, v))
+    mask = rng.random((2, 2, 3, 3)) > 0.3
+    mask[..., 0] = True
+    got = layer.call(q.detach(), v.detach(), attention_mask=mask).numpy()
+    for i in range(2):
+        want = layer.call(q.detach().numpy()[:, i], v.detach().numpy()[:, i],
+                          attention_mask=mask[:, i]).numpy()
+        np.testing.assert_allclose(got[:, i], want, rtol=1e-12, atol=1e-12)
+    value_mask = np.ones((2, 2, 3), bool)
+    value_mask[0, 1, 2] = False
+    got = layer.call(q.detach(), v.detach(), value_mask=value_mask).numpy()
+    want = layer.call(q.detach().numpy()[:, 1], v.detach().numpy()[:, 1],
+                      value_mask=value_mask[:, 1]).numpy()
+    np.testing.assert_allclose(got[:, 1], want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("axes", [(2,), (1,), (1, 2), None, (-2,)], ids=str)
+@pytest.mark.parametrize("call", ["plain", "scores", "attention_mask"])
+def test_mha_attention_axes_match_keras(keras, rng, axes, call):
+    q = rng.standard_normal((2, 3, 4, 6)).astype("float32")
+    v = rng.standard_normal((2, 3, 4, 5)).astype("float32")
+    kw = {"plain": {}, "scores": dict(return_attention_scores=True),
+          "attention_mask": dict(attention_mask=rng.random((2, 3, 4, 3, 4) if axes in
+                                 ((1, 2), None) else (2, 3, 4, 4) if axes != (1,) else
+                                 (2, 4, 3, 3)) > 0.2)}[call]
+    theirs = keras.layers.MultiHeadAttention(num_heads=2, key_dim=3, attention_axes=axes)
+    want = theirs(q, v, **kw)
+    ours = layers.MultiHeadAttention(num_heads=2, key_dim=3, attention_axes=axes)
+    ours.build(q.shape, v.shape)
+    _copy_keras_weights(ours, theirs)
+    got = ours.call(q, v, **kw)
+    if call == "scores":
+        (got, got_scores), (want, want_scores) = got, want
+        np.testing.assert_allclose(got_scores.numpy(), keras.ops.convert_to_numpy(want_scores), **TOL32)
+    np.testing.assert_allclose(got.numpy(), keras.ops.convert_to_numpy(want), **TOL32)
+
+
 def test_mha_config_round_trip():
     layer = layers.MultiHeadAttention(num_heads=4, key_dim=8, value_dim=6, dropout=0.1,
-                                      use_bias=False, output_shape=(5,), kernel_initializer="he_normal")
+                                      use_bias=False, output_shape=(5,), kernel_initializer="he_normal",
+                                      attention_axes=(2,))
     again = layers.MultiHeadAttention.from_config(layer.get_config())
     config = again.get_config()
     config.pop("name")
@@ -163,7 +245,18 @@ def test_mha_config_round_trip():
 
 def test_mha_errors(rng):
     with pytest.raises(ValueError, match="`attention_axes`"):
-        layers.MultiHeadAttention(2, 3, attention_axes=(1,))
+        layers.MultiHeadAttention(2, 3, attention_axes="1")
+    with pytest.raises(ValueError, match="`attention_axes`"):
+        layers.MultiHeadAttention(2, 3, attention_axes=())
+    with pytest.raises(ValueError, match="`attention_axes`"):   # the feature axis
+        layers.MultiHeadAttention(2, 3, attention_axes=3).call(np.zeros((1, 2, 3, 4)),
+                                                              np.zeros((1, 2, 3, 4)))
+    with pytest.raises(ValueError, match="`attention_axes`"):   # named twice
+        layers.MultiHeadAttention(2, 3, attention_axes=(1, -3)).call(np.zeros((1, 2, 3, 4)),
+                                                                    np.zeros((1, 2, 3, 4)))
+    with pytest.raises(ValueError, match="non-attention axes"):
+        layers.MultiHeadAttention(2, 3, attention_axes=2).call(np.zeros((1, 2, 3, 4)),
+                                                              np.zeros((1, 5, 3, 4)))
     with pytest.raises(ValueError, match="`num_heads`"):
         layers.MultiHeadAttention(0, 3)
     with pytest.raises(ValueError, match="`dropout`"):
@@ -381,3 +474,68 @@ def test_attention_errors_and_config(rng):
     assert "score_mode" not in config and config["dropout"] == 0.2
     again = layers.Attention.from_config(layers.Attention(score_mode="concat").get_config())
     assert again.score_mode == "concat"
+
+
+def _gqa_reference(layer, q, v, causal=False):
+    """Grouped-query attention in NumPy: key/value head u // repeats serves query head u."""
+    w = layer.get_weights()
+    qk, qb, kk, kb, vk, vb, ok, ob = w
+    heads, kv = layer.num_query_heads, layer.num_key_value_heads
+    qh = np.einsum("btm,muh->btuh", q, qk) + qb
+    kh = np.repeat(np.einsum("bsm,mvh->bsvh", v, kk) + kb, heads // kv, axis=2)
+    vh = np.repeat(np.einsum("bsm,mvh->bsvh", v, vk) + vb, heads // kv, axis=2)
+    s = np.einsum("btuh,bsuh->buts", qh, kh) / np.sqrt(layer.head_dim)
+    if causal:
+        s = np.where(np.tril(np.ones(s.shape[-2:], bool)), s, -np.inf)
+    p = _softmax(s)
+    out = np.einsum("buts,bsuh->btuh", p, vh)
+    return np.einsum("btuh,uhm->btm", out, ok) + ob, p
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_group_query_attention_matches_numpy_and_gradchecks(rng, causal):
+    layer = layers.GroupQueryAttention(head_dim=3, num_query_heads=4, num_key_value_heads=2,
+                                       dtype="float64")
+    q, v = rng.standard_normal((2, 5, 6)), rng.standard_normal((2, 7, 4))
+    layer.build(q.shape, v.shape)
+    assert layer.key_kernel.shape == (4, 2, 3) and layer.query_kernel.shape == (6, 4, 3)
+    layer.set_weights([w + rng.normal(0, 0.3, w.shape) for w in layer.get_weights()])
+    want, probs = _gqa_reference(layer, q, v, causal)
+    np.testing.assert_allclose(layer.call(q, v, use_causal_mask=causal).numpy(), want,
+                               rtol=1e-12, atol=1e-12)
+    out, scores = layer.call(q, v, use_causal_mask=causal, return_attention_scores=True)
+    np.testing.assert_allclose(scores.numpy(), probs, rtol=1e-12, atol=1e-12)
+    x = mn.tensor(q[:1, :3], requires_grad=True)
+    assert mn.autograd.gradcheck(lambda a: layer.call(a, v[:1, :4], use_causal_mask=causal), (x,))
+    again = layers.GroupQueryAttention.from_config(layer.get_config())
+    assert (again.num_query_heads, again.num_key_value_heads, again.head_dim) == (4, 2, 3)
+
+
+def test_group_query_attention_errors():
+    gqa = layers.GroupQueryAttention(2, num_query_heads=4, num_key_value_heads=2)
+    gqa.build((1, 3, 8), (1, 3, 8))
+    with pytest.raises(ValueError, match="grouped-query"):
+        interop.mha_state_dict(gqa)
+    with pytest.raises(ValueError, match="`num_key_value_heads`"):
+        layers.GroupQueryAttention(2, num_query_heads=4, num_key_value_heads=3)
+    with pytest.raises(ValueError, match="3-D"):
+        layers.GroupQueryAttention(2, 4, 2)(np.zeros((1, 2, 3, 4)), np.zeros((1, 2, 3, 4)))
+
+
+@pytest.mark.parametrize("call", ["plain", "causal", "value_mask", "scores"])
+def test_group_query_attention_matches_keras(keras, rng, call):
+    q = rng.standard_normal((2, 5, 6)).astype("float32")
+    v = rng.standard_normal((2, 7, 4)).astype("float32")
+    kw = {"plain": {}, "causal": dict(use_causal_mask=True),
+          "value_mask": dict(value_mask=np.arange(7)[None] < np.array([[3], [7]])),
+          "scores": dict(return_attention_scores=True)}[call]
+    theirs = keras.layers.GroupQueryAttention(head_dim=3, num_query_heads=4, num_key_value_heads=2)
+    want = theirs(q, v, **kw)
+    ours = layers.GroupQueryAttention(head_dim=3, num_query_heads=4, num_key_value_heads=2)
+    ours.build(q.shape, v.shape)
+    _copy_keras_weights(ours, theirs)
+    got = ours.call(q, v, **kw)
+    if call == "scores":
+        (got, got_scores), (want, want_scores) = got, want
+        np.testing.assert_allclose(got_scores.numpy(), keras.ops.convert_to_numpy(want_scores), **TOL32)
+    np.testing.assert_allclose(got.numpy(), keras.ops.convert_to_numpy(want), **TOL32)

@@ -320,3 +320,76 @@ def test_resizing(tmp_path, layout, size, interpolation):
     x = _image(layout)
     check(_sequential(x, L.Resizing(*size, interpolation=interpolation, data_format=layout)), x,
           tmp_path)
+
+
+def _attention_model(causal=False, cross=False, key=False, t=None, **options):
+    mn.manual_seed(0)
+    q_in = L.Input((t, 8))
+    inputs = [q_in]
+    v_in = q_in
+    if cross:
+        v_in = L.Input((t, 6))
+        inputs.append(v_in)
+    kwargs = dict(use_causal_mask=causal)
+    if key:
+        k_in = L.Input((t, 5))
+        inputs.append(k_in)
+        kwargs["key"] = k_in
+    y = L.MultiHeadAttention(num_heads=2, key_dim=3, **options)(q_in, v_in, **kwargs)
+    y = L.LayerNormalization()(L.add([q_in, y]) if y.shape[-1] == 8 and not options.get(
+        "output_shape") else y)
+    return mn.Model(inputs if len(inputs) > 1 else q_in, y)
+
+
+@pytest.mark.parametrize("case", [dict(), dict(causal=True), dict(cross=True),
+                                  dict(cross=True, key=True), dict(use_gate=True),
+                                  dict(value_dim=4, use_bias=False), dict(output_shape=(2, 3)),
+                                  dict(causal=True, t=7)], ids=str)
+def test_multi_head_attention(tmp_path, case):
+    model = _attention_model(**case)
+    rng = np.random.default_rng(3)
+    model.set_weights([w + rng.normal(0, 0.3, w.shape).astype(w.dtype) for w in model.get_weights()])
+    widths = [8] + ([6] if case.get("cross") else []) + ([5] if case.get("key") else [])
+    x = [rng.normal(size=(2, 7, d)).astype("float32") for d in widths]
+    check(model, x if len(x) > 1 else x[0], tmp_path)
+    if case.get("causal") and case.get("t") is None:     # a dynamic length runs at others
+        _, got = _run(model, x[0][:, :4], tmp_path)
+        np.testing.assert_allclose(got[0], model.predict(x[0][:, :4], verbose=0), atol=1e-5, rtol=1e-5)
+
+
+def test_attention_options_without_translation_name_themselves(tmp_path):
+    q = L.Input((5, 8))
+    mask = L.Input((5, 5), dtype="bool")
+    y = L.MultiHeadAttention(2, 3)(q, q, attention_mask=mask)
+    with pytest.raises(ValueError, match="attention_mask.*not translated"):
+        mn.Model([q, mask], y).export(str(tmp_path / "m.onnx"), format="onnx")
+    q4 = L.Input((2, 5, 8))
+    y = L.MultiHeadAttention(2, 3, attention_axes=(2,))(q4, q4)
+    with pytest.raises(ValueError, match="rank > 3"):
+        mn.Model(q4, y).export(str(tmp_path / "m.onnx"), format="onnx")
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("options", [dict(), dict(padding="same", strides=2),
+                                     dict(dilation_rate=(1, 2, 1), groups=2)], ids=str)
+def test_conv3d_both_layouts(tmp_path, layout, options):
+    rng = np.random.default_rng(4)
+    shape = (2, 5, 6, 7, 4) if layout == "channels_last" else (2, 4, 5, 6, 7)
+    x = rng.normal(size=shape).astype("float32")
+    model = _sequential(x, L.Conv3D(4, 3, data_format=layout, activation="relu", **options))
+    _randomize_state(model)
+    check(model, x, tmp_path)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("make", [lambda f: L.DepthwiseConv1D(3, depth_multiplier=2, padding="same",
+                                                              data_format=f),
+                                  lambda f: L.SeparableConv1D(4, 3, strides=2, data_format=f,
+                                                              activation="relu"),
+                                  lambda f: L.DepthwiseConv1D(3, padding="causal", data_format=f)],
+                         ids=["depthwise", "separable", "causal"])
+def test_depthwise_and_separable_conv1d(tmp_path, layout, make):
+    x = _seq(layout)
+    model = _sequential(x, make(layout))
+    _randomize_state(model)
+    check(model, x, tmp_path)
