@@ -133,6 +133,10 @@ class DataParallel:
             self._comm.timeout = self.timeout
         self.num_processes, self.process_id = _world()
         self.is_chief = self.process_id == 0
+        # Set by fit for the length of one step: the ranks holding samples (the group
+        # synchronized BatchNormalization sums over) and this rank's share of the batch.
+        self.step_group = None
+        self.step_scale = 1.0
 
     def __repr__(self):
         return (f"DataParallel(num_processes={self.num_processes}, process_id={self.process_id}, "

@@ -285,6 +285,7 @@ class _DistributedTrainStep:
             n_global, start = int(sizes.sum()), int(sizes[:dist.process_id].sum())
             holding = int(np.count_nonzero(sizes))
         dist.step_group = dist.group(holding) if self.synchronized else None
+        dist.step_scale = n_local / n_global if n_global else 0.0
         optimizer = model.optimizer
         real_step = optimizer.step
         buckets = self.buckets
@@ -306,6 +307,7 @@ class _DistributedTrainStep:
                 logs = {}
         finally:
             buckets.release()
+            dist.step_group = None
             _random.set_sample_window(None)
             del optimizer.zero_grad, optimizer.step
         if holding < dist.num_processes:       # ranks without samples drew no dropout mask
