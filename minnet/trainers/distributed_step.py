@@ -60,7 +60,8 @@ def errors_reach_all_ranks():
     try:
         yield
     except BaseException as error:
-        dist.notify(error)       # a no-op when the error came from another rank
+        if not getattr(error, "on_every_rank", False):     # the start-up check fails everywhere
+            dist.notify(error)       # a no-op when the error came from another rank
         raise
 
 
@@ -254,9 +255,11 @@ class _DistributedTrainStep:
             for key, label in (("minnet", "minnet version"), ("weights", "model structure (weights' "
                                "names, shapes, dtypes)"), ("data", "data-set length")):
                 if theirs[key] != everyone[0][key]:
-                    raise ValueError(f"Data-parallel fit: rank {rank}'s {label} differs from rank "
-                                     f"0's: {theirs[key]!r} != {everyone[0][key]!r}. Every rank must "
-                                     f"run the same script on the same data.")
+                    error = ValueError(f"Data-parallel fit: rank {rank}'s {label} differs from rank "
+                                       f"0's: {theirs[key]!r} != {everyone[0][key]!r}. Every rank "
+                                       f"must run the same script on the same data.")
+                    error.on_every_rank = True
+                    raise error
         for weight in model.weights:
             _broadcast_into(dist, weight)
         optimizer = model.optimizer
