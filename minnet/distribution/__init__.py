@@ -21,6 +21,7 @@ import os
 
 from minnet import config
 from minnet._checks import check_int
+from minnet.distribution import _mpi
 from minnet.distribution._errors import DistributedTimeoutError, RemoteRankError
 
 __all__ = ["initialize", "set_distribution", "distribution", "list_devices", "DataParallel",
@@ -51,7 +52,6 @@ def initialize(job_addresses=None, num_processes=None, process_id=None):
                          f"on MPI, whose launcher (mpiexec, srun) connects the ranks: expected None. "
                          f"Received: job_addresses={job_addresses!r}")
     if not _state["initialized"] and _under_launcher():
-        from minnet.distribution import _mpi     # the optional package, only under a launcher
         _state["communicator"] = _mpi.Communicator()
     _state["initialized"] = True
     size, rank = _world()

@@ -1,4 +1,5 @@
-"""The MPI side of ``minnet.distribution``: the only module of minnet that imports mpi4py.
+"""The MPI side of ``minnet.distribution``: the only module of minnet that imports mpi4py
+(when a ``Communicator`` is made, that is when ``initialize()`` runs under a launcher).
 
 Every collective is started non-blocking and waited for by ``_Communicator.wait``, which
 polls, so that a wait can (1) give up after ``timeout`` seconds with a message naming what
@@ -14,7 +15,6 @@ import pickle
 import time
 
 import numpy as np
-from mpi4py import MPI
 
 from minnet.distribution._errors import DistributedTimeoutError, RemoteRankError
 
@@ -31,6 +31,8 @@ class Communicator:
     """
 
     def __init__(self, timeout=30.0):
+        from mpi4py import MPI     # the optional package: imported only here, under a launcher
+        self.MPI = MPI
         self.world = MPI.COMM_WORLD
         self.comm = self.world.Dup()       # collectives of minnet only
         self.errors = self.world.Dup()     # error notices (point to point)
@@ -63,8 +65,8 @@ class Communicator:
                 time.sleep(0.0002)     # let a rank that shares this core run
 
     def _raise_remote_error(self):
-        if self.errors.Iprobe(source=MPI.ANY_SOURCE, tag=_ERROR_TAG):
-            source, kind, message = self.errors.recv(source=MPI.ANY_SOURCE, tag=_ERROR_TAG)
+        if self.errors.Iprobe(source=self.MPI.ANY_SOURCE, tag=_ERROR_TAG):
+            source, kind, message = self.errors.recv(source=self.MPI.ANY_SOURCE, tag=_ERROR_TAG)
             self.failed = True
             raise RemoteRankError(f"rank {source} raised {kind}: {message}")
 
@@ -80,7 +82,7 @@ class Communicator:
     # ---------------------------------------------------------------- collectives
     def start_allreduce(self, buffer, comm=None):
         """Start summing ``buffer`` (a contiguous ndarray) over the ranks, in place."""
-        return (comm or self.comm).Iallreduce(MPI.IN_PLACE, buffer, op=MPI.SUM)
+        return (comm or self.comm).Iallreduce(self.MPI.IN_PLACE, buffer, op=self.MPI.SUM)
 
     def allreduce(self, buffer, what, comm=None):
         self.wait(self.start_allreduce(buffer, comm), what)
@@ -88,7 +90,7 @@ class Communicator:
 
     def allreduce_max(self, value, what):
         buffer = np.array([value], dtype=np.uint64)
-        self.wait(self.comm.Iallreduce(MPI.IN_PLACE, buffer, op=MPI.MAX), what)
+        self.wait(self.comm.Iallreduce(self.MPI.IN_PLACE, buffer, op=self.MPI.MAX), what)
         return int(buffer[0])
 
     def broadcast(self, buffer, what):
@@ -106,8 +108,8 @@ class Communicator:
         counts = rows * row_size
         out = np.empty((int(rows.sum()),) + array.shape[1:], dtype=array.dtype)
         displacements = np.concatenate([[0], np.cumsum(counts)[:-1]])
-        self.wait(self.comm.Iallgatherv(array.reshape(-1), [out.reshape(-1), counts, displacements,
-                                                            MPI._typedict[array.dtype.char]]), what)
+        self.wait(self.comm.Iallgatherv(array.reshape(-1), [out.reshape(-1), (counts, displacements)]),
+                  what)
         return out, rows
 
     def allgather_object(self, value, what):
@@ -126,6 +128,6 @@ class Communicator:
         if n_ranks >= self.size:
             return self.comm
         if n_ranks not in self._groups:
-            self._groups[n_ranks] = self.comm.Split(0 if self.rank < n_ranks else MPI.UNDEFINED,
+            self._groups[n_ranks] = self.comm.Split(0 if self.rank < n_ranks else self.MPI.UNDEFINED,
                                                     self.rank)
         return self._groups[n_ranks]
