@@ -270,6 +270,10 @@ class _DistributedTrainStep:
         self.buckets = _GradientBuckets(params, dist)
         self.synchronized = any(getattr(layer, "synchronized", False) for layer in _layers(model))
         self.buffers = model.non_trainable_weights
+        # What benchmarks/bench_distributed.py reads: the steps, the gradient's size and buckets,
+        # and the seconds optimizer.step waited for all-reduces backward had not finished.
+        dist.fit_stats = {"steps": 0, "exposed_s": 0.0, "buckets": len(self.buckets.buckets),
+                          "gradient_bytes": sum(b[0].nbytes for b in self.buckets.buckets)}
 
     def __call__(self, data):
         if self.buckets is None:
@@ -313,6 +317,8 @@ class _DistributedTrainStep:
             dist.step_group = None
             _random.set_sample_window(None)
             del optimizer.zero_grad, optimizer.step
+        dist.fit_stats["steps"] += 1
+        dist.fit_stats["exposed_s"] = buckets.exposed
         if holding < dist.num_processes:       # ranks without samples drew no dropout mask
             _random.set_dropout_offset(dist.allreduce_max(_random.dropout_offset(), "the dropout offset"))
         if self.buffers:
