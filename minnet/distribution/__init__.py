@@ -24,8 +24,8 @@ from minnet._checks import check_int
 from minnet.distribution import _mpi
 from minnet.distribution._errors import DistributedTimeoutError, RemoteRankError
 
-__all__ = ["initialize", "set_distribution", "distribution", "list_devices", "DataParallel",
-           "RemoteRankError", "DistributedTimeoutError"]
+__all__ = ["initialize", "set_distribution", "distribution", "list_devices", "get_device_count",
+           "DataParallel", "RemoteRankError", "DistributedTimeoutError"]
 
 # Set by the MPI launchers (MPICH/Intel MPI's hydra, Open MPI, PMIx, SLURM's srun --mpi).
 _LAUNCHER_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS")
@@ -74,6 +74,11 @@ def list_devices(device_type=None):
         raise ValueError(f"Invalid value for argument `device_type`: minnet runs on CPUs: expected "
                          f"None or 'cpu'. Received: device_type={device_type!r}")
     return [f"cpu:{rank}" for rank in range(_world()[0])]
+
+
+def get_device_count(device_type=None):
+    """The number of ranks (``len(list_devices())``)."""
+    return len(list_devices(device_type))
 
 
 def set_distribution(value):

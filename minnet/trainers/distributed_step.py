@@ -86,6 +86,10 @@ class _ByBatchIndex:
     """An adapter's batches ``r, r + N, ...`` for rank r; an empty batch where a short last
     global step leaves this rank none (every rank takes part in every step)."""
 
+    # Batches a stopped epoch drew ahead are not handed back to a one-shot source: they
+    # went through this rank's filter, and the next fit would filter them again.
+    give_back = None
+
     def __init__(self, adapter, dist):
         self._adapter = adapter
         self._dist = dist

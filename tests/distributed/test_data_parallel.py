@@ -223,7 +223,7 @@ def test_one_process_without_a_launcher():
     dist_api.initialize()
     dist = dist_api.DataParallel()
     assert (dist.num_processes, dist.process_id, dist.is_chief) == (1, 0, True)
-    assert dist_api.list_devices() == ["cpu:0"]
+    assert dist_api.list_devices() == ["cpu:0"] and dist_api.get_device_count() == 1
     assert "mpi4py" not in __import__("sys").modules
 
 
