@@ -62,8 +62,12 @@ class CallbackList:
 
     def set_model(self, model):
         self.model = model
+        chief = config.is_chief()
         for cb in self.callbacks:
-            cb.set_model(model)
+            if chief or not cb.chief_only:
+                cb.set_model(model)
+            else:                    # a writer's set_model may write (TensorBoard's graph)
+                cb.model = model
 
     def _call(self, hook, *args):
         # Keras hands every hook a dict of logs, an empty one when there is nothing to report.

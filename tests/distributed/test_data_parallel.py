@@ -182,11 +182,17 @@ def test_only_rank_0_prints_and_writes_and_all_stop_together(float64):
     with contextlib.redirect_stdout(printed):
         history = model.fit(x, y, batch_size=8, epochs=30, seed=0, verbose=2, validation_split=0.2,
                             callbacks=[mn.callbacks.CSVLogger(csv_path),
+                                       mn.callbacks.TensorBoard(os.path.join(folder, "tb")),
+                                       mn.callbacks.BackupAndRestore(os.path.join(folder, "backup"),
+                                                                     delete_checkpoint=False),
                                        mn.callbacks.ModelCheckpoint(checkpoint, save_weights_only=True),
                                        mn.callbacks.EarlyStopping(monitor="val_loss", patience=1,
                                                                   min_delta=0.5)])
     assert os.path.exists(csv_path) == chief
     assert os.path.exists(checkpoint) == chief
+    assert os.path.isdir(os.path.join(folder, "tb")) == chief
+    assert bool(os.path.isdir(os.path.join(folder, "backup")) and
+                os.listdir(os.path.join(folder, "backup"))) == chief
     assert ("Epoch 1/30" in printed.getvalue()) == chief
     stopped = dist_api.distribution().allgather_object(len(history.history["loss"]), "epochs") \
         if ranks() > 1 else [len(history.history["loss"])]
