@@ -264,8 +264,7 @@ class _DistributedTrainStep:
                                        f"must run the same script on the same data.")
                     error.on_every_rank = True
                     raise error
-        for weight in model.weights:
-            _broadcast_into(dist, weight)
+        _broadcast_weights(dist, model.weights)
         optimizer = model.optimizer
         state = dist.broadcast_object(optimizer.state_dict(), "the optimizer state")
         if not dist.is_chief:
@@ -325,18 +324,23 @@ class _DistributedTrainStep:
         dist.fit_stats["exposed_s"] = buckets.exposed
         if holding < dist.num_processes:       # ranks without samples drew no dropout mask
             _random.set_dropout_offset(dist.allreduce_max(_random.dropout_offset(), "the dropout offset"))
-        if self.buffers:
-            for weight in self.buffers:           # as DDP's broadcast_buffers: rank 0's statistics
-                _broadcast_into(dist, weight)
+        if self.buffers:                          # as DDP's broadcast_buffers: rank 0's statistics
+            _broadcast_weights(dist, self.buffers)
         return reduced_logs(model, dist, logs if isinstance(logs, dict) else {})
 
 
-def _broadcast_into(dist, weight):
-    data = weight.data
-    if data.flags.c_contiguous:
-        dist.broadcast(data, "rank 0's weights")
-    else:
-        data[...] = dist.broadcast(np.ascontiguousarray(data), "rank 0's weights")
+def _broadcast_weights(dist, weights):
+    """Rank 0's values of ``weights`` on every rank, in one broadcast per dtype."""
+    by_dtype = {}
+    for weight in weights:
+        by_dtype.setdefault(weight.data.dtype, []).append(weight.data)
+    for arrays in by_dtype.values():
+        flat = dist.broadcast(np.concatenate([a.ravel() for a in arrays]), "rank 0's weights")
+        if not dist.is_chief:
+            at = 0
+            for a in arrays:
+                a[...] = flat[at:at + a.size].reshape(a.shape)
+                at += a.size
 
 
 def wrap_fit(model, adapter):

@@ -3,8 +3,8 @@
 Run as they are (one process) these tests check the one-process path cheaply. The MPI
 cases run when the same file runs under a launcher, as `.ci/run` does:
 
-    mpiexec -n 2 python -m pytest -q -p no:cacheprovider tests/distributed
-    mpiexec -n 3 python -m pytest -q -p no:cacheprovider tests/distributed
+    mpiexec -n 2 pytest -q -p no:cacheprovider tests/distributed
+    mpiexec -n 3 pytest -q -p no:cacheprovider tests/distributed
 
 Every rank runs every test in the same order (their collectives pair up). Each test trains
 the reference in the same process with the distribution switched off, then the same model
