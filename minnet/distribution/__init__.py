@@ -17,6 +17,7 @@ the script runs under an MPI launcher. ``set_distribution`` stores the object in
 interface below (shard bounds, all-reduce, broadcast, gather, ``is_chief``), so nothing
 under ``minnet.trainers`` imports MPI.
 """
+import contextlib
 import os
 
 from minnet import config
@@ -146,6 +147,16 @@ class DataParallel:
     def __repr__(self):
         return (f"DataParallel(num_processes={self.num_processes}, process_id={self.process_id}, "
                 f"timeout={self.timeout})")
+
+    @contextlib.contextmanager
+    def scope(self):
+        """``with strategy.scope():`` this distribution inside the block (Keras's method)."""
+        previous = config.current_distribution()
+        set_distribution(self)
+        try:
+            yield self
+        finally:
+            config.store_distribution(previous)
 
     # ---------------------------------------------------------------- the trainer's interface
     def shard_bounds(self, n_samples, rank=None):

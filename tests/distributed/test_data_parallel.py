@@ -102,7 +102,8 @@ def test_fit_on_arrays_matches_one_process(float64, layers, optimizer, shape):
     # leaves rank 2 of 3 empty. 3 epochs = 21 steps; validation in batches of 7 and 3.
     x, y = _data(54, shape)
     x, y, validation = x[:44], y[:44], (x[44:], y[44:])
-    fit = lambda m: m.fit(x, y, batch_size=7, epochs=3, seed=5, verbose=0, validation_data=validation)
+    fit = lambda m: m.fit(x, y, batch_size=7, epochs=3, seed=5, verbose=0, validation_data=validation,
+                          class_weight={0: 1.0, 1: 2.0, 2: 0.5})       # weights: sum / B, as one process
     reference, h_ref, model, h = _both(layers, optimizer, fit)
     assert _max_difference(reference, model) < 1e-10
     for key in ("loss", "accuracy", "val_loss", "val_accuracy"):
@@ -231,6 +232,13 @@ def test_one_process_without_a_launcher():
     assert (dist.num_processes, dist.process_id, dist.is_chief) == (1, 0, True)
     assert dist_api.list_devices() == ["cpu:0"] and dist_api.get_device_count() == 1
     assert "mpi4py" not in __import__("sys").modules
+
+
+def test_scope_sets_the_distribution_for_a_block():
+    strategy = dist_api.DataParallel()
+    with strategy.scope() as inside:
+        assert dist_api.distribution() is strategy is inside
+    assert dist_api.distribution() is None
 
 
 def test_shard_bounds_are_contiguous_and_cover_the_batch():
