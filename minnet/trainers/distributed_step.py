@@ -160,6 +160,12 @@ class _GradientBuckets:
         if index is None:
             return
         bucket = self.buckets[index]
+        if bucket[2] is not None:
+            # Its all-reduce already runs on this memory: a second backward before the step.
+            self.release()
+            raise RuntimeError("Data-parallel fit: a train_step ran backward() more than once before "
+                               "optimizer.step() (gradient accumulation, or two losses each with its "
+                               "own backward). Sum the losses and call backward() once per step.")
         bucket[1] -= 1
         if bucket[1] == 0:
             self._start(bucket)

@@ -280,3 +280,4 @@ def test_dropout_window_leaves_one_process_unchanged():
         _random.set_sample_window(None)
     np.testing.assert_array_equal(part, plain[2:5])
     assert offset == 24
+

@@ -54,6 +54,26 @@ def test_a_rank_that_raises_stops_every_rank_with_its_error(ranks):
     assert time.monotonic() - start < 10          # stopped by the notice, not by the timeout
 
 
+class _TwoBackwards(mn.models.Sequential):
+    def train_step(self, data):
+        x, y, _ = mn.utils.unpack_x_y_sample_weight(data)
+        self.optimizer.zero_grad()
+        for _ in range(2):
+            self.compute_loss(x, y, self(x, training=True)).backward()
+        self.optimizer.step()
+        return {}
+
+
+def test_two_backwards_in_one_step_are_refused_by_name(ranks):
+    # Its bucket's all-reduce already runs when the second backward would write into it.
+    dist_api.set_distribution(dist_api.DataParallel(timeout=20))
+    mn.manual_seed(0)
+    model = _TwoBackwards([L.Input((5,)), L.Dense(3)])
+    model.compile(optimizer="sgd", loss="mse")
+    with pytest.raises((RuntimeError, dist_api.RemoteRankError), match="backward\\(\\) more than once"):
+        model.fit(np.ones((8, 5)), np.zeros((8, 3)), batch_size=4, epochs=1, verbose=0)
+
+
 def test_a_rank_that_stops_answering_ends_in_a_timeout_with_a_message(ranks):
     dist_api.set_distribution(dist_api.DataParallel(timeout=1.5))
     if dist_api.distribution().process_id == 1:
