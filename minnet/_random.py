@@ -45,7 +45,7 @@ def generator():
 def dropout_key(n_elements):
     """Return ``(seed, offset)`` for a mask of ``n_elements`` and advance the offset.
 
-    Inside ``sample_window(start, n_local, n_global)`` (data parallelism: this process holds
+    After ``set_sample_window((start, n_local, n_global))`` (data parallelism: this process holds
     samples ``start .. start + n_local`` of a global batch of ``n_global``), a mask whose size
     is a multiple of ``n_local`` gets the key of those samples' part of the global batch's
     mask and the offset advances by the global mask's size, so every sample is dropped as it
@@ -63,10 +63,12 @@ def dropout_key(n_elements):
 
 
 def dropout_offset():
+    """How many mask elements have been handed out since ``manual_seed``."""
     return _state["offset"]
 
 
 def set_dropout_offset(offset):
+    """Continue the dropout stream at ``offset`` (data parallelism: where the ranks agree)."""
     _state["offset"] = int(offset) & 0xFFFFFFFFFFFFFFFF
 
 
