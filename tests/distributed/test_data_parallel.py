@@ -30,10 +30,12 @@ if UNDER_LAUNCHER:
 
 @pytest.fixture(scope="module", autouse=True)
 def world():
+    threads = mn.get_num_threads()
     mn.set_num_threads(1)
     dist_api.initialize()
     yield
     dist_api.set_distribution(None)
+    mn.set_num_threads(threads)
 
 
 @pytest.fixture

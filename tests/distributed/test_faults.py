@@ -17,10 +17,10 @@ L = mn.layers
 
 @pytest.fixture
 def ranks():
-    mn.set_num_threads(1)
     dist_api.initialize()
     if dist_api.DataParallel().num_processes == 1:
         pytest.skip("needs several ranks (run under mpiexec)")
+    mn.set_num_threads(1)
     yield
     dist_api.set_distribution(None)
     from minnet.distribution import _mpi
