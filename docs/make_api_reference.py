@@ -34,6 +34,7 @@ NAMESPACES = [
     ("minnet.data", mn.data, None),
     ("minnet.datasets", mn.datasets, None),
     ("minnet.interop", mn.interop, None),
+    ("minnet.distribution", mn.distribution, None),
 ]
 
 

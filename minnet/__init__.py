@@ -54,7 +54,7 @@ get_num_threads()
 _SUBMODULES = {"layers", "losses", "optimizers", "callbacks", "metrics", "datasets", "data",
                "functional", "initializers", "activations", "models", "saving", "autograd",
                "interop", "utils", "config", "trainers", "regularizers", "constraints"}
-_SUBMODULES |= {"ops", "random"}
+_SUBMODULES |= {"ops", "random", "distribution"}
 _LAZY = {
     "Sequential": ("models", "Sequential"),
     "Model": ("models", "Model"),

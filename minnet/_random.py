@@ -43,11 +43,38 @@ def generator():
 
 
 def dropout_key(n_elements):
-    """Return ``(seed, offset)`` for a mask of ``n_elements`` and advance the offset."""
+    """Return ``(seed, offset)`` for a mask of ``n_elements`` and advance the offset.
+
+    After ``set_sample_window((start, n_local, n_global))`` (data parallelism: this process holds
+    samples ``start .. start + n_local`` of a global batch of ``n_global``), a mask whose size
+    is a multiple of ``n_local`` gets the key of those samples' part of the global batch's
+    mask and the offset advances by the global mask's size, so every sample is dropped as it
+    would be in one process.
+    """
     seed = _state["seed"] & 0xFFFFFFFFFFFFFFFF
     offset = _state["offset"]
+    window = _state.get("window")
+    if window is not None and window[1] and n_elements % window[1] == 0:
+        per_sample = n_elements // window[1]
+        _state["offset"] = (offset + per_sample * window[2]) & 0xFFFFFFFFFFFFFFFF
+        return seed, (offset + per_sample * window[0]) & 0xFFFFFFFFFFFFFFFF
     _state["offset"] = (offset + int(n_elements)) & 0xFFFFFFFFFFFFFFFF
     return seed, offset
+
+
+def dropout_offset():
+    """How many mask elements have been handed out since ``manual_seed``."""
+    return _state["offset"]
+
+
+def set_dropout_offset(offset):
+    """Continue the dropout stream at ``offset`` (data parallelism: where the ranks agree)."""
+    _state["offset"] = int(offset) & 0xFFFFFFFFFFFFFFFF
+
+
+def set_sample_window(window):
+    """``(start, n_local, n_global)`` of this process's samples in the global batch, or None."""
+    _state["window"] = window
 
 
 def get_state():

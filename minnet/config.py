@@ -303,3 +303,23 @@ def is_unsafe_deserialization_enabled():
 def is_nnx_enabled():
     """False: Flax NNX is a JAX-backend feature."""
     return False
+
+
+# -- the distribution (minnet.distribution.set_distribution stores it here) -----------------
+# The trainer and the callbacks read it through these two functions and call only the small
+# interface the object documents (shard, all-reduce, broadcast, is_chief), so no floor below
+# minnet.distribution imports MPI. Not Keras names: keras.config has no such setting.
+def current_distribution():
+    """The object given to ``mn.distribution.set_distribution`` (None: one process)."""
+    return _settings.get("distribution")
+
+
+def store_distribution(value):
+    """Keep ``value`` (a ``DataParallel`` or None) for the trainer and the callbacks to find."""
+    _settings["distribution"] = value
+
+
+def is_chief():
+    """True in one process, and on rank 0 of a data-parallel run (the rank that prints and writes)."""
+    value = _settings.get("distribution")
+    return value is None or value.is_chief

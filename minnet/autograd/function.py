@@ -238,6 +238,7 @@ class AccumulateGrad(Node):
     """Leaf node: adds the incoming gradient into ``variable.grad``."""
 
     __slots__ = ("variable", "__weakref__")
+    observer = None     # observer(variable) after each accumulation: a post-accumulate-grad hook, one slot
 
     def __init__(self, variable):
         self.variable = variable
@@ -256,6 +257,7 @@ class AccumulateGrad(Node):
             var.grad = grad if owned else _own_copy(grad)
         else:
             var.grad += grad
+        AccumulateGrad.observer is None or AccumulateGrad.observer(var)
 
 
 class BackwardNode(Node):

@@ -9,12 +9,17 @@ class Callback:
     Attributes:
         model: the model being trained (set by ``set_model``).
         params: dict with "epochs", "steps" and "verbose" (set by ``set_params``).
+        chief_only: class attribute; True for callbacks that print or write files (the
+            progress bar, CSVLogger, ModelCheckpoint, TensorBoard): under data parallelism
+            only rank 0 calls their hooks (``mn.config.is_chief()``).
 
     Example:
         >>> class PrintLoss(Callback):
         ...     def on_epoch_end(self, epoch, logs=None):
         ...         print(epoch, logs["loss"])
     """
+
+    chief_only = False
 
     def __init__(self):
         self.model = None

@@ -1,4 +1,5 @@
 """``CallbackList``: calls every hook on a list of callbacks (adds History and the progress bar)."""
+from minnet import config
 from minnet.callbacks.callback import Callback
 from minnet.callbacks.progress import History, ProgbarLogger
 
@@ -61,15 +62,21 @@ class CallbackList:
 
     def set_model(self, model):
         self.model = model
+        chief = config.is_chief()
         for cb in self.callbacks:
-            cb.set_model(model)
+            if chief or not cb.chief_only:
+                cb.set_model(model)
+            else:                    # a writer's set_model may write (TensorBoard's graph)
+                cb.model = model
 
     def _call(self, hook, *args):
         # Keras hands every hook a dict of logs, an empty one when there is nothing to report.
         if args[-1] is None:
             args = args[:-1] + ({},)
+        chief = config.is_chief()       # data parallelism: only rank 0 prints and writes
         for cb in self.callbacks:
-            getattr(cb, hook)(*args)
+            if chief or not cb.chief_only:
+                getattr(cb, hook)(*args)
 
     def on_train_begin(self, logs=None): self._call("on_train_begin", logs)
     def on_train_end(self, logs=None): self._call("on_train_end", logs)

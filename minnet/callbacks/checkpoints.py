@@ -9,7 +9,7 @@ import zlib
 
 import numpy as np
 
-from minnet import _random
+from minnet import _random, config
 
 from minnet.callbacks._common import (check_mode, check_non_negative_int, check_real, monitor_is_max,
                                       print_line, scalar_value)
@@ -138,6 +138,8 @@ class ModelCheckpoint(Callback):
     Example:
         >>> ckpt = ModelCheckpoint("best.minnet", monitor="val_accuracy", save_best_only=True)
     """
+
+    chief_only = True          # data parallelism: rank 0 only
 
     def __init__(self, filepath, monitor="val_loss", verbose=0, save_best_only=False,
                  save_weights_only=False, mode="auto", save_freq="epoch", initial_value_threshold=None):
@@ -411,6 +413,8 @@ class BackupAndRestore(Callback):
             self._backup(epoch + 1)
 
     def _backup(self, next_epoch):
+        if not config.is_chief():        # data parallelism: rank 0 writes, every rank reads
+            return
         os.makedirs(self.backup_dir, exist_ok=True)
         weights = self.model.get_weights()
         arrays = {f"weight_{i:05d}": w for i, w in enumerate(weights)}
@@ -425,5 +429,5 @@ class BackupAndRestore(Callback):
         _atomic_savez(self._path, arrays)
 
     def on_train_end(self, logs=None):
-        if self.delete_checkpoint and os.path.exists(self._path):
+        if self.delete_checkpoint and config.is_chief() and os.path.exists(self._path):
             os.remove(self._path)

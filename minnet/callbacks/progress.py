@@ -186,6 +186,8 @@ class ProgbarLogger(Callback):
         width: number of characters of the bar.
     """
 
+    chief_only = True          # data parallelism: rank 0 only
+
     def __init__(self, interval=0.05, width=30):
         super().__init__()
         self.interval = float(interval)
@@ -324,6 +326,8 @@ class CSVLogger(Callback):
     Example:
         >>> model.fit(x, y, epochs=10, callbacks=[CSVLogger("training.csv")])
     """
+
+    chief_only = True          # data parallelism: rank 0 only
 
     def __init__(self, filename, separator=",", append=False):
         super().__init__()

@@ -77,6 +77,8 @@ class TensorBoard(Callback):
         >>> # then, in a shell: tensorboard --logdir logs
     """
 
+    chief_only = True          # data parallelism: rank 0 only
+
     def __init__(self, log_dir="logs", histogram_freq=0, write_graph=True, write_images=False,
                  write_steps_per_second=False, update_freq="epoch", profile_batch=0,
                  embeddings_freq=0, embeddings_metadata=None):

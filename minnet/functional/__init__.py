@@ -28,7 +28,7 @@ from ._linear import linear, linear_no_graph  # noqa: F401 (Dense's no-graph pat
 from ._dropout import alpha_dropout, dropout, spatial_dropout2d
 from ._losses import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy,
                       huber_loss, l1_loss, mse_loss, nll_loss)
-from ._normalization import NativeBatchNorm, batch_norm
+from ._normalization import NativeBatchNorm, SyncBatchNorm, batch_norm
 from ._pooling import avg_pool2d, global_avg_pool2d, global_max_pool2d, max_pool2d
 from ._recurrent import concat_features, embedding, gru, lstm, reverse_sequence, rnn
 from ._attention import dot_product_attention_keras, scaled_dot_product_attention
@@ -38,7 +38,7 @@ __all__ = ["linear", "conv2d", "conv_transpose2d", "conv3d", "conv_transpose3d",
            "log_softmax", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "huber_loss",
            "binary_cross_entropy", "binary_cross_entropy_with_logits", "dropout", "alpha_dropout",
            "spatial_dropout2d", "batch_norm", "max_pool2d", "avg_pool2d", "global_avg_pool2d",
-           "global_max_pool2d", "NativeBatchNorm",
+           "global_max_pool2d", "NativeBatchNorm", "SyncBatchNorm",
            "SELU_ALPHA", "SELU_SCALE"]
 __all__ += ["gelu", "silu", "softplus", "softsign", "relu6", "hardsigmoid", "hardswish", "mish",
             "prelu", "prelu_broadcast", "layer_norm", "group_norm", "interpolate", "pad2d",

@@ -20,7 +20,7 @@ from minnet._ext import _batchnorm as _kernels
 from minnet.autograd import Function, Tensor
 from minnet.functional._conv import float_dtype
 
-__all__ = ["batch_norm", "NativeBatchNorm"]
+__all__ = ["batch_norm", "NativeBatchNorm", "SyncBatchNorm"]
 
 
 class NativeBatchNorm(Function):
@@ -90,6 +90,68 @@ class NativeBatchNorm(Function):
         if need_b:
             grad_b = sum_g                   # sum(g)
         return (grad_x, grad_w, grad_b) + (None,) * (len(ctx.needs_input_grad) - 3)
+
+
+class SyncBatchNorm(Function):
+    """Batch normalisation with statistics over the samples of every rank (data parallelism).
+
+    ``reduce(buffer)`` sums a float64 buffer over the ranks in place (the layer passes the
+    distribution's all-reduce; this floor knows no MPI). ``scale`` is this rank's share
+    ``n_local / n_global`` of the global batch: the global loss's gradient is ``scale`` times
+    the one arriving here, so the sums in backward are taken of ``scale * g``, and ``dx`` is
+    returned in the arriving gradient's units. The result equals ``NativeBatchNorm`` on the
+    global batch (to float rounding): mean and variance by the parallel (two-pass) formula,
+    ``var = sum_r (M_r var_r + M_r (mean_r - mean)^2) / M``. gamma's and beta's gradients are
+    this rank's part (the gradient all-reduce sums them).
+    """
+
+    node_name = "SyncBatchNormBackward"
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, running_mean=None, running_var=None, momentum=0.1, eps=1e-5,
+                channels_last=False, reduce=None, scale=1.0):
+        n_threads = get_num_threads()
+        C = x.shape[-1] if channels_last else x.shape[1]
+        local_mean, local_var = _kernels.batch_norm_stats(x, n_threads, channels_last=channels_last)
+        local_count = x.size // C
+        sums = np.concatenate([[local_count], local_count * local_mean])
+        reduce(sums)
+        count = sums[0]
+        mean = sums[1:] / count
+        spread = local_count * local_var + local_count * (local_mean - mean) ** 2
+        reduce(spread)
+        var = spread / count
+        inv_std = 1.0 / np.sqrt(var + eps)
+        gamma = np.ones(C) if weight is None else weight.astype(np.float64)
+        beta = np.zeros(C) if bias is None else bias.astype(np.float64)
+        if running_mean is not None:
+            running_mean[...] = momentum * mean + (1.0 - momentum) * running_mean.astype(np.float64)
+        if running_var is not None:
+            unbiased = var * (count / (count - 1)) if count > 1 else var
+            running_var[...] = momentum * unbiased + (1.0 - momentum) * running_var.astype(np.float64)
+        ctx.save_for_backward(x)
+        ctx.mean, ctx.inv_std, ctx.gamma, ctx.count = mean, inv_std, gamma, count
+        ctx.channels_last, ctx.reduce, ctx.scale = channels_last, reduce, scale
+        alpha = gamma * inv_std
+        return _kernels.batch_norm_affine(x, alpha, beta - mean * alpha, n_threads,
+                                          channels_last=channels_last)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        n_threads = get_num_threads()
+        mean, inv_std, last, scale = ctx.mean, ctx.inv_std, ctx.channels_last, ctx.scale
+        sum_g, dot = _kernels.batch_norm_grad_sums(grad, x, mean, n_threads, channels_last=last)
+        C = len(mean)
+        both = np.concatenate([scale * sum_g, scale * dot])
+        ctx.reduce(both)
+        step = ctx.count * scale
+        grad_x = _kernels.batch_norm_backward_input(grad, x, mean, both[:C] / step,
+                                                    both[C:] * inv_std * inv_std / step,
+                                                    ctx.gamma * inv_std, n_threads, channels_last=last)
+        need_x, need_w, need_b = ctx.needs_input_grad[:3]
+        return ((grad_x if need_x else None), (dot * inv_std if need_w else None),
+                (sum_g if need_b else None)) + (None,) * (len(ctx.needs_input_grad) - 3)
 
 
 def _float_array(name, value):

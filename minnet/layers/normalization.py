@@ -47,6 +47,11 @@ class BatchNormalization(Layer):
         scale: learn the scale ``gamma`` (default True).
         beta_initializer, gamma_initializer, moving_mean_initializer,
         moving_variance_initializer: names/Initializers (defaults zeros, ones, zeros, ones).
+        synchronized: under data parallelism (``mn.distribution.DataParallel``), compute
+            the batch statistics over the samples of every rank, so N ranks normalise as one
+            process with the global batch would (Keras's argument; default False: each rank
+            uses its own samples, as PyTorch DDP without SyncBatchNorm). No effect in one
+            process.
         name, dtype, trainable: as for every layer.
 
     Shape:
@@ -63,7 +68,7 @@ class BatchNormalization(Layer):
     def __init__(self, axis=None, momentum=0.99, epsilon=1e-3, center=True, scale=True,
                  beta_initializer="zeros", gamma_initializer="ones",
                  moving_mean_initializer="zeros", moving_variance_initializer="ones",
-                 name=None, **kwargs):
+                 synchronized=False, name=None, **kwargs):
         super().__init__(name=name, **kwargs)
         if axis is None:
             axis = -1 if config.image_data_format() == "channels_last" else 1
@@ -83,6 +88,7 @@ class BatchNormalization(Layer):
                 f"is momentum={1 - self.momentum:g} here (1 - momentum).")
         self.epsilon = check_float("epsilon", epsilon, 0.0, low_open=True)
         self.axis = int(axis)
+        self.synchronized = bool(synchronized)
         self.center = bool(center)
         self.scale = bool(scale)
         self.gamma_initializer = initializers.get(gamma_initializer)
@@ -136,10 +142,20 @@ class BatchNormalization(Layer):
         if not channels_last and axis != 1:
             # any other axis: (before, C, after), a view
             x = x.reshape(math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:]))
-        out = F.NativeBatchNorm.apply(
-            x, self.gamma, self.beta, running_mean=self.moving_mean.data,
-            running_var=self.moving_variance.data, training=training,
-            momentum=1.0 - self.momentum, eps=self.epsilon, channels_last=channels_last)
+        distribution = config.current_distribution() if self.synchronized and training else None
+        group = getattr(distribution, "step_group", None)     # set by fit for each step
+        if group is not None:
+            out = F.SyncBatchNorm.apply(
+                x, self.gamma, self.beta, running_mean=self.moving_mean.data,
+                running_var=self.moving_variance.data, momentum=1.0 - self.momentum,
+                eps=self.epsilon, channels_last=channels_last, scale=distribution.step_scale,
+                reduce=lambda buffer: distribution.allreduce(buffer, "synchronized BatchNormalization",
+                                                             group=group))
+        else:
+            out = F.NativeBatchNorm.apply(
+                x, self.gamma, self.beta, running_mean=self.moving_mean.data,
+                running_var=self.moving_variance.data, training=training,
+                momentum=1.0 - self.momentum, eps=self.epsilon, channels_last=channels_last)
         if training:
             self.moving_mean._bump_version()
             self.moving_variance._bump_version()
@@ -155,6 +171,7 @@ class BatchNormalization(Layer):
     def get_config(self):
         return {**super().get_config(), "axis": self.axis, "momentum": self.momentum,
                 "epsilon": self.epsilon, "center": self.center, "scale": self.scale,
+                "synchronized": self.synchronized,
                 "gamma_initializer": initializers.serialize(self.gamma_initializer),
                 "beta_initializer": initializers.serialize(self.beta_initializer),
                 "moving_mean_initializer": initializers.serialize(self.moving_mean_initializer),

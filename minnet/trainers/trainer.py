@@ -46,7 +46,7 @@ from minnet.callbacks import CallbackList, History, TerminateOnNaN, resolve_verb
 from minnet.data import as_array, train_validation_split
 from minnet.layers.call_context import call_context
 from minnet.metrics import Mean
-from minnet.trainers import data_adapters
+from minnet.trainers import data_adapters, distributed_step
 from minnet.trainers.compile_utils import CompileLoss, CompileMetrics, is_sparse_loss
 from minnet.trainers.data_adapters import (ArrayDataAdapter, GeneratorDataAdapter, PyDatasetAdapter,
                                            flat_leaves, pack_x_y_sample_weight,
@@ -112,7 +112,7 @@ def _reusing_buffers(method):
     for the next step (docs/performance.md, "Page faults")."""
     @functools.wraps(method)
     def loop(self, *args, **kwargs):
-        with _memory.buffer_cache():
+        with _memory.buffer_cache(), distributed_step.errors_reach_all_ranks():
             return method(self, *args, **kwargs)
     return loop
 
@@ -600,6 +600,7 @@ class Trainer:
         if validation_data is not None:
             validation = self._validation_source(validation_data)
 
+        adapter, train_step = distributed_step.wrap_fit(self, adapter)     # the model's own in one process
         iterator = EpochIterator(adapter, steps_per_epoch=steps_per_epoch, prefetch=prefetch,
                                  prepare=prepare, stacklevel=stacklevel)
         callback_list = self._callback_list(callbacks, verbose, epochs, iterator.num_steps)
@@ -608,7 +609,6 @@ class Trainer:
         self.nonfinite_layer = None
         self.stop_training = False
         guard = StepGuard()
-        train_step = self.train_step
         self._ensure_optimizer_params()
         try:
             # The mode is passed down each call (train_step calls `self(x, training=True)`),
@@ -745,7 +745,7 @@ class Trainer:
         logs = None
         with call_context(training=False):
             callback_list.on_test_begin()
-            test_step = self.test_step
+            test_step = distributed_step.test_step_for(self)
             for step, data in iterator.epoch(0):
                 callback_list.on_test_batch_begin(step)
                 logs = _step_logs(test_step(data), "test_step", self)
@@ -831,7 +831,7 @@ class Trainer:
         try:
             with call_context(training=False), no_grad():
                 callback_list.on_predict_begin()
-                predict_step = self.predict_step
+                predict_step = distributed_step.predict_step_for(self)
                 for step, data in iterator.epoch(0):
                     callback_list.on_predict_batch_begin(step)
                     out = predict_step(data)
@@ -849,7 +849,8 @@ class Trainer:
             iterator.close()
         if not outputs:
             raise ValueError("predict received no batch: the data source `x` is empty.")
-        merged = [np.concatenate([batch[i] for batch in outputs], axis=0) for i in range(len(outputs[0]))]
+        merged = distributed_step.gathered(predict_step, [np.concatenate([batch[i] for batch in outputs], axis=0)
+                                                          for i in range(len(outputs[0]))])
         return data_adapters.pack_leaves(structure, merged)
 
     # ------------------------------------------------------------------ single batches
