@@ -38,7 +38,6 @@ NOT_PROVIDED = {
     },
     "callbacks": {
         "OrbaxCheckpoint": "JAX/Orbax-specific checkpoints",
-        "RemoteMonitor": "not yet: posts the logs to an HTTP server",
     },
     "initializers": {n: "for the STFT layers, which minnet does not have"
                      for n in ("STFT", "STFTInitializer", "stft")},
