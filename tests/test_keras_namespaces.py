@@ -18,9 +18,6 @@ _HASH = ("needs TensorFlow's FarmHash Fingerprint64 for Keras's bins (Keras itse
 
 NOT_PROVIDED = {
     "layers": {
-        "ConvLSTM1D": "not yet: no convolutional recurrent cell",
-        "ConvLSTM2D": "not yet: no convolutional recurrent cell",
-        "ConvLSTM3D": "not yet: no convolutional recurrent cell",
         **{n: _AUGMENT for n in (
             "AugMix", "AutoContrast", "ContrastLimitedAdaptiveHistogramEqualization", "CutMix",
             "Equalization", "MixUp", "RandAugment", "RandomBrightness", "RandomColorDegeneration",
@@ -41,7 +38,6 @@ NOT_PROVIDED = {
     },
     "callbacks": {
         "OrbaxCheckpoint": "JAX/Orbax-specific checkpoints",
-        "RemoteMonitor": "not yet: posts the logs to an HTTP server",
     },
     "initializers": {n: "for the STFT layers, which minnet does not have"
                      for n in ("STFT", "STFTInitializer", "stft")},

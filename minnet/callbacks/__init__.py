@@ -31,10 +31,12 @@ from minnet.callbacks.checkpoints import BackupAndRestore, BackupError, EarlySto
 from minnet.callbacks.ema import SwapEMAWeights
 from minnet.callbacks.monitors import GradientMonitor, LambdaCallback, TerminateOnNaN
 from minnet.callbacks.progress import CSVLogger, History, ProgbarLogger
+from minnet.callbacks.remote_monitor import RemoteMonitor
 from minnet.callbacks.schedules import LearningRateScheduler, ReduceLROnPlateau
 from minnet.callbacks.tensorboard import TensorBoard
 
 __all__ = [
+    "RemoteMonitor",
     "Callback",
     "CallbackList",
     "History",

@@ -60,6 +60,7 @@ from minnet.layers.convolutional1d_variants import DepthwiseConv1D, SeparableCon
 from minnet.layers.grouped_query_attention import GroupQueryAttention
 from minnet.layers.reversible_embedding import ReversibleEmbedding
 from minnet.layers.spectral_normalization import SpectralNormalization
+from minnet.layers.conv_lstm import ConvLSTM1D, ConvLSTM2D, ConvLSTM3D
 
 __all__ = [
     "Layer", "Input", "Dense", "Flatten", "Reshape", "Lambda", "Activation", "Conv2D",
@@ -118,12 +119,13 @@ GlobalAvgPool3D, GlobalMaxPool3D = GlobalAveragePooling3D, GlobalMaxPooling3D
 MaxPool3D, AvgPool3D = MaxPooling3D, AveragePooling3D
 __all__ += ["MaxPool3D", "AvgPool3D"]
 _BUILTINS += (Conv3D, Conv3DTranspose, DepthwiseConv1D, SeparableConv1D, GroupQueryAttention,
-              ReversibleEmbedding, SpectralNormalization)
+              ReversibleEmbedding, SpectralNormalization, ConvLSTM1D, ConvLSTM2D, ConvLSTM3D)
 Convolution3D, Convolution3DTranspose = Conv3D, Conv3DTranspose
 SeparableConvolution1D = SeparableConv1D
 __all__ += ["Conv3D", "Conv3DTranspose", "Convolution3D", "Convolution3DTranspose",
             "DepthwiseConv1D", "SeparableConv1D", "SeparableConvolution1D", "GroupQueryAttention",
-            "ReversibleEmbedding", "SpectralNormalization"]
+            "ReversibleEmbedding", "SpectralNormalization", "ConvLSTM1D", "ConvLSTM2D",
+            "ConvLSTM3D"]
 # The one registry (minnet/_registry.py): built-ins under their class names and Keras's other
 # spellings; register_layer adds custom layers and Lambda functions; Sequential and Model
 # register themselves when minnet.models loads.

@@ -308,24 +308,28 @@ def emit_separable_conv(g, layer, inputs, shapes):
 
 
 def emit_conv_transpose(g, layer, inputs, shapes):
+    rank = len(shapes[0])
+    n = rank - 2
     spatial = _spatial(layer, shapes[0])
     _known(layer, spatial)
-    # The layer's own window of conv_transpose2d's full output (length, cropped at the start,
+    # The layer's own window of the full transposed output (length, cropped at the start,
     # cropped at the end, zeros added at the end) per axis: ONNX's pads and output_padding.
     # Asking the layer keeps one copy of Keras's cropping rule.
-    geometry = layer._geometry(tuple(spatial))
+    geometry = (layer._geometry(tuple(spatial)) if hasattr(layer, "_geometry")
+                else [layer._window(spatial[0])])              # Conv1DTranspose
     pads_begin = [top for _, top, _, _ in geometry]
     pads_end = [bottom for _, _, bottom, _ in geometry]
     extras = [extra for _, _, _, extra in geometry]
-    x = _to_channels_first(g, layer, inputs[0], 4)
+    x = _to_channels_first(g, layer, inputs[0], rank)
     ins = [x, g.const(_array(layer.kernel), f"{layer.name}_kernel")]
     if layer.bias is not None:
         ins.append(g.const(_array(layer.bias), f"{layer.name}_bias"))
-    y = g.node("ConvTranspose", ins, kernel_shape=list(layer.kernel_size),
-               strides=list(layer.strides), dilations=list(layer.dilation_rate),
+    y = g.node("ConvTranspose", ins, kernel_shape=list(_tuple(layer.kernel_size, n)),
+               strides=list(_tuple(layer.strides, n)),
+               dilations=list(_tuple(layer.dilation_rate, n)),
                pads=pads_begin + pads_end, output_padding=extras,
                group=int(getattr(layer, "groups", 1)))
-    return activation(g, layer, _from_channels_first(g, layer, y, 4), layer.activation)
+    return activation(g, layer, _from_channels_first(g, layer, y, rank), layer.activation)
 
 
 def _pool(op):
@@ -643,6 +647,7 @@ EMITTERS = {
     "Conv1D": emit_conv, "Conv2D": emit_conv, "Conv3D": emit_conv, "DepthwiseConv2D": emit_conv,
     "SeparableConv2D": emit_separable_conv, "SeparableConv1D": emit_separable_conv,
     "DepthwiseConv1D": emit_conv, "Conv2DTranspose": emit_conv_transpose,
+    "Conv1DTranspose": emit_conv_transpose, "Conv3DTranspose": emit_conv_transpose,
     "MaxPooling1D": _pool("MaxPool"), "MaxPooling2D": _pool("MaxPool"),
     "AveragePooling1D": _pool("AveragePool"), "AveragePooling2D": _pool("AveragePool"),
     "GlobalAveragePooling1D": _global_pool("ReduceMean"),

@@ -393,3 +393,19 @@ def test_depthwise_and_separable_conv1d(tmp_path, layout, make):
     model = _sequential(x, make(layout))
     _randomize_state(model)
     check(model, x, tmp_path)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("options", [dict(), dict(padding="same", strides=2),
+                                     dict(strides=2, output_padding=1)], ids=str)
+def test_conv1d_and_conv3d_transpose(tmp_path, layout, options):
+    x = _seq(layout)
+    model = _sequential(x, L.Conv1DTranspose(4, 3, data_format=layout, **options))
+    _randomize_state(model)
+    check(model, x, tmp_path)
+    rng = np.random.default_rng(6)
+    shape = (2, 3, 4, 5, 2) if layout == "channels_last" else (2, 2, 3, 4, 5)
+    v = rng.normal(size=shape).astype("float32")
+    model = _sequential(v, L.Conv3DTranspose(3, 3, data_format=layout, **options))
+    _randomize_state(model)
+    check(model, v, tmp_path)
