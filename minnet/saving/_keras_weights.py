@@ -6,10 +6,20 @@ entry of ``model.weights.h5`` (``""`` for its own ``vars``, ``"cell"`` for a rec
 layer's cell, ``"forward_layer/cell"``, ``"layer"`` for a wrapper). ``FROM_KERAS`` is the
 inverse: ``{sub-path: arrays read}`` -> the arrays for ``layer.set_weights`` (None: keep the
 layer as its config built it).
+
+``to_keras(layer, arrays)`` / ``from_keras(layer, groups)`` pick the converter: the layer's
+class's, else (a user's subclass of a built-in layer) the nearest built-in base class's, else
+Keras's rule for a user's own layer (``save_own_variables``): its own weights as they are
+(the user wrote them in Keras's layout), then each sublayer under the attribute that holds it
+(a list's items by snake-case class name, ``_1``, ``_2`` for repeats), as Keras's saving walks
+the layer.
 """
 import numpy as np
 
-__all__ = ["TO_KERAS", "FROM_KERAS"]
+from minnet._registry import snake_case
+from minnet.layers import Layer
+
+__all__ = ["TO_KERAS", "FROM_KERAS", "to_keras", "from_keras"]
 
 
 def _reorder_gru(array):
@@ -150,3 +160,92 @@ FROM_KERAS.update({
     "Normalization": _normalization_from, "TimeDistributed": _time_distributed_from,
 })
 FROM_KERAS.update({name: (lambda layer, g: _rnn_from_keras(layer, g["cell"])) for name in _RNN})
+
+
+def _builtin_name(layer):
+    """The class name of ``layer``'s nearest minnet base class that has a converter, or None."""
+    for cls in type(layer).__mro__:
+        if cls.__module__.startswith("minnet.") and cls.__name__ in TO_KERAS:
+            return cls.__name__
+        if cls is Layer:
+            return None
+    return None
+
+
+def _sublayers(layer):
+    """``(sub-path, sublayer)`` in ``weights`` order, named as Keras's saving names them (a
+    sublayer held twice is saved once, at its first place, as Keras does)."""
+    seen = {id(layer)}
+    for attr, value in layer.__dict__.items():
+        if isinstance(value, Layer):
+            if id(value) not in seen:
+                seen.add(id(value))
+                yield attr, value
+        elif isinstance(value, (list, tuple)):
+            used = {}
+            for item in value:
+                if isinstance(item, Layer) and id(item) not in seen:
+                    seen.add(id(item))
+                    name = snake_case(type(item).__name__)
+                    used[name] = used.get(name, -1) + 1
+                    yield f"{attr}/{name}" + (f"_{used[name]}" if used[name] else ""), item
+
+
+def _parts(layer):
+    """``(sub-path, sublayer)`` with weights; a model's layers under ``<path>/layers``."""
+    for path, sub in _sublayers(layer):
+        if not sub.weights:
+            continue
+        if hasattr(sub, "layers") and not hasattr(sub, "call_own"):   # a model inside a layer
+            inner = [(f"{path}/layers/{key}", item) for key, item in _model_keys(sub) if item.weights]
+            yield from inner
+        else:
+            yield path, sub
+
+
+def _model_keys(model):
+    used = {}
+    for item in model.layers:
+        name = snake_case(type(item).__name__)
+        used[name] = used.get(name, -1) + 1
+        yield name + (f"_{used[name]}" if used[name] else ""), item
+
+
+def _own_count(layer):
+    return len(layer.weights) - sum(len(sub.weights) for _, sub in _parts(layer))
+
+
+def to_keras(layer, arrays):
+    """``{sub-path: Keras arrays}`` for ``layer.get_weights()`` (see the module docstring).
+
+    Raises:
+        ValueError: weights minnet cannot place in Keras's file (held in a dict, say).
+    """
+    name = _builtin_name(layer)
+    if name is not None:
+        return TO_KERAS[name](layer, arrays)
+    own = _own_count(layer)
+    result, start = {"": list(arrays[:own])}, own
+    for path, sub in _parts(layer):
+        n = len(sub.weights)
+        for key, values in to_keras(sub, list(arrays[start:start + n])).items():
+            result[f"{path}/{key}" if key else path] = values
+        start += n
+    if start != len(arrays):
+        raise ValueError(f"the weights of layer '{layer.name}' ({type(layer).__name__}) are held "
+                         f"where Keras's saving does not look (not in the layer, an attribute or a list)")
+    return result
+
+
+def from_keras(layer, groups):
+    """The arrays for ``layer.set_weights`` from ``{sub-path: arrays read}`` (or None)."""
+    name = _builtin_name(layer)
+    if name is not None:
+        return FROM_KERAS[name](layer, groups)
+    arrays = list(groups.get("", []))
+    for path, sub in _parts(layer):
+        inner = {key[len(path) + 1:] if key != path else "": values for key, values in groups.items()
+                 if key == path or key.startswith(path + "/")}
+        found = from_keras(sub, inner)
+        arrays.extend(sub.get_weights() if found is None else found)
+    return arrays

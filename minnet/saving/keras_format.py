@@ -30,7 +30,7 @@ import numpy as np
 
 from minnet import _registry, _utils
 from minnet.layers import serialize as serialize_layer
-from minnet.saving._keras_weights import FROM_KERAS, TO_KERAS
+from minnet.saving._keras_weights import from_keras, to_keras
 from minnet.saving.archive import ModelFileError, atomic_write, write_member
 from minnet.saving.model_config import build_compile, build_model, compile_config_of
 
@@ -143,6 +143,11 @@ def _layer_entry(layer, input_shape):
         config.pop("trainable", None)
     result = {"module": "keras.layers", "class_name": entry["class_name"],
               "config": config, "registered_name": None}
+    if ">" in entry["class_name"]:
+        # a registered custom layer, as Keras writes it: its class name (which names its entry
+        # in model.weights.h5), its module, and "package>Name" as the registered name
+        result.update(module=type(layer).__module__, class_name=type(layer).__name__,
+                      registered_name=entry["class_name"])
     if input_shape is not None:
         result["build_config"] = {"input_shape": input_shape}
     return result
@@ -349,10 +354,11 @@ def _write_layers(layers_group, layers, model):
         arrays = _arrays(layer)
         if not arrays:
             continue
-        name = type(layer).__name__
-        if name not in TO_KERAS:
-            raise _unsupported(model, f"the weights of layer '{layer.name}' ({name})")
-        for sub, values in TO_KERAS[name](layer, arrays).items():
+        try:
+            converted = to_keras(layer, arrays)
+        except ValueError as error:
+            raise _unsupported(model, f"{error}; layer '{layer.name}'") from None
+        for sub, values in converted.items():
             variables = (group.require_group(sub) if sub else group).require_group("vars")
             for i, array in enumerate(values):
                 variables.create_dataset(str(i), data=np.asarray(array, dtype=np.float32))
@@ -458,6 +464,12 @@ def _nested_object(kind, entry, path, custom_objects):
     return {"class_name": entry["class_name"], "config": {k: v for k, v in config.items() if k in names}}
 
 
+def _class_of(entry):
+    """The name to look a layer up by: Keras's ``registered_name`` (``"package>Name"``) for a
+    registered custom layer, else its ``class_name``."""
+    return entry.get("registered_name") or entry["class_name"]
+
+
 def _layer_config_to_minnet(class_name, config, path, custom_objects):
     if class_name in ("Sequential", "Functional"):      # a nested model
         return _minnet_model_config({"class_name": class_name, "config": config}, path,
@@ -505,7 +517,7 @@ def _minnet_model_config(document, path, custom_objects):
     if class_name == "Sequential":
         layers = []
         for entry in config.get("layers", []):
-            name, layer_config = _layer_config_to_minnet(entry["class_name"], entry.get("config", {}),
+            name, layer_config = _layer_config_to_minnet(_class_of(entry), entry.get("config", {}),
                                                          path, custom_objects)
             layers.append({"class_name": name, "config": layer_config})
         shape = config.get("build_input_shape")
@@ -517,7 +529,7 @@ def _minnet_model_config(document, path, custom_objects):
     if class_name in ("Functional", "Model"):
         layers, nodes, pending = [], [], []
         for entry in config.get("layers", []):
-            name, layer_config = _layer_config_to_minnet(entry["class_name"], entry.get("config", {}),
+            name, layer_config = _layer_config_to_minnet(_class_of(entry), entry.get("config", {}),
                                                          path, custom_objects)
             if name == "InputLayer":
                 layers.append({"class_name": "Input", "name": entry["name"],
@@ -656,9 +668,6 @@ def _read_layers(h5py, layers_group, model, document, path):
             _read_layers(h5py, layers_group[key]["layers"], layer, entry, path)
             continue
         kind = type(layer).__name__
-        if kind not in FROM_KERAS:
-            raise ModelFileError(f"{path!r}: minnet cannot convert the weights of layer "
-                                 f"'{layer.name}' ({kind}) from Keras's layout.")
         group = layers_group[key]
         groups = {}
 
@@ -671,7 +680,7 @@ def _read_layers(h5py, layers_group, model, document, path):
         if "vars" in group:
             groups[""] = [np.asarray(group["vars"][str(i)]) for i in range(len(group["vars"]))]
         try:
-            arrays = FROM_KERAS[kind](layer, groups)
+            arrays = from_keras(layer, groups)
             if arrays is not None:
                 layer.set_weights(arrays)
         except (ValueError, KeyError, IndexError) as error:
