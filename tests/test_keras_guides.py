@@ -40,9 +40,6 @@ KNOWN_FAILING = {
     "g20_subclassing_conv_layers": "`ops.conv(inputs, self.kernel)` in a Conv2D subclass: minnet's "
                                    "Conv2D kernel is PyTorch's (filters, in, kh, kw), ops.conv "
                                    "takes Keras's (kh, kw, in, filters)",
-    "g21_customizing_saving": "`save_own_variables`/`load_own_variables` and "
-                              "`get_build_config`/`build_from_config` are not called by minnet's "
-                              "Keras-file writer and reader",
 }
 
 

@@ -138,6 +138,25 @@ class SymbolicLayer:
                 return self._call_impl(concrete_args, dict(concrete_kwargs, training=False))
         return symbolic.infer_outputs(run, args, kwargs)
 
+    # ------------------------------------------------------------------ build state (saving)
+    def get_build_config(self):
+        """Keras's build state for saving: ``{"input_shape": ...}`` of a built layer, else None.
+        A layer whose ``build`` takes more than the shape overrides it (with
+        ``build_from_config``); a Keras file keeps it as the layer's ``build_config``."""
+        if not self.built or self._build_input_shape is None:
+            return None
+        return {"input_shape": list(self._build_input_shape)}
+
+    def build_from_config(self, config):
+        """Build from ``get_build_config``'s dict (Keras calls it when a layer is loaded)."""
+        if config and config.get("input_shape") is not None and not self.built:
+            shape = tuple(config["input_shape"])
+            self.build(shape)
+            self._build_input_shape = shape
+            self.built = True
+
+    build_from_config.keras_default = True
+
     # ------------------------------------------------------------------ functional-graph views
     def _first_node(self, what):
         nodes = self.__dict__.get("_inbound_nodes")

@@ -148,7 +148,9 @@ def _layer_entry(layer, input_shape):
         # in model.weights.h5), its module, and "package>Name" as the registered name
         result.update(module=type(layer).__module__, class_name=type(layer).__name__,
                       registered_name=entry["class_name"])
-    if input_shape is not None:
+    if not getattr(type(layer).build_from_config, "keras_default", False):
+        result["build_config"] = layer.get_build_config()   # the layer's own build state
+    elif input_shape is not None:
         result["build_config"] = {"input_shape": input_shape}
     return result
 
@@ -519,7 +521,8 @@ def _minnet_model_config(document, path, custom_objects):
         for entry in config.get("layers", []):
             name, layer_config = _layer_config_to_minnet(_class_of(entry), entry.get("config", {}),
                                                          path, custom_objects)
-            layers.append({"class_name": name, "config": layer_config})
+            layers.append({"class_name": name, "config": layer_config,
+                           "build_config": entry.get("build_config")})
         shape = config.get("build_input_shape")
         if layers and layers[0]["class_name"] == "InputLayer":
             shape = layers[0]["config"]["batch_shape"]
@@ -537,7 +540,8 @@ def _minnet_model_config(document, path, custom_objects):
                                           "shape": list(layer_config["batch_shape"][1:]),
                                           "batch_size": layer_config["batch_shape"][0]}})
                 continue
-            layers.append({"class_name": name, "config": layer_config, "name": entry["name"]})
+            layers.append({"class_name": name, "config": layer_config, "name": entry["name"],
+                           "build_config": entry.get("build_config")})
             for node in entry.get("inbound_nodes", []):
                 pending.append((entry["name"], node))
         nodes = _order_nodes(pending, {e["name"] for e in layers if e["class_name"] == "Input"},

@@ -81,3 +81,64 @@ def test_a_registered_layer_is_written_with_keras_class_and_registered_names(tmp
     with zipfile.ZipFile(tmp_path / "m.keras") as archive:
         entry = json.loads(archive.read("config.json"))["config"]["layers"][1]
     assert entry["class_name"] == "Block" and entry["registered_name"] == "guide_tests>Block"
+
+
+def initialized_class(keras):
+    """guides/customizing_saving_and_serialization.py's pattern: build takes an initializer."""
+
+    @keras.saving.register_keras_serializable(package="guide_tests")
+    class Initialized(keras.layers.Layer):
+        def __init__(self, units=3, **kwargs):
+            super().__init__(**kwargs)
+            self.units = units
+
+        def build(self, input_shape, layer_init):
+            super().build(input_shape)
+            self._input_shape = input_shape
+            self.w = self.add_weight(shape=(input_shape[-1], self.units), initializer=layer_init)
+            self.layer_init = layer_init
+
+        def call(self, x):
+            return keras.ops.matmul(x, self.w)
+
+        def get_config(self):
+            return dict(units=self.units, **super().get_config())
+
+        def get_build_config(self):
+            return {"layer_init": self.layer_init, "input_shape": self._input_shape}
+
+        def build_from_config(self, config):
+            self.build(config["input_shape"], config["layer_init"])
+
+    return Initialized
+
+
+def _built_model(keras, path):
+    layer = initialized_class(keras)()
+    layer.build(input_shape=(4,), layer_init="random_normal")
+    model = keras.Sequential([layer, keras.layers.Dense(1)])
+    out = keras.ops.convert_to_numpy(model(X))
+    model.save(str(path))
+    return out
+
+
+def test_get_build_config_and_build_from_config_are_used_on_saving_and_loading(tmp_path):
+    expected = _built_model(mn, tmp_path / "m.keras")
+    layer = mn.layers.Dense(2)
+    assert layer.get_build_config() is None
+    layer.build_from_config({"input_shape": [None, 5]})
+    assert layer.built and layer.get_build_config() == {"input_shape": [None, 5]}
+    loaded = mn.models.load_model(tmp_path / "m.keras")
+    assert loaded.layers[0].layer_init == "random_normal"
+    np.testing.assert_allclose(loaded(X).numpy(), expected, rtol=1e-6)
+
+
+@pytest.mark.slow_once
+def test_build_config_files_as_keras_both_ways(keras, tmp_path):
+    theirs = _built_model(keras, tmp_path / "keras.keras")
+    mine = _built_model(mn, tmp_path / "minnet.keras")
+    np.testing.assert_allclose(mn.models.load_model(tmp_path / "keras.keras")(X).numpy(), theirs,
+                               rtol=1e-5, atol=1e-6)
+    reloaded = keras.models.load_model(str(tmp_path / "minnet.keras"))
+    assert reloaded.layers[0].layer_init == "random_normal"
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(reloaded(X)), mine, rtol=1e-5, atol=1e-6)
