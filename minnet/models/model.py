@@ -535,9 +535,9 @@ class Model(Trainer, Layer):
         return saving.export_onnx(self, filepath, verbose=bool(verbose), **kwargs)
 
     def save_weights(self, path):
-        """Save ``get_weights()`` to an ``.npz`` file (atomic write)."""
+        """Save ``get_weights()`` to an ``.npz`` file (atomic write); ``*.weights.h5``: Keras 3's file."""
         saving.save_weights(self, path)
 
     def load_weights(self, path):
-        """Load weights saved by ``save_weights`` (count and shapes are checked)."""
+        """Load weights saved by ``save_weights`` or Keras's ``*.weights.h5`` (shapes are checked)."""
         saving.load_weights(self, path)

@@ -172,47 +172,49 @@ def _builtin_name(layer):
     return None
 
 
-def _sublayers(layer):
-    """``(sub-path, sublayer)`` in ``weights`` order, named as Keras's saving names them (a
-    sublayer held twice is saved once, at its first place, as Keras does)."""
+def _name_key(name):
+    return f"~{name}" if name.startswith("_") else name      # private attributes last, as Keras
+
+
+def _is_graph_model(layer):
+    """A Sequential or functional model (Keras walks only its ``layers``)."""
+    return hasattr(layer, "fit") and (getattr(layer, "_graph", None) is not None
+                                      or hasattr(layer, "pop"))
+
+
+def _walk(layer):
+    """``(sub-path, sublayer)`` as Keras's saving walks a layer (``saving_lib._walk_saveable``):
+    a Sequential's or functional model's ``layers``; else the attributes, public ones in
+    sorted order then private ones, a subclassed model's ``layers`` among them; a list's
+    items named by snake-case class name (``_1``, ``_2`` counted over the whole list). A
+    sublayer reached twice keeps its first path."""
+    if _is_graph_model(layer):
+        items = [("layers", list(layer.layers))]
+    else:
+        items = sorted(layer.__dict__.items(), key=lambda item: _name_key(item[0]))
+        if hasattr(layer, "fit"):
+            items = sorted(items + [("layers", list(layer.layers))], key=lambda item: _name_key(item[0]))
     seen = {id(layer)}
-    for attr, value in layer.__dict__.items():
+    for attr, value in items:
+        found = []
         if isinstance(value, Layer):
-            if id(value) not in seen:
-                seen.add(id(value))
-                yield attr, value
+            found = [(attr, value)]
         elif isinstance(value, (list, tuple)):
             used = {}
             for item in value:
-                if isinstance(item, Layer) and id(item) not in seen:
-                    seen.add(id(item))
+                if isinstance(item, Layer):
                     name = snake_case(type(item).__name__)
                     used[name] = used.get(name, -1) + 1
-                    yield f"{attr}/{name}" + (f"_{used[name]}" if used[name] else ""), item
+                    found.append((f"{attr}/{name}" + (f"_{used[name]}" if used[name] else ""), item))
+        for path, sub in found:
+            if id(sub) not in seen:
+                seen.add(id(sub))
+                yield path, sub
 
 
-def _parts(layer):
-    """``(sub-path, sublayer)`` with weights; a model's layers under ``<path>/layers``."""
-    for path, sub in _sublayers(layer):
-        if not sub.weights:
-            continue
-        if hasattr(sub, "layers") and not hasattr(sub, "call_own"):   # a model inside a layer
-            inner = [(f"{path}/layers/{key}", item) for key, item in _model_keys(sub) if item.weights]
-            yield from inner
-        else:
-            yield path, sub
-
-
-def _model_keys(model):
-    used = {}
-    for item in model.layers:
-        name = snake_case(type(item).__name__)
-        used[name] = used.get(name, -1) + 1
-        yield name + (f"_{used[name]}" if used[name] else ""), item
-
-
-def _own_count(layer):
-    return len(layer.weights) - sum(len(sub.weights) for _, sub in _parts(layer))
+def _own_weights(layer, parts):
+    inner = {id(w) for _, sub in parts for w in sub.weights}
+    return [w for w in layer.weights if id(w) not in inner]
 
 
 def to_keras(layer, arrays):
@@ -222,16 +224,16 @@ def to_keras(layer, arrays):
         ValueError: weights minnet cannot place in Keras's file (held in a dict, say).
     """
     name = _builtin_name(layer)
-    if name is not None:
+    if name is not None and not hasattr(layer, "fit"):
         return TO_KERAS[name](layer, arrays)
-    own = _own_count(layer)
-    result, start = {"": list(arrays[:own])}, own
-    for path, sub in _parts(layer):
-        n = len(sub.weights)
-        for key, values in to_keras(sub, list(arrays[start:start + n])).items():
+    parts = [(path, sub) for path, sub in _walk(layer) if sub.weights]
+    result = {"": [np.asarray(w.data) for w in _own_weights(layer, parts)]}
+    placed = len(result[""])
+    for path, sub in parts:
+        for key, values in to_keras(sub, sub.get_weights()).items():
             result[f"{path}/{key}" if key else path] = values
-        start += n
-    if start != len(arrays):
+        placed += len(sub.weights)
+    if placed != len(arrays):
         raise ValueError(f"the weights of layer '{layer.name}' ({type(layer).__name__}) are held "
                          f"where Keras's saving does not look (not in the layer, an attribute or a list)")
     return result
@@ -240,12 +242,18 @@ def to_keras(layer, arrays):
 def from_keras(layer, groups):
     """The arrays for ``layer.set_weights`` from ``{sub-path: arrays read}`` (or None)."""
     name = _builtin_name(layer)
-    if name is not None:
+    if name is not None and not hasattr(layer, "fit"):
         return FROM_KERAS[name](layer, groups)
-    arrays = list(groups.get("", []))
-    for path, sub in _parts(layer):
-        inner = {key[len(path) + 1:] if key != path else "": values for key, values in groups.items()
+    parts = [(path, sub) for path, sub in _walk(layer) if sub.weights]
+    own = _own_weights(layer, parts)
+    given = list(groups.get("", []))
+    if len(given) != len(own):
+        raise ValueError(f"layer '{layer.name}' has {len(own)} weights of its own; the file holds "
+                         f"{len(given)}")
+    values = {id(w): a for w, a in zip(own, given)}
+    for path, sub in parts:
+        inner = {key[len(path) + 1:] if key != path else "": arrays for key, arrays in groups.items()
                  if key == path or key.startswith(path + "/")}
         found = from_keras(sub, inner)
-        arrays.extend(sub.get_weights() if found is None else found)
-    return arrays
+        values.update(zip((id(w) for w in sub.weights), sub.get_weights() if found is None else found))
+    return [values[id(w)] for w in layer.weights]
