@@ -34,9 +34,6 @@ import translate  # noqa: E402
 
 # What minnet does not run yet, and why (docs/coming_from_keras.md, "Keras 3 guides").
 KNOWN_FAILING = {
-    "g07_serialization_and_saving": "a subclassed Model saved as `.keras` (minnet writes Keras "
-                                    "files for Sequential and functional models only) and "
-                                    "`save_weights('x.weights.h5')` (HDF5 weights files refused)",
     "g20_subclassing_conv_layers": "`ops.conv(inputs, self.kernel)` in a Conv2D subclass: minnet's "
                                    "Conv2D kernel is PyTorch's (filters, in, kh, kw), ops.conv "
                                    "takes Keras's (kh, kw, in, filters)",
