@@ -310,10 +310,10 @@ class Trainer:
         loss_value = float(loss.item())
         if self._locate_nonfinite and not math.isfinite(loss_value):
             self.nonfinite_layer = self.locate_nonfinite(x)
-        if loss.requires_grad:
+        if loss.requires_grad or self.trainable_weights:
             loss.backward()
             self.optimizer.step()
-        elif not self.trainable_weights:     # Keras's torch trainer: nothing to train, a warning
+        else:                                # Keras's torch trainer: nothing to train, a warning
             warnings.warn(f"Model '{self.name}' has no trainable weights: fit() computes the loss "
                           f"but changes nothing.", stacklevel=2)
         self.loss_tracker.update_state(loss_value, len(x) if type(x) is np.ndarray else len(flat_leaves(x)[0]))
