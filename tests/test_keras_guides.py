@@ -11,8 +11,8 @@ shapes, logs keys and reloaded weights on the way).
 The same script is also run by Keras 3 itself on its torch backend, where ``keras`` imports:
 the oracle that the script is real Keras code, not code written to suit minnet.
 
-Cost (2-core machine shared with other jobs, so noisy): the minnet runs take about 40 s
-together (one subprocess each, 1-4 s); the Keras runs about 190 s (Keras imports torch in
+Cost (2-core machine shared with other jobs, so noisy): the minnet runs take 45-60 s
+together (one subprocess each, 1-9 s); the Keras runs about 190 s, over 10 min under load (Keras imports torch in
 each). Both are ``slow_once``: CI runs them once, not again under the debug build.
 """
 import importlib.util
