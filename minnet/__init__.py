@@ -59,6 +59,7 @@ _LAZY = {
     "Sequential": ("models", "Sequential"),
     "Model": ("models", "Model"),
     "Input": ("layers", "Input"),
+    "Variable": ("layers.variable", "Variable"),
     "load_model": ("models", "load_model"),
     "register_layer": ("layers", "register_layer"),
     "buffer_cache": ("_ext._memory", "buffer_cache"),

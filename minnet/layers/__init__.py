@@ -217,8 +217,14 @@ def deserialize(config, custom_objects=None):
     inner = dict(config.get("config") or {})
     from_config = cls.from_config
     if "custom_objects" in inspect.signature(from_config).parameters:
-        return from_config(inner, custom_objects=custom_objects)
-    return from_config(inner)
+        layer = from_config(inner, custom_objects=custom_objects)
+    else:
+        layer = from_config(inner)
+    build_config = config.get("build_config")
+    if build_config and not getattr(type(layer).build_from_config, "keras_default", False):
+        # a layer whose build needs more than the shape builds itself, as Keras does on loading
+        layer.build_from_config(build_config)
+    return layer
 
 
 def get(identifier, custom_objects=None):

@@ -47,6 +47,7 @@ from minnet.layers import call_spec
 from minnet.layers.call_spec import CALL_INFO as _CALL_INFO
 from minnet.layers.call_context import STATE as _CALL_STATE
 from minnet.layers.symbolic_layer import SymbolicLayer
+from minnet.layers.variable import variable_trainable
 from minnet.ops import symbolic
 
 __all__ = ["Layer", "get_keras_mask", "set_keras_mask"]
@@ -242,6 +243,11 @@ class Layer(SymbolicLayer, PyTorchDeviceMethods):
         if "_own_weights" not in self.__dict__:
             raise RuntimeError(f"{type(self).__name__}.__init__ must call super().__init__() "
                                f"before assigning attributes (tried to set `{key}`).")
+        if isinstance(value, Tensor):
+            trainable = variable_trainable(value)
+            # a keras.Variable (mn.Variable) assigned here becomes one of this layer's weights
+            if trainable is not None and not any(w is value for _, w, _ in self._own_weights):
+                self._own_weights.append((key, value, trainable))
         object.__setattr__(self, key, value)
 
     def _tracked_layers(self):

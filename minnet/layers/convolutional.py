@@ -8,6 +8,7 @@ import numpy as np
 
 from minnet import activations, config, initializers
 from minnet import functional as F
+from minnet import ops
 from minnet._checks import check_int_tuple, check_padding
 from minnet.layers.base import Layer
 
@@ -188,10 +189,20 @@ class Conv2D(Layer):
             self.bias = self.add_weight("bias", (self.filters,), initializer=self.bias_initializer)
         super().build(input_shape)
 
+    def convolution_op(self, inputs, kernel):
+        """Keras's hook: the convolution of ``inputs`` with ``kernel`` in Keras's layout
+        ``(kh, kw, in / groups, filters)``. A subclass that overrides it (a standardized
+        convolution, say) gets the kernel in that layout, as in Keras; the layer adds the
+        bias and the activation after it."""
+        return ops.conv(inputs, kernel, strides=self.strides, padding=self.padding,
+                        data_format=self.data_format, dilation_rate=self.dilation_rate)
+
     def call(self, x, training=False):
         axis = 3 if self._channels_last else 1
         self._check_input(x, ndim=4, axis=axis, size=self.in_channels)
         self._check_shape(tuple(x.shape))
+        if type(self).convolution_op is not Conv2D.convolution_op:
+            return self._overridden_convolution(x, self.kernel.permute(2, 3, 1, 0))
         padding = self.padding
         if padding == "same" and self.strides != (1, 1):
             _, _, spatial = self._split(tuple(x.shape))
@@ -199,6 +210,13 @@ class Conv2D(Layer):
         y = F.conv2d(x, self.kernel, self.bias, stride=self.strides, padding=padding,
                      dilation=self.dilation_rate, groups=self.groups,
                      data_format=self.data_format)
+        return self.activation(y)
+
+    def _overridden_convolution(self, x, keras_kernel):
+        y = self.convolution_op(x, keras_kernel)
+        if self.use_bias:
+            y = y + (self.bias if self._channels_last
+                     else self.bias.reshape((-1,) + (1,) * (y.ndim - 2)))
         return self.activation(y)
 
     def compute_output_shape(self, input_shape):

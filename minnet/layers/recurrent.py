@@ -62,9 +62,9 @@ def _input_mask(x, mask, n, t):
 class _SequenceLayer(Layer):
     """Base of layers that take (and may return) a mask: ``layer(x, training=None, mask=None)``."""
 
-    def __call__(self, x, training=None, mask=None):
+    def __call__(self, x, training=None, mask=None, **kwargs):
         if hasattr(x, "symbolic_call"):   # functional API: record a node (ops/symbolic.py)
-            return self._symbolic_call((x,), {}, training=training, mask=mask)
+            return self._symbolic_call((x,), kwargs, training=training, mask=mask)
         if mask is None:
             mask = get_keras_mask(x) if isinstance(x, Tensor) else None
         if type(x) is not Tensor or x.data.dtype != self.dtype:
@@ -75,7 +75,7 @@ class _SequenceLayer(Layer):
             self.built = True
         if training is None:
             training = self.training
-        return self.call(x, training=bool(training), mask=mask)
+        return self.call(x, training=bool(training), mask=mask, **kwargs)
 
 
 class _RNN(_SequenceLayer):
@@ -140,7 +140,10 @@ class _RNN(_SequenceLayer):
         """Forget the states a ``stateful`` layer carries from batch to batch."""
         self.states = None
 
-    def call(self, x, training=False, mask=None):
+    def call(self, x, training=False, mask=None, initial_state=None):
+        """``initial_state``: the starting state(s), as Keras (one ``(N, units)`` tensor, a
+        list of them: LSTM ``[h, c]``; gradients flow into them); default zeros, or the
+        carried states of a ``stateful`` layer."""
         shape = tuple(x.shape)
         if len(shape) != 3 or shape[-1] != self.input_dim:
             self._check_input(x, ndim=3, axis=-1, size=self.input_dim)
@@ -157,7 +160,9 @@ class _RNN(_SequenceLayer):
             recurrent_mask = F.dropout(Tensor(np.ones((n, self.units), dtype=x.dtype)),
                                        self.recurrent_dropout).data
         initial = None
-        if self.stateful and self.states is not None:
+        if initial_state is not None:
+            initial = self._initial_states(initial_state, n, x.dtype)
+        elif self.stateful and self.states is not None:
             if self.states[0].shape[0] != n:
                 raise ValueError(f"Layer '{self.name}' is stateful and its states have batch size "
                                  f"{self.states[0].shape[0]}; received a batch of {n}. Keep the "
@@ -177,6 +182,19 @@ class _RNN(_SequenceLayer):
         if self.return_state:
             return [y] + states
         return y
+
+    def _initial_states(self, initial_state, n, dtype):
+        states = list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state]
+        if len(states) != self._states:
+            raise ValueError(f"Layer '{self.name}' ({type(self).__name__}) takes {self._states} "
+                             f"initial state(s) in `initial_state`; received {len(states)}.")
+        result = []
+        for state in states:
+            state = state if isinstance(state, Tensor) else Tensor(np.asarray(state, dtype=dtype))
+            if tuple(state.shape) != (n, self.units):
+                raise invalid("initial_state", f"states of shape ({n}, {self.units})", tuple(state.shape))
+            result.append(state if state.dtype == dtype else state.astype(dtype))
+        return result
 
     def compute_mask(self, inputs, mask=None):
         return mask if self.return_sequences else None

@@ -15,7 +15,7 @@ import numpy as np
 from minnet import activations, initializers
 from minnet import functional as F
 from minnet._checks import check_float, check_int, invalid
-from minnet.autograd import Tensor, stack
+from minnet.autograd import Tensor, no_grad, stack
 from minnet.layers.base import Layer
 from minnet.layers.embedding import get_keras_mask, set_keras_mask
 from minnet.layers.recurrent_composed import gru_step, lstm_step, simple_rnn_step
@@ -290,6 +290,15 @@ class RNN(Layer):
     def reset_states(self):
         self.states = None
 
+    def build(self, input_shape):
+        """Build the cell for ``(N, T, features)`` (Keras builds it here, so a model declared
+        with its input shape has the cell's weights before the first batch)."""
+        features = tuple(input_shape)[-1]
+        if features is not None and not getattr(self.cell, "built", True):
+            with no_grad():       # one zero step builds any cell (stacked, custom)
+                self.cell(Tensor(np.zeros((1, int(features)), dtype=self.dtype)), training=False)
+        super().build(input_shape)
+
     def __call__(self, x, mask=None, initial_state=None, training=None):
         if hasattr(x, "symbolic_call"):
             return x.symbolic_call(self, x)
@@ -297,7 +306,9 @@ class RNN(Layer):
             mask = get_keras_mask(x) if isinstance(x, Tensor) else None
         if type(x) is not Tensor or x.dtype != self.dtype:
             x = self._to_tensor(x)
-        self.built = True
+        if not self.built:
+            self.build(tuple(x.shape))
+            self._build_input_shape = tuple(x.shape)
         return self.call(x, mask=mask, initial_state=initial_state,
                          training=bool(self.training if training is None else training))
 

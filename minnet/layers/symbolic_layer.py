@@ -29,6 +29,15 @@ def specs_from_shapes(output, dtype):
     return [specs_from_shapes(shape, dtype) for shape in output]
 
 
+def _mask_tensors(specs):
+    """Boolean KerasTensors (no node: a description) for mask specs, structure kept."""
+    if isinstance(specs, tuple) and len(specs) == 2 and isinstance(specs[1], np.dtype):
+        return symbolic.KerasTensor(specs[0], dtype=bool, name="keras_mask")
+    if isinstance(specs, dict):
+        return {key: _mask_tensors(value) for key, value in specs.items()}
+    return [_mask_tensors(value) for value in specs]
+
+
 class SymbolicLayer:
     """Mixin of ``Layer``: the symbolic call, the graph views and the default output shape."""
 
@@ -53,13 +62,51 @@ class SymbolicLayer:
             # layout was left to the default checks that the shape fits it.
             check_user_layout(self, first.shape)
         info = call_spec.call_info(self)
+        probe_kwargs = kwargs
+        if info.mask and "mask" not in kwargs:
+            # a call that declares `mask` is probed with its input's (symbolic) mask, as Keras does
+            known = mask if mask is not None else getattr(first, "_keras_mask", None)
+            if known is not None:
+                probe_kwargs = dict(kwargs, mask=known)
         try:
-            specs = self._infer_output(info, args, kwargs)
+            specs = self._infer_output(info, args, probe_kwargs)
         except (ValueError, TypeError, IndexError) as error:
             kind = TypeError if isinstance(error, TypeError) else ValueError
             raise kind(f"Layer '{self.name}' ({type(self).__name__}) cannot be called on "
                        f"{symbolic.describe(list(args) + list(kwargs.values()))}: {error}") from None
-        return symbolic.record(self, args, record_kwargs, specs)
+        out = symbolic.record(self, args, record_kwargs, specs)
+        self._symbolic_output_mask(first, mask, out)
+        return out
+
+    def _symbolic_output_mask(self, first, mask, out):
+        """Keras's ``_keras_mask`` on symbolic outputs: a boolean KerasTensor describing the
+        mask the layer gives its output (``compute_mask``; a ``supports_masking`` layer passes
+        its input's on), or no attribute when there is none. Only a description: the model
+        computes the real masks when it runs."""
+        if mask is None and isinstance(first, symbolic.KerasTensor):
+            mask = getattr(first, "_keras_mask", None)
+        default = getattr(type(self).compute_mask, "keras_default", False)
+        if default:
+            if mask is None or not self.supports_masking:
+                return
+            masks = mask
+        else:
+            def probe(x, m=None):
+                result = self.compute_mask(x, m)
+                if result is None:
+                    raise LookupError("no mask")
+                return result
+            try:
+                specs = symbolic.infer_outputs(probe, (first,) if mask is None else (first, mask))
+            except Exception:       # noqa: BLE001 - no mask, or one that cannot be described
+                return
+            masks = _mask_tensors(specs)
+        outputs, masks = symbolic.flatten(out), symbolic.flatten(masks)
+        if len(masks) == 1 and len(outputs) > 1:
+            masks = masks * len(outputs)
+        for tensor, m in zip(outputs, masks):
+            if isinstance(tensor, symbolic.KerasTensor) and isinstance(m, symbolic.KerasTensor):
+                tensor._keras_mask = m
 
     def _infer_output(self, info, args, kwargs):
         shapes = call_spec.shapes_dict(call_spec.bind(info, args, kwargs))
@@ -90,6 +137,25 @@ class SymbolicLayer:
                     return self(*concrete_args, training=False, **concrete_kwargs)
                 return self._call_impl(concrete_args, dict(concrete_kwargs, training=False))
         return symbolic.infer_outputs(run, args, kwargs)
+
+    # ------------------------------------------------------------------ build state (saving)
+    def get_build_config(self):
+        """Keras's build state for saving: ``{"input_shape": ...}`` of a built layer, else None.
+        A layer whose ``build`` takes more than the shape overrides it (with
+        ``build_from_config``); a Keras file keeps it as the layer's ``build_config``."""
+        if not self.built or self._build_input_shape is None:
+            return None
+        return {"input_shape": list(self._build_input_shape)}
+
+    def build_from_config(self, config):
+        """Build from ``get_build_config``'s dict (Keras calls it when a layer is loaded)."""
+        if config and config.get("input_shape") is not None and not self.built:
+            shape = tuple(config["input_shape"])
+            self.build(shape)
+            self._build_input_shape = shape
+            self.built = True
+
+    build_from_config.keras_default = True
 
     # ------------------------------------------------------------------ functional-graph views
     def _first_node(self, what):

@@ -19,6 +19,8 @@ __all__ = ["BinaryCrossentropy", "BinaryFocalCrossentropy", "CategoricalCrossent
 
 # Names of the loss classes that already warned "these look like probabilities".
 _warned_probabilities = set()
+# Names of the loss classes that already warned "these look like logits".
+_warned_logits = set()
 
 
 def _check_fraction(value, argument):
@@ -26,12 +28,18 @@ def _check_fraction(value, argument):
 
 
 def _check_probabilities(y_pred, loss_name):
+    """Keras computes on values outside [0, 1] (renormalised and clipped, as documented):
+    so does minnet, saying once per loss class that they look like logits."""
     data = y_pred.data
-    if data.size and not (data.min() >= 0 and data.max() <= 1):
-        raise ValueError(
-            f"{loss_name}: `y_pred` must hold probabilities in [0, 1] when from_logits=False. "
-            f"Received values in [{float(np.nanmin(data)):g}, {float(np.nanmax(data)):g}]; "
-            f"pass from_logits=True if `y_pred` are logits (no softmax/sigmoid on the last layer).")
+    if loss_name in _warned_logits or not data.size or (data.min() >= 0 and data.max() <= 1):
+        return
+    _warned_logits.add(loss_name)
+    warnings.warn(
+        f"{loss_name}(from_logits=False) received `y_pred` outside [0, 1] (values in "
+        f"[{float(np.nanmin(data)):g}, {float(np.nanmax(data)):g}]): computed as Keras does "
+        f"(clipped to [1e-7, 1 - 1e-7], rows renormalised for the categorical losses), but if `y_pred` are logits (no "
+        f"softmax/sigmoid on the last layer), pass from_logits=True.",
+        UserWarning, stacklevel=user_stacklevel())
 
 
 def _warn_if_probabilities(loss, y_pred):

@@ -276,6 +276,9 @@ class Model(Trainer, Layer):
         x = args[0]
         if symbolic.any_symbolic(args, kwargs):
             return self._symbolic_call(args, kwargs, training=training)
+        added = self.__dict__.get("_added_losses")
+        if added:          # add_loss terms are those of the last call, as for layers (Keras)
+            added.clear()
         if training is None:
             if self._graph is not None and current_training() is None:
                 # No mode given (Keras's training=None): a node keeps a mode given when the
@@ -444,12 +447,17 @@ class Model(Trainer, Layer):
                 layer._inbound_nodes = [tensor.node]
                 layer.built = True
                 layer._build_input_shape = layer.batch_shape
-                produced[layer.name] = [[tensor]]
+                produced[entry["name"]] = [[tensor]]
             else:
                 layer = deserialize_layer({"class_name": entry["class_name"],
                                            "config": entry.get("config") or {}},
                                           custom_objects=custom_objects)
-                produced[layer.name] = []
+                # keyed by the config's name, as Keras: a get_config without "name" gives
+                # the new layer a fresh name; it takes the saved one, which the nodes and
+                # the weights in a model file refer to
+                if layer.name != entry["name"] and "name" not in (entry.get("config") or {}):
+                    layer.name = str(entry["name"])
+                produced[entry["name"]] = []
             layers[entry["name"]] = layer
 
         def lookup(reference):
@@ -527,9 +535,9 @@ class Model(Trainer, Layer):
         return saving.export_onnx(self, filepath, verbose=bool(verbose), **kwargs)
 
     def save_weights(self, path):
-        """Save ``get_weights()`` to an ``.npz`` file (atomic write)."""
+        """Save ``get_weights()`` to an ``.npz`` file (atomic write); ``*.weights.h5``: Keras 3's file."""
         saving.save_weights(self, path)
 
     def load_weights(self, path):
-        """Load weights saved by ``save_weights`` (count and shapes are checked)."""
+        """Load weights saved by ``save_weights`` or Keras's ``*.weights.h5`` (shapes are checked)."""
         saving.load_weights(self, path)

@@ -388,13 +388,19 @@ class Sequential(Model):
                 columns (default: 1, i.e. per sample).
             print_fn: called with each line (default ``print``).
 
-        Raises:
-            ValueError: the model is not built yet.
+        A model not built yet prints its layers with output shape ``?`` and ``0 (unbuilt)``
+        parameters, as Keras does (build it, or start it with ``layers.Input(shape)``, to
+        see the shapes).
         """
         if not self.built:
-            raise ValueError(f"Model '{self.name}' has not been built yet, so its weights and output "
-                             f"shapes are unknown. Call `model.build(input_shape)`, start the model "
-                             f"with `layers.Input(shape)`, or call it on a batch first.")
+            rows = [(f"{layer.name} ({type(layer).__name__})", "?",
+                     f"{layer.count_params():,}" if layer.built else "0 (unbuilt)")
+                    for layer in self._layers]
+            footer = ["Total params: 0 (the model is not built: call `model.build(input_shape)`, "
+                      "start it with `layers.Input(shape)`, or call it on a batch)"]
+            show_table(SummaryTable(f'Model: "{self.name}"', ("Layer (type)", "Output Shape", "Param #"),
+                                    rows, footer), print_fn)
+            return
         if batch_size is not None:
             batch_size = check_int("batch_size", batch_size, 1)
         batch = 1 if batch_size is None else batch_size

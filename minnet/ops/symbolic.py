@@ -310,7 +310,7 @@ _BATCH_SIZES = (2, 3)
 
 
 def _concrete(args, kwargs, run, shared):
-    """Args/kwargs with every KerasTensor replaced by zeros of placeholder sizes."""
+    """Args/kwargs with every KerasTensor replaced by zeros (ones for booleans) of placeholder sizes."""
     counter = [0]
 
     def fill(value):
@@ -327,7 +327,8 @@ def _concrete(args, kwargs, run, shared):
             else:
                 shape.append(7 + 2 * counter[0] + run)
                 counter[0] += 1
-        return Tensor(np.zeros(shape, dtype=value.dtype))
+        # a boolean placeholder (a mask) keeps every step: all True
+        return Tensor((np.ones if value.dtype == bool else np.zeros)(shape, dtype=value.dtype))
 
     return map_structure(fill, tuple(args)), map_structure(fill, dict(kwargs))
 

@@ -255,13 +255,17 @@ def _restore_random_state(state, path):
 # ---------------------------------------------------------------------------------------
 
 def save_weights(model, path):
-    """Write ``model.get_weights()`` to an ``.npz`` file at ``path`` (atomically).
+    """Write ``model.get_weights()`` to an ``.npz`` file at ``path`` (atomically); a name
+    ending in ``.weights.h5`` writes Keras 3's weights file instead (Keras reads it).
 
     The file also records the shape the model was built with, so ``load_weights`` can
     build an unbuilt model of the same architecture first.
     """
     path = fspath(path)
-    refuse_foreign_suffix(path, "weights file", "'net.weights.npz'")
+    if path.lower().endswith(".weights.h5"):       # Keras 3's weights file (needs h5py)
+        keras_format.save_keras_weights(model, path)
+        return
+    refuse_foreign_suffix(path, "weights file", "'net.weights.npz' (or Keras's 'net.weights.h5')")
     arrays = {f"weight_{i:05d}": a for i, a in enumerate(model.get_weights())}
     arrays[_WEIGHTS_MARKER] = np.array(WEIGHTS_FORMAT_VERSION)
     shape = model._build_input_shape
@@ -301,6 +305,9 @@ def load_weights(model, path):
             count or shapes do not match the model.
     """
     path = fspath(path)
+    if path.lower().endswith(".weights.h5"):
+        keras_format.load_keras_weights(model, path)
+        return
     with open_archive(path, "weights") as archive:
         names = archive.namelist()
         if CONFIG_NAME in names:

@@ -6,10 +6,20 @@ entry of ``model.weights.h5`` (``""`` for its own ``vars``, ``"cell"`` for a rec
 layer's cell, ``"forward_layer/cell"``, ``"layer"`` for a wrapper). ``FROM_KERAS`` is the
 inverse: ``{sub-path: arrays read}`` -> the arrays for ``layer.set_weights`` (None: keep the
 layer as its config built it).
+
+``to_keras(layer, arrays)`` / ``from_keras(layer, groups)`` pick the converter: the layer's
+class's, else (a user's subclass of a built-in layer) the nearest built-in base class's, else
+Keras's rule for a user's own layer (``save_own_variables``): its own weights as they are
+(the user wrote them in Keras's layout), then each sublayer under the attribute that holds it
+(a list's items by snake-case class name, ``_1``, ``_2`` for repeats), as Keras's saving walks
+the layer.
 """
 import numpy as np
 
-__all__ = ["TO_KERAS", "FROM_KERAS"]
+from minnet._registry import snake_case
+from minnet.layers import Layer
+
+__all__ = ["TO_KERAS", "FROM_KERAS", "to_keras", "from_keras"]
 
 
 def _reorder_gru(array):
@@ -150,3 +160,100 @@ FROM_KERAS.update({
     "Normalization": _normalization_from, "TimeDistributed": _time_distributed_from,
 })
 FROM_KERAS.update({name: (lambda layer, g: _rnn_from_keras(layer, g["cell"])) for name in _RNN})
+
+
+def _builtin_name(layer):
+    """The class name of ``layer``'s nearest minnet base class that has a converter, or None."""
+    for cls in type(layer).__mro__:
+        if cls.__module__.startswith("minnet.") and cls.__name__ in TO_KERAS:
+            return cls.__name__
+        if cls is Layer:
+            return None
+    return None
+
+
+def _name_key(name):
+    return f"~{name}" if name.startswith("_") else name      # private attributes last, as Keras
+
+
+def _is_graph_model(layer):
+    """A Sequential or functional model (Keras walks only its ``layers``)."""
+    return hasattr(layer, "fit") and (getattr(layer, "_graph", None) is not None
+                                      or hasattr(layer, "pop"))
+
+
+def _walk(layer):
+    """``(sub-path, sublayer)`` as Keras's saving walks a layer (``saving_lib._walk_saveable``):
+    a Sequential's or functional model's ``layers``; else the attributes, public ones in
+    sorted order then private ones, a subclassed model's ``layers`` among them; a list's
+    items named by snake-case class name (``_1``, ``_2`` counted over the whole list). A
+    sublayer reached twice keeps its first path."""
+    if _is_graph_model(layer):
+        items = [("layers", list(layer.layers))]
+    else:
+        items = sorted(layer.__dict__.items(), key=lambda item: _name_key(item[0]))
+        if hasattr(layer, "fit"):
+            items = sorted(items + [("layers", list(layer.layers))], key=lambda item: _name_key(item[0]))
+    seen = {id(layer)}
+    for attr, value in items:
+        found = []
+        if isinstance(value, Layer):
+            found = [(attr, value)]
+        elif isinstance(value, (list, tuple)):
+            used = {}
+            for item in value:
+                if isinstance(item, Layer):
+                    name = snake_case(type(item).__name__)
+                    used[name] = used.get(name, -1) + 1
+                    found.append((f"{attr}/{name}" + (f"_{used[name]}" if used[name] else ""), item))
+        for path, sub in found:
+            if id(sub) not in seen:
+                seen.add(id(sub))
+                yield path, sub
+
+
+def _own_weights(layer, parts):
+    inner = {id(w) for _, sub in parts for w in sub.weights}
+    return [w for w in layer.weights if id(w) not in inner]
+
+
+def to_keras(layer, arrays):
+    """``{sub-path: Keras arrays}`` for ``layer.get_weights()`` (see the module docstring).
+
+    Raises:
+        ValueError: weights minnet cannot place in Keras's file (held in a dict, say).
+    """
+    name = _builtin_name(layer)
+    if name is not None and not hasattr(layer, "fit"):
+        return TO_KERAS[name](layer, arrays)
+    parts = [(path, sub) for path, sub in _walk(layer) if sub.weights]
+    result = {"": [np.asarray(w.data) for w in _own_weights(layer, parts)]}
+    placed = len(result[""])
+    for path, sub in parts:
+        for key, values in to_keras(sub, sub.get_weights()).items():
+            result[f"{path}/{key}" if key else path] = values
+        placed += len(sub.weights)
+    if placed != len(arrays):
+        raise ValueError(f"the weights of layer '{layer.name}' ({type(layer).__name__}) are held "
+                         f"where Keras's saving does not look (not in the layer, an attribute or a list)")
+    return result
+
+
+def from_keras(layer, groups):
+    """The arrays for ``layer.set_weights`` from ``{sub-path: arrays read}`` (or None)."""
+    name = _builtin_name(layer)
+    if name is not None and not hasattr(layer, "fit"):
+        return FROM_KERAS[name](layer, groups)
+    parts = [(path, sub) for path, sub in _walk(layer) if sub.weights]
+    own = _own_weights(layer, parts)
+    given = list(groups.get("", []))
+    if len(given) != len(own):
+        raise ValueError(f"layer '{layer.name}' has {len(own)} weights of its own; the file holds "
+                         f"{len(given)}")
+    values = {id(w): a for w, a in zip(own, given)}
+    for path, sub in parts:
+        inner = {key[len(path) + 1:] if key != path else "": arrays for key, arrays in groups.items()
+                 if key == path or key.startswith(path + "/")}
+        found = from_keras(sub, inner)
+        values.update(zip((id(w) for w in sub.weights), sub.get_weights() if found is None else found))
+    return [values[id(w)] for w in layer.weights]

@@ -30,8 +30,10 @@ import numpy as np
 
 from minnet import _registry, _utils
 from minnet.layers import serialize as serialize_layer
-from minnet.saving._keras_weights import FROM_KERAS, TO_KERAS
+from minnet.saving._keras_weights import from_keras, to_keras
 from minnet.saving.archive import ModelFileError, atomic_write, write_member
+from minnet.saving.keras_subclassed import (is_subclassed, read_subclassed, read_subclassed_weights,
+                                            subclassed_document, write_subclassed_weights)
 from minnet.saving.model_config import build_compile, build_model, compile_config_of
 
 __all__ = ["is_keras_file", "save_keras", "load_keras", "KERAS_VERSION"]
@@ -143,7 +145,14 @@ def _layer_entry(layer, input_shape):
         config.pop("trainable", None)
     result = {"module": "keras.layers", "class_name": entry["class_name"],
               "config": config, "registered_name": None}
-    if input_shape is not None:
+    if ">" in entry["class_name"]:
+        # a registered custom layer, as Keras writes it: its class name (which names its entry
+        # in model.weights.h5), its module, and "package>Name" as the registered name
+        result.update(module=type(layer).__module__, class_name=type(layer).__name__,
+                      registered_name=entry["class_name"])
+    if not getattr(type(layer).build_from_config, "keras_default", False):
+        result["build_config"] = layer.get_build_config()   # the layer's own build state
+    elif input_shape is not None:
         result["build_config"] = {"input_shape": input_shape}
     return result
 
@@ -349,10 +358,11 @@ def _write_layers(layers_group, layers, model):
         arrays = _arrays(layer)
         if not arrays:
             continue
-        name = type(layer).__name__
-        if name not in TO_KERAS:
-            raise _unsupported(model, f"the weights of layer '{layer.name}' ({name})")
-        for sub, values in TO_KERAS[name](layer, arrays).items():
+        try:
+            converted = to_keras(layer, arrays)
+        except ValueError as error:
+            raise _unsupported(model, f"{error}; layer '{layer.name}'") from None
+        for sub, values in converted.items():
             variables = (group.require_group(sub) if sub else group).require_group("vars")
             for i, array in enumerate(values):
                 variables.create_dataset(str(i), data=np.asarray(array, dtype=np.float32))
@@ -369,32 +379,91 @@ def _nested_sequential_entry(layer, model):
             "registered_name": None, "build_config": {"input_shape": config["build_input_shape"]}}
 
 
+def _graph_parts(model):
+    """``(class_name, keras_config, weight_layers)`` of a functional or built Sequential
+    model, else ``(None, None, None)``."""
+    config = model.get_config()
+    if isinstance(config, dict) and "nodes" in config:
+        keras_config, ordered = _functional_config(model, config)
+        return "Functional", keras_config, ordered
+    if hasattr(model, "add") and getattr(model, "input_shape", None) is not None:
+        keras_config, weight_layers = _sequential_config(model)
+        return "Sequential", keras_config, weight_layers
+    return None, None, None
+
+
+def _write_weights(h5, model, class_name, weight_layers):
+    """Keras's ``model.weights.h5`` content into the open ``h5`` file."""
+    h5.create_group("vars").attrs["name"] = model.name
+    if class_name is None:
+        try:
+            write_subclassed_weights(h5, model)
+        except ValueError as error:
+            raise _unsupported(model, str(error)) from None
+    else:
+        _write_layers(h5.create_group("layers"), weight_layers, model)
+
+
+def save_keras_weights(model, path):
+    """Write ``model``'s weights as a Keras 3 ``.weights.h5`` file (``model.save_weights``)."""
+    h5py = _require_h5py()
+    class_name, _, weight_layers = _graph_parts(model)
+    if class_name is None and not is_subclassed(model):
+        raise _unsupported(model, "an unbuilt model (call it on a batch first)")
+    buffer = io.BytesIO()
+    with h5py.File(buffer, "w") as h5:
+        _write_weights(h5, model, class_name, weight_layers)
+    atomic_write(path, lambda file: file.write(buffer.getvalue()))
+
+
+def load_keras_weights(model, path):
+    """Set ``model``'s weights from a Keras 3 ``.weights.h5`` file (``model.load_weights``)."""
+    h5py = _require_h5py()
+    class_name, keras_config, _ = _graph_parts(model)
+    try:
+        with h5py.File(path, "r") as h5:
+            if class_name is None:
+                if not is_subclassed(model):
+                    raise ModelFileError(f"{path!r}: build model '{model.name}' (call it on a "
+                                         f"batch) before loading weights into it.")
+                model.set_weights(read_subclassed_weights(h5py, h5, model))
+            else:
+                _read_layers(h5py, h5["layers"], model, {"class_name": class_name,
+                                                         "config": keras_config}, path)
+    except ModelFileError:
+        raise
+    except (OSError, KeyError, IndexError, ValueError) as error:
+        raise ModelFileError(f"{path!r} is not a Keras weights file minnet can read into model "
+                             f"'{model.name}': {type(error).__name__}: {error}") from None
+
+
 def save_keras(model, path):
     """Write ``model`` as a Keras 3 ``.keras`` file (config, metadata and ``model.weights.h5``)."""
     h5py = _require_h5py()
-    config = model.get_config()
-    if isinstance(config, dict) and "nodes" in config:
-        class_name = "Functional"
-        keras_config, ordered = _functional_config(model, config)
-        weight_layers = ordered
-    elif hasattr(model, "add") and getattr(model, "input_shape", None) is not None:
-        class_name = "Sequential"
-        keras_config, weight_layers = _sequential_config(model)
+    class_name, keras_config, weight_layers = _graph_parts(model)
+    if class_name is not None:
+        pass
+    elif is_subclassed(model):
+        class_name = None
+        try:
+            document = subclassed_document(model)
+        except ValueError as error:
+            raise _unsupported(model, f"the subclassed model: {error}") from None
     else:
-        raise _unsupported(model, "a subclassed (or unbuilt) model")
-    document = {"module": "keras" if class_name == "Sequential" else "keras.src.models.functional",
-                "class_name": class_name, "config": keras_config, "registered_name": None}
+        raise _unsupported(model, "an unbuilt model (call it on a batch first)")
+    if class_name is not None:
+        document = {"module": "keras" if class_name == "Sequential" else "keras.src.models.functional",
+                    "class_name": class_name, "config": keras_config, "registered_name": None}
     if class_name == "Sequential":
         document["build_config"] = {"input_shape": keras_config["build_input_shape"]}
-    else:
+    elif class_name is not None:
         document["build_config"] = {"input_shape": None}
     compile_entry = _compile_to_keras(model)
     if compile_entry is not None:
         document["compile_config"] = compile_entry
     buffer = io.BytesIO()
     with h5py.File(buffer, "w") as h5:
-        h5.create_group("vars").attrs["name"] = model.name
-        _write_layers(h5.create_group("layers"), weight_layers, model)
+        _write_weights(h5, model, class_name, weight_layers)
     metadata = {"keras_version": KERAS_VERSION,
                 "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S")}
 
@@ -458,6 +527,12 @@ def _nested_object(kind, entry, path, custom_objects):
     return {"class_name": entry["class_name"], "config": {k: v for k, v in config.items() if k in names}}
 
 
+def _class_of(entry):
+    """The name to look a layer up by: Keras's ``registered_name`` (``"package>Name"``) for a
+    registered custom layer, else its ``class_name``."""
+    return entry.get("registered_name") or entry["class_name"]
+
+
 def _layer_config_to_minnet(class_name, config, path, custom_objects):
     if class_name in ("Sequential", "Functional"):      # a nested model
         return _minnet_model_config({"class_name": class_name, "config": config}, path,
@@ -505,9 +580,10 @@ def _minnet_model_config(document, path, custom_objects):
     if class_name == "Sequential":
         layers = []
         for entry in config.get("layers", []):
-            name, layer_config = _layer_config_to_minnet(entry["class_name"], entry.get("config", {}),
+            name, layer_config = _layer_config_to_minnet(_class_of(entry), entry.get("config", {}),
                                                          path, custom_objects)
-            layers.append({"class_name": name, "config": layer_config})
+            layers.append({"class_name": name, "config": layer_config,
+                           "build_config": entry.get("build_config")})
         shape = config.get("build_input_shape")
         if layers and layers[0]["class_name"] == "InputLayer":
             shape = layers[0]["config"]["batch_shape"]
@@ -517,7 +593,7 @@ def _minnet_model_config(document, path, custom_objects):
     if class_name in ("Functional", "Model"):
         layers, nodes, pending = [], [], []
         for entry in config.get("layers", []):
-            name, layer_config = _layer_config_to_minnet(entry["class_name"], entry.get("config", {}),
+            name, layer_config = _layer_config_to_minnet(_class_of(entry), entry.get("config", {}),
                                                          path, custom_objects)
             if name == "InputLayer":
                 layers.append({"class_name": "Input", "name": entry["name"],
@@ -525,7 +601,8 @@ def _minnet_model_config(document, path, custom_objects):
                                           "shape": list(layer_config["batch_shape"][1:]),
                                           "batch_size": layer_config["batch_shape"][0]}})
                 continue
-            layers.append({"class_name": name, "config": layer_config, "name": entry["name"]})
+            layers.append({"class_name": name, "config": layer_config, "name": entry["name"],
+                           "build_config": entry.get("build_config")})
             for node in entry.get("inbound_nodes", []):
                 pending.append((entry["name"], node))
         nodes = _order_nodes(pending, {e["name"] for e in layers if e["class_name"] == "Input"},
@@ -656,9 +733,6 @@ def _read_layers(h5py, layers_group, model, document, path):
             _read_layers(h5py, layers_group[key]["layers"], layer, entry, path)
             continue
         kind = type(layer).__name__
-        if kind not in FROM_KERAS:
-            raise ModelFileError(f"{path!r}: minnet cannot convert the weights of layer "
-                                 f"'{layer.name}' ({kind}) from Keras's layout.")
         group = layers_group[key]
         groups = {}
 
@@ -671,7 +745,7 @@ def _read_layers(h5py, layers_group, model, document, path):
         if "vars" in group:
             groups[""] = [np.asarray(group["vars"][str(i)]) for i in range(len(group["vars"]))]
         try:
-            arrays = FROM_KERAS[kind](layer, groups)
+            arrays = from_keras(layer, groups)
             if arrays is not None:
                 layer.set_weights(arrays)
         except (ValueError, KeyError, IndexError) as error:
@@ -690,11 +764,15 @@ def _load_keras(h5py, path, custom_objects, compile):
         raise ModelFileError(f"{path!r}: the Keras file keeps layer state in assets ({assets[:3]}), "
                              "which minnet does not read; rebuild that layer in minnet (for a "
                              "TextVectorization, pass its vocabulary) and load the weights.")
-    class_name, config = _minnet_model_config(document, path, custom_objects)
-    model = build_model({"model": {"class_name": class_name, "config": config}}, path,
-                        custom_objects)
-    with h5py.File(io.BytesIO(weights_bytes), "r") as h5:
-        _read_layers(h5py, h5["layers"], model, document, path)
+    if document.get("class_name") not in ("Sequential", "Functional", "Model"):
+        with h5py.File(io.BytesIO(weights_bytes), "r") as h5:
+            model = read_subclassed(h5py, document, h5, path, custom_objects)
+    else:
+        class_name, config = _minnet_model_config(document, path, custom_objects)
+        model = build_model({"model": {"class_name": class_name, "config": config}}, path,
+                            custom_objects)
+        with h5py.File(io.BytesIO(weights_bytes), "r") as h5:
+            _read_layers(h5py, h5["layers"], model, document, path)
     if compile and document.get("compile_config"):
         build_compile(model, _compile_to_minnet(document["compile_config"]), None, path,
                       custom_objects)

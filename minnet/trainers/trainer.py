@@ -310,8 +310,12 @@ class Trainer:
         loss_value = float(loss.item())
         if self._locate_nonfinite and not math.isfinite(loss_value):
             self.nonfinite_layer = self.locate_nonfinite(x)
-        loss.backward()
-        self.optimizer.step()
+        if loss.requires_grad or self.trainable_weights:
+            loss.backward()
+            self.optimizer.step()
+        else:                                # Keras's torch trainer: nothing to train, a warning
+            warnings.warn(f"Model '{self.name}' has no trainable weights: fit() computes the loss "
+                          f"but changes nothing.", stacklevel=2)
         self.loss_tracker.update_state(loss_value, len(x) if type(x) is np.ndarray else len(flat_leaves(x)[0]))
         return self.compute_metrics(x, y, y_pred, sample_weight)
 

@@ -485,3 +485,33 @@ def test_an_input_layer_has_its_tensor_as_input_and_output():
     layer = x.node.layer
     assert layer.input is x and layer.output is x
     assert layer.input_shape == layer.output_shape == (None, 3)
+
+
+def test_symbolic_outputs_carry_a_description_of_their_mask():
+    # guides/understanding_masking_and_padding.py prints `x._keras_mask` in a functional model
+    inputs = mn.Input(shape=(None,), dtype="int32")
+    embedded = layers.Embedding(50, 4, mask_zero=True)(inputs)
+    assert isinstance(embedded._keras_mask, symbolic.KerasTensor)
+    assert embedded._keras_mask.shape == (None, None) and embedded._keras_mask.dtype == bool
+    passed = layers.Activation("relu")(embedded)          # supports_masking: passed on
+    assert passed._keras_mask is embedded._keras_mask
+    assert not hasattr(layers.Dense(3)(mn.Input((5,))), "_keras_mask")
+    assert not hasattr(layers.LSTM(3)(embedded), "_keras_mask")   # a last-step output: no mask
+
+
+def test_a_call_that_declares_mask_is_probed_with_the_mask_in_a_functional_model():
+    class NeedsMask(layers.Layer):
+        def __init__(self):
+            super().__init__()
+            self.supports_masking = True
+
+        def call(self, inputs, mask=None):
+            assert mask is not None               # Keras passes it when building the graph too
+            return inputs * mn.ops.expand_dims(mn.ops.cast(mask, "float32"), -1)
+
+    inputs = mn.Input(shape=(None,), dtype="int32")
+    x = layers.Embedding(10, 3, mask_zero=True)(inputs)
+    model = mn.Model(inputs, NeedsMask()(x))
+    tokens = np.array([[1, 2, 0, 0], [3, 0, 0, 0]])
+    out = model(tokens).numpy()
+    assert np.all(out[tokens == 0] == 0) and np.any(out[tokens != 0] != 0)

@@ -333,3 +333,68 @@ def test_backward_twice_with_retain_graph_and_once_without(cls):
         np.testing.assert_array_equal(a, b)
     with pytest.raises(RuntimeError, match="retain_graph"):
         y.backward(g)
+
+
+# ---- initial_state (Keras's seq2seq: `LSTM(...)(x, initial_state=[h, c])`) -----------------
+@pytest.mark.parametrize("kind,cls", CELLS)
+def test_initial_state_matches_torch_h0_c0_and_gets_gradients(torch, kind, cls):
+    mn.manual_seed(0)
+    rng = np.random.default_rng(5)
+    layer = cls(3, return_sequences=True, dtype="float64")
+    x = rng.standard_normal((2, 4, 5))
+    layer(x)
+    module = torch_module(torch, kind, 5, 3, dtype=np.float64)
+    copy_weights(layer, module)
+    states = [rng.standard_normal((2, 3)) for _ in range(2 if kind == "LSTM" else 1)]
+    given = [mn.tensor(s, requires_grad=True) for s in states]
+    y = layer(mn.tensor(x), initial_state=given if kind == "LSTM" else given[0])
+    torch_states = [torch.tensor(s[None], requires_grad=True) for s in states]
+    expected, _ = module(torch.tensor(x), tuple(torch_states) if kind == "LSTM" else torch_states[0])
+    np.testing.assert_allclose(y.numpy(), expected.detach().numpy(), rtol=1e-10, atol=1e-12)
+    y.sum().backward()
+    expected.sum().backward()
+    for mine, theirs in zip(given, torch_states):
+        np.testing.assert_allclose(mine.grad, theirs.grad.numpy()[0], rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind,cls", CELLS)
+def test_gradcheck_through_the_initial_state(kind, cls):
+    mn.manual_seed(1)
+    layer = cls(2, dtype="float64")
+    rng = np.random.default_rng(6)
+    x = mn.tensor(rng.standard_normal((2, 3, 2)), requires_grad=True)
+    states = [mn.tensor(rng.standard_normal((2, 2)), requires_grad=True)
+              for _ in range(2 if kind == "LSTM" else 1)]
+    layer(x)
+    assert mn.gradcheck(lambda x, *s: layer(x, initial_state=list(s)), (x, *states))
+
+
+def test_initial_state_in_a_functional_encoder_decoder_and_its_errors():
+    encoder_input = layers.Input(shape=(None, 4))
+    _, h, c = layers.LSTM(6, return_state=True)(encoder_input)
+    decoder_input = layers.Input(shape=(None, 3))
+    decoded = layers.LSTM(6, name="decoder")(decoder_input, initial_state=[h, c])
+    model = mn.Model([encoder_input, decoder_input], layers.Dense(2)(decoded))
+    rng = np.random.default_rng(7)
+    a, b = rng.standard_normal((2, 5, 4)), rng.standard_normal((2, 7, 3))
+    out = model([a, b]).numpy()
+    assert out.shape == (2, 2)
+    # the decoder really starts from the encoder's states: zeros would give another output
+    decoder = model.get_layer("decoder")
+    zero_start = model.layers[-1](decoder(mn.tensor(b, dtype="float32"))).numpy()
+    assert not np.allclose(out, zero_start)
+    with pytest.raises(ValueError, match="initial state"):
+        layers.LSTM(6)(np.zeros((2, 3, 4), "float32"), initial_state=[np.zeros((2, 6), "float32")])
+    with pytest.raises(ValueError, match="initial_state"):
+        layers.GRU(6)(np.zeros((2, 3, 4), "float32"), initial_state=np.zeros((2, 5), "float32"))
+
+
+def test_generic_rnn_builds_its_cell_from_the_declared_input_shape():
+    # guides/working_with_rnns.py: RNN(LSTMCell(u), input_shape=...) in a Sequential, then
+    # set_weights from an LSTM model of the same size
+    fused = mn.Sequential([layers.LSTM(4, input_shape=(None, 3)), layers.Dense(2)])
+    generic = mn.Sequential([layers.RNN(layers.LSTMCell(4), input_shape=(None, 3)), layers.Dense(2)])
+    assert len(generic.get_weights()) == len(fused.get_weights()) == 6
+    generic.set_weights(fused.get_weights())
+    x = np.random.default_rng(8).standard_normal((2, 5, 3)).astype("float32")
+    np.testing.assert_allclose(generic(x).numpy(), fused(x).numpy(), rtol=1e-5, atol=1e-6)

@@ -173,3 +173,49 @@ def test_against_keras(keras):
         assert got.shape == want.shape, (name, kwargs)
         np.testing.assert_allclose(got.numpy(), want, rtol=2e-5, atol=1e-6, err_msg=f"{name} {kwargs}")
         np.testing.assert_allclose(x.grad, grad, rtol=2e-5, atol=1e-6, err_msg=f"{name} {kwargs}")
+
+
+# ---- from_logits=False on values outside [0, 1]: Keras computes (clipped), minnet too ------
+@pytest.mark.parametrize("name", ["BinaryCrossentropy", "CategoricalCrossentropy",
+                                  "SparseCategoricalCrossentropy"])
+def test_values_outside_0_1_are_clipped_as_keras_with_one_warning(name, monkeypatch):
+    # guides/training_with_built_in_methods.py: CategoricalCrossentropy() on a Dense output
+    from minnet.losses import probabilistic
+    monkeypatch.setattr(probabilistic, "_warned_logits", set())
+    rng = np.random.default_rng(3)
+    y_pred = rng.standard_normal((5, 4)) * 0.5 + 0.3
+    clipped = np.clip(y_pred, EPS, 1 - EPS)
+    if name == "BinaryCrossentropy":
+        y_true = rng.integers(0, 2, (5, 4)).astype(float)
+        expected = -np.mean(y_true * np.log(clipped) + (1 - y_true) * np.log(1 - clipped))
+    else:
+        labels = rng.integers(0, 4, 5)
+        y_true = labels if name.startswith("Sparse") else np.eye(4)[labels]
+        q = np.clip(y_pred / y_pred.sum(-1, keepdims=True), EPS, 1 - EPS)
+        expected = -np.mean(np.log(q[np.arange(5), labels]))
+    loss = getattr(losses, name)()
+    with pytest.warns(UserWarning, match="outside \\[0, 1\\]"):
+        value = float(loss(y_true, mn.tensor(y_pred)).item())
+    np.testing.assert_allclose(value, expected, rtol=1e-6)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loss(y_true, mn.tensor(y_pred))                      # once per loss class
+
+
+@pytest.mark.slow_once
+@pytest.mark.parametrize("name", ["BinaryCrossentropy", "CategoricalCrossentropy",
+                                  "SparseCategoricalCrossentropy"])
+def test_values_outside_0_1_as_keras_computes_them(keras, name):
+    rng = np.random.default_rng(4)
+    y_pred = (rng.standard_normal((6, 4)) * 0.5 + 0.3).astype("float32")
+    labels = rng.integers(0, 4, 6)
+    y_true = {"BinaryCrossentropy": rng.integers(0, 2, (6, 4)).astype("float32"),
+              "CategoricalCrossentropy": np.eye(4, dtype="float32")[labels],
+              "SparseCategoricalCrossentropy": labels}[name]
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mine = float(getattr(losses, name)()(y_true, mn.tensor(y_pred)).item())
+    theirs = float(getattr(keras.losses, name)()(y_true, y_pred))
+    np.testing.assert_allclose(mine, theirs, rtol=1e-5)

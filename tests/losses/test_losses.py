@@ -437,11 +437,15 @@ def test_shape_errors(rng):
         losses.CategoricalCrossentropy()(np.ones(()), mn.tensor(np.ones(()), requires_grad=True))
 
 
-def test_probabilities_required_without_logits(rng):
+def test_logits_without_from_logits_are_computed_as_keras_and_named(rng, monkeypatch):
+    # Keras computes on them (clipped); minnet too, with a warning naming from_logits=True
+    # (values: tests/losses/test_keras_meanings.py::test_values_outside_0_1_*)
+    from minnet.losses import probabilistic
+    monkeypatch.setattr(probabilistic, "_warned_logits", set())
     logits = rng.standard_normal((4, 3)) * 3
-    with pytest.raises(ValueError, match="from_logits=True"):
+    with pytest.warns(UserWarning, match="from_logits=True"):
         losses.CategoricalCrossentropy()(np.eye(3)[[0, 1, 2, 0]], mn.tensor(logits, requires_grad=True))
-    with pytest.raises(ValueError, match="from_logits=True"):
+    with pytest.warns(UserWarning, match="from_logits=True"):
         losses.BinaryCrossentropy()(np.ones((4, 1)), mn.tensor(logits[:, :1] + 5, requires_grad=True))
 
 

@@ -241,3 +241,29 @@ def test_first_layer_declared_input_shape_builds_the_sequential():
     model = mn.Sequential([first, layers.Dense(2)])
     assert model.built and model.input_shape == (None, 4) and model.output_shape == (None, 2)
     assert model.count_params() == 4 * 3 + 3 + 3 * 2 + 2
+
+
+def test_from_config_of_a_custom_layer_whose_config_has_no_name():
+    # guides/functional_api.py: `get_config` returns {"units": ...} only; Keras keys the
+    # rebuilt layers by the names in the model's config
+    class NoNameDense(mn.layers.Layer):
+        def __init__(self, units=3):
+            super().__init__()
+            self.units = units
+
+        def build(self, input_shape):
+            self.w = self.add_weight(shape=(input_shape[-1], self.units), initializer="ones")
+
+        def call(self, inputs):
+            return mn.ops.matmul(inputs, self.w)
+
+        def get_config(self):
+            return {"units": self.units}
+
+    inputs = mn.Input((4,))
+    model = mn.Model(inputs, NoNameDense(5)(inputs))
+    NoNameDense(2)                     # takes the next automatic name
+    config = model.get_config()
+    rebuilt = mn.Model.from_config(config, custom_objects={"NoNameDense": NoNameDense})
+    assert [layer.name for layer in rebuilt.layers] == [layer.name for layer in model.layers]
+    assert rebuilt(np.ones((2, 4), "float32")).shape == (2, 5)

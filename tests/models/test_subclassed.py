@@ -107,3 +107,25 @@ def test_missing_call_and_bad_constructor_arguments():
         Empty()(np.ones((1, 2)))
     with pytest.raises(TypeError, match="positional"):
         mn.Model(1)
+
+
+def test_a_subclassed_models_add_loss_terms_are_those_of_its_last_call():
+    # guides/making_new_layers_and_models_via_subclassing.py: a VAE adds its KL term in call
+    class WithLoss(mn.Model):
+        def __init__(self):
+            super().__init__()
+            self.dense = mn.layers.Dense(3)
+
+        def call(self, x):
+            y = self.dense(x)
+            self.add_loss(mn.ops.mean(y ** 2))
+            return y
+
+    model = WithLoss()
+    x = np.ones((2, 3), "float32")
+    model(x)
+    model(x)
+    assert len(model.losses) == 1
+    model.compile(optimizer="adam", loss="mse")
+    history = model.fit(x, x, epochs=2, batch_size=1, verbose=0)
+    assert np.isfinite(history.history["loss"]).all()

@@ -348,8 +348,9 @@ def test_foreign_suffix_refused(tmp_path, name):
     model = _model()
     with pytest.raises(ValueError, match="minnet does not write.*\\.minnet|minnet does not write"):
         model.save(tmp_path / name)
-    with pytest.raises(ValueError, match="minnet does not write"):
-        model.save_weights(tmp_path / name)
+    if not name.endswith(".weights.h5"):      # Keras 3's weights file is written (test_keras_weights_h5)
+        with pytest.raises(ValueError, match="minnet does not write"):
+            model.save_weights(tmp_path / name)
     assert os.listdir(tmp_path) == []
 
 

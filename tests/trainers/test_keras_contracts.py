@@ -341,3 +341,20 @@ def test_weighted_metrics_survive_save_and_load(tmp_path):
     w = np.linspace(0.0, 1.0, len(x))
     assert set(loaded.evaluate(x, y, sample_weight=w, verbose=0, return_dict=True)) == {
         "loss", "mae", "weighted_mae"}
+
+
+def test_fit_on_a_model_without_trainable_weights_computes_the_loss_and_warns():
+    # guides/making_new_layers_and_models_via_subclassing.py: Input -> an add_loss layer,
+    # compile(optimizer="adam") without a loss; Keras's torch trainer skips the backward pass
+    class ActivityLoss(layers.Layer):
+        def call(self, inputs):
+            self.add_loss(1e-2 * mn.ops.mean(inputs))
+            return inputs
+
+    inputs = mn.Input((3,))
+    model = mn.Model(inputs, ActivityLoss()(inputs))
+    model.compile(optimizer="adam")
+    x = np.full((2, 3), 2.0, "float32")
+    with pytest.warns(UserWarning, match="no trainable weights"):
+        history = model.fit(x, x, verbose=0)
+    np.testing.assert_allclose(history.history["loss"], [0.02], rtol=1e-6)
