@@ -28,7 +28,6 @@ NOT_PROVIDED = {
         "FlaxLayer": _BACKEND, "JaxLayer": _BACKEND, "TorchModuleWrapper": _BACKEND,
         "TFSMLayer": _BACKEND,
         "Hashing": _HASH, "HashedCrossing": _HASH,
-        "InputSpec": "not yet: minnet's layers check their input shapes in build/call",
         "MelSpectrogram": "not yet: no audio layers", "STFTSpectrogram": "not yet: no audio layers",
     },
     "optimizers": {

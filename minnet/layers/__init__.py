@@ -61,6 +61,7 @@ from minnet.layers.grouped_query_attention import GroupQueryAttention
 from minnet.layers.reversible_embedding import ReversibleEmbedding
 from minnet.layers.spectral_normalization import SpectralNormalization
 from minnet.layers.conv_lstm import ConvLSTM1D, ConvLSTM2D, ConvLSTM3D
+from minnet.layers.input_spec import InputSpec
 
 __all__ = [
     "Layer", "Input", "Dense", "Flatten", "Reshape", "Lambda", "Activation", "Conv2D",
@@ -125,7 +126,7 @@ SeparableConvolution1D = SeparableConv1D
 __all__ += ["Conv3D", "Conv3DTranspose", "Convolution3D", "Convolution3DTranspose",
             "DepthwiseConv1D", "SeparableConv1D", "SeparableConvolution1D", "GroupQueryAttention",
             "ReversibleEmbedding", "SpectralNormalization", "ConvLSTM1D", "ConvLSTM2D",
-            "ConvLSTM3D"]
+            "ConvLSTM3D", "InputSpec"]
 # The one registry (minnet/_registry.py): built-ins under their class names and Keras's other
 # spellings; register_layer adds custom layers and Lambda functions; Sequential and Model
 # register themselves when minnet.models loads.

@@ -46,6 +46,7 @@ from minnet.autograd.masks import MASKS, get_keras_mask, set_keras_mask
 from minnet.layers import call_spec
 from minnet.layers.call_spec import CALL_INFO as _CALL_INFO
 from minnet.layers.call_context import STATE as _CALL_STATE
+from minnet.layers.input_spec import check_input_spec
 from minnet.layers.symbolic_layer import SymbolicLayer
 from minnet.layers.variable import variable_trainable
 from minnet.ops import symbolic
@@ -639,7 +640,7 @@ class Layer(SymbolicLayer, PyTorchDeviceMethods):
             What ``call`` returns (a Tensor, or a tuple/list/dict of them); the output mask
             (``compute_mask``) is attached as ``_keras_mask``. On symbolic inputs, KerasTensors.
         """
-        if len(args) == 1 and not self._has_hooks and self.built:
+        if len(args) == 1 and not self._has_hooks and self.built and self.input_spec is None:
             # The common case, kept short: one built layer on one Tensor of its dtype.
             x = args[0]
             if type(x) is Tensor and x.data.dtype == self.dtype and (
@@ -690,6 +691,8 @@ class Layer(SymbolicLayer, PyTorchDeviceMethods):
                                 f"first positional argument (or as `{info.first}=`).")
             args = (kwargs.pop(info.first),)
         x = args[0]
+        if self.input_spec is not None:         # Keras's InputSpec, set by a custom layer
+            check_input_spec(self, x if len(args) == 1 else list(args))
         if (type(x) is not Tensor or len(args) > 1 or kwargs) and symbolic.any_symbolic(args, kwargs):
             return self._symbolic_call(args, kwargs, training=training, mask=mask)
         in_mask = mask
@@ -789,6 +792,7 @@ class Layer(SymbolicLayer, PyTorchDeviceMethods):
     # Keras's flag: True on layers whose output keeps the input's (batch, timesteps) mask
     # (Dense, Dropout, Activation, ...); Layer.__call__ then attaches it to the output.
     supports_masking = False
+    input_spec = None           # a custom layer's Keras InputSpec (layers/input_spec.py)
 
     def register_forward_pre_hook(self, hook):
         """Call ``hook(layer, (x,))`` before each forward; it may return a replacement input.
