@@ -46,6 +46,7 @@ from minnet.autograd.masks import MASKS, get_keras_mask, set_keras_mask
 from minnet.layers import call_spec
 from minnet.layers.call_spec import CALL_INFO as _CALL_INFO
 from minnet.layers.call_context import STATE as _CALL_STATE
+from minnet.layers.declaration import declared_batch_shape
 from minnet.layers.input_spec import check_input_spec
 from minnet.layers.symbolic_layer import SymbolicLayer
 from minnet.layers.variable import variable_trainable
@@ -109,52 +110,6 @@ def _accepted_kwargs(cls):
     return names
 
 
-def _check_sample_shape(name, value):
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        value = (int(value),)
-    if not isinstance(value, (tuple, list)) or not all(
-            s is None or (isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s > 0)
-            for s in value):
-        raise ValueError(f"Invalid value for argument `{name}`: expected a tuple of positive ints "
-                         f"(or None). Received: {name}={value!r}")
-    return tuple(None if s is None else int(s) for s in value)
-
-
-def _declared_batch_shape(input_shape=None, batch_size=None, batch_input_shape=None,
-                          input_dim=None):
-    """Keras's rule: ``batch_input_shape`` wins; else ``(batch_size, *input_shape)``;
-    ``input_dim=n`` means ``input_shape=(n,)``. None when nothing was declared."""
-    if batch_input_shape is not None:
-        if input_shape is not None or input_dim is not None:
-            raise ValueError("Give either `batch_input_shape` or `input_shape`/`input_dim`, not "
-                             f"both. Received: batch_input_shape={batch_input_shape!r}, "
-                             f"input_shape={input_shape!r}, input_dim={input_dim!r}")
-        shape = _check_sample_shape("batch_input_shape", batch_input_shape)
-        if not shape:
-            raise ValueError("Invalid value for argument `batch_input_shape`: expected a tuple "
-                             "that includes the batch dimension. Received: batch_input_shape=()")
-        return shape
-    if input_dim is not None:
-        if input_shape is not None:
-            raise ValueError("Give either `input_shape` or `input_dim`, not both. Received: "
-                             f"input_shape={input_shape!r}, input_dim={input_dim!r}")
-        if isinstance(input_dim, bool) or not isinstance(input_dim, (int, np.integer)) or input_dim <= 0:
-            raise ValueError("Invalid value for argument `input_dim`: expected a positive int. "
-                             f"Received: input_dim={input_dim!r}")
-        input_shape = (int(input_dim),)
-    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(
-            batch_size, (int, np.integer)) or batch_size <= 0):
-        raise ValueError("Invalid value for argument `batch_size`: expected a positive int. "
-                         f"Received: batch_size={batch_size!r}")
-    if input_shape is None:
-        if batch_size is not None:
-            raise ValueError("`batch_size` needs `input_shape` (Keras declares the batch size "
-                             f"together with the sample shape). Received: batch_size={batch_size!r}")
-        return None
-    sample = _check_sample_shape("input_shape", input_shape)
-    return (None if batch_size is None else int(batch_size),) + sample
-
-
 class Layer(SymbolicLayer, PyTorchDeviceMethods):
     """Base class of all layers (and of ``Sequential``).
 
@@ -210,7 +165,7 @@ class Layer(SymbolicLayer, PyTorchDeviceMethods):
             if options:
                 object.__setattr__(self, "_weight_options", options)
             if declared:
-                shape = _declared_batch_shape(**declared)
+                shape = declared_batch_shape(**declared)
                 if shape is not None:
                     object.__setattr__(self, "_batch_input_shape", shape)
 
@@ -224,7 +179,7 @@ class Layer(SymbolicLayer, PyTorchDeviceMethods):
         object.__setattr__(self, "_regularized", [])     # (regularizer, weight) pairs
         object.__setattr__(self, "_activity_losses", [])
         object.__setattr__(self, "_added_losses", [])      # add_loss() during the last call
-        object.__setattr__(self, "_batch_input_shape", _declared_batch_shape(
+        object.__setattr__(self, "_batch_input_shape", declared_batch_shape(
             input_shape, batch_size, batch_input_shape, input_dim))
         if name is None:
             name = unique_name(snake_case(type(self).__name__))
