@@ -38,7 +38,8 @@ from cython.parallel cimport prange, threadid
 from libc.string cimport memset
 
 from minnet._ext._base cimport check_nd, check_threads, deterministic_mode
-from minnet._ext._blas cimport floating, gemm, gemm_blocks
+from minnet._ext._blas cimport floating
+from minnet._ext._convgemm cimport conv_gemm, conv_gemm_blocks, minnet_cg_set_isa
 from minnet._ext._im2col cimport (Geometry, col2im_nchw_batch, col2im_nchw_sample,
                                   col2im_nhwc_batch, col2im_nhwc_sample,
                                   im2col_nchw_batch, im2col_nchw_sample, im2col_nhwc_batch,
@@ -114,16 +115,16 @@ cdef void _conv_forward_per_sample(const floating* x,          # IN  (N, C, H, W
             else:
                 im2col_nchw_sample(x + <long> n0 * g.c * g.h * g.w, g, ws, g.l)
                 col = ws
-            gemm(False, False, g.f, <int> g.l, <int> g.k, <floating> 1, w, <int> g.k,
-                 col, <int> g.l, <floating> 1, y_n, <int> g.l)
+            conv_gemm(False, False, g.f, <int> g.l, <int> g.k, w, <int> g.k,
+                      col, <int> g.l, <floating> 1, y_n, <int> g.l)
         else:
             count = chunk if n0 + chunk <= g.n else g.n - n0
             ld = <long> count * g.l
             ybuf = ws + g.k * chunk * g.l
             for j in range(count):
                 im2col_nchw_sample(x + <long> (n0 + j) * g.c * g.h * g.w, g, ws + j * g.l, ld)
-            gemm(False, False, g.f, <int> ld, <int> g.k, <floating> 1, w, <int> g.k,
-                 ws, <int> ld, <floating> 0, ybuf, <int> ld)
+            conv_gemm(False, False, g.f, <int> ld, <int> g.k, w, <int> g.k,
+                      ws, <int> ld, <floating> 0, ybuf, <int> ld)
             for j in range(count):
                 y_n = y + <long> (n0 + j) * g.f * g.l
                 for f in range(g.f):
@@ -148,12 +149,12 @@ cdef void _conv_forward_batched(const floating* x, const floating* w, const floa
         else:
             im2col_nchw_batch(x, g, col, g.l, 0, n_threads)
             xcol = col
-        gemm_blocks(False, False, g.f, <int> g.l, <int> g.k, <floating> 1, w, <int> g.k,
-                      xcol, <int> g.l, <floating> 1, y, <int> g.l, n_threads)
+        conv_gemm_blocks(False, False, g.f, <int> g.l, <int> g.k, w, <int> g.k,
+                         xcol, <int> g.l, <floating> 1, y, <int> g.l, n_threads)
         return
     im2col_nchw_batch(x, g, col, nl, g.l, n_threads)
-    gemm_blocks(False, False, g.f, <int> nl, <int> g.k, <floating> 1, w, <int> g.k,
-                  col, <int> nl, <floating> 0, y_big, <int> nl, n_threads)
+    conv_gemm_blocks(False, False, g.f, <int> nl, <int> g.k, w, <int> g.k,
+                     col, <int> nl, <floating> 0, y_big, <int> nl, n_threads)
     # (F, N*L) -> (N, F, L), adding the bias.
     for job in prange(<long> g.n * g.f, schedule="static", num_threads=n_threads):
         n = job // g.f
@@ -223,16 +224,16 @@ cdef void _nchw_backward_chunk(const floating* x,        # IN    (N, C, H, W)
                 im2col_nchw_sample(x + <long> (n0 + j) * g.c * g.h * g.w, g, ws + j * g.l, ld)
             col = ws
         # dW^T_t (K, F) += col (K, s*L) @ dY_chunk^T (s*L, F)
-        gemm(False, True, <int> g.k, g.f, <int> ld, <floating> 1, col, <int> ld,
-             dyc, <int> ld, <floating> 1, dwt_parts + part * g.f * g.k, g.f)
+        conv_gemm(False, True, <int> g.k, g.f, <int> ld, col, <int> ld,
+                  dyc, <int> ld, <floating> 1, dwt_parts + part * g.f * g.k, g.f)
     if need_dx:
         if chunk == 1 and g.identity:
             # dX[n] = W^T (K, F) @ dY[n] (F, L), written straight into dx.
-            gemm(True, False, <int> g.k, <int> g.l, g.f, <floating> 1, w, <int> g.k,
-                 dyc, <int> g.l, <floating> 0, dx + <long> n0 * g.k * g.l, <int> g.l)
+            conv_gemm(True, False, <int> g.k, <int> g.l, g.f, w, <int> g.k,
+                      dyc, <int> g.l, <floating> 0, dx + <long> n0 * g.k * g.l, <int> g.l)
         else:
-            gemm(True, False, <int> g.k, <int> ld, g.f, <floating> 1, w, <int> g.k,
-                 dyc, <int> ld, <floating> 0, ws, <int> ld)
+            conv_gemm(True, False, <int> g.k, <int> ld, g.f, w, <int> g.k,
+                      dyc, <int> ld, <floating> 0, ws, <int> ld)
             for j in range(count):
                 col2im_nchw_sample(ws + j * g.l, ld, g, dx + <long> (n0 + j) * g.c * g.h * g.w)
 
@@ -316,15 +317,15 @@ cdef void _conv_backward_batched(const floating* x, const floating* w, const flo
         else:
             im2col_nchw_batch(x, g, col, nl, g.l, n_threads)
             xcol = col
-        gemm_blocks(False, True, g.f, <int> g.k, <int> nl, <floating> 1, dyb, <int> nl,
-                      xcol, <int> nl, <floating> 0, dw, <int> g.k, n_threads)
+        conv_gemm_blocks(False, True, g.f, <int> g.k, <int> nl, dyb, <int> nl,
+                         xcol, <int> nl, <floating> 0, dw, <int> g.k, n_threads)
     if need_dx:
         if g.identity and g.n == 1:
-            gemm_blocks(True, False, <int> g.k, <int> nl, g.f, <floating> 1, w, <int> g.k,
-                          dyb, <int> nl, <floating> 0, dx, <int> nl, n_threads)
+            conv_gemm_blocks(True, False, <int> g.k, <int> nl, g.f, w, <int> g.k,
+                             dyb, <int> nl, <floating> 0, dx, <int> nl, n_threads)
         else:
-            gemm_blocks(True, False, <int> g.k, <int> nl, g.f, <floating> 1, w, <int> g.k,
-                          dyb, <int> nl, <floating> 0, col, <int> nl, n_threads)
+            conv_gemm_blocks(True, False, <int> g.k, <int> nl, g.f, w, <int> g.k,
+                             dyb, <int> nl, <floating> 0, col, <int> nl, n_threads)
             col2im_nchw_batch(col, nl, g.l, g, dx, n_threads)
 
 
@@ -371,12 +372,12 @@ cdef void _nhwc_forward_chunks(const floating* x,       # IN  (N, H, W, C)
         if planes:
             for j in range(count):
                 im2col_nchw_sample(x + (n0 + j) * sample, g, ws + <long> j * g.l, rows)
-            gemm(True, False, <int> rows, g.f, <int> g.k, <floating> 1, ws, <int> rows,
-                 w2t, g.f, <floating> 1, yc, g.f)
+            conv_gemm(True, False, <int> rows, g.f, <int> g.k, ws, <int> rows,
+                      w2t, g.f, <floating> 1, yc, g.f)
         else:
             col = _nhwc_patches(x + n0 * sample, g, count, ws)
-            gemm(False, False, <int> rows, g.f, <int> g.k, <floating> 1, col, <int> g.k,
-                 w2t, g.f, <floating> 1, yc, g.f)
+            conv_gemm(False, False, <int> rows, g.f, <int> g.k, col, <int> g.k,
+                      w2t, g.f, <floating> 1, yc, g.f)
 
 
 cdef inline const floating* _nhwc_patches(const floating* x, Geometry g, int count,
@@ -413,8 +414,8 @@ cdef void _nhwc_forward_batched(const floating* x, const floating* w2t, const fl
     if not g.identity:
         im2col_nhwc_batch(x, g, col, n_threads)
         patches = col
-    gemm_blocks(False, False, <int> rows, g.f, <int> g.k, <floating> 1, patches, <int> g.k,
-                w2t, g.f, <floating> 1, y, g.f, n_threads)
+    conv_gemm_blocks(False, False, <int> rows, g.f, <int> g.k, patches, <int> g.k,
+                     w2t, g.f, <floating> 1, y, g.f, n_threads)
 
 
 cdef inline void _column_sums(const floating* dy, long rows, int f,
@@ -479,12 +480,12 @@ cdef void _nhwc_backward_chunk(const floating* x, const floating* w2, const floa
             for j in range(count):
                 im2col_nchw_sample(x + (n0 + j) * sample, g, ws + <long> j * g.l, rows)
             # dW2^T_t (K, F) += col (K, rows) @ dY_chunk (rows, F)
-            gemm(False, False, <int> g.k, g.f, <int> rows, <floating> 1, ws, <int> rows,
-                 dyc, g.f, <floating> 1, dw_parts + <long> part * g.f * g.k, g.f)
+            conv_gemm(False, False, <int> g.k, g.f, <int> rows, ws, <int> rows,
+                      dyc, g.f, <floating> 1, dw_parts + <long> part * g.f * g.k, g.f)
         if need_dx:
             # dcol (K, rows) = W2^T (K, F) @ dY_chunk^T (F, rows), then col2im per sample
-            gemm(False, True, <int> g.k, <int> rows, g.f, <floating> 1, w2t, g.f, dyc, g.f,
-                 <floating> 0, ws, <int> rows)
+            conv_gemm(False, True, <int> g.k, <int> rows, g.f, w2t, g.f, dyc, g.f,
+                      <floating> 0, ws, <int> rows)
             for j in range(count):
                 col2im_nchw_sample(ws + <long> j * g.l, rows, g, dx + (n0 + j) * sample)
         return
@@ -492,15 +493,15 @@ cdef void _nhwc_backward_chunk(const floating* x, const floating* w2, const floa
         col = _nhwc_patches(x + n0 * sample, g, count, ws)
         # dW2^T_t (K, F) += col^T (K, rows) @ dY_chunk (rows, F): this orientation is
         # 1.3x faster in OpenBLAS than dY^T @ col (benchmarks/bench_conv_layout.py)
-        gemm(True, False, <int> g.k, g.f, <int> rows, <floating> 1, col, <int> g.k, dyc,
-             g.f, <floating> 1, dw_parts + <long> part * g.f * g.k, g.f)
+        conv_gemm(True, False, <int> g.k, g.f, <int> rows, col, <int> g.k, dyc,
+                  g.f, <floating> 1, dw_parts + <long> part * g.f * g.k, g.f)
     if need_dx:
         if g.identity:   # dX = dY @ W2, straight into dx
-            gemm(False, False, <int> rows, <int> g.k, g.f, <floating> 1, dyc, g.f, w2,
-                 <int> g.k, <floating> 0, dx + n0 * sample, <int> g.k)
+            conv_gemm(False, False, <int> rows, <int> g.k, g.f, dyc, g.f, w2,
+                      <int> g.k, <floating> 0, dx + n0 * sample, <int> g.k)
         else:
-            gemm(False, False, <int> rows, <int> g.k, g.f, <floating> 1, dyc, g.f, w2,
-                 <int> g.k, <floating> 0, ws, <int> g.k)
+            conv_gemm(False, False, <int> rows, <int> g.k, g.f, dyc, g.f, w2,
+                      <int> g.k, <floating> 0, ws, <int> g.k)
             for j in range(count):
                 col2im_nhwc_sample(ws + <long> j * g.l * g.k, g, dx + (n0 + j) * sample)
 
@@ -537,15 +538,15 @@ cdef void _nhwc_backward_batched(const floating* x, const floating* w2, const fl
         if not g.identity:
             im2col_nhwc_batch(x, g, col, n_threads)
             patches = col
-        gemm_blocks(True, False, g.f, <int> g.k, <int> rows, <floating> 1, dy, g.f, patches,
-                    <int> g.k, <floating> 0, dw2, <int> g.k, n_threads)
+        conv_gemm_blocks(True, False, g.f, <int> g.k, <int> rows, dy, g.f, patches,
+                         <int> g.k, <floating> 0, dw2, <int> g.k, n_threads)
     if need_dx:
         if g.identity:
-            gemm_blocks(False, False, <int> rows, <int> g.k, g.f, <floating> 1, dy, g.f, w2,
-                        <int> g.k, <floating> 0, dx, <int> g.k, n_threads)
+            conv_gemm_blocks(False, False, <int> rows, <int> g.k, g.f, dy, g.f, w2,
+                             <int> g.k, <floating> 0, dx, <int> g.k, n_threads)
         else:
-            gemm_blocks(False, False, <int> rows, <int> g.k, g.f, <floating> 1, dy, g.f, w2,
-                        <int> g.k, <floating> 0, col, <int> g.k, n_threads)
+            conv_gemm_blocks(False, False, <int> rows, <int> g.k, g.f, dy, g.f, w2,
+                             <int> g.k, <floating> 0, col, <int> g.k, n_threads)
             col2im_nhwc_batch(col, g, dx, n_threads)
 
 
@@ -978,3 +979,34 @@ cdef _nhwc_backward_entry(const floating[:, :, :, ::1] x, const floating[:, :, :
     if need_db:
         db = db_obj
         _sum_parts(db_parts, db)
+
+
+def gemm_f32(a, b, c, beta=0.0, trans_a=False, trans_b=False, n_threads=1, isa=-1):
+    """``c[...] = beta * c + op(a) @ op(b)`` with the convolution's own float32 GEMM
+    (_convgemm.h), in blocks of rows on ``n_threads`` threads (the bits do not depend on it).
+    ``isa``: -1 the best copy this CPU runs, else 0 (SSE2), 1 (AVX2+FMA), 2 (AVX-512), capped
+    at the best; the choice stays for later calls. For the tests and
+    benchmarks/bench_conv_limit.py. Returns the copy used."""
+    check_nd(a, "a", 2, np.float32)
+    check_nd(b, "b", 2, np.float32)
+    check_nd(c, "c", 2, np.float32)
+    cdef int m, n, k
+    m, k = (a.shape[1], a.shape[0]) if trans_a else a.shape
+    kb, n = (b.shape[1], b.shape[0]) if trans_b else b.shape
+    if kb != k or c.shape != (m, n):
+        raise ValueError(f"Invalid arguments `a`, `b`, `c`: expected op(a) (M, K), op(b) "
+                         f"(K, N), c (M, N). Received: shapes {a.shape}, {b.shape}, {c.shape} "
+                         f"with trans_a={trans_a}, trans_b={trans_b}")
+    cdef const float[:, ::1] av = a
+    cdef const float[:, ::1] bv = b
+    cdef float[:, ::1] cv = c
+    cdef int level = minnet_cg_set_isa(isa), threads = check_threads(n_threads)
+    cdef bint ta = trans_a, tb = trans_b
+    cdef float fbeta = beta
+    if c.size == 0:
+        return level
+    with nogil:
+        conv_gemm_blocks[float](ta, tb, m, n, k, &av[0, 0], <int> av.shape[1], &bv[0, 0],
+                                <int> bv.shape[1], fbeta, &cv[0, 0], <int> cv.shape[1],
+                                threads)
+    return level

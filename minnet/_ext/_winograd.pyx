@@ -9,7 +9,8 @@ result does not depend on the thread count.
 from cython.parallel cimport prange, threadid
 from libc.string cimport memcpy, memset
 
-from minnet._ext._blas cimport floating, gemm
+from minnet._ext._blas cimport floating
+from minnet._ext._convgemm cimport conv_gemm
 
 import numpy as np
 
@@ -239,8 +240,9 @@ cdef void _winograd_conv(const floating* x,       # IN  (N, C, H, W)
         count = rows * tiles_w
         _winograd_input(x, c, h, w, pt, pl, tiles_h, tiles_w, r0, rows, v, buf)
         for k in range(16):
-            gemm(False, False, f, count, c, <floating> 1, u + <long> k * f * c, c,
-                 v + <long> k * c * count, count, <floating> 0, m + <long> k * f * count, count)
+            conv_gemm(False, False, f, count, c, u + <long> k * f * c, c,
+                      v + <long> k * c * count, count, <floating> 0,
+                      m + <long> k * f * count, count)
         _winograd_output(m, bias, f, out_h, out_w, tiles_h, tiles_w, r0, rows, y, buf)
 
 
