@@ -21,7 +21,7 @@ Ways of running the GEMMs (``method=``; ``_plan`` chooses for ``"auto"``):
 * ``"per_sample"``: ``prange`` over chunks of samples; each thread im2cols its chunk into
   its own workspace and runs single-threaded GEMMs.  Small, cache-resident workspaces.
 * ``"batched"``: one im2col of the whole batch and GEMMs split into blocks over threads.
-* ``"winograd"`` (channels_first, 3x3, stride 1, dilation 1): ``minnet._ext._winograd``
+* ``"winograd"`` (3x3, stride 1, dilation 1, either layout): ``minnet._ext._winograd``
   for the forward and the input gradient; dW stays on im2col.
 * ``"planes"`` (channels_last, one input channel, ``method="auto"``): the chunk's patches
   by the channels_first plane im2col (the same memory for C = 1) as a ``(K, rows)``
@@ -430,7 +430,7 @@ def conv2d_forward(x, weight, bias=None, stride=1, padding=0, dilation=1, out_si
         padding: int or ``(pad_top, pad_left)``; bottom/right padding follows from out_size.
         out_size: ``(out_h, out_w)``; default: symmetric padding.
         n_threads: OpenMP threads (the result does not depend on it).
-        method: ``"per_sample"``, ``"batched"``, ``"winograd"`` (channels_first, 3x3,
+        method: ``"per_sample"``, ``"batched"``, ``"winograd"`` (3x3,
             stride 1, dilation 1 only) or ``"auto"`` (see ``_plan``).
         data_format: ``"channels_first"`` or ``"channels_last"``.
 
@@ -447,10 +447,6 @@ def conv2d_forward(x, weight, bias=None, stride=1, padding=0, dilation=1, out_si
             raise ValueError(f"Invalid argument `bias`: expected shape ({g.f},). "
                              f"Received: shape={bias.shape}")
     n_threads = _work_threads(check_threads(n_threads), 2 * g.n * g.f * g.k * g.l)
-    if nhwc and method == "winograd":
-        raise ValueError("Invalid value for argument `method`: 'winograd' runs on "
-                         "channels_first data only. Received: method='winograd' with "
-                         "data_format='channels_last'")
     strategy, chunk, _ = _plan(method, g_obj, nhwc, x.itemsize)
     shape = (g.n, g.out_h, g.out_w, g.f) if nhwc else (g.n, g.f, g.out_h, g.out_w)
     y = np.empty(shape, dtype=x.dtype)
@@ -459,13 +455,13 @@ def conv2d_forward(x, weight, bias=None, stride=1, padding=0, dilation=1, out_si
     if x.size == 0 or g.k == 0:
         y[...] = 0 if bias is None else (bias if nhwc else bias[:, None, None])
         return y
+    if use_winograd(method, g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.c, g.f, g.l):
+        return winograd_conv2d(x, weight, bias, y, g.pt, g.pl, False, n_threads, nhwc)
     if nhwc:
         w2t = _permuted_weight_t(weight)
         nhwc_forward(x, w2t, bias, y, g_obj, n_threads, strategy == "batched", chunk,
                      strategy == "planes")
         return y
-    if use_winograd(method, g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.c, g.f, g.l):
-        return winograd_conv2d(x, weight, bias, y, g.pt, g.pl, False, n_threads)
     if x.dtype == np.float32:
         _conv_forward_entry[float](x, weight, bias, y, g, n_threads, strategy == "batched", chunk)
     else:
@@ -541,10 +537,6 @@ def conv2d_backward(x, weight, grad_output, stride=1, padding=0, dilation=1,
         raise ValueError(f"Invalid argument `grad_output`: expected shape {expected}. "
                          f"Received: shape={grad_output.shape}")
     n_threads = _work_threads(check_threads(n_threads), 2 * g.n * g.f * g.k * g.l)
-    if nhwc and method == "winograd":
-        raise ValueError("Invalid value for argument `method`: 'winograd' runs on "
-                         "channels_first data only. Received: method='winograd' with "
-                         "data_format='channels_last'")
     strategy, chunk, n_parts = _plan(method, g_obj, nhwc, x.itemsize)
     if not deterministic_mode():
         # One weight-gradient partial per thread (fewer partials to zero and add); the sum
@@ -559,24 +551,25 @@ def conv2d_backward(x, weight, grad_output, stride=1, padding=0, dilation=1,
             if arr is not None:
                 arr.fill(0)
         return dx, dw, db
-    if nhwc:
-        w2 = _permuted_weight(weight)
-        w2t = _permuted_weight_t(weight)
-        dw2 = np.empty((g.f, g.kh, g.kw, g.c), dtype=dtype) if need_weight_grad else None
-        nhwc_backward(x, w2, w2t, grad_output, dx, dw2, db, g_obj, n_threads,
-                      strategy == "batched", chunk, n_parts, strategy == "planes")
-        if need_weight_grad:
-            dw[...] = dw2.transpose(0, 3, 1, 2)
-        return dx, dw, db
     dx_obj = dx
     if need_input_grad and use_winograd(method, g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.c,
                                         g.f, <long> g.h * g.w):
         # dX = dY correlated with the kernel rotated by 180 degrees, channels swapped,
         # padding 2 - pad (docs/math/convolution.md); dW and db stay on im2col.
-        winograd_conv2d(grad_output, weight, None, dx, 2 - g.pt, 2 - g.pl, True, n_threads)
+        winograd_conv2d(grad_output, weight, None, dx, 2 - g.pt, 2 - g.pl, True, n_threads,
+                        nhwc)
         if not (need_weight_grad or need_bias_grad):
             return dx, dw, db
         dx_obj = None
+    if nhwc:
+        w2 = _permuted_weight(weight)
+        w2t = _permuted_weight_t(weight)
+        dw2 = np.empty((g.f, g.kh, g.kw, g.c), dtype=dtype) if need_weight_grad else None
+        nhwc_backward(x, w2, w2t, grad_output, dx_obj, dw2, db, g_obj, n_threads,
+                      strategy == "batched", chunk, n_parts, strategy == "planes")
+        if need_weight_grad:
+            dw[...] = dw2.transpose(0, 3, 1, 2)
+        return dx, dw, db
     if dtype == np.float32:
         _conv_backward_entry[float](x, weight, grad_output, dx_obj, dw, db, g, n_threads,
                                     strategy == "batched", chunk, n_parts)
