@@ -25,8 +25,8 @@ import time
 import numpy as np
 
 import minnet as mn
-import minnet.functional as F
 from _common import write_results
+from bench_conv_layout import _interleaved, _minnet_step, _torch_step
 
 WORKLOADS = [  # name, (N, C, H, W), filters, stride
     ("mnist 32->64", (64, 32, 28, 28), 64, 1),
@@ -72,26 +72,6 @@ def _gemm_peak(threads, repeat=5):
     return out
 
 
-def _minnet_step(x, w, b, stride, data_format):
-    def run():
-        xm = mn.tensor(x, requires_grad=True)
-        y = F.conv2d(xm, w, b, stride, 1, data_format=data_format)
-        y.backward(np.ones(y.shape, np.float32))
-        w.grad = None
-        b.grad = None
-    return run
-
-
-def _torch_step(torch, x, w, b, stride):
-    def run():
-        xt = x.detach().requires_grad_(True)
-        y = torch.nn.functional.conv2d(xt, w, b, stride=stride, padding=1)
-        y.backward(torch.ones_like(y))
-        w.grad = None
-        b.grad = None
-    return run
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
@@ -119,32 +99,25 @@ def main():
             x = rng.standard_normal((n, c, h, wd)).astype(np.float32)
             weight = mn.Parameter(rng.standard_normal((f, c, 3, 3)).astype(np.float32) * 0.1)
             bias = mn.Parameter(np.zeros(f, np.float32))
-            fns = {"cf": _minnet_step(x, weight, bias, stride, "channels_first"),
+            fns = {"cf": _minnet_step(x, weight, bias, 1, "channels_first", stride),
                    "cl": _minnet_step(np.ascontiguousarray(x.transpose(0, 2, 3, 1)), weight,
-                                      bias, stride, "channels_last")}
+                                      bias, 1, "channels_last", stride)}
             if torch is not None:
                 tw = torch.tensor(weight.data, requires_grad=True)
                 tb = torch.tensor(bias.data, requires_grad=True)
                 tx = torch.tensor(x)
-                fns["torch"] = _torch_step(torch, tx, tw, tb, stride)
+                fns["torch"] = _torch_step(torch, tx, tw, tb, 1, stride)
                 tw_cl = tw.detach().to(memory_format=torch.channels_last).requires_grad_(True)
                 fns["torch_cl"] = _torch_step(torch, tx.to(memory_format=torch.channels_last),
-                                              tw_cl, tb, stride)
-            for fn in fns.values():
-                fn()
-            times = {k: [] for k in fns}
-            for _ in range(args.repeat):
-                for k, fn in fns.items():
-                    t = time.perf_counter()
-                    fn()
-                    times[k].append((time.perf_counter() - t) * 1e3)
-            med = {k: float(np.median(v)) for k, v in times.items()}
+                                              tw_cl, tb, 1, stride)
+            spread = {}
+            med = _interleaved(fns, args.repeat, spread)
             out = (h + 2 - 3) // stride + 1
             gflop = 3 * 2 * n * f * c * 9 * out * out / 1e9
             row = {"workload": name, "threads": threads, "load": os.getloadavg()[0],
                    "gemm_peak": peak, "env": env,
                    **{f"{k}_ms": v for k, v in med.items()},
-                   **{f"{k}_range": (min(v), max(v)) for k, v in times.items()}}
+                   **{f"{k}_range": spread[k] for k in fns}}
             line = f"t{threads} {name:18s}"
             best = min(med["torch"], med["torch_cl"]) if torch is not None else None
             for k in fns:

@@ -206,21 +206,24 @@ cdef inline void _winograd_output_cols(const floating* s, int n, floating b,
         out[2 * p + 1] = s[n + p] - s[2 * n + p] - s[3 * n + p] + b
 
 
-cdef void _winograd_conv(const floating* x,       # IN  (N, C, H, W)
+cdef void _winograd_conv(const floating* x,       # IN  (N, C, H, W), NHWC with nhwc
                          int n, int c, int h, int w,
-                         const floating* u,       # IN  (16, F, C) transformed kernel
+                         const floating* u,       # IN  (16, F, C) transformed kernel;
+                                                  #     nhwc: its transpose (16, C, F)
                          const floating* bias,    # IN  (F,) or NULL
                          int f, int pt, int pl, int out_h, int out_w,
-                         floating* y,             # OUT (N, F, out_h, out_w)
+                         floating* y,             # OUT (N, F, out_h, out_w), NHWC with nhwc
                          floating* workspace,     # OUT per-thread scratch (ws_stride each)
-                         long ws_stride, int block_rows, int n_threads) noexcept nogil:
+                         long ws_stride, int block_rows, bint nhwc,
+                         int n_threads) noexcept nogil:
     """3x3 / stride 1 / dilation 1 correlation; ``pt``, ``pl`` may be negative.
 
     The N * tiles_h rows of 2x2 output tiles of the batch are cut into blocks of
     ``block_rows`` tile rows (a block may span samples); ``prange`` over the blocks: each
     thread transforms its block's input, runs the 16 single-threaded GEMMs into its own
     scratch and writes the block's outputs.  Scratch per thread:
-    ``16 (C + F) block_rows tiles_w + 8 (2 tiles_w + 2)``.
+    ``16 (C + F) block_rows tiles_w + 8 (2 tiles_w + 2)`` (nhwc: ``+ 8 (2 tiles_w + 2)
+    (C - 1) + 8 F``).
     """
     cdef int tiles_h = (out_h + 1) // 2, tiles_w = (out_w + 1) // 2
     cdef long total = <long> n * tiles_h
@@ -238,12 +241,20 @@ cdef void _winograd_conv(const floating* x,       # IN  (N, C, H, W)
         r0 = job * block_rows
         rows = <int> (total - r0 if total - r0 < block_rows else block_rows)
         count = rows * tiles_w
-        _winograd_input(x, c, h, w, pt, pl, tiles_h, tiles_w, r0, rows, v, buf)
-        for k in range(16):
-            conv_gemm(False, False, f, count, c, u + <long> k * f * c, c,
-                      v + <long> k * c * count, count, <floating> 0,
-                      m + <long> k * f * count, count)
-        _winograd_output(m, bias, f, out_h, out_w, tiles_h, tiles_w, r0, rows, y, buf)
+        if nhwc:
+            _winograd_input_nhwc(x, c, h, w, pt, pl, tiles_h, tiles_w, r0, rows, v, buf)
+            for k in range(16):       # M_k (P, F) = V_k (P, C) @ U_k^T (C, F)
+                conv_gemm(False, False, count, f, c, v + <long> k * count * c, c,
+                          u + <long> k * c * f, f, <floating> 0, m + <long> k * count * f, f)
+            _winograd_output_nhwc(m, bias, f, out_h, out_w, tiles_h, tiles_w, r0, rows, y,
+                                  buf)
+        else:
+            _winograd_input(x, c, h, w, pt, pl, tiles_h, tiles_w, r0, rows, v, buf)
+            for k in range(16):       # M_k (F, P) = U_k (F, C) @ V_k (C, P)
+                conv_gemm(False, False, f, count, c, u + <long> k * f * c, c,
+                          v + <long> k * c * count, count, <floating> 0,
+                          m + <long> k * f * count, count)
+            _winograd_output(m, bias, f, out_h, out_w, tiles_h, tiles_w, r0, rows, y, buf)
 
 
 # ----------------------------------------------------------------------------------------
@@ -340,39 +351,6 @@ cdef void _winograd_output_nhwc(const floating* m,   # IN  (16, rows * tiles_w, 
                                   + (bias[q] if bias != NULL else 0))
 
 
-cdef void _winograd_conv_nhwc(const floating* x,   # IN  (N, H, W, C)
-                              int n, int c, int h, int w,
-                              const floating* ut,  # IN  (16, C, F) transformed kernel
-                              const floating* bias, int f, int pt, int pl, int out_h,
-                              int out_w,
-                              floating* y,         # OUT (N, out_h, out_w, F)
-                              floating* workspace, long ws_stride, int block_rows,
-                              int n_threads) noexcept nogil:
-    """_winograd_conv for NHWC: the same blocks of tile rows, one thread per block.
-    Scratch per thread: ``16 (C + F) block_rows tiles_w + 8 (2 tiles_w + 2) C + 8 F``."""
-    cdef int tiles_h = (out_h + 1) // 2, tiles_w = (out_w + 1) // 2
-    cdef long total = <long> n * tiles_h
-    cdef long n_jobs = (total + block_rows - 1) // block_rows
-    cdef long cap = <long> block_rows * tiles_w
-    cdef long job, r0
-    cdef int rows, k, count
-    cdef floating* v
-    cdef floating* m
-    cdef floating* buf
-    for job in prange(n_jobs, schedule="static", num_threads=n_threads):
-        v = workspace + threadid() * ws_stride
-        m = v + 16 * <long> c * cap
-        buf = m + 16 * <long> f * cap
-        r0 = job * block_rows
-        rows = <int> (total - r0 if total - r0 < block_rows else block_rows)
-        count = rows * tiles_w
-        _winograd_input_nhwc(x, c, h, w, pt, pl, tiles_h, tiles_w, r0, rows, v, buf)
-        for k in range(16):
-            conv_gemm(False, False, count, f, c, v + <long> k * count * c, c,
-                      ut + <long> k * c * f, f, <floating> 0, m + <long> k * count * f, f)
-        _winograd_output_nhwc(m, bias, f, out_h, out_w, tiles_h, tiles_w, r0, rows, y, buf)
-
-
 # ----------------------------------------------------------------------------------------
 # The choice, and the Python-visible entry
 # ----------------------------------------------------------------------------------------
@@ -449,11 +427,7 @@ cdef _winograd_entry(const floating[:, :, :, ::1] x, const floating[:, :, :, ::1
         _winograd_weight(&w[0, 0, 0, 0], w.shape[0], w.shape[1], flip, &u[0])
     if nhwc:      # U_k^T (C, F) for the GEMMs M_k = V_k @ U_k^T
         u = np.ascontiguousarray(np.asarray(u).reshape(16, cout, cin).transpose(0, 2, 1)).ravel()
-        with nogil:
-            _winograd_conv_nhwc(&x[0, 0, 0, 0], x.shape[0], cin, h, w_in, &u[0], pb, cout,
-                                pt, pl, out_h, out_w, &y[0, 0, 0, 0], &ws[0, 0], ws_stride,
-                                block, n_threads)
-        return
     with nogil:
         _winograd_conv(&x[0, 0, 0, 0], x.shape[0], cin, h, w_in, &u[0], pb, cout, pt, pl,
-                       out_h, out_w, &y[0, 0, 0, 0], &ws[0, 0], ws_stride, block, n_threads)
+                       out_h, out_w, &y[0, 0, 0, 0], &ws[0, 0], ws_stride, block, nhwc,
+                       n_threads)
