@@ -8,10 +8,11 @@
  * else scales C first).
  *
  * Blocking (Goto's scheme): K in blocks of KC, N in blocks of NC, M in blocks of MC. A block of
- * op(B) (KC x NC) is copied ("packed") into panels of NR columns, Bp[k][j]; a block of op(A)
- * (MC x KC) into panels of MR rows, Ap[k][r]; zeros pad the last panel. A register tile of MR
+ * op(B) (KC x NC) is copied ("packed") into panels of NR columns, Bp[k][j], zeros padding the
+ * last one; op(A) is read in place (MR row pointers, k steps of 1 or lda: packing it cost a
+ * third of the multiply time when K is short, as in Winograd's GEMMs). A register tile of MR
  * x NR accumulators of C then runs k over the block: one load of NR / W vectors of Bp, MR
- * broadcasts of Ap, MR NR / W fused multiply-adds per k.
+ * broadcasts from A, MR NR / W fused multiply-adds per k.
  *
  * What every element computes, whatever M, N, the blocks, a caller's split of C into parts,
  * or the thread count:
@@ -45,34 +46,11 @@ typedef struct {
     const float *B; int64_t ldb; int trans_b;
     int beta_zero;
     float *C; int64_t ldc;
-    float *work;                     /* MC * KC + KC * NC floats (+ alignment), or NULL */
+    float *work;                     /* KC * NC floats (+ alignment), or NULL */
 } minnet_cg_args;
 
 static inline int64_t minnet_cg_work_size(void) {
-    return (int64_t) MINNET_CG_MC * MINNET_CG_KC + (int64_t) MINNET_CG_KC * (MINNET_CG_NC + 64) + 16;
-}
-
-/* Panels of MR rows of op(A)[i0 .. i0+mc) x [k0 .. k0+kc): Ap[p][k][r]. */
-static inline void minnet_cg_pack_a(const minnet_cg_args *a, int MR, int i0, int mc, int k0, int kc,
-                                    float *Ap) {
-    for (int p = 0; p * MR < mc; p++) {
-        float *dst = Ap + (int64_t) p * kc * MR;
-        int rows = mc - p * MR < MR ? mc - p * MR : MR;
-        if (a->trans_a) {        /* op(A)[i][k] = A[k][i]: rows of A are contiguous in i */
-            for (int k = 0; k < kc; k++) {
-                const float *src = a->A + (int64_t) (k0 + k) * a->lda + i0 + p * MR;
-                for (int r = 0; r < rows; r++) dst[k * MR + r] = src[r];
-                for (int r = rows; r < MR; r++) dst[k * MR + r] = 0.0f;
-            }
-        } else {
-            for (int r = 0; r < rows; r++) {
-                const float *src = a->A + (int64_t) (i0 + p * MR + r) * a->lda + k0;
-                for (int k = 0; k < kc; k++) dst[k * MR + r] = src[k];
-            }
-            for (int r = rows; r < MR; r++)
-                for (int k = 0; k < kc; k++) dst[k * MR + r] = 0.0f;
-        }
-    }
+    return (int64_t) MINNET_CG_KC * (MINNET_CG_NC + 64) + 16;
 }
 
 /* Panels of NR columns of op(B)[k0 .. k0+kc) x [j0 .. j0+nc): Bp[p][k][j]. */
@@ -114,8 +92,8 @@ typedef float minnet_cg_v4 __attribute__((vector_size(16), aligned(4)));
  * driver with tiles of MR rows x NV vectors of W floats (NR = W NV columns). */
 #define MINNET_CG_KERNEL(SUFFIX, TARGET, VT, W, NV, MR)                                    \
 TARGET static inline __attribute__((always_inline))                                        \
-void minnet_cg_tile_##SUFFIX(int kc, const float *ap, const float *bp, float *c, int64_t ldc, \
-                             int zero) {                                                    \
+void minnet_cg_tile_##SUFFIX(int kc, const float *const *arow, int64_t sk, const float *bp,  \
+                             float *c, int64_t ldc, int zero) {                             \
     VT acc[MR][NV];                                                                         \
     MINNET_CG_UNROLL                                                                        \
     for (int r = 0; r < MR; r++) {                                                          \
@@ -125,12 +103,13 @@ void minnet_cg_tile_##SUFFIX(int kc, const float *ap, const float *bp, float *c,
     }                                                                                       \
     MINNET_CG_UNROLL4                                                                       \
     for (int k = 0; k < kc; k++) {                                                          \
+        const int64_t ko = k * sk;                                                          \
         VT b[NV];                                                                           \
         MINNET_CG_UNROLL                                                                    \
         for (int v = 0; v < NV; v++) b[v] = *(const VT *) (bp + k * (W * NV) + v * W);     \
         MINNET_CG_UNROLL                                                                    \
         for (int r = 0; r < MR; r++) {                                                      \
-            const float s = ap[k * MR + r];                                                 \
+            const float s = arow[r][ko];                                                    \
             MINNET_CG_UNROLL                                                                \
             for (int v = 0; v < NV; v++) acc[r][v] = acc[r][v] + s * b[v];                  \
         }                                                                                   \
@@ -143,24 +122,27 @@ void minnet_cg_tile_##SUFFIX(int kc, const float *ap, const float *bp, float *c,
 }                                                                                           \
 TARGET __attribute__((noinline))                                                           \
 static void minnet_cg_block_##SUFFIX(const minnet_cg_args *a, int i0, int mc, int j0, int nc, \
-                                     int kc, int zero, const float *Ap, const float *Bp) {  \
+                                     int k0, int kc, int zero, const float *Bp) {           \
     float edge[MR * W * NV];                                                                \
+    const float *arow[MR];                                                                  \
+    const int64_t sr = a->trans_a ? 1 : a->lda, sk = a->trans_a ? a->lda : 1;               \
     for (int jr = 0; jr < nc; jr += W * NV) {                                               \
         const int cols = nc - jr < W * NV ? nc - jr : W * NV;                               \
         const float *bp = Bp + (int64_t) (jr / (W * NV)) * kc * (W * NV);                   \
         for (int ir = 0; ir < mc; ir += MR) {                                               \
             const int rows = mc - ir < MR ? mc - ir : MR;                                   \
-            const float *ap = Ap + (int64_t) (ir / MR) * kc * MR;                           \
+            for (int r = 0; r < MR; r++)     /* rows past the edge re-read the last one */  \
+                arow[r] = a->A + (int64_t) (i0 + ir + (r < rows ? r : rows - 1)) * sr + k0 * sk; \
             float *c = a->C + (int64_t) (i0 + ir) * a->ldc + j0 + jr;                       \
             if (rows == MR && cols == W * NV) {                                             \
-                minnet_cg_tile_##SUFFIX(kc, ap, bp, c, a->ldc, zero);                       \
+                minnet_cg_tile_##SUFFIX(kc, arow, sk, bp, c, a->ldc, zero);                 \
                 continue;                                                                   \
             }                                                                               \
             for (int r = 0; r < MR; r++)                                                    \
                 for (int j = 0; j < W * NV; j++)                                            \
                     edge[r * W * NV + j] = (zero || r >= rows || j >= cols) ? 0.0f          \
                                            : c[r * a->ldc + j];                             \
-            minnet_cg_tile_##SUFFIX(kc, ap, bp, edge, W * NV, 0);                           \
+            minnet_cg_tile_##SUFFIX(kc, arow, sk, bp, edge, W * NV, 0);                     \
             for (int r = 0; r < rows; r++)                                                  \
                 memcpy(c + r * a->ldc, edge + r * W * NV, (size_t) cols * sizeof(float));   \
         }                                                                                   \
@@ -168,8 +150,7 @@ static void minnet_cg_block_##SUFFIX(const minnet_cg_args *a, int i0, int mc, in
 }                                                                                           \
 TARGET __attribute__((noinline))                                                           \
 static void minnet_cg_run_##SUFFIX(const minnet_cg_args *a) {                              \
-    float *Ap = a->work;                                                                    \
-    float *Bp = a->work + MINNET_CG_MC * MINNET_CG_KC;                                      \
+    float *Bp = a->work;                                                                    \
     Bp += (16 - ((uintptr_t) Bp / sizeof(float)) % 16) % 16;     /* 64-byte aligned */      \
     for (int k0 = 0; k0 < a->K; k0 += MINNET_CG_KC) {                                      \
         const int kc = a->K - k0 < MINNET_CG_KC ? a->K - k0 : MINNET_CG_KC;                 \
@@ -180,8 +161,7 @@ static void minnet_cg_run_##SUFFIX(const minnet_cg_args *a) {                   
             for (int i0 = 0; i0 < a->M; i0 += MINNET_CG_MC / MR * MR) {                     \
                 const int mc = a->M - i0 < MINNET_CG_MC / MR * MR ? a->M - i0               \
                                                                   : MINNET_CG_MC / MR * MR; \
-                minnet_cg_pack_a(a, MR, i0, mc, k0, kc, Ap);                                \
-                minnet_cg_block_##SUFFIX(a, i0, mc, j0, nc, kc, zero, Ap, Bp);              \
+                minnet_cg_block_##SUFFIX(a, i0, mc, j0, nc, k0, kc, zero, Bp);              \
             }                                                                               \
         }                                                                                   \
     }                                                                                       \
