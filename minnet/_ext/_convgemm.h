@@ -46,11 +46,14 @@ typedef struct {
     const float *B; int64_t ldb; int trans_b;
     int beta_zero;
     float *C; int64_t ldc;
-    float *work;                     /* KC * NC floats (+ alignment), or NULL */
+    float *work;                     /* minnet_cg_work_size(N, K) floats, or NULL */
 } minnet_cg_args;
 
-static inline int64_t minnet_cg_work_size(void) {
-    return (int64_t) MINNET_CG_KC * (MINNET_CG_NC + 64) + 16;
+/* Floats of packed op(B) a K x N product needs: one KC x NC block (less for a small product;
+ * Winograd's are 32 x 64), panels padded to 64 columns, 16 for the alignment. */
+static inline int64_t minnet_cg_work_size(int N, int K) {
+    int64_t kc = K < MINNET_CG_KC ? K : MINNET_CG_KC, nc = N < MINNET_CG_NC ? N : MINNET_CG_NC;
+    return kc * ((nc + 63) / 64 * 64) + 16;
 }
 
 /* Panels of NR columns of op(B)[k0 .. k0+kc) x [j0 .. j0+nc): Bp[p][k][j]. */
@@ -210,7 +213,7 @@ static void minnet_cg_run(const minnet_cg_args *a) {
 #endif
 
 /* C = beta C + op(A) @ op(B) (float32, row-major; see the top of this file). work: NULL (then
- * it is allocated here) or minnet_cg_work_size() floats. Returns -1 when out of memory. */
+ * it is allocated here) or minnet_cg_work_size(N, K) floats. Returns -1 when out of memory. */
 static int minnet_cg_gemm(int trans_a, int trans_b, int M, int N, int K, const float *A, int64_t lda,
                           const float *B, int64_t ldb, float beta, float *C, int64_t ldc,
                           float *work) {
@@ -226,7 +229,7 @@ static int minnet_cg_gemm(int trans_a, int trans_b, int M, int N, int K, const f
     minnet_cg_args a = {M, N, K, A, lda, trans_a, B, ldb, trans_b, beta == 0.0f, C, ldc, work};
     float *own = NULL;
     if (work == NULL) {
-        own = (float *) malloc((size_t) minnet_cg_work_size() * sizeof(float));
+        own = (float *) malloc((size_t) minnet_cg_work_size(N, K) * sizeof(float));
         if (own == NULL) return -1;
         a.work = own;
     }
