@@ -46,20 +46,20 @@ SHAPES = [  # (name, N, C, H, W, F, k, padding)
 ]
 
 
-def _minnet_step(x, w, b, padding, data_format):
+def _minnet_step(x, w, b, padding, data_format, stride=1):
     def run():
         xm = mn.tensor(x, requires_grad=True)
-        y = F.conv2d(xm, w, b, 1, padding, data_format=data_format)
+        y = F.conv2d(xm, w, b, stride, padding, data_format=data_format)
         y.backward(np.ones(y.shape, np.float32))
         w.grad = None
         b.grad = None
     return run
 
 
-def _torch_step(torch, x, w, b, padding):
+def _torch_step(torch, x, w, b, padding, stride=1):
     def run():
         xt = x.detach().requires_grad_(True)
-        y = torch.nn.functional.conv2d(xt, w, b, padding=padding)
+        y = torch.nn.functional.conv2d(xt, w, b, stride=stride, padding=padding)
         y.backward(torch.ones_like(y))
         w.grad = None
         b.grad = None

@@ -8,20 +8,20 @@ read as ``(F, K)`` (docs/math/convolution.md)::
     backward:  dW    = sum_n dY[n] @ col(x[n])^T,   db = sum_{n, l} dY[n, :, l]
                dX[n] = col2im(W_col^T @ dY[n])
 
-channels_last (NHWC, Keras's layout).  The patches are the rows of an ``(N*L, K)`` matrix
-and the weight, kept in PyTorch's ``(F, C, kh, kw)`` layout, is permuted (it is small; the
-data never is) to ``W2 (F, kh, kw, C)`` read as ``(F, K)``::
+channels_last (NHWC, Keras's layout): the patches are the rows of an ``(N*L, K)`` matrix,
+``Y (N*L, F) = col @ W2^T + b``; its kernels are in _conv_nhwc.pyx, validated and planned
+here.
 
-    forward:   Y (N*L, F) = col @ W2^T + b            (the NHWC output, no transpose;
-                                                       W2^T kept as a (K, F) array)
-    backward:  dW2^T = col^T @ dY,   db = column sums of dY,   dX = col2im(dY @ W2)
+The float32 GEMMs are minnet's own (_convgemm.h, packed register tiles picked for the CPU at
+run time), so the speed does not follow the kernel the BLAS library loads; float64 uses the
+BLAS (_blas.pyx).
 
 Ways of running the GEMMs (``method=``; ``_plan`` chooses for ``"auto"``):
 
 * ``"per_sample"``: ``prange`` over chunks of samples; each thread im2cols its chunk into
-  its own workspace and calls single-threaded BLAS.  Small, cache-resident workspaces.
+  its own workspace and runs single-threaded GEMMs.  Small, cache-resident workspaces.
 * ``"batched"``: one im2col of the whole batch and GEMMs split into blocks over threads.
-* ``"winograd"`` (channels_first, 3x3, stride 1, dilation 1): ``minnet._ext._winograd``
+* ``"winograd"`` (3x3, stride 1, dilation 1, either layout): ``minnet._ext._winograd``
   for the forward and the input gradient; dW stays on im2col.
 * ``"planes"`` (channels_last, one input channel, ``method="auto"``): the chunk's patches
   by the channels_first plane im2col (the same memory for C = 1) as a ``(K, rows)``
@@ -38,14 +38,15 @@ from cython.parallel cimport prange, threadid
 from libc.string cimport memset
 
 from minnet._ext._base cimport check_nd, check_threads, deterministic_mode
-from minnet._ext._blas cimport floating, gemm, gemm_blocks
+from minnet._ext._blas cimport floating
+from minnet._ext._conv_nhwc cimport reduce_parts_transposed, sum_parts
+from minnet._ext._convgemm cimport conv_gemm, conv_gemm_blocks, minnet_cg_set_isa
 from minnet._ext._im2col cimport (Geometry, col2im_nchw_batch, col2im_nchw_sample,
-                                  col2im_nhwc_batch, col2im_nhwc_sample,
-                                  im2col_nchw_batch, im2col_nchw_sample, im2col_nhwc_batch,
-                                  im2col_nhwc_sample, sum_double)
+                                  im2col_nchw_batch, im2col_nchw_sample, sum_double)
 
 import numpy as np
 
+from minnet._ext._conv_nhwc import nhwc_backward, nhwc_forward
 from minnet._ext._im2col import check_data_format, conv_output_size, geometry
 from minnet._ext._winograd import use_winograd, winograd_conv2d
 
@@ -114,16 +115,16 @@ cdef void _conv_forward_per_sample(const floating* x,          # IN  (N, C, H, W
             else:
                 im2col_nchw_sample(x + <long> n0 * g.c * g.h * g.w, g, ws, g.l)
                 col = ws
-            gemm(False, False, g.f, <int> g.l, <int> g.k, <floating> 1, w, <int> g.k,
-                 col, <int> g.l, <floating> 1, y_n, <int> g.l)
+            conv_gemm(False, False, g.f, <int> g.l, <int> g.k, w, <int> g.k,
+                      col, <int> g.l, <floating> 1, y_n, <int> g.l)
         else:
             count = chunk if n0 + chunk <= g.n else g.n - n0
             ld = <long> count * g.l
             ybuf = ws + g.k * chunk * g.l
             for j in range(count):
                 im2col_nchw_sample(x + <long> (n0 + j) * g.c * g.h * g.w, g, ws + j * g.l, ld)
-            gemm(False, False, g.f, <int> ld, <int> g.k, <floating> 1, w, <int> g.k,
-                 ws, <int> ld, <floating> 0, ybuf, <int> ld)
+            conv_gemm(False, False, g.f, <int> ld, <int> g.k, w, <int> g.k,
+                      ws, <int> ld, <floating> 0, ybuf, <int> ld)
             for j in range(count):
                 y_n = y + <long> (n0 + j) * g.f * g.l
                 for f in range(g.f):
@@ -148,12 +149,12 @@ cdef void _conv_forward_batched(const floating* x, const floating* w, const floa
         else:
             im2col_nchw_batch(x, g, col, g.l, 0, n_threads)
             xcol = col
-        gemm_blocks(False, False, g.f, <int> g.l, <int> g.k, <floating> 1, w, <int> g.k,
-                      xcol, <int> g.l, <floating> 1, y, <int> g.l, n_threads)
+        conv_gemm_blocks(False, False, g.f, <int> g.l, <int> g.k, w, <int> g.k,
+                         xcol, <int> g.l, <floating> 1, y, <int> g.l, n_threads)
         return
     im2col_nchw_batch(x, g, col, nl, g.l, n_threads)
-    gemm_blocks(False, False, g.f, <int> nl, <int> g.k, <floating> 1, w, <int> g.k,
-                  col, <int> nl, <floating> 0, y_big, <int> nl, n_threads)
+    conv_gemm_blocks(False, False, g.f, <int> nl, <int> g.k, w, <int> g.k,
+                     col, <int> nl, <floating> 0, y_big, <int> nl, n_threads)
     # (F, N*L) -> (N, F, L), adding the bias.
     for job in prange(<long> g.n * g.f, schedule="static", num_threads=n_threads):
         n = job // g.f
@@ -223,16 +224,16 @@ cdef void _nchw_backward_chunk(const floating* x,        # IN    (N, C, H, W)
                 im2col_nchw_sample(x + <long> (n0 + j) * g.c * g.h * g.w, g, ws + j * g.l, ld)
             col = ws
         # dW^T_t (K, F) += col (K, s*L) @ dY_chunk^T (s*L, F)
-        gemm(False, True, <int> g.k, g.f, <int> ld, <floating> 1, col, <int> ld,
-             dyc, <int> ld, <floating> 1, dwt_parts + part * g.f * g.k, g.f)
+        conv_gemm(False, True, <int> g.k, g.f, <int> ld, col, <int> ld,
+                  dyc, <int> ld, <floating> 1, dwt_parts + part * g.f * g.k, g.f)
     if need_dx:
         if chunk == 1 and g.identity:
             # dX[n] = W^T (K, F) @ dY[n] (F, L), written straight into dx.
-            gemm(True, False, <int> g.k, <int> g.l, g.f, <floating> 1, w, <int> g.k,
-                 dyc, <int> g.l, <floating> 0, dx + <long> n0 * g.k * g.l, <int> g.l)
+            conv_gemm(True, False, <int> g.k, <int> g.l, g.f, w, <int> g.k,
+                      dyc, <int> g.l, <floating> 0, dx + <long> n0 * g.k * g.l, <int> g.l)
         else:
-            gemm(True, False, <int> g.k, <int> ld, g.f, <floating> 1, w, <int> g.k,
-                 dyc, <int> ld, <floating> 0, ws, <int> ld)
+            conv_gemm(True, False, <int> g.k, <int> ld, g.f, w, <int> g.k,
+                      dyc, <int> ld, <floating> 0, ws, <int> ld)
             for j in range(count):
                 col2im_nchw_sample(ws + j * g.l, ld, g, dx + <long> (n0 + j) * g.c * g.h * g.w)
 
@@ -272,24 +273,6 @@ cdef void _conv_backward_per_sample(const floating* x,         # IN    (N, C, H,
                                  need_db, chunk, job, part)
 
 
-cdef void _reduce_parts_transposed(const floating* parts,    # IN  (n_parts, K, F)
-                                   int n_parts, long k, long f,
-                                   floating* out,            # OUT (F, K)
-                                   int n_threads) noexcept nogil:
-    """out[f, k] = sum_t parts[t, k, f] (in parallel only when it is worth a region)."""
-    cdef long row, col
-    cdef int t
-    cdef floating acc
-    if k * f < 262144:
-        n_threads = 1
-    for row in prange(k, schedule="static", num_threads=n_threads):
-        for col in range(f):
-            acc = parts[row * f + col]
-            for t in range(1, n_parts):
-                acc = acc + parts[(t * k + row) * f + col]
-            out[col * k + row] = acc
-
-
 cdef void _conv_backward_batched(const floating* x, const floating* w, const floating* dy,
                                  floating* dx, floating* dw, floating* col, floating* dy_big,
                                  Geometry g, bint need_dx, bint need_dw,
@@ -316,237 +299,16 @@ cdef void _conv_backward_batched(const floating* x, const floating* w, const flo
         else:
             im2col_nchw_batch(x, g, col, nl, g.l, n_threads)
             xcol = col
-        gemm_blocks(False, True, g.f, <int> g.k, <int> nl, <floating> 1, dyb, <int> nl,
-                      xcol, <int> nl, <floating> 0, dw, <int> g.k, n_threads)
+        conv_gemm_blocks(False, True, g.f, <int> g.k, <int> nl, dyb, <int> nl,
+                         xcol, <int> nl, <floating> 0, dw, <int> g.k, n_threads)
     if need_dx:
         if g.identity and g.n == 1:
-            gemm_blocks(True, False, <int> g.k, <int> nl, g.f, <floating> 1, w, <int> g.k,
-                          dyb, <int> nl, <floating> 0, dx, <int> nl, n_threads)
+            conv_gemm_blocks(True, False, <int> g.k, <int> nl, g.f, w, <int> g.k,
+                             dyb, <int> nl, <floating> 0, dx, <int> nl, n_threads)
         else:
-            gemm_blocks(True, False, <int> g.k, <int> nl, g.f, <floating> 1, w, <int> g.k,
-                          dyb, <int> nl, <floating> 0, col, <int> nl, n_threads)
+            conv_gemm_blocks(True, False, <int> g.k, <int> nl, g.f, w, <int> g.k,
+                             dyb, <int> nl, <floating> 0, col, <int> nl, n_threads)
             col2im_nchw_batch(col, nl, g.l, g, dx, n_threads)
-
-
-# ----------------------------------------------------------------------------------------
-# channels_last (NHWC): patches as rows, the output comes out NHWC
-# ----------------------------------------------------------------------------------------
-#
-# With W2 = the weight permuted to (F, kh, kw, C) and read as (F, K), and col the (N*L, K)
-# patch rows (_im2col.pyx):
-#     forward:   Y (N*L, F)   = col @ W2^T + b       (Y is the (N, out_h, out_w, F) output)
-#     backward:  dW2 (F, K)   = dY^T @ col           (permuted back to (F, C, kh, kw))
-#                db           = column sums of dY
-#                dcol (N*L,K) = dY @ W2,  dX = col2im(dcol)
-# The batch is cut into chunks of ``chunk`` samples (rows chunk*L of col, contiguous in Y
-# and dY, so no copy); see _plan.
-
-cdef void _nhwc_forward_chunks(const floating* x,       # IN  (N, H, W, C)
-                               const floating* w2t,     # IN  (K, F)
-                               const floating* bias,    # IN  (F,) or NULL
-                               floating* y,             # OUT (N, L, F)
-                               floating* workspace,     # OUT per-thread scratch
-                               long ws_stride, Geometry g, int chunk, bint planes,
-                               int n_threads) noexcept nogil:
-    """``prange`` over the chunks; each thread im2cols its chunk and runs one GEMM.
-
-    ``planes`` (one input channel, _plan): the patches are gathered as the ``(K, rows)``
-    columns of the channels_first im2col (a one-channel NHWC image is the same memory as
-    its NCHW form, and its patch order ``i*kw + j`` is the same in both), and the GEMM reads
-    them transposed, ``Y (rows, F) = col^T @ W2^T``.
-    """
-    cdef long n_chunks = (g.n + chunk - 1) // chunk
-    cdef long job, rows, r, sample = <long> g.h * g.w * g.c
-    cdef int n0, count, j
-    cdef floating* ws
-    cdef floating* yc
-    cdef const floating* col
-    for job in prange(n_chunks, schedule="static", num_threads=n_threads):
-        ws = workspace + threadid() * ws_stride
-        n0 = <int> (job * chunk)
-        count = chunk if n0 + chunk <= g.n else g.n - n0
-        rows = <long> count * g.l
-        yc = y + <long> n0 * g.l * g.f
-        _fill_rows(yc, bias, rows, g.f)
-        if planes:
-            for j in range(count):
-                im2col_nchw_sample(x + (n0 + j) * sample, g, ws + <long> j * g.l, rows)
-            gemm(True, False, <int> rows, g.f, <int> g.k, <floating> 1, ws, <int> rows,
-                 w2t, g.f, <floating> 1, yc, g.f)
-        else:
-            col = _nhwc_patches(x + n0 * sample, g, count, ws)
-            gemm(False, False, <int> rows, g.f, <int> g.k, <floating> 1, col, <int> g.k,
-                 w2t, g.f, <floating> 1, yc, g.f)
-
-
-cdef inline const floating* _nhwc_patches(const floating* x, Geometry g, int count,
-                                          floating* ws) noexcept nogil:
-    """The (count*L, K) patch rows of ``count`` samples: x itself for the identity geometry."""
-    cdef int j
-    if g.identity:
-        return x
-    for j in range(count):
-        im2col_nhwc_sample(x + <long> j * g.h * g.w * g.c, g, ws + <long> j * g.l * g.k)
-    return ws
-
-
-cdef inline void _fill_rows(floating* y, const floating* bias, long rows,
-                            int f) noexcept nogil:
-    """Every row of y (rows, f) set to the bias (zero without one)."""
-    cdef long r
-    cdef int q
-    if bias == NULL:
-        memset(y, 0, rows * f * sizeof(floating))
-        return
-    for r in range(rows):
-        for q in range(f):
-            y[r * f + q] = bias[q]
-
-
-cdef void _nhwc_forward_batched(const floating* x, const floating* w2t, const floating* bias,
-                                floating* y, floating* col, Geometry g,
-                                int n_threads) noexcept nogil:
-    """One im2col of the batch (parallel over output rows) and one blocked GEMM."""
-    cdef long rows = <long> g.n * g.l
-    cdef const floating* patches = x
-    _fill_rows(y, bias, rows, g.f)
-    if not g.identity:
-        im2col_nhwc_batch(x, g, col, n_threads)
-        patches = col
-    gemm_blocks(False, False, <int> rows, g.f, <int> g.k, <floating> 1, patches, <int> g.k,
-                w2t, g.f, <floating> 1, y, g.f, n_threads)
-
-
-cdef inline void _column_sums(const floating* dy, long rows, int f,
-                              double* acc) noexcept nogil:
-    """acc[q] += sum_r dy[r, q], rows in order.  Eight columns at a time in local
-    accumulators (a ``double*`` could alias dy, so ``acc[q] +=`` in the row loop would be a
-    load and a store per element); each column is still summed row by row."""
-    cdef long r
-    cdef int q, q8 = f - f % 8
-    cdef double s0, s1, s2, s3, s4, s5, s6, s7
-    cdef const floating* p
-    for q in range(0, q8, 8):
-        s0 = acc[q]
-        s1 = acc[q + 1]
-        s2 = acc[q + 2]
-        s3 = acc[q + 3]
-        s4 = acc[q + 4]
-        s5 = acc[q + 5]
-        s6 = acc[q + 6]
-        s7 = acc[q + 7]
-        for r in range(rows):
-            p = dy + r * f + q
-            s0 = s0 + p[0]
-            s1 = s1 + p[1]
-            s2 = s2 + p[2]
-            s3 = s3 + p[3]
-            s4 = s4 + p[4]
-            s5 = s5 + p[5]
-            s6 = s6 + p[6]
-            s7 = s7 + p[7]
-        acc[q] = s0
-        acc[q + 1] = s1
-        acc[q + 2] = s2
-        acc[q + 3] = s3
-        acc[q + 4] = s4
-        acc[q + 5] = s5
-        acc[q + 6] = s6
-        acc[q + 7] = s7
-    for q in range(q8, f):
-        s0 = acc[q]
-        for r in range(rows):
-            s0 = s0 + dy[r * f + q]
-        acc[q] = s0
-
-
-cdef void _nhwc_backward_chunk(const floating* x, const floating* w2, const floating* w2t,
-                               const floating* dy, floating* dx, floating* dw_parts,
-                               double* db_parts, floating* ws, Geometry g, bint need_dx,
-                               bint need_dw, bint need_db, int chunk, bint planes, long job,
-                               int part) noexcept nogil:
-    """Chunk ``job`` of the backward; its dW2 (``planes``: dW2^T) and db added to partial
-    sum ``part``."""
-    cdef int n0 = <int> (job * chunk), j
-    cdef int count = chunk if n0 + chunk <= g.n else g.n - n0
-    cdef long rows = <long> count * g.l, sample = <long> g.h * g.w * g.c
-    cdef const floating* dyc = dy + <long> n0 * g.l * g.f
-    cdef const floating* col
-    if need_db:
-        _column_sums(dyc, rows, g.f, db_parts + <long> part * g.f)
-    if planes:      # the (K, rows) patch columns of a one-channel image (_nhwc_forward_chunks)
-        if need_dw:
-            for j in range(count):
-                im2col_nchw_sample(x + (n0 + j) * sample, g, ws + <long> j * g.l, rows)
-            # dW2^T_t (K, F) += col (K, rows) @ dY_chunk (rows, F)
-            gemm(False, False, <int> g.k, g.f, <int> rows, <floating> 1, ws, <int> rows,
-                 dyc, g.f, <floating> 1, dw_parts + <long> part * g.f * g.k, g.f)
-        if need_dx:
-            # dcol (K, rows) = W2^T (K, F) @ dY_chunk^T (F, rows), then col2im per sample
-            gemm(False, True, <int> g.k, <int> rows, g.f, <floating> 1, w2t, g.f, dyc, g.f,
-                 <floating> 0, ws, <int> rows)
-            for j in range(count):
-                col2im_nchw_sample(ws + <long> j * g.l, rows, g, dx + (n0 + j) * sample)
-        return
-    if need_dw:
-        col = _nhwc_patches(x + n0 * sample, g, count, ws)
-        # dW2^T_t (K, F) += col^T (K, rows) @ dY_chunk (rows, F): this orientation is
-        # 1.3x faster in OpenBLAS than dY^T @ col (benchmarks/bench_conv_layout.py)
-        gemm(True, False, <int> g.k, g.f, <int> rows, <floating> 1, col, <int> g.k, dyc,
-             g.f, <floating> 1, dw_parts + <long> part * g.f * g.k, g.f)
-    if need_dx:
-        if g.identity:   # dX = dY @ W2, straight into dx
-            gemm(False, False, <int> rows, <int> g.k, g.f, <floating> 1, dyc, g.f, w2,
-                 <int> g.k, <floating> 0, dx + n0 * sample, <int> g.k)
-        else:
-            gemm(False, False, <int> rows, <int> g.k, g.f, <floating> 1, dyc, g.f, w2,
-                 <int> g.k, <floating> 0, ws, <int> g.k)
-            for j in range(count):
-                col2im_nhwc_sample(ws + <long> j * g.l * g.k, g, dx + (n0 + j) * sample)
-
-
-cdef void _nhwc_backward_parts(const floating* x, const floating* w2, const floating* w2t,
-                               const floating* dy, floating* dx, floating* dw_parts,
-                               double* db_parts, floating* workspace, long ws_stride,
-                               Geometry g, bint need_dx, bint need_dw, bint need_db, int chunk,
-                               bint planes, int n_parts, int n_threads) noexcept nogil:
-    """As _conv_backward_per_sample: fixed parts of consecutive chunks, partials per part."""
-    cdef long n_chunks = (g.n + chunk - 1) // chunk
-    cdef long job, first, last
-    cdef int part
-    cdef floating* ws
-    for part in prange(n_parts, schedule="static", num_threads=n_threads):
-        ws = workspace + threadid() * ws_stride
-        first = part * n_chunks // n_parts
-        last = (part + 1) * n_chunks // n_parts
-        for job in range(first, last):
-            _nhwc_backward_chunk(x, w2, w2t, dy, dx, dw_parts, db_parts, ws, g, need_dx,
-                                 need_dw, need_db, chunk, planes, job, part)
-
-
-cdef void _nhwc_backward_batched(const floating* x, const floating* w2, const floating* dy,
-                                 floating* dx, floating* dw2, double* db, floating* col,
-                                 Geometry g, bint need_dx, bint need_dw, bint need_db,
-                                 int n_threads) noexcept nogil:
-    """One im2col of the batch and blocked GEMMs (few samples: threads split the GEMMs)."""
-    cdef long rows = <long> g.n * g.l
-    cdef const floating* patches = x
-    if need_db:
-        _column_sums(dy, rows, g.f, db)
-    if need_dw:
-        if not g.identity:
-            im2col_nhwc_batch(x, g, col, n_threads)
-            patches = col
-        gemm_blocks(True, False, g.f, <int> g.k, <int> rows, <floating> 1, dy, g.f, patches,
-                    <int> g.k, <floating> 0, dw2, <int> g.k, n_threads)
-    if need_dx:
-        if g.identity:
-            gemm_blocks(False, False, <int> rows, <int> g.k, g.f, <floating> 1, dy, g.f, w2,
-                        <int> g.k, <floating> 0, dx, <int> g.k, n_threads)
-        else:
-            gemm_blocks(False, False, <int> rows, <int> g.k, g.f, <floating> 1, dy, g.f, w2,
-                        <int> g.k, <floating> 0, col, <int> g.k, n_threads)
-            col2im_nhwc_batch(col, g, dx, n_threads)
 
 
 # ----------------------------------------------------------------------------------------
@@ -668,7 +430,7 @@ def conv2d_forward(x, weight, bias=None, stride=1, padding=0, dilation=1, out_si
         padding: int or ``(pad_top, pad_left)``; bottom/right padding follows from out_size.
         out_size: ``(out_h, out_w)``; default: symmetric padding.
         n_threads: OpenMP threads (the result does not depend on it).
-        method: ``"per_sample"``, ``"batched"``, ``"winograd"`` (channels_first, 3x3,
+        method: ``"per_sample"``, ``"batched"``, ``"winograd"`` (3x3,
             stride 1, dilation 1 only) or ``"auto"`` (see ``_plan``).
         data_format: ``"channels_first"`` or ``"channels_last"``.
 
@@ -685,10 +447,6 @@ def conv2d_forward(x, weight, bias=None, stride=1, padding=0, dilation=1, out_si
             raise ValueError(f"Invalid argument `bias`: expected shape ({g.f},). "
                              f"Received: shape={bias.shape}")
     n_threads = _work_threads(check_threads(n_threads), 2 * g.n * g.f * g.k * g.l)
-    if nhwc and method == "winograd":
-        raise ValueError("Invalid value for argument `method`: 'winograd' runs on "
-                         "channels_first data only. Received: method='winograd' with "
-                         "data_format='channels_last'")
     strategy, chunk, _ = _plan(method, g_obj, nhwc, x.itemsize)
     shape = (g.n, g.out_h, g.out_w, g.f) if nhwc else (g.n, g.f, g.out_h, g.out_w)
     y = np.empty(shape, dtype=x.dtype)
@@ -697,17 +455,13 @@ def conv2d_forward(x, weight, bias=None, stride=1, padding=0, dilation=1, out_si
     if x.size == 0 or g.k == 0:
         y[...] = 0 if bias is None else (bias if nhwc else bias[:, None, None])
         return y
+    if use_winograd(method, g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.c, g.f, g.l):
+        return winograd_conv2d(x, weight, bias, y, g.pt, g.pl, False, n_threads, nhwc)
     if nhwc:
         w2t = _permuted_weight_t(weight)
-        if x.dtype == np.float32:
-            _nhwc_forward_entry[float](x, w2t, bias, y, g, n_threads, strategy == "batched",
-                                       chunk, strategy == "planes")
-        else:
-            _nhwc_forward_entry[double](x, w2t, bias, y, g, n_threads, strategy == "batched",
-                                        chunk, strategy == "planes")
+        nhwc_forward(x, w2t, bias, y, g_obj, n_threads, strategy == "batched", chunk,
+                     strategy == "planes")
         return y
-    if use_winograd(method, g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.c, g.f, g.l):
-        return winograd_conv2d(x, weight, bias, y, g.pt, g.pl, False, n_threads)
     if x.dtype == np.float32:
         _conv_forward_entry[float](x, weight, bias, y, g, n_threads, strategy == "batched", chunk)
     else:
@@ -750,31 +504,6 @@ cdef _conv_forward_entry(const floating[:, :, :, ::1] x, const floating[:, :, :,
                                  &ws[0, 0], ws_stride, g, chunk, n_threads)
 
 
-cdef _nhwc_forward_entry(const floating[:, :, :, ::1] x, const floating[:, :, :, ::1] w2t,
-                         object bias, floating[:, :, :, ::1] y, Geometry g, int n_threads,
-                         bint batched, int chunk, bint planes):
-    cdef const floating[::1] b
-    cdef const floating* pb = NULL
-    cdef floating[:, ::1] ws
-    cdef long ws_stride
-    dtype = np.float32 if floating is float else np.float64
-    if bias is not None:
-        b = bias
-        pb = &b[0]
-    if batched:
-        ws = np.empty((1, 1 if g.identity else g.n * g.l * g.k), dtype=dtype)
-        with nogil:
-            _nhwc_forward_batched(&x[0, 0, 0, 0], &w2t[0, 0, 0, 0], pb, &y[0, 0, 0, 0],
-                                  &ws[0, 0], g, n_threads)
-        return
-    ws_stride = 0 if g.identity else <long> chunk * g.l * g.k
-    n_threads = min(n_threads, -(-g.n // chunk))
-    ws = np.empty((n_threads, max(1, ws_stride)), dtype=dtype)
-    with nogil:
-        _nhwc_forward_chunks(&x[0, 0, 0, 0], &w2t[0, 0, 0, 0], pb, &y[0, 0, 0, 0], &ws[0, 0],
-                             ws_stride, g, chunk, planes, n_threads)
-
-
 def conv2d_backward(x, weight, grad_output, stride=1, padding=0, dilation=1,
                     need_input_grad=True, need_weight_grad=True, need_bias_grad=True,
                     n_threads=1, method="auto", data_format="channels_first"):
@@ -808,10 +537,6 @@ def conv2d_backward(x, weight, grad_output, stride=1, padding=0, dilation=1,
         raise ValueError(f"Invalid argument `grad_output`: expected shape {expected}. "
                          f"Received: shape={grad_output.shape}")
     n_threads = _work_threads(check_threads(n_threads), 2 * g.n * g.f * g.k * g.l)
-    if nhwc and method == "winograd":
-        raise ValueError("Invalid value for argument `method`: 'winograd' runs on "
-                         "channels_first data only. Received: method='winograd' with "
-                         "data_format='channels_last'")
     strategy, chunk, n_parts = _plan(method, g_obj, nhwc, x.itemsize)
     if not deterministic_mode():
         # One weight-gradient partial per thread (fewer partials to zero and add); the sum
@@ -826,30 +551,25 @@ def conv2d_backward(x, weight, grad_output, stride=1, padding=0, dilation=1,
             if arr is not None:
                 arr.fill(0)
         return dx, dw, db
-    if nhwc:
-        w2 = _permuted_weight(weight)
-        w2t = _permuted_weight_t(weight)
-        dw2 = np.empty((g.f, g.kh, g.kw, g.c), dtype=dtype) if need_weight_grad else None
-        if dtype == np.float32:
-            _nhwc_backward_entry[float](x, w2, w2t, grad_output, dx, dw2, db, g, n_threads,
-                                        strategy == "batched", chunk, n_parts,
-                                        strategy == "planes")
-        else:
-            _nhwc_backward_entry[double](x, w2, w2t, grad_output, dx, dw2, db, g, n_threads,
-                                         strategy == "batched", chunk, n_parts,
-                                         strategy == "planes")
-        if need_weight_grad:
-            dw[...] = dw2.transpose(0, 3, 1, 2)
-        return dx, dw, db
     dx_obj = dx
     if need_input_grad and use_winograd(method, g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.c,
                                         g.f, <long> g.h * g.w):
         # dX = dY correlated with the kernel rotated by 180 degrees, channels swapped,
         # padding 2 - pad (docs/math/convolution.md); dW and db stay on im2col.
-        winograd_conv2d(grad_output, weight, None, dx, 2 - g.pt, 2 - g.pl, True, n_threads)
+        winograd_conv2d(grad_output, weight, None, dx, 2 - g.pt, 2 - g.pl, True, n_threads,
+                        nhwc)
         if not (need_weight_grad or need_bias_grad):
             return dx, dw, db
         dx_obj = None
+    if nhwc:
+        w2 = _permuted_weight(weight)
+        w2t = _permuted_weight_t(weight)
+        dw2 = np.empty((g.f, g.kh, g.kw, g.c), dtype=dtype) if need_weight_grad else None
+        nhwc_backward(x, w2, w2t, grad_output, dx_obj, dw2, db, g_obj, n_threads,
+                      strategy == "batched", chunk, n_parts, strategy == "planes")
+        if need_weight_grad:
+            dw[...] = dw2.transpose(0, 3, 1, 2)
+        return dx, dw, db
     if dtype == np.float32:
         _conv_backward_entry[float](x, weight, grad_output, dx_obj, dw, db, g, n_threads,
                                     strategy == "batched", chunk, n_parts)
@@ -857,17 +577,6 @@ def conv2d_backward(x, weight, grad_output, stride=1, padding=0, dilation=1,
         _conv_backward_entry[double](x, weight, grad_output, dx_obj, dw, db, g, n_threads,
                                      strategy == "batched", chunk, n_parts)
     return dx, dw, db
-
-
-cdef void _sum_parts(const double[:, ::1] parts, floating[::1] out) noexcept nogil:
-    """``out[f] = sum_t parts[t, f]`` in a fixed order (the per-part bias gradients)."""
-    cdef Py_ssize_t t, f
-    cdef double acc
-    for f in range(parts.shape[1]):
-        acc = 0
-        for t in range(parts.shape[0]):
-            acc += parts[t, f]
-        out[f] = <floating> acc
 
 
 cdef _conv_backward_entry(const floating[:, :, :, ::1] x, const floating[:, :, :, ::1] w,
@@ -925,56 +634,38 @@ cdef _conv_backward_entry(const floating[:, :, :, ::1] x, const floating[:, :, :
                                   &parts[0, 0], &db_parts[0, 0], &ws[0, 0], ws_stride, g,
                                   need_dx, need_dw, need_db, chunk, n_parts, n_run)
         if need_dw:
-            _reduce_parts_transposed(&parts[0, 0], n_parts, g.k, g.f, pdw, n_threads)
+            reduce_parts_transposed(&parts[0, 0], n_parts, g.k, g.f, pdw, n_threads)
     if need_db:
         db = db_obj
-        _sum_parts(db_parts, db)
+        sum_parts(db_parts, db)
 
 
-cdef _nhwc_backward_entry(const floating[:, :, :, ::1] x, const floating[:, :, :, ::1] w2,
-                          const floating[:, :, :, ::1] w2t,
-                          const floating[:, :, :, ::1] dy, object dx_obj, object dw_obj,
-                          object db_obj, Geometry g, int n_threads, bint batched, int chunk,
-                          int n_parts, bint planes):
-    cdef floating[:, :, :, ::1] dx, dw
-    cdef floating[::1] db
-    cdef floating[:, ::1] ws, parts
-    cdef floating* pdx = NULL
-    cdef floating* pdw = NULL
-    cdef bint need_dx = dx_obj is not None
-    cdef bint need_dw = dw_obj is not None
-    cdef bint need_db = db_obj is not None
-    cdef double[:, ::1] db_parts
-    cdef int n_run
-    cdef long ws_stride
-    dtype = np.float32 if floating is float else np.float64
-    if need_dx:
-        dx = dx_obj
-        pdx = &dx[0, 0, 0, 0]
-    if need_dw:
-        dw = dw_obj
-        pdw = &dw[0, 0, 0, 0]
-    if batched:
-        n_parts = 1
-        db_parts = np.zeros((1, g.f), dtype=np.float64)
-        ws = np.empty((1, 1 if g.identity else g.n * g.l * g.k), dtype=dtype)
-        with nogil:
-            _nhwc_backward_batched(&x[0, 0, 0, 0], &w2[0, 0, 0, 0], &dy[0, 0, 0, 0], pdx, pdw,
-                                   &db_parts[0, 0], &ws[0, 0], g, need_dx, need_dw, need_db,
-                                   n_threads)
-    else:
-        db_parts = np.zeros((n_parts, g.f), dtype=np.float64)
-        ws_stride = <long> chunk * g.l * g.k if (need_dx or need_dw) and not g.identity else 0
-        n_run = min(n_threads, n_parts)
-        ws = np.empty((n_run, max(1, ws_stride)), dtype=dtype)
-        parts = np.zeros((n_parts if need_dw else 1, g.k * g.f), dtype=dtype)
-        with nogil:
-            _nhwc_backward_parts(&x[0, 0, 0, 0], &w2[0, 0, 0, 0], &w2t[0, 0, 0, 0],
-                                 &dy[0, 0, 0, 0], pdx, &parts[0, 0], &db_parts[0, 0],
-                                 &ws[0, 0], ws_stride, g, need_dx, need_dw, need_db, chunk,
-                                 planes, n_parts, n_run)
-            if need_dw:      # the parts hold dW2^T (K, F)
-                _reduce_parts_transposed(&parts[0, 0], n_parts, g.k, g.f, pdw, n_threads)
-    if need_db:
-        db = db_obj
-        _sum_parts(db_parts, db)
+def gemm_f32(a, b, c, beta=0.0, trans_a=False, trans_b=False, n_threads=1, isa=-1):
+    """``c[...] = beta * c + op(a) @ op(b)`` with the convolution's own float32 GEMM
+    (_convgemm.h), in blocks of rows on ``n_threads`` threads (the bits do not depend on it).
+    ``isa``: -1 the best copy this CPU runs, else 0 (SSE2), 1 (AVX2+FMA), 2 (AVX-512), capped
+    at the best; the choice stays for later calls. For the tests and
+    benchmarks/bench_conv_limit.py. Returns the copy used."""
+    check_nd(a, "a", 2, np.float32)
+    check_nd(b, "b", 2, np.float32)
+    check_nd(c, "c", 2, np.float32)
+    cdef int m, n, k
+    m, k = (a.shape[1], a.shape[0]) if trans_a else a.shape
+    kb, n = (b.shape[1], b.shape[0]) if trans_b else b.shape
+    if kb != k or c.shape != (m, n):
+        raise ValueError(f"Invalid arguments `a`, `b`, `c`: expected op(a) (M, K), op(b) "
+                         f"(K, N), c (M, N). Received: shapes {a.shape}, {b.shape}, {c.shape} "
+                         f"with trans_a={trans_a}, trans_b={trans_b}")
+    cdef const float[:, ::1] av = a
+    cdef const float[:, ::1] bv = b
+    cdef float[:, ::1] cv = c
+    cdef int level = minnet_cg_set_isa(isa), threads = check_threads(n_threads)
+    cdef bint ta = trans_a, tb = trans_b
+    cdef float fbeta = beta
+    if c.size == 0:
+        return level
+    with nogil:
+        conv_gemm_blocks[float](ta, tb, m, n, k, &av[0, 0], <int> av.shape[1], &bv[0, 0],
+                                <int> bv.shape[1], fbeta, &cv[0, 0], <int> cv.shape[1],
+                                threads)
+    return level

@@ -1,4 +1,4 @@
-"""Type stubs for minnet._ext._winograd (Winograd F(2x2, 3x3), channels_first)."""
+"""Type stubs for minnet._ext._winograd (Winograd F(2x2, 3x3), NCHW and NHWC)."""
 from typing import Optional
 
 import numpy as np
@@ -11,4 +11,5 @@ BLOCK_TILES: int
 def use_winograd(method: str, kh: int, kw: int, sh: int, sw: int, dh: int, dw: int, c: int,
                  f: int, pixels: int) -> bool: ...
 def winograd_conv2d(x: np.ndarray, w: np.ndarray, bias: Optional[np.ndarray], y: np.ndarray,
-                    pt: int, pl: int, flip: bool, n_threads: int) -> np.ndarray: ...
+                    pt: int, pl: int, flip: bool, n_threads: int,
+                    channels_last: bool = False) -> np.ndarray: ...

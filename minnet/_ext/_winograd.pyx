@@ -1,4 +1,4 @@
-"""Winograd F(2x2, 3x3) convolution: 3x3 kernels, stride 1, dilation 1, channels_first.
+"""Winograd F(2x2, 3x3) convolution: 3x3 kernels, stride 1, dilation 1, both layouts.
 
 Used by ``minnet._ext._conv`` for the forward and for the input gradient of the large 3x3
 layers (``use_winograd`` below decides; the weight gradient stays on im2col).  The math
@@ -9,7 +9,8 @@ result does not depend on the thread count.
 from cython.parallel cimport prange, threadid
 from libc.string cimport memcpy, memset
 
-from minnet._ext._blas cimport floating, gemm
+from minnet._ext._blas cimport floating
+from minnet._ext._convgemm cimport conv_gemm
 
 import numpy as np
 
@@ -205,21 +206,24 @@ cdef inline void _winograd_output_cols(const floating* s, int n, floating b,
         out[2 * p + 1] = s[n + p] - s[2 * n + p] - s[3 * n + p] + b
 
 
-cdef void _winograd_conv(const floating* x,       # IN  (N, C, H, W)
+cdef void _winograd_conv(const floating* x,       # IN  (N, C, H, W), NHWC with nhwc
                          int n, int c, int h, int w,
-                         const floating* u,       # IN  (16, F, C) transformed kernel
+                         const floating* u,       # IN  (16, F, C) transformed kernel;
+                                                  #     nhwc: its transpose (16, C, F)
                          const floating* bias,    # IN  (F,) or NULL
                          int f, int pt, int pl, int out_h, int out_w,
-                         floating* y,             # OUT (N, F, out_h, out_w)
+                         floating* y,             # OUT (N, F, out_h, out_w), NHWC with nhwc
                          floating* workspace,     # OUT per-thread scratch (ws_stride each)
-                         long ws_stride, int block_rows, int n_threads) noexcept nogil:
+                         long ws_stride, int block_rows, bint nhwc,
+                         int n_threads) noexcept nogil:
     """3x3 / stride 1 / dilation 1 correlation; ``pt``, ``pl`` may be negative.
 
     The N * tiles_h rows of 2x2 output tiles of the batch are cut into blocks of
     ``block_rows`` tile rows (a block may span samples); ``prange`` over the blocks: each
     thread transforms its block's input, runs the 16 single-threaded GEMMs into its own
     scratch and writes the block's outputs.  Scratch per thread:
-    ``16 (C + F) block_rows tiles_w + 8 (2 tiles_w + 2)``.
+    ``16 (C + F) block_rows tiles_w + 8 (2 tiles_w + 2)`` (nhwc: ``+ 8 (2 tiles_w + 2)
+    (C - 1) + 8 F``).
     """
     cdef int tiles_h = (out_h + 1) // 2, tiles_w = (out_w + 1) // 2
     cdef long total = <long> n * tiles_h
@@ -237,11 +241,114 @@ cdef void _winograd_conv(const floating* x,       # IN  (N, C, H, W)
         r0 = job * block_rows
         rows = <int> (total - r0 if total - r0 < block_rows else block_rows)
         count = rows * tiles_w
-        _winograd_input(x, c, h, w, pt, pl, tiles_h, tiles_w, r0, rows, v, buf)
-        for k in range(16):
-            gemm(False, False, f, count, c, <floating> 1, u + <long> k * f * c, c,
-                 v + <long> k * c * count, count, <floating> 0, m + <long> k * f * count, count)
-        _winograd_output(m, bias, f, out_h, out_w, tiles_h, tiles_w, r0, rows, y, buf)
+        if nhwc:
+            _winograd_input_nhwc(x, c, h, w, pt, pl, tiles_h, tiles_w, r0, rows, v, buf)
+            for k in range(16):       # M_k (P, F) = V_k (P, C) @ U_k^T (C, F)
+                conv_gemm(False, False, count, f, c, v + <long> k * count * c, c,
+                          u + <long> k * c * f, f, <floating> 0, m + <long> k * count * f, f)
+            _winograd_output_nhwc(m, bias, f, out_h, out_w, tiles_h, tiles_w, r0, rows, y,
+                                  buf)
+        else:
+            _winograd_input(x, c, h, w, pt, pl, tiles_h, tiles_w, r0, rows, v, buf)
+            for k in range(16):       # M_k (F, P) = U_k (F, C) @ V_k (C, P)
+                conv_gemm(False, False, f, count, c, u + <long> k * f * c, c,
+                          v + <long> k * c * count, count, <floating> 0,
+                          m + <long> k * f * count, count)
+            _winograd_output(m, bias, f, out_h, out_w, tiles_h, tiles_w, r0, rows, y, buf)
+
+
+# ----------------------------------------------------------------------------------------
+# channels_last (NHWC): the same transforms with the channels innermost
+# ----------------------------------------------------------------------------------------
+#
+# V_k (P, C) and M_k (P, F) hold a tile per row and the channels along it, so the
+# transforms run on whole rows of channels (contiguous, vectorised over C or F), the 16
+# GEMMs are M_k = V_k @ U_k^T (the same products summed in the same channel order as the
+# channels_first M_k = U_k @ V_k), and the output transform writes NHWC pixels directly.
+
+cdef void _winograd_input_nhwc(const floating* x,  # IN  (N, H, W, C)
+                               int c, int h, int w, int pt, int pl, int tiles_h,
+                               int tiles_w, long r0, int rows,
+                               floating* v,         # OUT (16, rows * tiles_w, C)
+                               floating* buf        # OUT scratch, 8 * (2 * tiles_w + 2) * C
+                               ) noexcept nogil:
+    """V = B^T d B for the tile rows r0 .. r0 + rows - 1 (as _winograd_input, NHWC)."""
+    cdef int wp = 2 * tiles_w + 2
+    cdef long n = <long> wp * c, count = <long> rows * tiles_w, kstride = count * c
+    cdef int row, s, th, i, tw, iy, lo, hi
+    cdef long gr
+    cdef floating* d = buf               # 4 padded input rows of wp pixels x C
+    cdef floating* t = buf + 4 * n       # t = B^T d, 4 rows
+    cdef floating* dst
+    cdef floating* tr
+    lo = pl if pl > 0 else 0             # padded columns j in [lo, hi) hold input j - pl
+    hi = w + pl if w + pl < wp else wp
+    if hi < lo:
+        hi = lo
+    for row in range(rows):
+        gr = r0 + row
+        s = <int> (gr // tiles_h)
+        th = <int> (gr % tiles_h)
+        for i in range(4):
+            iy = 2 * th - pt + i
+            if iy < 0 or iy >= h or hi == lo:
+                memset(d + i * n, 0, n * sizeof(floating))
+            else:
+                memset(d + i * n, 0, <long> lo * c * sizeof(floating))
+                memcpy(d + i * n + <long> lo * c,
+                       x + ((<long> s * h + iy) * w + lo - pl) * c,
+                       <long> (hi - lo) * c * sizeof(floating))
+                memset(d + i * n + <long> hi * c, 0, <long> (wp - hi) * c * sizeof(floating))
+        _winograd_pair(d, d + 2 * n, d + n, d + 3 * n, 1, n, t, t + 3 * n)
+        _winograd_sum_diff(d + n, d + 2 * n, 1, n, t + n, t + 2 * n)
+        for i in range(4):
+            tr = t + i * n
+            for tw in range(tiles_w):
+                dst = v + 4 * i * kstride + (<long> row * tiles_w + tw) * c
+                _winograd_pair(tr + (2 * tw) * c, tr + (2 * tw + 2) * c, tr + (2 * tw + 1) * c,
+                               tr + (2 * tw + 3) * c, 1, c, dst, dst + 3 * kstride)
+                _winograd_sum_diff(tr + (2 * tw + 1) * c, tr + (2 * tw + 2) * c, 1, c,
+                                   dst + kstride, dst + 2 * kstride)
+
+
+cdef void _winograd_output_nhwc(const floating* m,   # IN  (16, rows * tiles_w, F)
+                                const floating* bias,  # IN  (F,) or NULL
+                                int f, int out_h, int out_w, int tiles_h, int tiles_w,
+                                long r0, int rows,
+                                floating* y,         # OUT (N, out_h, out_w, F)
+                                floating* buf        # OUT scratch, 8 * F
+                                ) noexcept nogil:
+    """Y_tile = A^T M A + b (as _winograd_output, NHWC); each output pixel written once."""
+    cdef long count = <long> rows * tiles_w, kstride = count * f
+    cdef int row, s, th, tw, i, j, oh, ow, q
+    cdef long gr
+    cdef const floating* src
+    cdef floating* dst
+    cdef floating* sr
+    for row in range(rows):
+        gr = r0 + row
+        s = <int> (gr // tiles_h)
+        th = <int> (gr % tiles_h)
+        for tw in range(tiles_w):
+            src = m + (<long> row * tiles_w + tw) * f
+            for j in range(4):       # s = A^T m: rows 0 and 1 of column j
+                _winograd_output_rows(src + j * kstride, src + (4 + j) * kstride,
+                                      src + (8 + j) * kstride, src + (12 + j) * kstride, f,
+                                      buf + j * f, buf + (4 + j) * f)
+            for i in range(2):
+                oh = 2 * th + i
+                if oh >= out_h:
+                    continue
+                sr = buf + 4 * i * f
+                ow = 2 * tw
+                dst = y + ((<long> s * out_h + oh) * out_w + ow) * f
+                for q in range(f):
+                    dst[q] = sr[q] + sr[f + q] + sr[2 * f + q] + (bias[q] if bias != NULL else 0)
+                if ow + 1 < out_w:
+                    dst = dst + f
+                    for q in range(f):
+                        dst[q] = (sr[f + q] - sr[2 * f + q] - sr[3 * f + q]
+                                  + (bias[q] if bias != NULL else 0))
 
 
 # ----------------------------------------------------------------------------------------
@@ -277,32 +384,38 @@ def use_winograd(method, kh, kw, sh, sw, dh, dw, c, f, pixels):
             and min(c, f) >= MIN_CHANNELS)
 
 
-def winograd_conv2d(x, w, bias, y, int pt, int pl, bint flip, int n_threads):
-    """``y = x (*) w`` (3x3 correlation, NCHW) by Winograd, written into ``y``.
+def winograd_conv2d(x, w, bias, y, int pt, int pl, bint flip, int n_threads,
+                    bint channels_last=False):
+    """``y = x (*) w`` (3x3 correlation, NCHW, or NHWC with ``channels_last``) by Winograd,
+    written into ``y``.
 
     ``flip``: with ``w`` rotated by 180 degrees and its channel axes swapped (``w`` is then
     ``(C_in, C_out, 3, 3)``, the kernel of the input gradient).  ``pt``, ``pl`` may be
     negative.  The caller has checked shapes and dtypes.
     """
     if x.dtype == np.float32:
-        _winograd_entry[float](x, w, bias, y, pt, pl, flip, n_threads)
+        _winograd_entry[float](x, w, bias, y, pt, pl, flip, n_threads, channels_last)
     else:
-        _winograd_entry[double](x, w, bias, y, pt, pl, flip, n_threads)
+        _winograd_entry[double](x, w, bias, y, pt, pl, flip, n_threads, channels_last)
     return y
 
 
 cdef _winograd_entry(const floating[:, :, :, ::1] x, const floating[:, :, :, ::1] w,
                      object bias, floating[:, :, :, ::1] y, int pt, int pl, bint flip,
-                     int n_threads):
-    cdef int cin = x.shape[1], cout = y.shape[1]
-    cdef int tiles_w = (y.shape[3] + 1) // 2
-    cdef long total = <long> y.shape[0] * ((y.shape[2] + 1) // 2)    # tile rows
+                     int n_threads, bint nhwc):
+    cdef int cin = x.shape[3 if nhwc else 1], cout = y.shape[3 if nhwc else 1]
+    cdef int h = x.shape[1 if nhwc else 2], w_in = x.shape[2 if nhwc else 3]
+    cdef int out_h = y.shape[1 if nhwc else 2], out_w = y.shape[2 if nhwc else 3]
+    cdef int tiles_w = (out_w + 1) // 2
+    cdef long total = <long> y.shape[0] * ((out_h + 1) // 2)    # tile rows
     cdef int block = <int> min(max(1, BLOCK_TILES // tiles_w), total)
     cdef const floating[::1] b
     cdef const floating* pb = NULL
     cdef floating[::1] u
     cdef floating[:, ::1] ws
     cdef long ws_stride = 16 * <long> (cin + cout) * block * tiles_w + 8 * (2 * tiles_w + 2)
+    if nhwc:
+        ws_stride += 8 * (2 * tiles_w + 2) * <long> (cin - 1) + 8 * cout
     dtype = np.float32 if floating is float else np.float64
     if bias is not None:
         b = bias
@@ -312,6 +425,9 @@ cdef _winograd_entry(const floating[:, :, :, ::1] x, const floating[:, :, :, ::1
     ws = np.empty((n_threads, ws_stride), dtype=dtype)
     with nogil:
         _winograd_weight(&w[0, 0, 0, 0], w.shape[0], w.shape[1], flip, &u[0])
-        _winograd_conv(&x[0, 0, 0, 0], x.shape[0], cin, x.shape[2], x.shape[3], &u[0], pb,
-                       cout, pt, pl, y.shape[2], y.shape[3], &y[0, 0, 0, 0], &ws[0, 0],
-                       ws_stride, block, n_threads)
+    if nhwc:      # U_k^T (C, F) for the GEMMs M_k = V_k @ U_k^T
+        u = np.ascontiguousarray(np.asarray(u).reshape(16, cout, cin).transpose(0, 2, 1)).ravel()
+    with nogil:
+        _winograd_conv(&x[0, 0, 0, 0], x.shape[0], cin, h, w_in, &u[0], pb, cout, pt, pl,
+                       out_h, out_w, &y[0, 0, 0, 0], &ws[0, 0], ws_stride, block, nhwc,
+                       n_threads)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from minnet._config import get_num_threads
-from minnet._ext import _conv, _im2col
+from minnet._ext import _conv, _im2col, _winograd
 
 from _harness import TOLERANCES
 
@@ -193,7 +193,7 @@ def test_conv2d_nhwc_validation(rng):
     with pytest.raises(ValueError, match="`data_format`"):
         _conv.conv2d_forward(x, w, data_format="NHWC")
     with pytest.raises(ValueError, match="'winograd'"):
-        _conv.conv2d_forward(x, w, method="winograd", **NHWC)
+        _conv.conv2d_forward(x, rng.standard_normal((4, 3, 2, 2)), method="winograd", **NHWC)
     with pytest.raises(ValueError, match="`grad_output`"):
         _conv.conv2d_backward(x, w, np.zeros((2, 3, 3, 5)), **NHWC)
     with pytest.raises(ValueError, match="`cols`"):
@@ -227,3 +227,94 @@ def test_kernels_bit_identical_for_any_thread_count(shape, method, data_format, 
             ref = got
         for a, b in zip(got, ref):
             np.testing.assert_array_equal(a, b)
+
+
+# Winograd F(2x2, 3x3) in channels_last (_winograd.pyx): 3x3, stride 1, dilation 1.
+WINOGRAD_CASES = [  # (N, H, W, C, F, (pad_top, pad_left), out_size or None)
+    (2, 7, 9, 3, 4, (1, 1), None),        # odd output: half-empty edge tiles
+    (3, 7, 10, 4, 5, (2, 2), None),       # padding 2, C and F odd
+    (2, 8, 7, 3, 4, (0, 1), (8, 7)),      # asymmetric padding
+    (1, 3, 3, 1, 1, (0, 0), None),        # kernel = input, one output
+    (2, 6, 6, 3, 2, (3, 0), (6, 3)),      # padding > kernel - 1 (dX padding < 0)
+    (5, 13, 5, 7, 9, (1, 0), None),       # tile blocks spanning samples
+]
+
+
+def _winograd_operands(case, dtype, rng):
+    n, h, w, c, f, p, out = case
+    x = rng.standard_normal((n, h, w, c)).astype(dtype)
+    weight = rng.standard_normal((f, c, 3, 3)).astype(dtype)
+    bias = rng.standard_normal(f).astype(dtype)
+    y = _conv.conv2d_forward(x, weight, bias, 1, p, 1, out, **NHWC)
+    dy = rng.standard_normal(y.shape).astype(dtype)
+    return x, weight, bias, dy, p, out, (y.shape[1], y.shape[2])
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", WINOGRAD_CASES)
+def test_winograd_nhwc_matches_reference_and_channels_first(case, dtype, n_threads, rng):
+    x, weight, bias, dy, p, out, size = _winograd_operands(case, dtype, rng)
+    kw = dict(n_threads=n_threads, method="winograd")
+    y = _conv.conv2d_forward(x, weight, bias, 1, p, 1, out, **kw, **NHWC)
+    np.testing.assert_allclose(y, conv_ref(x, weight, bias, (1, 1), p, (1, 1), size), **TOL[dtype])
+    got = _conv.conv2d_backward(x, weight, dy, 1, p, 1, **kw, **NHWC)
+    for g, want in zip(got, conv_grads_ref(x, weight, dy, (1, 1), p, (1, 1), size)):
+        assert g.dtype == dtype
+        np.testing.assert_allclose(g, want, **TOL[dtype])
+    dx, dw, db = _conv.conv2d_backward(x, weight, dy, 1, p, 1, True, False, False, **kw, **NHWC)
+    assert dw is None and db is None
+    np.testing.assert_array_equal(dx, got[0])
+    if dtype == np.float32:
+        # The same products summed in the same order as channels_first Winograd: same bits.
+        x_cf = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+        dy_cf = np.ascontiguousarray(dy.transpose(0, 3, 1, 2))
+        y_cf = _conv.conv2d_forward(x_cf, weight, bias, 1, p, 1, out, **kw)
+        np.testing.assert_array_equal(y, y_cf.transpose(0, 2, 3, 1))
+        dx_cf = _conv.conv2d_backward(x_cf, weight, dy_cf, 1, p, 1, True, False, False, **kw)[0]
+        np.testing.assert_array_equal(dx, dx_cf.transpose(0, 2, 3, 1))
+
+
+@pytest.mark.parametrize("block", [1, 3, 10**6])
+def test_winograd_nhwc_block_sizes_and_threads(block, monkeypatch, rng):
+    monkeypatch.setattr(_winograd, "BLOCK_TILES", block)
+    x, weight, bias, dy, p, out, size = _winograd_operands(WINOGRAD_CASES[5], np.float32, rng)
+    first = None
+    for n_threads in (1, 2, 3):
+        kw = dict(n_threads=n_threads, method="winograd", **NHWC)
+        got = (_conv.conv2d_forward(x, weight, bias, 1, p, 1, out, **kw),
+               _conv.conv2d_backward(x, weight, dy, 1, p, 1, True, False, False, **kw)[0])
+        first = first or got
+        for a, b in zip(got, first):
+            np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(first[0], conv_ref(x, weight, bias, (1, 1), p, (1, 1), size),
+                               **TOL[np.float32])
+
+
+def test_winograd_nhwc_auto_rule(monkeypatch, rng):
+    # 32 -> 32 channels on 14x14: "auto" takes Winograd for y and dX in channels_last too.
+    x = rng.standard_normal((3, 14, 14, 32)).astype(np.float32)
+    weight = (rng.standard_normal((32, 32, 3, 3)) * 0.1).astype(np.float32)
+    dy = rng.standard_normal((3, 14, 14, 32)).astype(np.float32)
+    y_auto = _conv.conv2d_forward(x, weight, None, 1, 1, n_threads=2, **NHWC)
+    g_auto = _conv.conv2d_backward(x, weight, dy, 1, 1, n_threads=2, **NHWC)
+    monkeypatch.setattr(_winograd, "WINOGRAD", False)
+    y_gemm = _conv.conv2d_forward(x, weight, None, 1, 1, n_threads=2, **NHWC)
+    g_gemm = _conv.conv2d_backward(x, weight, dy, 1, 1, n_threads=2, **NHWC)
+    np.testing.assert_allclose(y_auto, y_gemm, **TOL[np.float32])
+    np.testing.assert_allclose(g_auto[0], g_gemm[0], **TOL[np.float32])
+    assert not np.array_equal(y_auto, y_gemm)
+    assert not np.array_equal(g_auto[0], g_gemm[0])
+    np.testing.assert_array_equal(g_auto[1], g_gemm[1])      # dW stays on im2col
+
+
+def test_winograd_rounding_within_twice_im2col(rng):
+    """docs/math/convolution.md's promise: F(2x2, 3x3)'s float32 error against a float64
+    reference is within twice the im2col path's (both layouts)."""
+    x = rng.standard_normal((4, 16, 16, 64)).astype(np.float32)
+    weight = (rng.standard_normal((64, 64, 3, 3)) * 0.1).astype(np.float32)
+    want = conv_ref(x.astype(np.float64), weight.astype(np.float64), None, (1, 1), (1, 1),
+                    (1, 1), (16, 16))
+    errors = {m: np.abs(_conv.conv2d_forward(x, weight, None, 1, 1, method=m, **NHWC)
+                        - want).max() for m in ("winograd", "per_sample")}
+    assert errors["winograd"] <= 2 * errors["per_sample"], errors
