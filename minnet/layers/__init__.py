@@ -213,3 +213,14 @@ def get(identifier, custom_objects=None):
         return deserialize(identifier, custom_objects)
     raise TypeError(f"Invalid value for argument `identifier`: expected a Layer or a dict from "
                     f"serialize(). Received: {identifier!r}")
+# Keras 3's image augmentation layers (issue 28)
+from minnet.layers.augmentation_color import (  # noqa: E402
+    AutoContrast, Equalization, RandomBrightness, RandomColorDegeneration, RandomColorJitter,
+    RandomGrayscale, RandomHue, RandomInvert, RandomPosterization, RandomSaturation,
+    RandomSharpness, Solarization)
+_AUGMENTATION = (RandomBrightness, RandomGrayscale, RandomInvert, RandomSaturation, RandomHue,
+                 RandomColorDegeneration, RandomColorJitter, Solarization, RandomPosterization,
+                 AutoContrast, Equalization, RandomSharpness)
+for _cls in _AUGMENTATION:
+    _registry.register("layer", _cls)
+__all__ += [cls.__name__ for cls in _AUGMENTATION]
