@@ -34,11 +34,11 @@ __all__ = ["RandomBrightness", "RandomGrayscale", "RandomInvert", "RandomSaturat
 # Keras's argument rules and colour conversions
 # ---------------------------------------------------------------------------------------
 
-def _is_number(value):
+def is_number(value):
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
-def _plain(value):
+def plain_number(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
@@ -46,12 +46,12 @@ def keras_factor(name, factor, bounds):
     """Keras's ``_set_factor``: a number ``f`` in ``bounds`` -> ``(max(-|f|, low), |f|)``; a
     pair -> sorted (refused only when entirely outside ``bounds``, as Keras)."""
     low, high = bounds
-    if isinstance(factor, (tuple, list)) and len(factor) == 2 and all(map(_is_number, factor)):
+    if isinstance(factor, (tuple, list)) and len(factor) == 2 and all(map(is_number, factor)):
         if not (factor[0] > high or factor[1] < low):
-            lower, upper = sorted(_plain(v) for v in factor)
+            lower, upper = sorted(plain_number(v) for v in factor)
             return (lower, upper)
-    elif _is_number(factor) and low <= factor <= high:
-        f = abs(_plain(factor))
+    elif is_number(factor) and low <= factor <= high:
+        f = abs(plain_number(factor))
         return (max(-f, low), f)
     raise invalid(name, f"a number (or a list of two numbers) in the range [{low}, {high}]",
                   factor)
@@ -60,9 +60,9 @@ def keras_factor(name, factor, bounds):
 def keras_value_range(value_range, sort=True):
     """Keras's ``value_range``: two numbers (sorted, where Keras sorts them)."""
     if not (isinstance(value_range, (tuple, list)) and len(value_range) == 2
-            and all(map(_is_number, value_range))):
+            and all(map(is_number, value_range))):
         raise invalid("value_range", "a list of two numbers", value_range)
-    values = [_plain(v) for v in value_range]
+    values = [plain_number(v) for v in value_range]
     return sorted(values) if sort else tuple(values)
 
 
@@ -130,7 +130,7 @@ def _column(values, dtype):
 # The shared base
 # ---------------------------------------------------------------------------------------
 
-class _Augmentation(ImageLayer):
+class AugmentationLayer(ImageLayer):
     """``call`` = ``_apply(batch, _draw(batch.shape))`` in training, the identity otherwise."""
 
     _ALWAYS = False        # AutoContrast: applied in evaluation too (Keras ignores `training`)
@@ -166,7 +166,7 @@ class _Augmentation(ImageLayer):
 # Brightness, grayscale, inversion
 # ---------------------------------------------------------------------------------------
 
-class RandomBrightness(_Augmentation):
+class RandomBrightness(AugmentationLayer):
     """Add ``delta * (high - low)`` to every pixel of an image, ``delta`` uniform in
     ``factor``, then clip to ``value_range`` (training only).
 
@@ -199,16 +199,16 @@ class RandomBrightness(_Augmentation):
         return {**super().get_config(), **self._range_config(), "factor": list(self.factor)}
 
 
-class RandomGrayscale(_Augmentation):
+class RandomGrayscale(AugmentationLayer):
     """Turn an image into grayscale (all channels ``0.2989 R + 0.587 G + 0.114 B``) with
     probability ``factor`` (default 0.5; training only)."""
 
     def __init__(self, factor=0.5, data_format=None, seed=None, name=None, dtype=None,
                  trainable=True, **kwargs):
         super().__init__(data_format, seed, name, dtype, trainable, **kwargs)
-        if not (_is_number(factor) and 0 <= factor <= 1):
+        if not (is_number(factor) and 0 <= factor <= 1):
             raise invalid("factor", "a number between 0 and 1", factor)
-        self.factor = _plain(factor)
+        self.factor = plain_number(factor)
 
     def _draw(self, shape):
         return (self._uniform(0.0, 1.0, shape[0]) < self.factor).reshape(-1, 1, 1, 1)
@@ -223,7 +223,7 @@ class RandomGrayscale(_Augmentation):
         return {**super().get_config(), **self._config(), "factor": self.factor}
 
 
-class RandomInvert(_Augmentation):
+class RandomInvert(AugmentationLayer):
     """Replace an image by ``value_range[1] - x`` with probability ``p``, ``p`` itself
     uniform in ``factor`` (default ``(0, 1)``; training only)."""
 
@@ -249,7 +249,7 @@ class RandomInvert(_Augmentation):
 # Saturation, hue, colour degeneration, colour jitter
 # ---------------------------------------------------------------------------------------
 
-class RandomSaturation(_Augmentation):
+class RandomSaturation(AugmentationLayer):
     """Scale the HSV saturation by ``f / (1 - f + 1e-7)``, ``f`` uniform in ``factor``
     (0.5 keeps the image, 0 makes it gray, 1 fully saturated), clipped to ``value_range``
     (training only). As Keras, the image goes to HSV as it is (not first scaled to [0, 1]).
@@ -283,7 +283,7 @@ class RandomSaturation(_Augmentation):
         return {**super().get_config(), **self._range_config(), "factor": list(self.factor)}
 
 
-class RandomHue(_Augmentation):
+class RandomHue(AugmentationLayer):
     """Rotate the HSV hue by ``s * f / 2`` (``s`` a random sign, ``f`` uniform in ``factor``,
     a fraction of the colour wheel), working in [0, 1] and mapping back to ``value_range``
     (training only).
@@ -319,7 +319,7 @@ class RandomHue(_Augmentation):
         return {**super().get_config(), **self._range_config(), "factor": list(self.factor)}
 
 
-class RandomColorDegeneration(_Augmentation):
+class RandomColorDegeneration(AugmentationLayer):
     """Blend each image towards its grayscale version: ``x + f * (gray(x) - x)``, ``f``
     uniform in ``factor``, clipped to ``value_range`` (training only).
 
@@ -347,7 +347,7 @@ class RandomColorDegeneration(_Augmentation):
         return {**super().get_config(), **self._range_config(), "factor": list(self.factor)}
 
 
-def _adjust_contrast(images, factor, value_range, data_format):
+def adjust_contrast(images, factor, value_range, data_format):
     """Keras's RandomContrast: ``(x - mean) * f + mean`` per channel, clipped."""
     h, w = (1, 2) if data_format == "channels_last" else (2, 3)
     mean = images.mean(axis=h, keepdims=True).mean(axis=w, keepdims=True)
@@ -355,7 +355,7 @@ def _adjust_contrast(images, factor, value_range, data_format):
     return np.clip(out, value_range[0], value_range[1])
 
 
-class RandomColorJitter(_Augmentation):
+class RandomColorJitter(AugmentationLayer):
     """Keras's colour jitter: brightness, contrast, saturation and hue, each given factor
     applied in that order with its own random draw (training only).
 
@@ -408,7 +408,7 @@ class RandomColorJitter(_Augmentation):
     def _apply(self, images, params):
         for key, step in self._steps.items():
             if key == "contrast":
-                images = _adjust_contrast(images, params[key]["contrast_factor"],
+                images = adjust_contrast(images, params[key]["contrast_factor"],
                                           self.value_range, self.data_format)
             else:
                 images = step._apply(images, params[key])
@@ -428,15 +428,15 @@ class RandomColorJitter(_Augmentation):
 def _unit_factor(name, factor):
     """Solarization's factors: a number ``f`` in [0, 1] -> ``(0, f)``; a pair -> sorted."""
     pair = isinstance(factor, (tuple, list)) and len(factor) == 2 \
-        and all(_is_number(v) and 0 <= v <= 1 for v in factor)
+        and all(is_number(v) and 0 <= v <= 1 for v in factor)
     if pair:
-        return tuple(sorted(_plain(v) for v in factor))
-    if _is_number(factor) and 0 <= factor <= 1:
-        return (0, _plain(factor))
+        return tuple(sorted(plain_number(v) for v in factor))
+    if is_number(factor) and 0 <= factor <= 1:
+        return (0, plain_number(factor))
     raise invalid(name, "a number (or a list of two numbers) in the range [0, 1]", factor)
 
 
-class Solarization(_Augmentation):
+class Solarization(AugmentationLayer):
     """Add ``a`` to each pixel (in [0, 255] units), clip, and invert (``255 - x``) the
     pixels at or above a threshold ``t`` (training only). ``a`` is uniform in
     ``[addition_factor[0], addition_factor[1] * 255]`` and ``t`` in
@@ -474,7 +474,7 @@ class Solarization(_Augmentation):
                 "threshold_factor": list(self.threshold_factor)}
 
 
-class RandomPosterization(_Augmentation):
+class RandomPosterization(AugmentationLayer):
     """Keep the ``b`` highest bits of each 8-bit channel value, ``b`` an integer drawn in
     ``[factor[0], factor[1])`` (Keras's ``randint``; a single value when both are equal;
     training only).
@@ -514,7 +514,7 @@ class RandomPosterization(_Augmentation):
 # AutoContrast, Equalization, sharpness
 # ---------------------------------------------------------------------------------------
 
-class AutoContrast(_Augmentation):
+class AutoContrast(AugmentationLayer):
     """Stretch each channel of each image to the full ``value_range``:
     ``(x - min) * 255 / (max - min)`` in [0, 255] units; a constant channel is left as it
     is. Deterministic, and applied in training and evaluation alike (as Keras).
@@ -544,7 +544,7 @@ class AutoContrast(_Augmentation):
                 "value_range": list(self.value_range)}
 
 
-class Equalization(_Augmentation):
+class Equalization(AugmentationLayer):
     """Histogram equalisation of each channel (``bins`` bins over [0, 255] after mapping
     ``value_range`` there; training only, as Keras). As Keras 3.15, a channel's histogram
     is taken over the whole batch it is called on (one image: that image's).
@@ -589,7 +589,7 @@ class Equalization(_Augmentation):
                 "value_range": list(self.value_range)}
 
 
-class RandomSharpness(_Augmentation):
+class RandomSharpness(AugmentationLayer):
     """Blend each image with its 3x3 smoothed version (weights 1/13 around, 5/13 in the
     centre, zero padding): ``x + (1 - 2f) * (smooth(x) - x)``, ``f`` uniform in ``factor``
     (0 blurs, 0.5 keeps, 1 sharpens), clipped to ``value_range`` (training only).
