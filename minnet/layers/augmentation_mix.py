@@ -15,14 +15,18 @@ at a model's input, as the other augmentation layers). The formulas are in
 """
 import numpy as np
 
-from minnet._checks import check_choice, invalid
+from minnet._checks import check_choice, check_int, invalid
 from minnet._config import get_num_threads
 from minnet._ext import _image as _kernels
 from minnet.autograd import Tensor
-from minnet.layers.augmentation_color import (AugmentationLayer, is_number, plain_number,
-                                              keras_factor, keras_value_range)
+from minnet.layers.augmentation_color import (AugmentationLayer, AutoContrast, Equalization,
+                                              RandomBrightness, RandomColorDegeneration,
+                                              RandomPosterization, RandomSharpness,
+                                              Solarization, adjust_contrast, is_number,
+                                              keras_factor, keras_value_range, plain_number)
 
-__all__ = ["MixUp", "CutMix", "RandomErasing", "RandomGaussianBlur", "RandomShear"]
+__all__ = ["MixUp", "CutMix", "RandomErasing", "RandomGaussianBlur", "RandomShear",
+           "RandAugment"]
 
 _FILL_MODES = ("reflect", "wrap", "constant", "nearest")
 
@@ -307,6 +311,14 @@ class RandomGaussianBlur(AugmentationLayer):
                 "kernel_size": list(self.kernel_size), "sigma": list(self.sigma)}
 
 
+def _affine(layer, images, matrices):
+    """minnet's affine kernel (Keras's maps: output pixel -> input coordinates)."""
+    return _kernels.affine_transform(
+        np.ascontiguousarray(images), matrices, interpolation=layer.interpolation,
+        fill_mode=layer.fill_mode, fill_value=layer.fill_value,
+        channels_first=layer.data_format == "channels_first", n_threads=get_num_threads())
+
+
 def _shear_factor(name, factor):
     """RandomShear's factors: a number ``f`` in [0, 1] -> ``(-f, f)``; a pair, sorted. Keras
     3.15 wants both bounds of a pair in [0, 1], so that its own config ``(-f, f)`` does not
@@ -357,12 +369,113 @@ class RandomShear(AugmentationLayer):
         shear = np.asarray(params["shear_factor"], np.float64).reshape(-1, 2)
         one, zero = np.ones(len(shear)), np.zeros(len(shear))
         matrices = np.stack([one, shear[:, 0], zero, shear[:, 1], one, zero], axis=1)
-        return _kernels.affine_transform(
-            np.ascontiguousarray(images), matrices, interpolation=self.interpolation,
-            fill_mode=self.fill_mode, fill_value=self.fill_value,
-            channels_first=self.data_format == "channels_first", n_threads=get_num_threads())
+        return _affine(self, images, matrices)
 
     def get_config(self):
         return {**super().get_config(), **self._config(), "x_factor": list(self.x_factor),
                 "y_factor": list(self.y_factor), "fill_mode": self.fill_mode,
                 "interpolation": self.interpolation, "fill_value": self.fill_value}
+
+
+class RandAugment(AugmentationLayer):
+    """RandAugment (Cubuk et al., 2019) as Keras 3.15: ``num_ops`` operations, each picked
+    uniformly among 11 (shear, translation, rotation, brightness, colour degeneration,
+    contrast, sharpness, posterization, solarization, auto-contrast, equalization) and
+    applied to the whole batch, each with magnitude range ``factor`` (training only).
+
+    Keras's rules, kept: every operation takes ``factor`` ``(0, f)`` as its own factor (so
+    shears, translations and rotations go one way only, the brightness only up, the contrast
+    in ``[1, 1 + f]``), posterization keeps ``max(1, int(8 f))`` bits at most, the
+    operations' parameters are drawn once per call (an operation picked twice repeats them).
+
+    Args:
+        value_range: default ``(0, 255)``.
+        num_ops: how many operations (default 2).
+        factor: float in [0, 1] (``f`` -> ``(0, f)``) or a pair (default 0.5).
+        interpolation: for the geometric operations, ``"bilinear"`` (default) or ``"nearest"``.
+    """
+
+    _OPERATIONS = ("random_shear", "random_translation", "random_rotation",
+                   "random_brightness", "random_color_degeneration", "random_contrast",
+                   "random_sharpness", "random_posterization", "solarization", "auto_contrast",
+                   "equalization")
+
+    def __init__(self, value_range=(0, 255), num_ops=2, factor=0.5, interpolation="bilinear",
+                 seed=None, data_format=None, name=None, dtype=None, trainable=True, **kwargs):
+        super().__init__(data_format, seed, name, dtype, trainable, **kwargs)
+        self.value_range = keras_value_range(value_range, sort=False)
+        self.num_ops = check_int("num_ops", num_ops, 0)
+        self.factor = keras_factor("factor", factor, (0, 1))
+        self.interpolation = check_choice("interpolation", interpolation,
+                                          ("nearest", "bilinear"))
+        self.fill_mode, self.fill_value = "reflect", 0.0       # Keras's defaults, fixed
+        common = dict(value_range=self.value_range, data_format=self.data_format, dtype=dtype)
+        self._steps = {
+            "random_shear": RandomShear(self.factor, self.factor, interpolation,
+                                        data_format=self.data_format, dtype=dtype),
+            "random_brightness": RandomBrightness(self.factor, **common),
+            "random_color_degeneration": RandomColorDegeneration(self.factor, **common),
+            "random_sharpness": RandomSharpness(self.factor, **common),
+            "random_posterization": RandomPosterization(max(1, int(8 * self.factor[1])),
+                                                        **common),
+            "solarization": Solarization(self.factor, self.factor, **common),
+            "auto_contrast": AutoContrast(**common),
+            "equalization": Equalization(**common)}
+        for step in self._steps.values():
+            step._rng = self._rng          # one generator for the whole layer
+
+    def _draw(self, shape):
+        n = shape[0]
+        height, width = _hw(shape, self.data_format)
+        lower, upper = self.factor
+        picks = self._rng().integers(0, len(self._OPERATIONS), size=self.num_ops)
+        params = {}
+        for key in self._OPERATIONS:
+            if key == "random_translation":
+                dy = self._uniform(lower, upper, (n, 1)) * height
+                dx = self._uniform(lower, upper, (n, 1)) * width
+                params[key] = {"translations": np.concatenate([dx, dy], axis=1)}
+            elif key == "random_rotation":
+                angle = self._uniform(lower * 360.0, upper * 360.0, n)
+                params[key] = {"rotation_matrix": _rotation_matrices(angle, height, width)}
+            elif key == "random_contrast":
+                params[key] = {"contrast_factor": self._uniform(1.0 - lower, 1.0 + upper,
+                                                                (n, 1, 1, 1))}
+            else:
+                params[key] = self._steps[key]._draw(shape)
+        return {"transforms": params, "layer_idxes": picks}
+
+    def _operation(self, key, images, params):
+        if key == "random_translation":
+            t = np.asarray(params["translations"], np.float64).reshape(-1, 2)
+            one, zero = np.ones(len(t)), np.zeros(len(t))
+            return _affine(self, images, np.stack([one, zero, -t[:, 0], zero, one, -t[:, 1]], 1))
+        if key == "random_rotation":
+            matrices = np.asarray(params["rotation_matrix"], np.float64).reshape(-1, 8)[:, :6]
+            return _affine(self, images, matrices)
+        if key == "random_contrast":
+            return adjust_contrast(images, params["contrast_factor"], self.value_range,
+                                   self.data_format)
+        return self._steps[key]._apply(images, params)
+
+    def _apply(self, images, params):
+        for pick in np.asarray(params["layer_idxes"]).ravel()[:self.num_ops]:
+            key = self._OPERATIONS[int(pick)]
+            images = self._operation(key, images, params["transforms"][key])
+            images = np.asarray(images, self.dtype)
+        return images
+
+    def get_config(self):
+        return {**super().get_config(), **self._range_config(), "num_ops": self.num_ops,
+                "factor": list(self.factor), "interpolation": self.interpolation}
+
+
+def _rotation_matrices(angle, height, width):
+    """Keras's ``_compute_affine_matrix`` for a rotation by ``angle`` degrees about the
+    centre: ``(n, 8)`` rows ``a0 a1 a2 b0 b1 b2 0 0``."""
+    theta = np.asarray(angle) * np.asarray(np.pi / 180.0, np.asarray(angle).dtype)
+    cx, cy = 0.5 * (width - 1), 0.5 * (height - 1)
+    cos, sin = np.cos(theta), np.sin(theta)
+    zero = np.zeros_like(cos)
+    return np.stack([cos, -sin, cx - cx * cos + cy * sin, sin, cos, cy - cx * sin - cy * cos,
+                     zero, zero], axis=1)

@@ -222,3 +222,69 @@ def test_inside_fit(rng):
     model.compile(optimizer="adam", loss=mn.losses.SparseCategoricalCrossentropy(from_logits=True))
     history = model.fit(x, y, epochs=1, batch_size=8, verbose=0)
     assert np.isfinite(history.history["loss"][0])
+
+
+def _nested_numpy(value):
+    if isinstance(value, dict):
+        return {k: _nested_numpy(v) for k, v in value.items()}
+    return None if value is None else _numpy(value)
+
+
+@pytest.mark.slow_once
+@pytest.mark.parametrize("data_format", FORMATS)
+def test_rand_augment_every_operation_matches_keras(keras, rng, data_format):
+    import torch
+    kwargs = dict(factor=(0.1, 0.4), num_ops=2, data_format=data_format)
+    theirs = keras.layers.RandAugment(seed=3, **kwargs)
+    ours = layers.RandAugment(**kwargs)
+    # On its torch backend, Keras's RandomBrightness adds in place (`images += delta`), so
+    # inside RandAugment (which runs every operation and keeps the picked one) it brightens
+    # the batch on every pass; the meaning on Keras's other backends, and minnet's, is to run
+    # only the picked operations. Give it a copy, as its other backends do.
+    # Likewise its torch affine_transform swaps the entries of the rotation matrix it is
+    # given in place, so a rotation run (and not kept) in one pass is wrong in the next.
+    brightness = theirs.random_brightness.transform_images
+    theirs.random_brightness.transform_images = \
+        lambda images, *args, **kw: brightness(images.clone(), *args, **kw)
+    rotation = theirs.random_rotation.transform_images
+    theirs.random_rotation.transform_images = lambda images, value, *args, **kw: rotation(
+        images, {**value, "rotation_matrix": value["rotation_matrix"].clone()}, *args, **kw)
+    images = _images(rng, data_format)
+    drawn = theirs.get_random_transformation(images, training=True)
+    params = _nested_numpy(drawn)
+    for first in range(11):
+        second = (first + 4) % 11
+        if 9 in (first, second) and data_format == "channels_first":
+            continue        # Keras's AutoContrast there: see test_augmentation_color.py
+        drawn["layer_idxes"] = torch.tensor([first, second])
+        params["layer_idxes"] = np.array([first, second])
+        expected = _numpy(theirs.transform_images(torch.from_numpy(images.copy()), drawn))
+        got = ours._apply(images.copy(), params)
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=3e-3,
+                                   err_msg=f"{ours._OPERATIONS[first]}, "
+                                           f"{ours._OPERATIONS[second]}")
+
+
+def test_rand_augment_draws_and_applies(rng):
+    x = _images(rng, "channels_last")
+    layer = layers.RandAugment(num_ops=3, seed=0, data_format="channels_last")
+    params = layers.RandAugment.from_config(layer.get_config())._draw(x.shape)
+    assert params["layer_idxes"].shape == (3,) and set(params["transforms"]) == set(
+        layer._OPERATIONS)
+    translations = layers.RandAugment(factor=0.3, seed=1)._draw((4000, 10, 20, 3))[
+        "transforms"]["random_translation"]["translations"]
+    assert translations.min() >= 0 and translations[:, 0].max() <= 0.3 * 20 + 1e-4
+    picks = np.concatenate([layers.RandAugment(seed=s)._draw(x.shape)["layer_idxes"]
+                            for s in range(300)])
+    assert set(picks.tolist()) == set(range(11))
+    again = layers.RandAugment.from_config(layer.get_config())
+    np.testing.assert_array_equal(layer(x, training=True).numpy(),
+                                  again(x, training=True).numpy())
+    np.testing.assert_array_equal(layers.RandAugment(num_ops=0)(x, training=True).numpy(), x)
+    with pytest.raises(TypeError, match="`num_ops`"):
+        layers.RandAugment(num_ops=1.5)
+    with pytest.raises(ValueError, match="`factor`"):
+        layers.RandAugment(factor=1.5)
+    config = json.loads(json.dumps(layers.serialize(layer)))
+    assert layers.deserialize(config).get_config() == layer.get_config()
