@@ -162,6 +162,23 @@ class AugmentationLayer(ImageLayer):
         return {**self._config(), "value_range": list(self.value_range)}
 
 
+class _FactorLayer(AugmentationLayer):
+    """Keras's ``(factor, value_range, data_format, seed)`` layers: ``factor`` checked against
+    ``_BOUNDS``, ``value_range`` sorted unless ``_SORTED`` is False."""
+
+    _BOUNDS = (-1, 1)
+    _SORTED = True
+
+    def __init__(self, factor, value_range=(0, 255), data_format=None, seed=None, name=None,
+                 dtype=None, trainable=True, **kwargs):
+        super().__init__(data_format, seed, name, dtype, trainable, **kwargs)
+        self.factor = keras_factor("factor", factor, self._BOUNDS)
+        self.value_range = keras_value_range(value_range, sort=self._SORTED)
+
+    def get_config(self):
+        return {**super().get_config(), **self._range_config(), "factor": list(self.factor)}
+
+
 # ---------------------------------------------------------------------------------------
 # Brightness, grayscale, inversion
 # ---------------------------------------------------------------------------------------
@@ -249,7 +266,7 @@ class RandomInvert(AugmentationLayer):
 # Saturation, hue, colour degeneration, colour jitter
 # ---------------------------------------------------------------------------------------
 
-class RandomSaturation(AugmentationLayer):
+class RandomSaturation(_FactorLayer):
     """Scale the HSV saturation by ``f / (1 - f + 1e-7)``, ``f`` uniform in ``factor``
     (0.5 keeps the image, 0 makes it gray, 1 fully saturated), clipped to ``value_range``
     (training only). As Keras, the image goes to HSV as it is (not first scaled to [0, 1]).
@@ -259,13 +276,8 @@ class RandomSaturation(AugmentationLayer):
         value_range: default ``(0, 255)``.
     """
 
+    _BOUNDS = (-1, 1)
     _RGB = True
-
-    def __init__(self, factor, value_range=(0, 255), data_format=None, seed=None, name=None,
-                 dtype=None, trainable=True, **kwargs):
-        super().__init__(data_format, seed, name, dtype, trainable, **kwargs)
-        self.factor = keras_factor("factor", factor, (-1, 1))
-        self.value_range = keras_value_range(value_range)
 
     def _draw(self, shape):
         factor = self._uniform(*self.factor, size=shape[0])
@@ -279,11 +291,8 @@ class RandomSaturation(AugmentationLayer):
         hsv = np.stack([hue, saturation, value], axis=_channel_axis(self.data_format))
         return hsv_to_rgb(hsv, self.data_format)
 
-    def get_config(self):
-        return {**super().get_config(), **self._range_config(), "factor": list(self.factor)}
 
-
-class RandomHue(AugmentationLayer):
+class RandomHue(_FactorLayer):
     """Rotate the HSV hue by ``s * f / 2`` (``s`` a random sign, ``f`` uniform in ``factor``,
     a fraction of the colour wheel), working in [0, 1] and mapping back to ``value_range``
     (training only).
@@ -293,13 +302,9 @@ class RandomHue(AugmentationLayer):
         value_range: default ``(0, 255)``.
     """
 
+    _BOUNDS = (0, 1)
+    _SORTED = False
     _RGB = True
-
-    def __init__(self, factor, value_range=(0, 255), data_format=None, seed=None, name=None,
-                 dtype=None, trainable=True, **kwargs):
-        super().__init__(data_format, seed, name, dtype, trainable, **kwargs)
-        self.factor = keras_factor("factor", factor, (0, 1))
-        self.value_range = keras_value_range(value_range, sort=False)
 
     def _draw(self, shape):
         sign = np.where(self._uniform(0.0, 1.0, shape[0]) > 0.5, -1.0, 1.0).astype(self.dtype)
@@ -315,11 +320,8 @@ class RandomHue(AugmentationLayer):
         rgb = hsv_to_rgb(np.stack([hue, saturation, value], axis=axis), self.data_format)
         return transform_value_range(np.clip(rgb, 0, 1), (0, 1), self.value_range)
 
-    def get_config(self):
-        return {**super().get_config(), **self._range_config(), "factor": list(self.factor)}
 
-
-class RandomColorDegeneration(AugmentationLayer):
+class RandomColorDegeneration(_FactorLayer):
     """Blend each image towards its grayscale version: ``x + f * (gray(x) - x)``, ``f``
     uniform in ``factor``, clipped to ``value_range`` (training only).
 
@@ -327,13 +329,8 @@ class RandomColorDegeneration(AugmentationLayer):
         factor: float in [-1, 1] (``f`` -> ``(-f, f)``, Keras's rule) or a pair.
     """
 
+    _BOUNDS = (-1, 1)
     _RGB = True
-
-    def __init__(self, factor, value_range=(0, 255), data_format=None, seed=None, name=None,
-                 dtype=None, trainable=True, **kwargs):
-        super().__init__(data_format, seed, name, dtype, trainable, **kwargs)
-        self.factor = keras_factor("factor", factor, (-1, 1))
-        self.value_range = keras_value_range(value_range)
 
     def _draw(self, shape):
         return {"factor": self._uniform(*self.factor, size=(shape[0], 1, 1, 1))}
@@ -342,9 +339,6 @@ class RandomColorDegeneration(AugmentationLayer):
         factor = _column(params["factor"], images.dtype)
         images = images + factor * (rgb_to_grayscale(images, self.data_format) - images)
         return np.clip(images, self.value_range[0], self.value_range[1])
-
-    def get_config(self):
-        return {**super().get_config(), **self._range_config(), "factor": list(self.factor)}
 
 
 def adjust_contrast(images, factor, value_range, data_format):
@@ -474,7 +468,7 @@ class Solarization(AugmentationLayer):
                 "threshold_factor": list(self.threshold_factor)}
 
 
-class RandomPosterization(AugmentationLayer):
+class RandomPosterization(_FactorLayer):
     """Keep the ``b`` highest bits of each 8-bit channel value, ``b`` an integer drawn in
     ``[factor[0], factor[1])`` (Keras's ``randint``; a single value when both are equal;
     training only).
@@ -485,11 +479,7 @@ class RandomPosterization(AugmentationLayer):
             uint8 first.
     """
 
-    def __init__(self, factor, value_range=(0, 255), data_format=None, seed=None, name=None,
-                 dtype=None, trainable=True, **kwargs):
-        super().__init__(data_format, seed, name, dtype, trainable, **kwargs)
-        self.factor = keras_factor("factor", factor, (1, 8))
-        self.value_range = keras_value_range(value_range)
+    _BOUNDS = (1, 8)
 
     def _draw(self, shape):
         low, high = self.factor
@@ -506,13 +496,11 @@ class RandomPosterization(AugmentationLayer):
         pixels = np.left_shift(np.right_shift(pixels, shift), shift).astype(dtype)
         return transform_value_range(pixels, (0, 255), self.value_range)
 
-    def get_config(self):
-        return {**super().get_config(), **self._range_config(), "factor": list(self.factor)}
-
 
 # ---------------------------------------------------------------------------------------
 # AutoContrast, Equalization, sharpness
 # ---------------------------------------------------------------------------------------
+
 
 class AutoContrast(AugmentationLayer):
     """Stretch each channel of each image to the full ``value_range``:
@@ -589,7 +577,7 @@ class Equalization(AugmentationLayer):
                 "value_range": list(self.value_range)}
 
 
-class RandomSharpness(AugmentationLayer):
+class RandomSharpness(_FactorLayer):
     """Blend each image with its 3x3 smoothed version (weights 1/13 around, 5/13 in the
     centre, zero padding): ``x + (1 - 2f) * (smooth(x) - x)``, ``f`` uniform in ``factor``
     (0 blurs, 0.5 keeps, 1 sharpens), clipped to ``value_range`` (training only).
@@ -598,11 +586,7 @@ class RandomSharpness(AugmentationLayer):
         factor: float in [0, 1] (``f`` -> ``(0, f)``) or a pair.
     """
 
-    def __init__(self, factor, value_range=(0, 255), data_format=None, seed=None, name=None,
-                 dtype=None, trainable=True, **kwargs):
-        super().__init__(data_format, seed, name, dtype, trainable, **kwargs)
-        self.factor = keras_factor("factor", factor, (0, 1))
-        self.value_range = keras_value_range(value_range)
+    _BOUNDS = (0, 1)
 
     def _draw(self, shape):
         return {"factor": self._uniform(*self.factor, size=shape[0])}
@@ -625,5 +609,4 @@ class RandomSharpness(AugmentationLayer):
         images = images + (1.0 - sharpness) * (smooth - images)
         return np.clip(images, self.value_range[0], self.value_range[1])
 
-    def get_config(self):
-        return {**super().get_config(), **self._range_config(), "factor": list(self.factor)}
+
