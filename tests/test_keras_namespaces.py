@@ -28,8 +28,8 @@ NOT_PROVIDED = {
         "SeparableConv1D": "not yet (SeparableConv2D exists)",
         "SeparableConvolution1D": "not yet (SeparableConv2D exists)",
         **{n: _AUGMENT for n in (
-            "AugMix", "ContrastLimitedAdaptiveHistogramEqualization", "RandomElasticTransform",
-            "RandomPerspective", "MaxNumBoundingBoxes")},
+            "ContrastLimitedAdaptiveHistogramEqualization", "RandomElasticTransform",
+            "MaxNumBoundingBoxes")},
         "FlaxLayer": _BACKEND, "JaxLayer": _BACKEND, "TorchModuleWrapper": _BACKEND,
         "TFSMLayer": _BACKEND,
         "Hashing": _HASH, "HashedCrossing": _HASH,

@@ -1,7 +1,7 @@
-"""Keras 3's mixing, erasing, blurring and shearing augmentation layers, and RandAugment.
+"""Keras 3's mixing, erasing, blurring, shearing and perspective augmentation layers.
 
 ``MixUp``, ``CutMix`` (images and their labels mixed), ``RandomErasing``,
-``RandomGaussianBlur``, ``RandomShear``, ``RandAugment``: Keras 3.15's names, arguments,
+``RandomGaussianBlur``, ``RandomShear``, ``RandomPerspective``: Keras 3.15's names, arguments,
 defaults and numbers. As in ``augmentation_color``, each layer is split into
 ``_draw(shape)`` (Keras's ``get_random_transformation``: the same keys and shapes) and
 ``_apply(images, params)`` (Keras's ``transform_images``) on a 4-D NumPy batch; ``call`` runs
@@ -15,18 +15,15 @@ at a model's input, as the other augmentation layers). The formulas are in
 """
 import numpy as np
 
-from minnet._checks import check_choice, check_int, invalid
+from minnet._checks import check_choice, invalid
 from minnet._config import get_num_threads
 from minnet._ext import _image as _kernels
 from minnet.autograd import Tensor
-from minnet.layers.augmentation_color import (AugmentationLayer, AutoContrast, Equalization,
-                                              RandomBrightness, RandomColorDegeneration,
-                                              RandomPosterization, RandomSharpness,
-                                              Solarization, adjust_contrast, is_number,
-                                              keras_factor, keras_value_range, plain_number)
+from minnet.layers.augmentation_color import (AugmentationLayer, is_number, keras_factor,
+                                              keras_value_range, plain_number)
 
 __all__ = ["MixUp", "CutMix", "RandomErasing", "RandomGaussianBlur", "RandomShear",
-           "RandAugment"]
+           "RandomPerspective"]
 
 _FILL_MODES = ("reflect", "wrap", "constant", "nearest")
 
@@ -47,7 +44,7 @@ def _box_masks(shape, data_format, x0, x1, y0, y1):
     return np.repeat(np.expand_dims(inside, axis), c, axis=axis)
 
 
-def _hw(shape, data_format):
+def image_size(shape, data_format):
     return (shape[1], shape[2]) if data_format == "channels_last" else (shape[2], shape[3])
 
 
@@ -154,7 +151,7 @@ class CutMix(_Mixing):
     def _draw(self, shape):
         rng = self._rng()
         n = shape[0]
-        height, width = _hw(shape, self.data_format)
+        height, width = image_size(shape, self.data_format)
         alpha = float(self._uniform(*self.factor, size=()) + np.asarray(1e-6, self.dtype))
         weight = rng.beta(alpha, alpha, size=n).astype(self.dtype)
         ratio = np.sqrt(1.0 - weight)
@@ -218,7 +215,7 @@ class RandomErasing(AugmentationLayer):
 
     def _draw(self, shape):
         n = shape[0]
-        height, width = _hw(shape, self.data_format)
+        height, width = image_size(shape, self.data_format)
         sides = np.sqrt(self._uniform(*self.scale, size=(n, 2)))
         corners = []
         for length, side in ((width, sides[:, 0]), (height, sides[:, 1])):
@@ -311,7 +308,7 @@ class RandomGaussianBlur(AugmentationLayer):
                 "kernel_size": list(self.kernel_size), "sigma": list(self.sigma)}
 
 
-def _affine(layer, images, matrices):
+def affine(layer, images, matrices):
     """minnet's affine kernel (Keras's maps: output pixel -> input coordinates)."""
     return _kernels.affine_transform(
         np.ascontiguousarray(images), matrices, interpolation=layer.interpolation,
@@ -369,7 +366,7 @@ class RandomShear(AugmentationLayer):
         shear = np.asarray(params["shear_factor"], np.float64).reshape(-1, 2)
         one, zero = np.ones(len(shear)), np.zeros(len(shear))
         matrices = np.stack([one, shear[:, 0], zero, shear[:, 1], one, zero], axis=1)
-        return _affine(self, images, matrices)
+        return affine(self, images, matrices)
 
     def get_config(self):
         return {**super().get_config(), **self._config(), "x_factor": list(self.x_factor),
@@ -377,105 +374,100 @@ class RandomShear(AugmentationLayer):
                 "interpolation": self.interpolation, "fill_value": self.fill_value}
 
 
-class RandAugment(AugmentationLayer):
-    """RandAugment (Cubuk et al., 2019) as Keras 3.15: ``num_ops`` operations, each picked
-    uniformly among 11 (shear, translation, rotation, brightness, colour degeneration,
-    contrast, sharpness, posterization, solarization, auto-contrast, equalization) and
-    applied to the whole batch, each with magnitude range ``factor`` (training only).
+def _map_coordinates(image, rows, cols, interpolation, fill_value):
+    """Keras's ``map_coordinates`` on one ``(H, W, C)`` image with constant fill: the taps
+    outside the image read ``fill_value`` (bilinear: floor and floor + 1; nearest: round)."""
+    h, w = image.shape[:2]
+    if interpolation == "nearest":
+        row_taps = [(np.round(rows).astype(np.int64), 1)]
+        col_taps = [(np.round(cols).astype(np.int64), 1)]
+    else:
+        r0, c0 = np.floor(rows), np.floor(cols)
+        row_taps = [(r0.astype(np.int64), 1 - (rows - r0)), (r0.astype(np.int64) + 1, rows - r0)]
+        col_taps = [(c0.astype(np.int64), 1 - (cols - c0)), (c0.astype(np.int64) + 1, cols - c0)]
+    out = None
+    for r, wr in row_taps:
+        for c, wc in col_taps:
+            valid = ((r >= 0) & (r < h) & (c >= 0) & (c < w))[..., None]
+            taps = image[np.clip(r, 0, h - 1), np.clip(c, 0, w - 1)]
+            term = np.asarray(wr * wc)[..., None] * np.where(valid, taps, fill_value)
+            out = term if out is None else out + term
+    return out.astype(image.dtype, copy=False)
 
-    Keras's rules, kept: every operation takes ``factor`` ``(0, f)`` as its own factor (so
-    shears, translations and rotations go one way only, the brightness only up, the contrast
-    in ``[1, 1 + f]``), posterization keeps ``max(1, int(8 f))`` bits at most, the
-    operations' parameters are drawn once per call (an operation picked twice repeats them).
+
+def homography(start_points, end_points):
+    """Keras's ``compute_homography_matrix``: the 8 entries mapping each ``end`` corner to its
+    ``start`` corner (output pixel -> input coordinates), one ``(8,)`` row per image."""
+    start = np.asarray(start_points)
+    end = np.asarray(end_points)
+    rows = []
+    for k in range(4):
+        ex, ey, sx, sy = end[:, k, 0], end[:, k, 1], start[:, k, 0], start[:, k, 1]
+        one, zero = np.ones_like(ex), np.zeros_like(ex)
+        rows.append(np.stack([ex, ey, one, zero, zero, zero, -sx * ex, -sx * ey], axis=-1))
+        rows.append(np.stack([zero, zero, zero, ex, ey, one, -sy * ex, -sy * ey], axis=-1))
+    target = start.reshape(len(start), 8)[..., None]
+    return np.linalg.solve(np.stack(rows, axis=1), target).reshape(-1, 8)
+
+
+class RandomPerspective(AugmentationLayer):
+    """Move the image's corners at random and warp it by the homography that takes them
+    there, with probability ``p`` (``p`` uniform in ``factor``; training only; outside
+    pixels ``fill_value``).
+
+    As Keras 3.15, corner ``(x, y)`` goes to ``(x, y) * (1 + d)``, ``d`` uniform in
+    ``[-scale / 2, scale / 2]`` per coordinate, so the corner at the origin stays put.
 
     Args:
-        value_range: default ``(0, 255)``.
-        num_ops: how many operations (default 2).
-        factor: float in [0, 1] (``f`` -> ``(0, f)``) or a pair (default 0.5).
-        interpolation: for the geometric operations, ``"bilinear"`` (default) or ``"nearest"``.
+        factor: float in [0, 1] (``f`` -> ``(0, f)``) or a pair (default 1.0).
+        scale: in [0, 1] (default 1.0).
+        interpolation: ``"bilinear"`` (default) or ``"nearest"``.
+        fill_value: default 0.
     """
 
-    _OPERATIONS = ("random_shear", "random_translation", "random_rotation",
-                   "random_brightness", "random_color_degeneration", "random_contrast",
-                   "random_sharpness", "random_posterization", "solarization", "auto_contrast",
-                   "equalization")
-
-    def __init__(self, value_range=(0, 255), num_ops=2, factor=0.5, interpolation="bilinear",
+    def __init__(self, factor=1.0, scale=1.0, interpolation="bilinear", fill_value=0.0,
                  seed=None, data_format=None, name=None, dtype=None, trainable=True, **kwargs):
         super().__init__(data_format, seed, name, dtype, trainable, **kwargs)
-        self.value_range = keras_value_range(value_range, sort=False)
-        self.num_ops = check_int("num_ops", num_ops, 0)
         self.factor = keras_factor("factor", factor, (0, 1))
+        if not (is_number(scale) and 0 <= scale <= 1):
+            raise invalid("scale", "a number in the range [0, 1]", scale)
+        self.scale = plain_number(scale)
         self.interpolation = check_choice("interpolation", interpolation,
                                           ("nearest", "bilinear"))
-        self.fill_mode, self.fill_value = "reflect", 0.0       # Keras's defaults, fixed
-        common = dict(value_range=self.value_range, data_format=self.data_format, dtype=dtype)
-        self._steps = {
-            "random_shear": RandomShear(self.factor, self.factor, interpolation,
-                                        data_format=self.data_format, dtype=dtype),
-            "random_brightness": RandomBrightness(self.factor, **common),
-            "random_color_degeneration": RandomColorDegeneration(self.factor, **common),
-            "random_sharpness": RandomSharpness(self.factor, **common),
-            "random_posterization": RandomPosterization(max(1, int(8 * self.factor[1])),
-                                                        **common),
-            "solarization": Solarization(self.factor, self.factor, **common),
-            "auto_contrast": AutoContrast(**common),
-            "equalization": Equalization(**common)}
-        for step in self._steps.values():
-            step._rng = self._rng          # one generator for the whole layer
+        if not is_number(fill_value):
+            raise invalid("fill_value", "a number", fill_value)
+        self.fill_value = plain_number(fill_value)
 
     def _draw(self, shape):
         n = shape[0]
-        height, width = _hw(shape, self.data_format)
-        lower, upper = self.factor
-        picks = self._rng().integers(0, len(self._OPERATIONS), size=self.num_ops)
-        params = {}
-        for key in self._OPERATIONS:
-            if key == "random_translation":
-                dy = self._uniform(lower, upper, (n, 1)) * height
-                dx = self._uniform(lower, upper, (n, 1)) * width
-                params[key] = {"translations": np.concatenate([dx, dy], axis=1)}
-            elif key == "random_rotation":
-                angle = self._uniform(lower * 360.0, upper * 360.0, n)
-                params[key] = {"rotation_matrix": _rotation_matrices(angle, height, width)}
-            elif key == "random_contrast":
-                params[key] = {"contrast_factor": self._uniform(1.0 - lower, 1.0 + upper,
-                                                                (n, 1, 1, 1))}
-            else:
-                params[key] = self._steps[key]._draw(shape)
-        return {"transforms": params, "layer_idxes": picks}
-
-    def _operation(self, key, images, params):
-        if key == "random_translation":
-            t = np.asarray(params["translations"], np.float64).reshape(-1, 2)
-            one, zero = np.ones(len(t)), np.zeros(len(t))
-            return _affine(self, images, np.stack([one, zero, -t[:, 0], zero, one, -t[:, 1]], 1))
-        if key == "random_rotation":
-            matrices = np.asarray(params["rotation_matrix"], np.float64).reshape(-1, 8)[:, :6]
-            return _affine(self, images, matrices)
-        if key == "random_contrast":
-            return adjust_contrast(images, params["contrast_factor"], self.value_range,
-                                   self.data_format)
-        return self._steps[key]._apply(images, params)
+        height, width = image_size(shape, self.data_format)
+        probability = self._uniform(*self.factor, size=n)
+        apply = self._uniform(0.0, 1.0, n) < probability
+        moves = self._uniform(-0.5 * self.scale, 0.5 * self.scale, (n, 4, 2))
+        start = np.array([[0.0, 0.0], [width - 1, 0.0], [0.0, height - 1],
+                          [width - 1, height - 1]], self.dtype)
+        start = np.repeat(start[None], n, axis=0)
+        return {"apply_perspective": apply, "start_points": start,
+                "end_points": start + start * moves, "input_shape": tuple(shape)}
 
     def _apply(self, images, params):
-        for pick in np.asarray(params["layer_idxes"]).ravel()[:self.num_ops]:
-            key = self._OPERATIONS[int(pick)]
-            images = self._operation(key, images, params["transforms"][key])
-            images = np.asarray(images, self.dtype)
-        return images
+        last = images if self.data_format == "channels_last" else images.transpose(0, 2, 3, 1)
+        h, w = last.shape[1:3]
+        maps = homography(np.asarray(params["start_points"], images.dtype),
+                          np.asarray(params["end_points"], images.dtype))
+        gx, gy = np.meshgrid(np.arange(w, dtype=images.dtype), np.arange(h, dtype=images.dtype))
+        out = np.empty_like(last)
+        for i, (a0, a1, a2, a3, a4, a5, a6, a7) in enumerate(maps):
+            denominator = a6 * gx + a7 * gy + 1.0
+            cols = (a0 * gx + a1 * gy + a2) / denominator
+            rows = (a3 * gx + a4 * gy + a5) / denominator
+            out[i] = _map_coordinates(last[i], rows, cols, self.interpolation, self.fill_value)
+        if self.data_format == "channels_first":
+            out = out.transpose(0, 3, 1, 2)
+        apply = np.asarray(params["apply_perspective"]).reshape(-1, 1, 1, 1)
+        return np.where(apply, out, images)
 
     def get_config(self):
-        return {**super().get_config(), **self._range_config(), "num_ops": self.num_ops,
-                "factor": list(self.factor), "interpolation": self.interpolation}
-
-
-def _rotation_matrices(angle, height, width):
-    """Keras's ``_compute_affine_matrix`` for a rotation by ``angle`` degrees about the
-    centre: ``(n, 8)`` rows ``a0 a1 a2 b0 b1 b2 0 0``."""
-    theta = np.asarray(angle) * np.asarray(np.pi / 180.0, np.asarray(angle).dtype)
-    cx, cy = 0.5 * (width - 1), 0.5 * (height - 1)
-    cos, sin = np.cos(theta), np.sin(theta)
-    zero = np.zeros_like(cos)
-    return np.stack([cos, -sin, cx - cx * cos + cy * sin, sin, cos, cy - cx * sin - cy * cos,
-                     zero, zero], axis=1)
+        return {**super().get_config(), **self._config(), "factor": list(self.factor),
+                "scale": self.scale, "interpolation": self.interpolation,
+                "fill_value": self.fill_value}

@@ -46,7 +46,7 @@ def _numpy(value):
         return {k: _numpy(v) for k, v in value.items()}
     if value is None:
         return None
-    return value.detach().cpu().numpy() if hasattr(value, "detach") else np.asarray(value)
+    return value.detach().cpu().numpy().copy() if hasattr(value, "detach") else np.asarray(value)
 
 
 def _keras_apply(keras, layer, images, params):
