@@ -28,8 +28,7 @@ NOT_PROVIDED = {
         "SeparableConv1D": "not yet (SeparableConv2D exists)",
         "SeparableConvolution1D": "not yet (SeparableConv2D exists)",
         **{n: _AUGMENT for n in (
-            "ContrastLimitedAdaptiveHistogramEqualization", "RandomElasticTransform",
-            "MaxNumBoundingBoxes")},
+            "ContrastLimitedAdaptiveHistogramEqualization", "MaxNumBoundingBoxes")},
         "FlaxLayer": _BACKEND, "JaxLayer": _BACKEND, "TorchModuleWrapper": _BACKEND,
         "TFSMLayer": _BACKEND,
         "Hashing": _HASH, "HashedCrossing": _HASH,

@@ -1,7 +1,8 @@
 """Keras 3's mixing, erasing, blurring, shearing and perspective augmentation layers.
 
 ``MixUp``, ``CutMix`` (images and their labels mixed), ``RandomErasing``,
-``RandomGaussianBlur``, ``RandomShear``, ``RandomPerspective``: Keras 3.15's names, arguments,
+``RandomGaussianBlur``, ``RandomShear``, ``RandomPerspective``, ``RandomElasticTransform``:
+Keras 3.15's names, arguments,
 defaults and numbers. As in ``augmentation_color``, each layer is split into
 ``_draw(shape)`` (Keras's ``get_random_transformation``: the same keys and shapes) and
 ``_apply(images, params)`` (Keras's ``transform_images``) on a 4-D NumPy batch; ``call`` runs
@@ -23,7 +24,7 @@ from minnet.layers.augmentation_color import (AugmentationLayer, is_number, kera
                                               keras_value_range, plain_number)
 
 __all__ = ["MixUp", "CutMix", "RandomErasing", "RandomGaussianBlur", "RandomShear",
-           "RandomPerspective"]
+           "RandomPerspective", "RandomElasticTransform"]
 
 _FILL_MODES = ("reflect", "wrap", "constant", "nearest")
 
@@ -244,6 +245,25 @@ def _gaussian_kernel1d(size, sigma, dtype):
     return kernel / kernel.sum()
 
 
+def gaussian_blur(images, size, sigma, data_format):
+    """Keras's ``ops.image.gaussian_blur`` with a ``size x size`` kernel: ``sigma[0]`` along
+    the width, ``sigma[1]`` along the height, zero padding of ``size // 2`` (separable)."""
+    dtype = images.dtype
+    kx = _gaussian_kernel1d(size, sigma[0], dtype)
+    ky = _gaussian_kernel1d(size, sigma[1], dtype)
+    h, w = (1, 2) if data_format == "channels_last" else (2, 3)
+    pad = [(0, 0)] * 4
+    pad[h] = pad[w] = (size // 2, size // 2)
+    padded = np.pad(images, pad)
+    rows = np.zeros(padded.shape[:w] + (images.shape[w],) + padded.shape[w + 1:], dtype)
+    for t in range(size):
+        rows += kx[t] * np.take(padded, np.arange(t, t + images.shape[w]), axis=w)
+    out = np.zeros_like(images)
+    for t in range(size):
+        out += ky[t] * np.take(rows, np.arange(t, t + images.shape[h]), axis=h)
+    return out
+
+
 class RandomGaussianBlur(AugmentationLayer):
     """Blur each image with probability ``p`` (``p`` uniform in ``factor``) by a Gaussian
     kernel of ``kernel_size`` (zero padding), ``sigma_x, sigma_y`` uniform in ``sigma`` (one
@@ -279,26 +299,9 @@ class RandomGaussianBlur(AugmentationLayer):
         sigma = self._uniform(*self.sigma, size=2) + np.asarray(1e-6, self.dtype)
         return {"should_apply_blur": apply, "blur_factor": sigma}
 
-    def _blur(self, images, sigma):
-        dtype = images.dtype
-        size = self.kernel_size[0]
-        kx = _gaussian_kernel1d(size, sigma[0], dtype)      # along the width
-        ky = _gaussian_kernel1d(size, sigma[1], dtype)      # along the height
-        h, w = (1, 2) if self.data_format == "channels_last" else (2, 3)
-        pad = [(0, 0)] * 4
-        pad[h] = pad[w] = (size // 2, size // 2)
-        padded = np.pad(images, pad)
-        rows = np.zeros(padded.shape[:w] + (images.shape[w],) + padded.shape[w + 1:], dtype)
-        for t in range(size):
-            rows += kx[t] * np.take(padded, np.arange(t, t + images.shape[w]), axis=w)
-        out = np.zeros_like(images)
-        for t in range(size):
-            out += ky[t] * np.take(rows, np.arange(t, t + images.shape[h]), axis=h)
-        return out
-
     def _apply(self, images, params):
         sigma = np.asarray(params["blur_factor"], np.float64)
-        blurred = self._blur(images, sigma)
+        blurred = gaussian_blur(images, self.kernel_size[0], sigma, self.data_format)
         apply = np.asarray(params["should_apply_blur"]).reshape(-1, 1, 1, 1)
         return np.clip(np.where(apply, blurred, images), self.value_range[0],
                        self.value_range[1])
@@ -374,9 +377,24 @@ class RandomShear(AugmentationLayer):
                 "interpolation": self.interpolation, "fill_value": self.fill_value}
 
 
-def _map_coordinates(image, rows, cols, interpolation, fill_value):
-    """Keras's ``map_coordinates`` on one ``(H, W, C)`` image with constant fill: the taps
-    outside the image read ``fill_value`` (bilinear: floor and floor + 1; nearest: round)."""
+def _mirror(index, size):
+    s = size - 1
+    return np.abs((index + s) % (2 * s) - s) if s > 0 else np.zeros_like(index)
+
+
+_INDEX_FIXERS = {            # Keras's map_coordinates: where an index outside the image reads
+    "constant": lambda i, n: np.clip(i, 0, n - 1),
+    "nearest": lambda i, n: np.clip(i, 0, n - 1),
+    "wrap": lambda i, n: i % n,
+    "mirror": _mirror,
+    "reflect": lambda i, n: (_mirror(2 * i + 1, 2 * n + 1) - 1) // 2,
+}
+
+
+def map_coordinates(image, rows, cols, interpolation, fill_mode, fill_value):
+    """Keras's ``map_coordinates`` on one ``(H, W, C)`` image at ``(rows, cols)``: bilinear
+    (taps floor and floor + 1) or nearest (``round``, half to even); indices outside the
+    image mapped by ``fill_mode``, or reading ``fill_value`` for ``"constant"``."""
     h, w = image.shape[:2]
     if interpolation == "nearest":
         row_taps = [(np.round(rows).astype(np.int64), 1)]
@@ -385,12 +403,15 @@ def _map_coordinates(image, rows, cols, interpolation, fill_value):
         r0, c0 = np.floor(rows), np.floor(cols)
         row_taps = [(r0.astype(np.int64), 1 - (rows - r0)), (r0.astype(np.int64) + 1, rows - r0)]
         col_taps = [(c0.astype(np.int64), 1 - (cols - c0)), (c0.astype(np.int64) + 1, cols - c0)]
+    fix = _INDEX_FIXERS[fill_mode]
     out = None
     for r, wr in row_taps:
         for c, wc in col_taps:
-            valid = ((r >= 0) & (r < h) & (c >= 0) & (c < w))[..., None]
-            taps = image[np.clip(r, 0, h - 1), np.clip(c, 0, w - 1)]
-            term = np.asarray(wr * wc)[..., None] * np.where(valid, taps, fill_value)
+            taps = image[fix(r, h), fix(c, w)]
+            if fill_mode == "constant":
+                valid = ((r >= 0) & (r < h) & (c >= 0) & (c < w))[..., None]
+                taps = np.where(valid, taps, fill_value)
+            term = np.asarray(wr * wc)[..., None] * taps
             out = term if out is None else out + term
     return out.astype(image.dtype, copy=False)
 
@@ -461,7 +482,8 @@ class RandomPerspective(AugmentationLayer):
             denominator = a6 * gx + a7 * gy + 1.0
             cols = (a0 * gx + a1 * gy + a2) / denominator
             rows = (a3 * gx + a4 * gy + a5) / denominator
-            out[i] = _map_coordinates(last[i], rows, cols, self.interpolation, self.fill_value)
+            out[i] = map_coordinates(last[i], rows, cols, self.interpolation, "constant",
+                                     self.fill_value)
         if self.data_format == "channels_first":
             out = out.transpose(0, 3, 1, 2)
         apply = np.asarray(params["apply_perspective"]).reshape(-1, 1, 1, 1)
@@ -471,3 +493,77 @@ class RandomPerspective(AugmentationLayer):
         return {**super().get_config(), **self._config(), "factor": list(self.factor),
                 "scale": self.scale, "interpolation": self.interpolation,
                 "fill_value": self.fill_value}
+
+
+class RandomElasticTransform(AugmentationLayer):
+    """Displace every pixel by a smooth random field (Gaussian noise blurred by a Gaussian
+    of ``sigma``, times ``alpha``) with probability ``p`` (``p`` uniform in ``factor``), then
+    clip to ``value_range`` (training only). As Keras 3.15: ``d ~ U(scale)`` once per batch,
+    ``alpha = 0.1 d max(H, W)``, ``sigma = 0.05 d min(H, W)``, a kernel of
+    ``int(6 sigma) | 1`` taps, the noise ``N(0, 1) sigma`` drawn per image.
+
+    Args:
+        factor: float in [0, 1] (``f`` -> ``(0, f)``) or a pair (default 1.0).
+        scale: float in [0, 1] (``f`` -> ``(0, f)``) or a pair (default 1.0).
+        interpolation: ``"bilinear"`` (default) or ``"nearest"``.
+        fill_mode: ``"reflect"`` (default), ``"mirror"``, ``"wrap"``, ``"nearest"`` or
+            ``"constant"``; fill_value: for ``"constant"``.
+        value_range: default ``(0, 255)``.
+    """
+
+    def __init__(self, factor=1.0, scale=1.0, interpolation="bilinear", fill_mode="reflect",
+                 fill_value=0.0, value_range=(0, 255), seed=None, data_format=None, name=None,
+                 dtype=None, trainable=True, **kwargs):
+        super().__init__(data_format, seed, name, dtype, trainable, **kwargs)
+        self.factor = keras_factor("factor", factor, (0, 1))
+        self.scale = keras_factor("scale", scale, (0, 1))
+        self.interpolation = check_choice("interpolation", interpolation,
+                                          ("nearest", "bilinear"))
+        self.fill_mode = check_choice("fill_mode", fill_mode, tuple(_INDEX_FIXERS))
+        if not is_number(fill_value):
+            raise invalid("fill_value", "a number", fill_value)
+        self.fill_value = plain_number(fill_value)
+        self.value_range = keras_value_range(value_range, sort=False)
+
+    def _draw(self, shape):
+        if self.scale[1] == 0 or self.factor[1] == 0:
+            return None
+        n = shape[0]
+        height, width = image_size(shape, self.data_format)
+        probability = self._uniform(*self.factor, size=n)
+        apply = self._uniform(0.0, 1.0, n) < probability
+        distortion = self._uniform(*self.scale, size=())
+        noise = self._rng().standard_normal((2, n, height, width)).astype(self.dtype)
+        return {"apply_transform": apply, "distortion_factor": distortion, "noise": noise}
+
+    def _apply(self, images, params):
+        if params is None:
+            return images
+        last = images if self.data_format == "channels_last" else images.transpose(0, 2, 3, 1)
+        n, h, w = last.shape[:3]
+        cast = images.dtype.type
+        factor = cast(params["distortion_factor"])
+        alpha = cast(max(h, w)) * (cast(0.1) * factor)
+        sigma = cast(min(h, w)) * (cast(0.05) * factor)
+        size = int(6 * sigma) | 1
+        fields = []
+        for noise in np.asarray(params["noise"]).astype(images.dtype):
+            field = gaussian_blur((noise * sigma)[..., None], size, (sigma, sigma),
+                                  "channels_last")
+            fields.append(field[..., 0])
+        x, y = np.meshgrid(np.arange(w, dtype=images.dtype), np.arange(h, dtype=images.dtype))
+        out = np.empty_like(last)
+        for i in range(n):
+            cols = x + alpha * fields[0][i]
+            rows = y + alpha * fields[1][i]
+            out[i] = map_coordinates(last[i], rows, cols, self.interpolation, self.fill_mode,
+                                     self.fill_value)
+        if self.data_format == "channels_first":
+            out = out.transpose(0, 3, 1, 2)
+        apply = np.asarray(params["apply_transform"]).reshape(-1, 1, 1, 1)
+        return np.clip(np.where(apply, out, images), self.value_range[0], self.value_range[1])
+
+    def get_config(self):
+        return {**super().get_config(), **self._range_config(), "factor": list(self.factor),
+                "scale": list(self.scale), "interpolation": self.interpolation,
+                "fill_mode": self.fill_mode, "fill_value": self.fill_value}
