@@ -215,9 +215,9 @@ def get(identifier, custom_objects=None):
                     f"serialize(). Received: {identifier!r}")
 # Keras 3's image augmentation layers (issue 28)
 from minnet.layers.augmentation_color import (  # noqa: E402
-    AutoContrast, Equalization, RandomBrightness, RandomColorDegeneration, RandomColorJitter,
-    RandomGrayscale, RandomHue, RandomInvert, RandomPosterization, RandomSaturation,
-    RandomSharpness, Solarization)
+    AutoContrast, ContrastLimitedAdaptiveHistogramEqualization, Equalization, RandomBrightness,
+    RandomColorDegeneration, RandomColorJitter, RandomGrayscale, RandomHue, RandomInvert,
+    RandomPosterization, RandomSaturation, RandomSharpness, Solarization)
 from minnet.layers.augmentation_mix import (  # noqa: E402
     CutMix, MixUp, RandomElasticTransform, RandomErasing, RandomGaussianBlur, RandomPerspective,
     RandomShear)
@@ -226,7 +226,7 @@ _AUGMENTATION = (RandomBrightness, RandomGrayscale, RandomInvert, RandomSaturati
                  RandomColorDegeneration, RandomColorJitter, Solarization, RandomPosterization,
                  AutoContrast, Equalization, RandomSharpness, MixUp, CutMix, RandomErasing,
                  RandomGaussianBlur, RandomShear, RandAugment, RandomPerspective, AugMix,
-                 RandomElasticTransform)
+                 RandomElasticTransform, ContrastLimitedAdaptiveHistogramEqualization)
 for _cls in _AUGMENTATION:
     _registry.register("layer", _cls)
 __all__ += [cls.__name__ for cls in _AUGMENTATION]

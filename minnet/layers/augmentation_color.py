@@ -2,15 +2,16 @@
 
 ``RandomBrightness``, ``RandomGrayscale``, ``RandomInvert``, ``RandomSaturation``,
 ``RandomHue``, ``RandomColorDegeneration``, ``RandomColorJitter``, ``Solarization``,
-``RandomPosterization``, ``AutoContrast``, ``Equalization``, ``RandomSharpness``.
+``RandomPosterization``, ``AutoContrast``, ``Equalization``, ``RandomSharpness``,
+``ContrastLimitedAdaptiveHistogramEqualization`` (CLAHE).
 
 Each layer is split as Keras's are: ``_draw(shape)`` draws the random parameters for a
 4-D batch of that shape (the dict, or array, of Keras's ``get_random_transformation``, same
 keys and shapes) and ``_apply(images, params)`` applies them to a 4-D NumPy batch (Keras's
 ``transform_images``). ``call`` runs both in training only (``fit``, or
 ``layer(x, training=True)``) and returns its input in evaluation, as minnet's other
-augmentation layers (``AutoContrast`` applies in both modes, as Keras's does). A single image
-(rank 3) is treated as a batch of one. Random numbers come from minnet's generator
+augmentation layers (``AutoContrast`` and CLAHE apply in both modes, as Keras's do). A
+single image (rank 3) is treated as a batch of one. Random numbers come from minnet's generator
 (``mn.manual_seed``) or from the layer's own generator when given a ``seed``.
 
 These layers act on input data, in NumPy, in the layer's dtype: no gradient flows through
@@ -27,7 +28,8 @@ from minnet.layers.preprocessing import ImageLayer
 
 __all__ = ["RandomBrightness", "RandomGrayscale", "RandomInvert", "RandomSaturation",
            "RandomHue", "RandomColorDegeneration", "RandomColorJitter", "Solarization",
-           "RandomPosterization", "AutoContrast", "Equalization", "RandomSharpness"]
+           "RandomPosterization", "AutoContrast", "Equalization", "RandomSharpness",
+           "ContrastLimitedAdaptiveHistogramEqualization"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -610,3 +612,89 @@ class RandomSharpness(_FactorLayer):
         return np.clip(images, self.value_range[0], self.value_range[1])
 
 
+
+
+class ContrastLimitedAdaptiveHistogramEqualization(AugmentationLayer):
+    """CLAHE as Keras 3.15: equalise each channel over ``tile_grid_size`` tiles, each tile's
+    histogram clipped at ``clip_limit * tile pixels / 256`` (the excess spread evenly over
+    the 256 bins), the tiles' mappings blended bilinearly between tile centres.
+    Deterministic, in training and evaluation alike (as Keras).
+
+    Args:
+        value_range: default ``(0, 255)`` (mapped to [0, 255], truncated to integers for the
+            histograms).
+        clip_limit: default 4.0 (0: no clipping, plain adaptive equalisation).
+        tile_grid_size: ``(rows, columns)`` of tiles (default ``(8, 8)``); an image whose
+            size is not a multiple is padded symmetrically first (Keras's torch backend
+            repeats the edge instead, the same for a pad of one row or column).
+    """
+
+    _ALWAYS = True
+
+    def __init__(self, value_range=(0, 255), clip_limit=4.0, tile_grid_size=(8, 8),
+                 data_format=None, name=None, dtype=None, trainable=True, **kwargs):
+        super().__init__(data_format, None, name, dtype, trainable, **kwargs)
+        self.value_range = keras_value_range(value_range, sort=False)
+        if not (is_number(clip_limit) and clip_limit >= 0):
+            raise invalid("clip_limit", "a number >= 0", clip_limit)
+        self.clip_limit = plain_number(clip_limit)
+        grid = tuple(tile_grid_size) if isinstance(tile_grid_size, (tuple, list)) else ()
+        if not (len(grid) == 2 and all(isinstance(g, numbers.Integral) and not isinstance(
+                g, bool) and g > 0 for g in grid)):
+            raise invalid("tile_grid_size", "a pair of ints > 0", tile_grid_size)
+        self.tile_grid_size = (int(grid[0]), int(grid[1]))
+
+    def _apply(self, images, params=None):
+        dtype = images.dtype
+        last = images if self.data_format == "channels_last" else images.transpose(0, 2, 3, 1)
+        last = transform_value_range(last.astype(np.float32), self.value_range, (0, 255))
+        out = transform_value_range(self._clahe(last), (0, 255), self.value_range)
+        out = out.astype(dtype)
+        return out if self.data_format == "channels_last" else out.transpose(0, 3, 1, 2)
+
+    def _clahe(self, images):
+        n, height, width, channels = images.shape
+        grid_h, grid_w = self.tile_grid_size
+        tile_h, tile_w = -(-height // grid_h), -(-width // grid_w)
+        padded = np.pad(images, [(0, 0), (0, tile_h * grid_h - height),
+                                 (0, tile_w * grid_w - width), (0, 0)], mode="symmetric")
+        tiles = padded.reshape(n, grid_h, tile_h, grid_w, tile_w, channels)
+        tiles = np.clip(tiles.transpose(0, 1, 3, 5, 2, 4).astype(np.int32), 0, 255)
+        tiles = tiles.reshape(n, grid_h, grid_w, channels, tile_h * tile_w)
+        flat = tiles.reshape(-1, tile_h * tile_w)
+        offsets = np.arange(len(flat))[:, None] * 256
+        hists = np.bincount((flat + offsets).ravel(), minlength=len(flat) * 256)
+        hists = hists.reshape(n, grid_h, grid_w, channels, 256).astype(np.float32)
+        if self.clip_limit > 0:
+            limit = np.float32(self.clip_limit * (tile_h * tile_w) / 256.0)
+            clipped = np.clip(hists, 0, limit)
+            hists = clipped + (hists - clipped).sum(axis=-1, keepdims=True) / np.float32(256.0)
+        cdf = np.cumsum(hists, axis=-1, dtype=np.float32)
+        cdf_min = cdf.min(axis=-1, keepdims=True)
+        denominator = np.float32(tile_h * tile_w) - cdf_min
+        denominator = np.where(denominator == 0, np.float32(1), denominator)
+        table = np.clip((cdf - cdf_min) * np.float32(255.0) / denominator, 0, 255)
+        table = np.pad(table, [(0, 0), (1, 1), (1, 1), (0, 0), (0, 0)], mode="edge")
+
+        def taps(size, tile, grid):
+            position = (np.arange(size, dtype=np.float32) - tile / 2.0) / tile + 1.0
+            low = np.floor(position)
+            weight = position - low
+            return (np.clip(low, 0, grid + 1).astype(np.int32),
+                    np.clip(low + 1, 0, grid + 1).astype(np.int32), weight)
+
+        y0, y1, wy = taps(tile_h * grid_h, tile_h, grid_h)
+        x0, x1, wx = taps(tile_w * grid_w, tile_w, grid_w)
+        pixels = np.clip(padded, 0, 255).astype(np.int32)
+        b = np.arange(n)[:, None, None, None]
+        c = np.arange(channels)[None, None, None, :]
+        y0, y1, wy = y0[None, :, None, None], y1[None, :, None, None], wy[None, :, None, None]
+        x0, x1, wx = x0[None, None, :, None], x1[None, None, :, None], wx[None, None, :, None]
+        top = table[b, y0, x0, c, pixels] * (1.0 - wx) + table[b, y0, x1, c, pixels] * wx
+        bottom = table[b, y1, x0, c, pixels] * (1.0 - wx) + table[b, y1, x1, c, pixels] * wx
+        return (top * (1.0 - wy) + bottom * wy)[:, :height, :width, :]
+
+    def get_config(self):
+        return {**super().get_config(), "data_format": self.data_format,
+                "value_range": list(self.value_range), "clip_limit": self.clip_limit,
+                "tile_grid_size": list(self.tile_grid_size)}

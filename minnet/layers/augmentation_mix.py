@@ -199,7 +199,8 @@ class RandomErasing(AugmentationLayer):
         if not (fill_value is None or is_number(fill_value)
                 or (listed and len(fill_value) == 3 and all(map(is_number, fill_value)))):
             raise invalid("fill_value", "None, a number or a list of three numbers", fill_value)
-        self.fill_value = [plain_number(v) for v in fill_value] if listed else plain_number(fill_value)
+        self.fill_value = [plain_number(v) for v in fill_value] if listed \
+            else plain_number(fill_value)
         self.value_range = keras_value_range(value_range, sort=False)
 
     def _fill(self, shape):

@@ -248,3 +248,61 @@ def test_inside_a_model_and_no_gradient(rng):
                                                     data_format="channels_last"),
                            layers.Flatten(), layers.Dense(2)])
     assert model(x.data).shape == (3, 2)
+
+
+CLAHE = "ContrastLimitedAdaptiveHistogramEqualization"
+
+
+# Keras's torch backend counts the histograms in int64 (its one_hot's default there), so it
+# truncates the clip limit `clip_limit * tile pixels / 256` to an integer; on its other
+# backends, and in minnet, the limit is a float. The cases use whole limits (256-pixel tiles)
+# or none, where both agree; the pad of one row (31 -> 32) is the same symmetric or edge.
+@pytest.mark.slow_once
+@pytest.mark.parametrize("data_format", FORMATS)
+@pytest.mark.parametrize("kwargs, size", [
+    (dict(tile_grid_size=(2, 2)), (32, 32)),
+    (dict(clip_limit=2.0, tile_grid_size=(1, 1)), (16, 16)),
+    (dict(clip_limit=0, tile_grid_size=(2, 3), value_range=(0, 1)), (31, 33)),
+    (dict(clip_limit=0), (16, 24))])
+def test_clahe_matches_keras(keras, rng, kwargs, size, data_format):
+    import torch
+    theirs = getattr(keras.layers, CLAHE)(data_format=data_format, **kwargs)
+    ours = getattr(layers, CLAHE)(data_format=data_format, **kwargs)
+    value_range = kwargs.get("value_range", (0, 255))
+    images = _images(rng, data_format, value_range, h=size[0], w=size[1])
+    expected = _numpy(theirs.transform_images(torch.from_numpy(images.copy()), None))
+    got = ours(images).numpy()                    # applied in evaluation too, as Keras
+    assert got.dtype == np.float32
+    _compare(got, expected, value_range)
+
+
+def test_clahe_references_and_errors(rng):
+    flat = np.full((1, 8, 8, 1), 100.0, np.float32)
+    layer = getattr(layers, CLAHE)(clip_limit=0, tile_grid_size=(2, 2),
+                                   data_format="channels_last")
+    np.testing.assert_allclose(layer(flat).numpy(), 255.0)   # cdf_min = 0 below the level
+    clipped = getattr(layers, CLAHE)(clip_limit=4.0, tile_grid_size=(1, 1),
+                                     data_format="channels_last")(flat).numpy()
+    spread = 63 / 256          # limit 4 * 64 / 256 = 1: the other 63 spread over 256 bins
+    expected = (101 * spread + 1 - spread) * 255 / (64 - spread)        # cdf(100) - cdf(0)
+    np.testing.assert_allclose(clipped, expected, rtol=1e-5)
+    ramp = np.arange(64, dtype=np.float32).reshape(1, 8, 8, 1) * 4
+    plain = getattr(layers, CLAHE)(clip_limit=0, tile_grid_size=(1, 1),
+                                   data_format="channels_last")(ramp).numpy()
+    levels = np.sort(np.unique(plain))
+    np.testing.assert_allclose(levels, np.arange(64) * 255 / 63, rtol=1e-5)  # equalised ramp
+    for kwargs, argument in [(dict(clip_limit=-1), "clip_limit"),
+                             (dict(tile_grid_size=(0, 2)), "tile_grid_size"),
+                             (dict(tile_grid_size=4), "tile_grid_size"),
+                             (dict(value_range=(1,)), "value_range")]:
+        with pytest.raises(ValueError, match=f"`{argument}`"):
+            getattr(layers, CLAHE)(**kwargs)
+    layer = getattr(layers, CLAHE)(clip_limit=3.0, tile_grid_size=[2, 3])
+    config = json.loads(json.dumps(layers.serialize(layer)))
+    assert layers.deserialize(config).get_config() == layer.get_config()
+    x = rng.uniform(0, 255, (2, 6, 9, 3)).astype(np.float32)
+    last = getattr(layers, CLAHE)(tile_grid_size=(2, 3), data_format="channels_last")(x)
+    first = getattr(layers, CLAHE)(tile_grid_size=(2, 3), data_format="channels_first")(
+        x.transpose(0, 3, 1, 2).copy())
+    np.testing.assert_allclose(first.numpy().transpose(0, 2, 3, 1), last.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(layer(x[0]).numpy(), layer(x[:1]).numpy()[0], rtol=1e-6)

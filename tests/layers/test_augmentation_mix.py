@@ -1,6 +1,7 @@
-"""MixUp, CutMix, RandomErasing, RandomGaussianBlur, RandomShear, RandomPerspective: parity with Keras 3.15 on
-Keras's own drawn parameters, both layouts, dict inputs with labels, single images, seeding,
-the drawn parameters' ranges, errors and configs."""
+"""MixUp, CutMix, RandomErasing, RandomGaussianBlur, RandomShear, RandomPerspective,
+RandomElasticTransform: parity with Keras 3.15 on Keras's own drawn parameters, both
+layouts, dict inputs with labels, single images, seeding, the drawn parameters' ranges,
+errors and configs."""
 import json
 
 import numpy as np
