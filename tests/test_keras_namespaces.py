@@ -11,8 +11,6 @@ NAMESPACES = ["layers", "losses", "metrics", "optimizers", "optimizers.schedules
               "activations", "initializers", "regularizers", "constraints", "config", "datasets"]
 
 _3D = "not yet: minnet has no 3-D convolution kernels"
-_AUGMENT = ("not yet: bounding boxes (minnet's image augmentation layers take images, and "
-            "MixUp/CutMix labels; docs/layers.md)")
 _BACKEND = "backend-specific (wraps a JAX, Flax, PyTorch or TensorFlow object)"
 _HASH = ("needs TensorFlow's FarmHash Fingerprint64 for Keras's bins (Keras itself needs "
          "TensorFlow for it)")
@@ -28,7 +26,6 @@ NOT_PROVIDED = {
         "DepthwiseConv1D": "not yet (DepthwiseConv2D exists)",
         "SeparableConv1D": "not yet (SeparableConv2D exists)",
         "SeparableConvolution1D": "not yet (SeparableConv2D exists)",
-        "MaxNumBoundingBoxes": _AUGMENT,
         "FlaxLayer": _BACKEND, "JaxLayer": _BACKEND, "TorchModuleWrapper": _BACKEND,
         "TFSMLayer": _BACKEND,
         "Hashing": _HASH, "HashedCrossing": _HASH,

@@ -219,14 +219,15 @@ from minnet.layers.augmentation_color import (  # noqa: E402
     RandomColorDegeneration, RandomColorJitter, RandomGrayscale, RandomHue, RandomInvert,
     RandomPosterization, RandomSaturation, RandomSharpness, Solarization)
 from minnet.layers.augmentation_mix import (  # noqa: E402
-    CutMix, MixUp, RandomElasticTransform, RandomErasing, RandomGaussianBlur, RandomPerspective,
-    RandomShear)
+    CutMix, MaxNumBoundingBoxes, MixUp, RandomElasticTransform, RandomErasing,
+    RandomGaussianBlur, RandomPerspective, RandomShear)
 from minnet.layers.augmentation_policy import AugMix, RandAugment  # noqa: E402
 _AUGMENTATION = (RandomBrightness, RandomGrayscale, RandomInvert, RandomSaturation, RandomHue,
                  RandomColorDegeneration, RandomColorJitter, Solarization, RandomPosterization,
                  AutoContrast, Equalization, RandomSharpness, MixUp, CutMix, RandomErasing,
                  RandomGaussianBlur, RandomShear, RandAugment, RandomPerspective, AugMix,
-                 RandomElasticTransform, ContrastLimitedAdaptiveHistogramEqualization)
+                 RandomElasticTransform, ContrastLimitedAdaptiveHistogramEqualization,
+                 MaxNumBoundingBoxes)
 for _cls in _AUGMENTATION:
     _registry.register("layer", _cls)
 __all__ += [cls.__name__ for cls in _AUGMENTATION]

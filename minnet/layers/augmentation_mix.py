@@ -1,8 +1,8 @@
 """Keras 3's mixing, erasing, blurring, shearing and perspective augmentation layers.
 
 ``MixUp``, ``CutMix`` (images and their labels mixed), ``RandomErasing``,
-``RandomGaussianBlur``, ``RandomShear``, ``RandomPerspective``, ``RandomElasticTransform``:
-Keras 3.15's names, arguments,
+``RandomGaussianBlur``, ``RandomShear``, ``RandomPerspective``, ``RandomElasticTransform``,
+and ``MaxNumBoundingBoxes`` (pads or cuts bounding boxes): Keras 3.15's names, arguments,
 defaults and numbers. As in ``augmentation_color``, each layer is split into
 ``_draw(shape)`` (Keras's ``get_random_transformation``: the same keys and shapes) and
 ``_apply(images, params)`` (Keras's ``transform_images``) on a 4-D NumPy batch; ``call`` runs
@@ -24,7 +24,7 @@ from minnet.layers.augmentation_color import (AugmentationLayer, is_number, kera
                                               keras_value_range, plain_number)
 
 __all__ = ["MixUp", "CutMix", "RandomErasing", "RandomGaussianBlur", "RandomShear",
-           "RandomPerspective", "RandomElasticTransform"]
+           "RandomPerspective", "RandomElasticTransform", "MaxNumBoundingBoxes"]
 
 _FILL_MODES = ("reflect", "wrap", "constant", "nearest")
 
@@ -568,3 +568,66 @@ class RandomElasticTransform(AugmentationLayer):
         return {**super().get_config(), **self._range_config(), "factor": list(self.factor),
                 "scale": list(self.scale), "interpolation": self.interpolation,
                 "fill_mode": self.fill_mode, "fill_value": self.fill_value}
+
+
+class MaxNumBoundingBoxes(AugmentationLayer):
+    """Pad (with ``fill_value``) or cut the bounding boxes of each image to ``max_number``
+    (Keras 3.15; in training and evaluation alike). Takes images (returned as they are) or a
+    dict ``{"images", "bounding_boxes": {"boxes": (N, B, 4), "labels": (N, B)}, ...}``;
+    other keys pass through.
+
+    Args:
+        max_number: the number of boxes per image afterwards.
+        fill_value: the value of the added boxes and labels (default -1).
+        bounding_box_format: the boxes' format (e.g. ``"xyxy"``); Keras requires one when
+            boxes are given, and so does minnet; the boxes are not converted.
+    """
+
+    def __init__(self, max_number, fill_value=-1, bounding_box_format=None, data_format=None,
+                 name=None, dtype=None, trainable=True, **kwargs):
+        super().__init__(data_format, None, name, dtype, trainable, **kwargs)
+        if not (is_number(max_number) and max_number >= 1):
+            raise invalid("max_number", "a number >= 1", max_number)
+        if not is_number(fill_value):
+            raise invalid("fill_value", "a number", fill_value)
+        self.max_number, self.fill_value = int(max_number), int(fill_value)
+        self.bounding_box_format = bounding_box_format
+
+    def call(self, data, training=False):
+        if not (isinstance(data, dict) and "bounding_boxes" in data):
+            return data
+        if not self.bounding_box_format:
+            raise ValueError(f"Layer '{self.name}' got 'bounding_boxes' but no "
+                             f"`bounding_box_format`: pass one, e.g. "
+                             f"bounding_box_format='xyxy'.")
+        boxes_in = data["bounding_boxes"]
+        unknown = sorted(set(boxes_in) - {"boxes", "labels"})
+        if unknown or "boxes" not in boxes_in or "labels" not in boxes_in:
+            raise ValueError(f"Layer '{self.name}': `bounding_boxes` needs the keys 'boxes' "
+                             f"and 'labels' only. Received keys: {sorted(boxes_in)}")
+        boxes, labels = (np.asarray(v.data if isinstance(v, Tensor) else v)
+                         for v in (boxes_in["boxes"], boxes_in["labels"]))
+        single = boxes.ndim == 2
+        if single:
+            boxes, labels = boxes[None], labels[None]
+        if boxes.ndim != 3 or boxes.shape[2] != 4 or labels.shape != boxes.shape[:2]:
+            raise ValueError(f"Layer '{self.name}': expected boxes (batch, boxes, 4) and labels "
+                             f"(batch, boxes). Received {boxes.shape} and {labels.shape}")
+        pad = max(self.max_number - boxes.shape[1], 0)
+        boxes = np.pad(boxes[:, :self.max_number], [(0, 0), (0, pad), (0, 0)],
+                       constant_values=self.fill_value)
+        labels = np.pad(labels[:, :self.max_number], [(0, 0), (0, pad)],
+                        constant_values=self.fill_value)
+        if single:
+            boxes, labels = boxes[0], labels[0]
+        return {**data, "bounding_boxes": {"boxes": Tensor(boxes), "labels": Tensor(labels)}}
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        config = {**super().get_config(), "data_format": self.data_format,
+                  "max_number": self.max_number, "fill_value": self.fill_value}
+        if self.bounding_box_format is not None:
+            config["bounding_box_format"] = self.bounding_box_format
+        return config

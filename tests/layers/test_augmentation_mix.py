@@ -271,3 +271,46 @@ def test_inside_fit(rng):
     history = model.fit(x, y, epochs=1, batch_size=8, verbose=0)
     assert np.isfinite(history.history["loss"][0])
 
+
+
+def _boxes(rng, n=2, count=5):
+    boxes = rng.uniform(0, 10, (n, count, 4)).astype(np.float32)
+    return boxes, rng.integers(0, 4, (n, count)).astype(np.int32)
+
+
+@pytest.mark.slow_once
+@pytest.mark.parametrize("max_number, count", [(3, 5), (7, 5), (5, 5)])
+def test_max_num_bounding_boxes_matches_keras(keras, rng, max_number, count):
+    images = _images(rng, "channels_last", n=2)
+    boxes, labels = _boxes(rng, count=count)
+    kwargs = dict(max_number=max_number, fill_value=-2, bounding_box_format="xyxy")
+    theirs = keras.layers.MaxNumBoundingBoxes(**kwargs)(
+        {"images": images, "bounding_boxes": {"boxes": boxes, "labels": labels}})
+    ours = layers.MaxNumBoundingBoxes(**kwargs)(
+        {"images": images, "bounding_boxes": {"boxes": boxes, "labels": labels}})
+    for key in ("boxes", "labels"):
+        np.testing.assert_array_equal(np.asarray(ours["bounding_boxes"][key]),
+                                      _numpy(theirs["bounding_boxes"][key]))
+    np.testing.assert_array_equal(np.asarray(ours["images"]), images)
+
+
+def test_max_num_bounding_boxes(rng):
+    boxes, labels = _boxes(rng, count=2)
+    layer = layers.MaxNumBoundingBoxes(4, bounding_box_format="xyxy")
+    out = layer({"images": _images(rng, "channels_last", n=2),
+                 "bounding_boxes": {"boxes": boxes, "labels": labels}}, training=False)
+    got = np.asarray(out["bounding_boxes"]["boxes"])
+    assert got.shape == (2, 4, 4) and np.all(got[:, 2:] == -1)
+    np.testing.assert_array_equal(got[:, :2], boxes)
+    one = layer({"images": _images(rng, "channels_last", n=1)[0],
+                 "bounding_boxes": {"boxes": boxes[0], "labels": labels[0]}})
+    assert np.asarray(one["bounding_boxes"]["labels"]).shape == (4,)
+    x = _images(rng, "channels_last")
+    np.testing.assert_array_equal(layer(x).numpy(), x)                 # images alone pass
+    with pytest.raises(ValueError, match="bounding_box_format"):
+        layers.MaxNumBoundingBoxes(3)({"images": x, "bounding_boxes": {"boxes": boxes,
+                                                                       "labels": labels}})
+    with pytest.raises(ValueError, match="`max_number`"):
+        layers.MaxNumBoundingBoxes(0)
+    config = json.loads(json.dumps(layers.serialize(layer)))
+    assert layers.deserialize(config).get_config() == layer.get_config()
