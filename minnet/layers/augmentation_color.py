@@ -135,7 +135,7 @@ def _column(values, dtype):
 class AugmentationLayer(ImageLayer):
     """``call`` = ``_apply(batch, _draw(batch.shape))`` in training, the identity otherwise."""
 
-    _ALWAYS = False        # AutoContrast: applied in evaluation too (Keras ignores `training`)
+    _ALWAYS = False        # AutoContrast, CLAHE: applied in evaluation too, as Keras's
     _RGB = False           # needs three channels
 
     def call(self, x, training=False):
@@ -220,7 +220,12 @@ class RandomBrightness(AugmentationLayer):
 
 class RandomGrayscale(AugmentationLayer):
     """Turn an image into grayscale (all channels ``0.2989 R + 0.587 G + 0.114 B``) with
-    probability ``factor`` (default 0.5; training only)."""
+    probability ``factor`` (training only).
+
+    Args:
+        factor: the probability, in [0, 1] (default 0.5).
+        data_format, seed: see the module docstring.
+    """
 
     def __init__(self, factor=0.5, data_format=None, seed=None, name=None, dtype=None,
                  trainable=True, **kwargs):
@@ -244,7 +249,13 @@ class RandomGrayscale(AugmentationLayer):
 
 class RandomInvert(AugmentationLayer):
     """Replace an image by ``value_range[1] - x`` with probability ``p``, ``p`` itself
-    uniform in ``factor`` (default ``(0, 1)``; training only)."""
+    uniform in ``factor`` (training only).
+
+    Args:
+        factor: float in [0, 1] (``f`` -> ``(0, f)``) or a pair (default 1.0: ``p ~ U(0, 1)``).
+        value_range: default ``(0, 255)``; as Keras, the image becomes ``value_range[1] - x``.
+        seed, data_format: see the module docstring.
+    """
 
     def __init__(self, factor=1.0, value_range=(0, 255), seed=None, data_format=None,
                  name=None, dtype=None, trainable=True, **kwargs):
