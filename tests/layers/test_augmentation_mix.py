@@ -226,6 +226,15 @@ def test_drawn_parameters_cover_keras_ranges():
     assert np.all(np.abs(sy) <= 0.2 + 1e-6) and 0.45 < np.mean(sx > 0) < 0.55
     cut = layers.CutMix(seed=1)._draw(shape)["mix_weight"]
     assert cut.min() >= 0 and cut.max() <= 1 and 0.3 < cut.mean() < 0.7
+    perspective = layers.RandomPerspective(factor=(0.5, 0.5), scale=0.4, seed=1)._draw(shape)
+    moves = perspective["end_points"] / np.maximum(perspective["start_points"], 1) - 1
+    moved = moves[perspective["start_points"] > 0]
+    assert np.all(np.abs(moved) <= 0.2 + 1e-6) and np.abs(moved).max() > 0.19
+    assert abs(perspective["apply_perspective"].mean() - 0.5) < 0.03
+    distortions = [layers.RandomElasticTransform(scale=(0.2, 0.6), seed=s)._draw(
+        (2, 8, 8, 3))["distortion_factor"] for s in range(300)]
+    assert 0.2 <= min(distortions) < 0.22 and 0.58 < max(distortions) <= 0.6
+    assert layers.RandomElasticTransform(scale=0)._draw(shape) is None      # Keras: no-op
 
 
 @pytest.mark.parametrize("build, argument", [
