@@ -10,21 +10,12 @@ import pytest
 NAMESPACES = ["layers", "losses", "metrics", "optimizers", "optimizers.schedules", "callbacks",
               "activations", "initializers", "regularizers", "constraints", "config", "datasets"]
 
-_AUGMENT = ("not yet: minnet's image augmentation is RandomFlip, RandomTranslation, "
-            "RandomRotation, RandomZoom, RandomCrop, RandomContrast")
 _BACKEND = "backend-specific (wraps a JAX, Flax, PyTorch or TensorFlow object)"
 _HASH = ("needs TensorFlow's FarmHash Fingerprint64 for Keras's bins (Keras itself needs "
          "TensorFlow for it)")
 
 NOT_PROVIDED = {
     "layers": {
-        **{n: _AUGMENT for n in (
-            "AugMix", "AutoContrast", "ContrastLimitedAdaptiveHistogramEqualization", "CutMix",
-            "Equalization", "MixUp", "RandAugment", "RandomBrightness", "RandomColorDegeneration",
-            "RandomColorJitter", "RandomElasticTransform", "RandomErasing", "RandomGaussianBlur",
-            "RandomGrayscale", "RandomHue", "RandomInvert", "RandomPerspective",
-            "RandomPosterization", "RandomSaturation", "RandomSharpness", "RandomShear",
-            "Solarization", "MaxNumBoundingBoxes")},
         "FlaxLayer": _BACKEND, "JaxLayer": _BACKEND, "TorchModuleWrapper": _BACKEND,
         "TFSMLayer": _BACKEND,
         "Hashing": _HASH, "HashedCrossing": _HASH,

@@ -236,3 +236,21 @@ def get(identifier, custom_objects=None):
         return deserialize(identifier, custom_objects)
     raise TypeError(f"Invalid value for argument `identifier`: expected a Layer or a dict from "
                     f"serialize(). Received: {identifier!r}")
+# Keras 3's image augmentation layers (issue 28)
+from minnet.layers.augmentation_color import (  # noqa: E402
+    AutoContrast, ContrastLimitedAdaptiveHistogramEqualization, Equalization, RandomBrightness,
+    RandomColorDegeneration, RandomColorJitter, RandomGrayscale, RandomHue, RandomInvert,
+    RandomPosterization, RandomSaturation, RandomSharpness, Solarization)
+from minnet.layers.augmentation_mix import (  # noqa: E402
+    CutMix, MaxNumBoundingBoxes, MixUp, RandomElasticTransform, RandomErasing,
+    RandomGaussianBlur, RandomPerspective, RandomShear)
+from minnet.layers.augmentation_policy import AugMix, RandAugment  # noqa: E402
+_AUGMENTATION = (RandomBrightness, RandomGrayscale, RandomInvert, RandomSaturation, RandomHue,
+                 RandomColorDegeneration, RandomColorJitter, Solarization, RandomPosterization,
+                 AutoContrast, Equalization, RandomSharpness, MixUp, CutMix, RandomErasing,
+                 RandomGaussianBlur, RandomShear, RandAugment, RandomPerspective, AugMix,
+                 RandomElasticTransform, ContrastLimitedAdaptiveHistogramEqualization,
+                 MaxNumBoundingBoxes)
+for _cls in _AUGMENTATION:
+    _registry.register("layer", _cls)
+__all__ += [cls.__name__ for cls in _AUGMENTATION]

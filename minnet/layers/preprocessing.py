@@ -251,6 +251,9 @@ class _ImageLayer(Layer):
         return {"data_format": self.data_format, "seed": self.seed}
 
 
+ImageLayer = _ImageLayer   # the base of the layers in augmentation_color.py / augmentation_mix.py
+
+
 def _factor_pair(name, value, low=-1.0, high=1.0, symmetric=True):
     """Keras's factor: a float ``f`` -> ``(-f, f)`` (or ``(f, f)``), or a ``(lower, upper)`` pair."""
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
