@@ -251,17 +251,13 @@ def dropout_forward(x, rate, seed, offset, n_threads=1):
     # 1/(1-p) in double, rounded once to the input dtype (as PyTorch's scalar multiply).
     scale = 1.0 / (1.0 - float(rate))
     if x.size:
-        if x.dtype == np.float32:
-            _dropout_fwd[float](x.reshape(-1), out.reshape(-1), mask.reshape(-1), s, o,
-                                threshold, scale, nt)
-        else:
-            _dropout_fwd[double](x.reshape(-1), out.reshape(-1), mask.reshape(-1), s, o,
-                                 threshold, scale, nt)
+        _dropout_fwd(x.reshape(-1), out.reshape(-1), mask.reshape(-1), s, o,
+                            threshold, scale, nt)
     return out, mask
 
 
-cdef _dropout_fwd(const floating[::1] x, floating[::1] out, uint8_t[::1] mask,
-                  uint64_t s, uint64_t o, uint64_t threshold, double scale, int nt):
+def _dropout_fwd(const floating[::1] x, floating[::1] out, uint8_t[::1] mask,
+                 uint64_t s, uint64_t o, uint64_t threshold, double scale, int nt):
     with nogil:
         dropout_fwd(x.shape[0], &x[0], s, o, threshold, <floating> scale, &out[0], &mask[0], nt)
 
@@ -305,18 +301,14 @@ def alpha_dropout_forward(x, rate, seed, offset, n_threads=1):
     out = np.empty_like(x)
     mask = np.empty(x.shape, dtype=np.uint8)
     if x.size:
-        if x.dtype == np.float32:
-            _alpha_fwd[float](x.reshape(-1), out.reshape(-1), mask.reshape(-1), s, o,
-                              threshold, a, b, dropped, nt)
-        else:
-            _alpha_fwd[double](x.reshape(-1), out.reshape(-1), mask.reshape(-1), s, o,
-                               threshold, a, b, dropped, nt)
+        _alpha_fwd(x.reshape(-1), out.reshape(-1), mask.reshape(-1), s, o,
+                          threshold, a, b, dropped, nt)
     return out, mask
 
 
-cdef _alpha_fwd(const floating[::1] x, floating[::1] out, uint8_t[::1] mask,
-                uint64_t s, uint64_t o, uint64_t threshold, double a, double b,
-                double dropped, int nt):
+def _alpha_fwd(const floating[::1] x, floating[::1] out, uint8_t[::1] mask,
+               uint64_t s, uint64_t o, uint64_t threshold, double a, double b,
+               double dropped, int nt):
     with nogil:
         alpha_dropout_fwd(x.shape[0], &x[0], s, o, threshold, <floating> a, <floating> b,
                           <floating> dropped, &out[0], &mask[0], nt)
@@ -344,15 +336,12 @@ def masked_scale_backward(grad, mask, scale, n_threads=1):
     cdef int nt = max(1, int(n_threads))
     out = np.empty_like(grad)
     if grad.size:
-        if grad.dtype == np.float32:
-            _masked_scale[float](grad.reshape(-1), mask.reshape(-1), out.reshape(-1), scale, nt)
-        else:
-            _masked_scale[double](grad.reshape(-1), mask.reshape(-1), out.reshape(-1), scale, nt)
+        _masked_scale(grad.reshape(-1), mask.reshape(-1), out.reshape(-1), scale, nt)
     return out
 
 
-cdef _masked_scale(const floating[::1] g, const uint8_t[::1] mask, floating[::1] out,
-                   double scale, int nt):
+def _masked_scale(const floating[::1] g, const uint8_t[::1] mask, floating[::1] out,
+                  double scale, int nt):
     with nogil:
         masked_scale_kernel(g.shape[0], &g[0], &mask[0], <floating> scale, &out[0], nt)
 
@@ -387,12 +376,8 @@ def channel_scale(x, mask, scale, n_threads=1, channels_last=False):
         out = np.empty_like(x)
         if x.size:
             L = x.size // (N * C)
-            if x.dtype == np.float32:
-                _channel_scale_last[float](x.reshape(N, L, C), mask, out.reshape(N, L, C),
-                                           scale, max(1, int(n_threads)))
-            else:
-                _channel_scale_last[double](x.reshape(N, L, C), mask, out.reshape(N, L, C),
-                                            scale, max(1, int(n_threads)))
+            _channel_scale_last(x.reshape(N, L, C), mask, out.reshape(N, L, C),
+                                       scale, max(1, int(n_threads)))
         return out
     n_planes = x.shape[0] * x.shape[1]
     _check_mask(mask, n_planes)
@@ -401,24 +386,20 @@ def channel_scale(x, mask, scale, n_threads=1, channels_last=False):
     out = np.empty_like(x)
     if x.size:
         plane = x.size // n_planes
-        if x.dtype == np.float32:
-            _channel_scale[float](x.reshape(n_planes, plane), mask.reshape(-1),
-                                  out.reshape(n_planes, plane), scale, nt)
-        else:
-            _channel_scale[double](x.reshape(n_planes, plane), mask.reshape(-1),
-                                   out.reshape(n_planes, plane), scale, nt)
+        _channel_scale(x.reshape(n_planes, plane), mask.reshape(-1),
+                              out.reshape(n_planes, plane), scale, nt)
     return out
 
 
-cdef _channel_scale(const floating[:, ::1] x, const uint8_t[::1] mask, floating[:, ::1] out,
-                    double scale, int nt):
+def _channel_scale(const floating[:, ::1] x, const uint8_t[::1] mask, floating[:, ::1] out,
+                   double scale, int nt):
     with nogil:
         channel_scale_kernel(x.shape[0], x.shape[1], &x[0, 0], &mask[0], <floating> scale,
                       &out[0, 0], nt)
 
 
-cdef _channel_scale_last(const floating[:, :, ::1] x, const uint8_t[::1] mask,
-                         floating[:, :, ::1] out, double scale, int nt):
+def _channel_scale_last(const floating[:, :, ::1] x, const uint8_t[::1] mask,
+                        floating[:, :, ::1] out, double scale, int nt):
     with nogil:
         channel_scale_last_kernel(x.shape[0], x.shape[1], x.shape[2], &x[0, 0, 0], &mask[0],
                                   <floating> scale, &out[0, 0, 0], nt)

@@ -155,19 +155,14 @@ def adam_step(p, g, m, v, vmax, double weight, double beta_2, double bias_correc
         check_array(a, name, p.dtype, p.shape)
     if vmax is not None:
         check_array(vmax, "vmax", p.dtype, p.shape)
-    if p.dtype == np.float32:
-        _adam_dispatch[float](p.reshape(-1), g.reshape(-1), m.reshape(-1), v.reshape(-1),
-                              None if vmax is None else vmax.reshape(-1), weight, beta_2,
-                              bias_correction2_sqrt, epsilon, step_size, check_threads(n_threads))
-    else:
-        _adam_dispatch[double](p.reshape(-1), g.reshape(-1), m.reshape(-1), v.reshape(-1),
-                               None if vmax is None else vmax.reshape(-1), weight, beta_2,
-                               bias_correction2_sqrt, epsilon, step_size, check_threads(n_threads))
+    _adam_dispatch(p.reshape(-1), g.reshape(-1), m.reshape(-1), v.reshape(-1),
+                          None if vmax is None else vmax.reshape(-1), weight, beta_2,
+                          bias_correction2_sqrt, epsilon, step_size, check_threads(n_threads))
 
 
-cdef _adam_dispatch(floating[::1] p, const floating[::1] g, floating[::1] m, floating[::1] v,
-                    floating[::1] vmax, double weight, double beta_2, double bc2, double eps,
-                    double step_size, int n_threads):
+def _adam_dispatch(floating[::1] p, const floating[::1] g, floating[::1] m, floating[::1] v,
+                   floating[::1] vmax, double weight, double beta_2, double bc2, double eps,
+                   double step_size, int n_threads):
     cdef int64_t n = p.shape[0]
     cdef bint lerp_low = weight < 0.5
     # the constants as NumPy rounds a Python float against an array of this dtype
@@ -218,16 +213,12 @@ def sgd_step(p, g, buf, double momentum, double dampening, bint nesterov, bint u
     if buf is not None:
         check_array(buf, "buf", p.dtype, p.shape)
     mode = 0 if buf is None or not update_buffer else (1 if dampening == 0 else 2)
-    if p.dtype == np.float32:
-        _sgd_dispatch[float](p.reshape(-1), g.reshape(-1), None if buf is None else buf.reshape(-1),
-                             mode, nesterov, momentum, dampening, lr, check_threads(n_threads))
-    else:
-        _sgd_dispatch[double](p.reshape(-1), g.reshape(-1), None if buf is None else buf.reshape(-1),
-                              mode, nesterov, momentum, dampening, lr, check_threads(n_threads))
+    _sgd_dispatch(p.reshape(-1), g.reshape(-1), None if buf is None else buf.reshape(-1),
+                         mode, nesterov, momentum, dampening, lr, check_threads(n_threads))
 
 
-cdef _sgd_dispatch(floating[::1] p, const floating[::1] g, floating[::1] buf, int mode,
-                   bint nesterov, double momentum, double dampening, double lr, int n_threads):
+def _sgd_dispatch(floating[::1] p, const floating[::1] g, floating[::1] buf, int mode,
+                  bint nesterov, double momentum, double dampening, double lr, int n_threads):
     cdef int64_t n = p.shape[0]
     cdef floating* pbuf = NULL
     # the constants as NumPy rounds a Python float against an array of this dtype

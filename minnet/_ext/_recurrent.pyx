@@ -702,26 +702,21 @@ def recurrent_forward(int mode, x, w_ih, w_hh, b_ih, b_hh, h0, c0, mask, bint re
     else:
         rmask = hm = np.empty((1, 1), dtype=dtype)
     if N > 0 and T > 0:
-        if dtype == np.float32:
-            _forward_dispatch[float](mode, x, w_ih, w_hh, b_ih, b_hh, mask, has_mask, reverse,
-                                     xp, hp, h, c, y, write_seq, hprev, cprev, sv, save,
-                                     rmask, hm, has_rmask, n_threads)
-        else:
-            _forward_dispatch[double](mode, x, w_ih, w_hh, b_ih, b_hh, mask, has_mask, reverse,
-                                      xp, hp, h, c, y, write_seq, hprev, cprev, sv, save,
-                                      rmask, hm, has_rmask, n_threads)
+        _forward_dispatch(mode, x, w_ih, w_hh, b_ih, b_hh, mask, has_mask, reverse,
+                                 xp, hp, h, c, y, write_seq, hprev, cprev, sv, save,
+                                 rmask, hm, has_rmask, n_threads)
     return (y if write_seq else None, h, c if is_lstm else None, hprev if save else None,
             cprev if save and is_lstm else None, sv if save else None)
 
 
-cdef _forward_dispatch(int mode, floating[:, :, ::1] x, floating[:, ::1] w_ih,
-                       floating[:, ::1] w_hh, floating[::1] b_ih, floating[::1] b_hh,
-                       const uint8_t[:, ::1] mask, bint has_mask, bint reverse,
-                       floating[:, ::1] xp, floating[:, ::1] hp, floating[:, ::1] h,
-                       floating[:, ::1] c, floating[:, :, ::1] y, bint write_seq,
-                       floating[:, :, ::1] hprev, floating[:, :, ::1] cprev,
-                       floating[:, :, ::1] sv, bint save, floating[:, ::1] rmask,
-                       floating[:, ::1] hm, bint has_rmask, int n_threads):
+def _forward_dispatch(int mode, floating[:, :, ::1] x, floating[:, ::1] w_ih,
+                      floating[:, ::1] w_hh, floating[::1] b_ih, floating[::1] b_hh,
+                      const uint8_t[:, ::1] mask, bint has_mask, bint reverse,
+                      floating[:, ::1] xp, floating[:, ::1] hp, floating[:, ::1] h,
+                      floating[:, ::1] c, floating[:, :, ::1] y, bint write_seq,
+                      floating[:, :, ::1] hprev, floating[:, :, ::1] cprev,
+                      floating[:, :, ::1] sv, bint save, floating[:, ::1] rmask,
+                      floating[:, ::1] hm, bint has_rmask, int n_threads):
     cdef int N = x.shape[0], T = x.shape[1], I = x.shape[2], H = w_hh.shape[1]
     cdef int G = w_hh.shape[0]
     cdef const floating* prm = &rmask[0, 0] if has_rmask else NULL
@@ -839,16 +834,10 @@ def recurrent_backward(int mode, x, w_ih, w_hh, hprev, cprev, saved, mask, bint 
         hprev_w = hprev
     dw_cat = np.empty((G, I + H) if want_weights else (1, 1), dtype=dtype)
     if N > 0 and T > 0:
-        if dtype == np.float32:
-            _backward_dispatch[float](mode, dw_cat, w_ih, w_hh, hprev, cprev, saved, mask, has_mask,
-                                      reverse, dy, has_dy, dh, dc, dh_next, dgx, dgh, dx, dw_ih,
-                                      dw_hh, db_ih, db_hh, want_bias, rmask, scratch, has_rmask,
-                                      hprev_w, n_threads)
-        else:
-            _backward_dispatch[double](mode, dw_cat, w_ih, w_hh, hprev, cprev, saved, mask, has_mask,
-                                       reverse, dy, has_dy, dh, dc, dh_next, dgx, dgh, dx, dw_ih,
-                                       dw_hh, db_ih, db_hh, want_bias, rmask, scratch, has_rmask,
-                                       hprev_w, n_threads)
+        _backward_dispatch(mode, dw_cat, w_ih, w_hh, hprev, cprev, saved, mask, has_mask,
+                                  reverse, dy, has_dy, dh, dc, dh_next, dgx, dgh, dx, dw_ih,
+                                  dw_hh, db_ih, db_hh, want_bias, rmask, scratch, has_rmask,
+                                  hprev_w, n_threads)
     else:
         for a in (dx, dw_ih, dw_hh, db_ih, db_hh):
             if a is not None:
@@ -860,17 +849,17 @@ cdef inline floating* _ptr2(floating[:, ::1] a) noexcept:
     return NULL if a is None else &a[0, 0]
 
 
-cdef _backward_dispatch(int mode, floating[:, ::1] dw_cat, floating[:, ::1] w_ih,
-                        floating[:, ::1] w_hh, floating[:, :, ::1] hprev,
-                        floating[:, :, ::1] cprev, floating[:, :, ::1] sv,
-                        const uint8_t[:, ::1] mask, bint has_mask, bint reverse,
-                        floating[:, :, ::1] dy, bint has_dy, floating[:, ::1] dh,
-                        floating[:, ::1] dc, floating[:, ::1] dh_next,
-                        floating[:, :, ::1] dgx, floating[:, :, ::1] dgh,
-                        floating[:, :, ::1] dx, floating[:, ::1] dw_ih, floating[:, ::1] dw_hh,
-                        floating[::1] db_ih, floating[::1] db_hh, bint want_bias,
-                        floating[:, ::1] rmask, floating[:, ::1] scratch, bint has_rmask,
-                        floating[:, :, ::1] hprev_w, int n_threads):
+def _backward_dispatch(int mode, floating[:, ::1] dw_cat, floating[:, ::1] w_ih,
+                       floating[:, ::1] w_hh, floating[:, :, ::1] hprev,
+                       floating[:, :, ::1] cprev, floating[:, :, ::1] sv,
+                       const uint8_t[:, ::1] mask, bint has_mask, bint reverse,
+                       floating[:, :, ::1] dy, bint has_dy, floating[:, ::1] dh,
+                       floating[:, ::1] dc, floating[:, ::1] dh_next,
+                       floating[:, :, ::1] dgx, floating[:, :, ::1] dgh,
+                       floating[:, :, ::1] dx, floating[:, ::1] dw_ih, floating[:, ::1] dw_hh,
+                       floating[::1] db_ih, floating[::1] db_hh, bint want_bias,
+                       floating[:, ::1] rmask, floating[:, ::1] scratch, bint has_rmask,
+                       floating[:, :, ::1] hprev_w, int n_threads):
     cdef int N = sv.shape[0], T = sv.shape[1], I = w_ih.shape[1], H = w_hh.shape[1]
     cdef floating* pdx = NULL if dx is None else &dx[0, 0, 0]
     cdef floating* pw_ih = _ptr2(dw_ih)
