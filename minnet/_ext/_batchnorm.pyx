@@ -31,7 +31,7 @@ from cython.parallel cimport prange, parallel, threadid
 from libc.math cimport sqrt
 from libc.stdint cimport int64_t
 
-from minnet._ext._base cimport team
+from minnet._ext._base cimport check_strided, team
 from minnet._ext._blas cimport floating
 
 import math
@@ -520,12 +520,7 @@ cdef void bn_backward_input_rows(int64_t M, int64_t C,
 
 def _as_channels(name, arr, channels_last=False):
     """``arr`` as ``(N, C, L)``, or as its ``(M, C)`` rows when the channel axis is the last one."""
-    if not isinstance(arr, np.ndarray):
-        raise TypeError(f"Invalid argument `{name}`: expected a numpy.ndarray. "
-                        f"Received: {type(arr).__name__}")
-    if arr.dtype != np.float32 and arr.dtype != np.float64:
-        raise TypeError(f"Invalid argument `{name}`: expected dtype float32 or float64. "
-                        f"Received: dtype={arr.dtype}")
+    check_strided(arr, name)
     if arr.ndim < 2:
         raise ValueError(f"Invalid argument `{name}`: expected an array of shape (N, C) or "
                          f"{'(N, H, W, C)' if channels_last else '(N, C, H, W)'}. Received: shape={arr.shape}")

@@ -24,6 +24,7 @@ from libc.stdint cimport int32_t, int64_t, uint32_t
 from libc.string cimport memset
 from libc.math cimport INFINITY
 
+from minnet._ext._base cimport check_strided
 from minnet._ext._blas cimport floating
 
 cdef extern from "_maxpool.h" nogil:
@@ -454,12 +455,7 @@ cdef void global_avg_pool2d_nhwc_bwd(int64_t N, int64_t L, int C,
 # window geometry); user-facing argument parsing lives in minnet.functional._pooling.
 
 def _check_x(x):
-    if not isinstance(x, np.ndarray):
-        raise TypeError(f"Invalid argument `x`: expected a numpy.ndarray. "
-                        f"Received: {type(x).__name__}")
-    if x.dtype != np.float32 and x.dtype != np.float64:
-        raise TypeError(f"Invalid argument `x`: expected dtype float32 or float64. "
-                        f"Received: dtype={x.dtype}")
+    check_strided(x, "x")
     if x.ndim != 4:
         raise ValueError(f"Invalid argument `x`: expected a 4-D array (N, C, H, W) or "
                          f"(N, H, W, C). "
