@@ -1,7 +1,7 @@
 # Vectorisable float32 exp and tanh, shared by the activation and loss kernels.
 #
 # libm's expf/tanhf are a function call per element, which keeps GCC from vectorising
-# the loops that call them (softmax, cross-entropy, tanh: 3-5x slower than PyTorch).
+# the loops that call them (softmax, cross-entropy, tanh: benchmarks/bench_activations.py).
 # These are branch-free inline C the compiler turns into SIMD code.  The C is in
 # _fastmath.h; a module that cimports a name from here includes it.
 from libc.math cimport exp, tanh

@@ -13,9 +13,8 @@ One Python-level call runs a whole sequence; the time loop is in C:
   memory step by step;
 * backward (BPTT): per step one fused pass that turns ``dh`` (and ``dc``) into the gate
   gradients ``dG`` and one GEMM ``dh_prev += dG_t @ W_hh`` (float32: ``_stepgemm.h``, W_hh
-  packed once; also ``dx_t = dG_t @ W_ih`` while ``dG_t`` is in cache: 17.3-19.1 ms against
-  17.8-19.8 ms for one GEMM after the loop, LSTM(128) fwd+bwd, 1 thread, 4 alternating runs
-  of 60); after the loop the weight gradients are ONE GEMM
+  packed once; also ``dx_t = dG_t @ W_ih`` while ``dG_t`` is in cache, measured faster than
+  one GEMM after the loop: benchmarks/bench_recurrent.py, LSTM fwd+bwd); after the loop the weight gradients are ONE GEMM
   (``[dW_ih | dW_hh] = dGᵀ @ [X | H_prev]``; GRU: one each), float64's input gradient one
   GEMM (``dX = dG @ W_ih``) and the bias gradients fixed-order column sums. On the saved arrays'
   last use (``reuse_saved``: the autograd graph is not retained) LSTM and RNN write ``dG``

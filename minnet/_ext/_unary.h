@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 /* float helpers for the unary family. The C library's expf/erff/log1pf are scalar
- * calls (tens of ns each on the development machine); these inline polynomial forms
+ * calls the compiler cannot vectorise (benchmarks/bench_activations_extra.py); these inline polynomial forms
  * are branch-light and accurate to a few ulp for float (double uses the C library).
  * minnet_exp_nonpos_f and minnet_tanh_f come from _fastmath.pxd. */
 
