@@ -266,6 +266,8 @@ def sigmoid_forward(x, out=None, n_threads=1):
     return y
 
 
+# Alike by shape (duplicates): the public wrappers, one per op and direction (docstring,
+# check, allocate, one _call): each is the documented entry point of its op.
 def sigmoid_backward(y, grad, out=None, n_threads=1):
     """``dx = grad * y * (1 - y)`` from the saved sigmoid output ``y``.
 

@@ -33,6 +33,7 @@ from libc.stdint cimport int64_t
 
 from minnet._ext._base cimport check_strided, team
 from minnet._ext._blas cimport floating
+from minnet._ext._fastmath cimport sum4
 
 import math
 
@@ -55,16 +56,7 @@ cdef inline void _plane_mean_m2(int64_t L, const floating* p, double* mean,
     # Two-pass over one (n, c) plane, which is in cache after the first pass.  Four
     # independent accumulators: a single running sum is bound by the add latency.
     cdef int64_t l, L4 = L - L % 4
-    cdef double s0 = 0, s1 = 0, s2 = 0, s3 = 0, mu, d0, d1, d2, d3
-    for l in range(0, L4, 4):
-        s0 += p[l]
-        s1 += p[l + 1]
-        s2 += p[l + 2]
-        s3 += p[l + 3]
-    for l in range(L4, L):
-        s0 += p[l]
-    mu = ((s0 + s1) + (s2 + s3)) / L
-    s0 = s1 = s2 = s3 = 0
+    cdef double s0 = 0, s1 = 0, s2 = 0, s3 = 0, mu = sum4(p, L) / L, d0, d1, d2, d3
     for l in range(0, L4, 4):
         d0 = p[l] - mu
         d1 = p[l + 1] - mu
@@ -124,6 +116,8 @@ cdef inline void _plane_grad_sums(int64_t L, const floating* g, const floating* 
     dot[0] += (b0 + b1) + (b2 + b3)
 
 
+# Alike (duplicates, inside bn_stats): "by sample" is two-pass, the mean then the squared
+# deviations around it, each with per-thread partial sums reduced in thread order.
 cdef void bn_stats(int64_t N, int64_t C, int64_t L,
                    const floating* x,                      # IN (N, C, L)
                    double* mean,                           # OUT (C,)

@@ -68,7 +68,8 @@ cdef void gemm_split(bint trans_a, bint trans_b, int m, int n, int k,
                      a + (start if trans_a else <long> start * lda), lda,
                      b, ldb, beta, c + <long> start * ldc, ldc)
     else:
-        # Column blocks of C: all of op(A), columns of op(B).
+        # Column blocks of C: all of op(A), columns of op(B).  (Alike by shape, duplicates:
+        # the row-block loop above, with m and n, A and B in each other's places.)
         for block in prange(n_blocks, nogil=True, schedule="static", num_threads=n_threads):
             start = block * size
             stop = start + size

@@ -23,6 +23,21 @@ cdef extern from "_fastmath.h" nogil:
                               Py_ssize_t n) noexcept nogil
 
 
+cdef inline double sum4(const floating* p, Py_ssize_t n) noexcept nogil:
+    """sum(p[0:n]) in double: four independent accumulators (one running sum is bound by the
+    add latency), combined as (s0 + s1) + (s2 + s3), the order its callers' results keep."""
+    cdef Py_ssize_t l, n4 = n - n % 4
+    cdef double s0 = 0, s1 = 0, s2 = 0, s3 = 0
+    for l in range(0, n4, 4):
+        s0 += p[l]
+        s1 += p[l + 1]
+        s2 += p[l + 2]
+        s3 += p[l + 3]
+    for l in range(n4, n):
+        s0 += p[l]
+    return (s0 + s1) + (s2 + s3)
+
+
 cdef inline floating exp_nonpos(floating v) noexcept nogil:
     """exp(v) for v <= 0 (every exponential of the kernels has a non-positive argument):
     the vectorisable float exp above for float, libm's for double."""

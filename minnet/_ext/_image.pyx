@@ -116,6 +116,8 @@ cdef void resize_bilinear_kernel(const floating[:, :, :, ::1] x,   # IN  (N, H, 
                                      + w10 * x[n, y1, x0, c] + w11 * x[n, y1, x1, c])
 
 
+# Alike (duplicates): the backward walks the forward's taps (the same source rows, columns
+# and weights, computed the same way) and scatters where the forward gathers.
 cdef void resize_bilinear_backward_kernel(const floating[:, :, :, ::1] g,   # IN  (N, OH, OW, C)
                                           floating[:, :, :, ::1] dx,        # OUT (N, H, W, C), zeroed
                                           int n_threads) noexcept nogil:

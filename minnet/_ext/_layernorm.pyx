@@ -19,7 +19,7 @@ The math is in ``docs/math/layernorm.md``.
 from cython.parallel cimport prange
 from libc.math cimport sqrt
 
-from minnet._ext._base cimport team
+from minnet._ext._base cimport check_typed, team
 from minnet._ext._blas cimport floating
 
 import numpy as np
@@ -134,16 +134,6 @@ def _backward(const floating[:, ::1] x, const floating[:, ::1] g, const floating
         layernorm_backward_kernel(x, g, gamma, mean, rstd, affine, dx, partial, n_threads)
 
 
-def _check(a, name, dtype, shape):
-    if not isinstance(a, np.ndarray) or a.dtype != dtype or a.shape != shape \
-            or not a.flags.c_contiguous:
-        raise ValueError(f"Invalid argument `{name}`: expected a C-contiguous {np.dtype(dtype)} "
-                         f"array of shape {shape}. Received: "
-                         + (f"{a.dtype} array of shape {a.shape}" if isinstance(a, np.ndarray)
-                            else type(a).__name__))
-    return a
-
-
 def layernorm_forward(x, gamma=None, beta=None, eps=1e-5, n_threads=1):
     """Normalise each row of ``x`` ``(rows, D)``; returns ``(y, mean, rstd)``.
 
@@ -151,12 +141,12 @@ def layernorm_forward(x, gamma=None, beta=None, eps=1e-5, n_threads=1):
     """
     if not isinstance(x, np.ndarray) or x.dtype not in (np.float32, np.float64) or x.ndim != 2:
         raise ValueError("Invalid argument `x`: expected a float32/float64 2-D (rows, D) array.")
-    _check(x, "x", x.dtype, x.shape)
+    check_typed(x, "x", x.dtype, x.shape)
     rows, D = x.shape
     affine = gamma is not None
     if affine:
-        _check(gamma, "gamma", x.dtype, (D,))
-        _check(beta, "beta", x.dtype, (D,))
+        check_typed(gamma, "gamma", x.dtype, (D,))
+        check_typed(beta, "beta", x.dtype, (D,))
     else:
         gamma = beta = np.zeros(1, x.dtype)
     eps = float(eps)
@@ -175,16 +165,16 @@ def layernorm_forward(x, gamma=None, beta=None, eps=1e-5, n_threads=1):
 
 def layernorm_backward(x, grad, mean, rstd, gamma=None, n_threads=1):
     """Returns ``(dx, dgamma, dbeta)`` (``dgamma``/``dbeta`` None without ``gamma``)."""
-    _check(x, "x", x.dtype, x.shape)
+    check_typed(x, "x", x.dtype, x.shape)
     if x.ndim != 2:
         raise ValueError("Invalid argument `x`: expected a 2-D (rows, D) array.")
     rows, D = x.shape
-    _check(grad, "grad", x.dtype, x.shape)
-    _check(mean, "mean", x.dtype, (rows,))
-    _check(rstd, "rstd", x.dtype, (rows,))
+    check_typed(grad, "grad", x.dtype, x.shape)
+    check_typed(mean, "mean", x.dtype, (rows,))
+    check_typed(rstd, "rstd", x.dtype, (rows,))
     affine = gamma is not None
     if affine:
-        _check(gamma, "gamma", x.dtype, (D,))
+        check_typed(gamma, "gamma", x.dtype, (D,))
     else:
         gamma = np.zeros(1, x.dtype)
     dx = np.empty_like(x)

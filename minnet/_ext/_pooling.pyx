@@ -26,6 +26,7 @@ from libc.math cimport INFINITY
 
 from minnet._ext._base cimport check_strided
 from minnet._ext._blas cimport floating
+from minnet._ext._fastmath cimport sum4
 
 cdef extern from "_maxpool.h" nogil:
     void minnet_max_plane_2x2_f32(const float* x, int32_t W, int32_t OH, int32_t OW,
@@ -197,17 +198,7 @@ cdef void avg_pool2d_bwd(int64_t P, int H, int W, int OH, int OW,
 # ------------------------------------------------------------- global average pool
 
 cdef inline floating _plane_mean(int64_t L, const floating* x) noexcept nogil:
-    # Four double accumulators: one running sum would be bound by the add latency.
-    cdef int64_t l, L4 = L - L % 4
-    cdef double s0 = 0, s1 = 0, s2 = 0, s3 = 0
-    for l in range(0, L4, 4):
-        s0 += x[l]
-        s1 += x[l + 1]
-        s2 += x[l + 2]
-        s3 += x[l + 3]
-    for l in range(L4, L):
-        s0 += x[l]
-    return <floating> (((s0 + s1) + (s2 + s3)) / L)
+    return <floating> (sum4(x, L) / L)       # double accumulators (_fastmath.pxd)
 
 
 cdef void global_avg_pool2d_fwd(int64_t P, int64_t L,
@@ -661,6 +652,9 @@ def _avg_fwd_nhwc(const floating[:, :, :, ::1] x, floating[:, :, :, ::1] out, do
                             &x[0, 0, 0, 0], &out[0, 0, 0, 0], &work[0], nt)
 
 
+# Alike (duplicates): avg_pool2d_forward and avg_pool2d_backward check and derive the same
+# window geometry and allocate the same per-thread work buffer for the NHWC kernel; the
+# two directions call different kernels with different shapes, so each keeps its lines.
 def avg_pool2d_backward(grad, input_shape, pool_size, strides, padding=(0, 0, 0, 0),
                         count_include_pad=True, n_threads=1, channels_last=False):
     """Spread each output gradient evenly (``/ divisor``) over its window.

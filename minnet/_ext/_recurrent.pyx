@@ -396,6 +396,8 @@ cdef void _forward_split(int mode, int N, int T, int I, int H,
 
 # ----------------------------------------------------------------------- backward
 
+# Alike by shape (duplicates): _backward_rows dispatches on the cell as _forward_rows does
+# (the float C rows, then the generic loop per cell).
 cdef void _backward_rows(int mode, int n, int tt, int T, int I, int H,
                          const floating* hprev, const floating* cprev, const floating* sv,
                          const floating* dy, bint has_dy,

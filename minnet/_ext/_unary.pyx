@@ -60,6 +60,8 @@ cdef extern from "_unary.h":
                                  Py_ssize_t n) noexcept nogil
 
 
+# Alike by shape (duplicates, with _fastmath.pxd and _activations.pyx): each scalar helper
+# picks one formula's float or double implementation; the formulas differ.
 cdef inline floating _f_exp(floating v) noexcept nogil:
     if floating is float:
         return minnet_exp_f(v)
