@@ -28,65 +28,7 @@ from minnet._ext._fastmath cimport (exp_nonpos, sigmoid, minnet_exp_nonpos_f, mi
 cnp.import_array()
 
 
-cdef extern from *:
-    """
-    MINNET_TARGET_CLONES
-    static void minnet_sigmoid_f(const float *x, float *y, Py_ssize_t n) {
-        for (Py_ssize_t i = 0; i < n; i++) y[i] = minnet_sigmoid1_f(x[i]);   /* _fastmath.h */
-    }
-    /* The float32 sigmoid and tanh backward in the same per-CPU copies, with exactly the
-     * arithmetic Cython generates for `g * y * (1 - y)` and `g * (1 - y * y)` (products
-     * of two floats in float, `1 - ...` and the last product in double): the same
-     * results with fewer instructions per element than the SSE2 loop
-     * (benchmarks/bench_autograd.py, sigmoid and tanh layers). */
-    MINNET_TARGET_CLONES
-    static void minnet_sigmoid_backward_f(const float *y, const float *g, float *dx,
-                                          Py_ssize_t n) {
-        for (Py_ssize_t i = 0; i < n; i++)
-            dx[i] = (float)((double)(g[i] * y[i]) * (1.0 - (double)y[i]));
-    }
-    MINNET_TARGET_CLONES
-    static void minnet_tanh_backward_f(const float *y, const float *g, float *dx,
-                                       Py_ssize_t n) {
-        for (Py_ssize_t i = 0; i < n; i++)
-            dx[i] = (float)((double)g[i] * (1.0 - (double)(y[i] * y[i])));
-    }
-    /* float32 ELU / SELU, forward and backward, in the same per-CPU copies.  The forward
-     * uses the branch-free minnet_expm1_nonpos_f (_fastmath.pxd) so the loop vectorises;
-     * libm's expm1f was a call per element (benchmarks/bench_autograd.py, elu layer).
-     * `v >= 0 ? 0 : v` sends NaN to expm1 (NaN propagates, as PyTorch); 0 and -0.0
-     * give +0.  Arithmetic as the Cython loops: (scale * alpha) * expm1(v), scale * v;
-     * backward g * (scale or y + scale * alpha) from the output, g * (scale or
-     * scale * alpha * exp(x)) from the input. */
-    MINNET_TARGET_CLONES
-    static void minnet_elu_f(const float *x, float *y, Py_ssize_t n, float alpha,
-                             float scale) {
-        float sa = scale * alpha;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            float v = x[i];
-            float e = minnet_expm1_nonpos_f(v >= 0.0f ? 0.0f : v);
-            y[i] = v > 0.0f ? scale * v : sa * e;
-        }
-    }
-    MINNET_TARGET_CLONES
-    static void minnet_elu_backward_f(const float *s, const float *g, float *dx, Py_ssize_t n,
-                                      float alpha, float scale, int from_output) {
-        float sa = scale * alpha;
-        Py_ssize_t i;
-        if (from_output) {
-            for (i = 0; i < n; i++) {
-                float v = s[i];
-                dx[i] = g[i] * (v > 0.0f ? scale : v + sa);
-            }
-        } else {
-            for (i = 0; i < n; i++) {
-                float v = s[i];
-                float neg = sa * minnet_exp_nonpos_f(v < 0.0f ? v : 0.0f);
-                dx[i] = g[i] * (v > 0.0f ? scale : neg);
-            }
-        }
-    }
-    """
+cdef extern from "_activations.h":
     void minnet_sigmoid_f(const float* x, float* y, Py_ssize_t n) noexcept nogil
     void minnet_elu_f(const float* x, float* y, Py_ssize_t n, float alpha,
                       float scale) noexcept nogil
@@ -110,8 +52,8 @@ cdef inline floating _expm1(floating v) noexcept nogil:
 
 
 # ---------------------------------------------------------------------------------------
-# Elementwise kernels.  Each has a block function (a plain loop over `n` elements at
-# pointers) and a kernel that hands blocks of BLOCK elements to the threads; blocks never
+# Elementwise kernels.  Each op has a block function (a plain loop over `n` elements at
+# pointers); one driver, `_run`, hands blocks of BLOCK elements to the threads; blocks never
 # overlap, so no two threads write the same element and the result does not depend on
 # the thread count.  `y` may be `x` (in place).
 # ---------------------------------------------------------------------------------------
@@ -125,22 +67,6 @@ cdef inline void _sigmoid_block(const floating* x, floating* y, Py_ssize_t n) no
             y[i] = sigmoid(x[i])
 
 
-cdef void sigmoid_kernel(const floating* x,     # IN  (n,)
-                         floating* y,           # OUT (n,)
-                         Py_ssize_t n, int n_threads) noexcept nogil:
-    cdef Py_ssize_t b, start
-    if team(n, n_threads) == 1:
-        # the same blocks in a row: an OpenMP region for one thread costs more than a
-        # small array's loop (benchmarks/bench_autograd.py, mlp100)
-        for b in range(n_blocks(n)):
-            start = b * BLOCK
-            _sigmoid_block(x + start, y + start, block_len(n, start))
-        return
-    for b in prange(n_blocks(n), num_threads=n_threads, schedule="static"):
-        start = b * BLOCK
-        _sigmoid_block(x + start, y + start, block_len(n, start))
-
-
 cdef inline void _sigmoid_backward_block(const floating* y, const floating* g, floating* dx,
                                          Py_ssize_t n) noexcept nogil:
     cdef Py_ssize_t i
@@ -149,25 +75,6 @@ cdef inline void _sigmoid_backward_block(const floating* y, const floating* g, f
     else:
         for i in range(n):
             dx[i] = g[i] * y[i] * (1 - y[i])
-
-
-cdef void sigmoid_backward_kernel(const floating* y,      # IN  saved output (n,)
-                                  const floating* grad,   # IN  dL/dy (n,), or one block (grad_block)
-                                  floating* dx,           # OUT dL/dx (n,)
-                                  Py_ssize_t n, bint grad_block, int n_threads) noexcept nogil:
-    # grad_block: `grad` holds BLOCK copies of one value (a broadcast gradient, see
-    # grad_operand) and every block reads it from its start.
-    cdef Py_ssize_t b, start
-    if team(n, n_threads) == 1:
-        for b in range(n_blocks(n)):
-            start = b * BLOCK
-            _sigmoid_backward_block(y + start, grad if grad_block else grad + start, dx + start,
-                                    block_len(n, start))
-        return
-    for b in prange(n_blocks(n), num_threads=n_threads, schedule="static"):
-        start = b * BLOCK
-        _sigmoid_backward_block(y + start, grad if grad_block else grad + start, dx + start,
-                                block_len(n, start))
 
 
 cdef inline void _tanh_block(const floating* x, floating* y, Py_ssize_t n) noexcept nogil:
@@ -179,20 +86,6 @@ cdef inline void _tanh_block(const floating* x, floating* y, Py_ssize_t n) noexc
             y[i] = tanh(x[i])
 
 
-cdef void tanh_kernel(const floating* x,    # IN  (n,)
-                      floating* y,          # OUT (n,)
-                      Py_ssize_t n, int n_threads) noexcept nogil:
-    cdef Py_ssize_t b, start
-    if team(n, n_threads) == 1:
-        for b in range(n_blocks(n)):
-            start = b * BLOCK
-            _tanh_block(x + start, y + start, block_len(n, start))
-        return
-    for b in prange(n_blocks(n), num_threads=n_threads, schedule="static"):
-        start = b * BLOCK
-        _tanh_block(x + start, y + start, block_len(n, start))
-
-
 cdef inline void _tanh_backward_block(const floating* y, const floating* g, floating* dx,
                                       Py_ssize_t n) noexcept nogil:
     cdef Py_ssize_t i
@@ -201,23 +94,6 @@ cdef inline void _tanh_backward_block(const floating* y, const floating* g, floa
     else:
         for i in range(n):
             dx[i] = g[i] * (1 - y[i] * y[i])
-
-
-cdef void tanh_backward_kernel(const floating* y,      # IN  saved output (n,)
-                               const floating* grad,   # IN  (n,), or one block (grad_block)
-                               floating* dx,           # OUT (n,)
-                               Py_ssize_t n, bint grad_block, int n_threads) noexcept nogil:
-    cdef Py_ssize_t b, start
-    if team(n, n_threads) == 1:
-        for b in range(n_blocks(n)):
-            start = b * BLOCK
-            _tanh_backward_block(y + start, grad if grad_block else grad + start, dx + start,
-                                 block_len(n, start))
-        return
-    for b in prange(n_blocks(n), num_threads=n_threads, schedule="static"):
-        start = b * BLOCK
-        _tanh_backward_block(y + start, grad if grad_block else grad + start, dx + start,
-                             block_len(n, start))
 
 
 cdef inline void _leaky_relu_block(const floating* x, floating* y, Py_ssize_t n,
@@ -239,22 +115,6 @@ cdef inline void _leaky_relu_block(const floating* x, floating* y, Py_ssize_t n,
         y[i] = v if v > 0 else neg
 
 
-cdef void leaky_relu_kernel(const floating* x,   # IN  (n,)
-                            floating* y,         # OUT (n,)
-                            Py_ssize_t n, floating slope,
-                            int n_threads) noexcept nogil:
-    # relu is slope = 0 (x * 0 keeps NaN as NaN, and -0.0 for negative x, as PyTorch).
-    cdef Py_ssize_t b, start
-    if team(n, n_threads) == 1:
-        for b in range(n_blocks(n)):
-            start = b * BLOCK
-            _leaky_relu_block(x + start, y + start, block_len(n, start), slope)
-        return
-    for b in prange(n_blocks(n), num_threads=n_threads, schedule="static"):
-        start = b * BLOCK
-        _leaky_relu_block(x + start, y + start, block_len(n, start), slope)
-
-
 cdef inline void _leaky_relu_backward_block(const floating* s, const floating* g,
                                             floating* dx, Py_ssize_t n,
                                             floating slope) noexcept nogil:
@@ -263,25 +123,6 @@ cdef inline void _leaky_relu_backward_block(const floating* s, const floating* g
     for i in range(n):
         neg = g[i] * slope
         dx[i] = g[i] if s[i] > 0 else neg
-
-
-cdef void leaky_relu_backward_kernel(const floating* s,     # IN  saved input or output (n,)
-                                     const floating* grad,  # IN  (n,), or one block (grad_block)
-                                     floating* dx,          # OUT (n,)
-                                     Py_ssize_t n, bint grad_block, floating slope,
-                                     int n_threads) noexcept nogil:
-    # For slope >= 0 the output is > 0 exactly where the input is, so either may be saved.
-    cdef Py_ssize_t b, start
-    if team(n, n_threads) == 1:
-        for b in range(n_blocks(n)):
-            start = b * BLOCK
-            _leaky_relu_backward_block(s + start, grad if grad_block else grad + start, dx + start,
-                                       block_len(n, start), slope)
-        return
-    for b in prange(n_blocks(n), num_threads=n_threads, schedule="static"):
-        start = b * BLOCK
-        _leaky_relu_backward_block(s + start, grad if grad_block else grad + start, dx + start,
-                                   block_len(n, start), slope)
 
 
 cdef inline void _elu_block(const floating* x, floating* y, Py_ssize_t n,
@@ -300,24 +141,6 @@ cdef inline void _elu_block(const floating* x, floating* y, Py_ssize_t n,
             y[i] = scale * v
         else:
             y[i] = scale * alpha * _expm1(v if not (v >= 0) else 0)
-
-
-cdef void elu_kernel(const floating* x,   # IN  (n,)
-                     floating* y,         # OUT (n,)
-                     Py_ssize_t n, floating alpha, floating scale,
-                     int n_threads) noexcept nogil:
-    # y = scale * (x if x > 0 else alpha * (exp(x) - 1)); selu is one (alpha, scale) pair.
-    # expm1 keeps full relative accuracy for small |x|, where exp(x) - 1 would cancel
-    # (float32: minnet_expm1_nonpos_f, <= 2 ulp; float64: libm).
-    cdef Py_ssize_t b, start
-    if team(n, n_threads) == 1:
-        for b in range(n_blocks(n)):
-            start = b * BLOCK
-            _elu_block(x + start, y + start, block_len(n, start), alpha, scale)
-        return
-    for b in prange(n_blocks(n), num_threads=n_threads, schedule="static"):
-        start = b * BLOCK
-        _elu_block(x + start, y + start, block_len(n, start), alpha, scale)
 
 
 cdef inline void _elu_backward_block(const floating* s, const floating* g, floating* dx,
@@ -342,124 +165,76 @@ cdef inline void _elu_backward_block(const floating* s, const floating* g, float
             dx[i] = g[i] * (scale if v > 0 else neg)
 
 
-cdef void elu_backward_kernel(const floating* s,     # IN  saved output (or input) (n,)
-                              const floating* grad,  # IN  (n,), or one block (grad_block)
-                              floating* dx,          # OUT (n,)
-                              Py_ssize_t n, bint grad_block,
-                              floating alpha, floating scale, bint from_output,
-                              int n_threads) noexcept nogil:
+cdef enum:
+    SIGMOID, SIGMOID_BACKWARD, TANH, TANH_BACKWARD, LEAKY_RELU, LEAKY_RELU_BACKWARD, ELU, ELU_BACKWARD
+
+
+cdef inline void _block(int op, const floating* s, const floating* g, floating* y, Py_ssize_t n,
+                        floating a, floating c, bint flag) noexcept nogil:
+    # s: the input, or for a backward op the saved input or output; g: dL/dy (backward
+    # ops only); y: the result.  a, c: leaky_relu's slope; elu's alpha and scale.
+    if op == SIGMOID:
+        _sigmoid_block(s, y, n)
+    elif op == SIGMOID_BACKWARD:
+        _sigmoid_backward_block(s, g, y, n)
+    elif op == TANH:
+        _tanh_block(s, y, n)
+    elif op == TANH_BACKWARD:
+        _tanh_backward_block(s, g, y, n)
+    elif op == LEAKY_RELU:      # relu is slope = 0
+        _leaky_relu_block(s, y, n, a)
+    elif op == LEAKY_RELU_BACKWARD:
+        # for slope >= 0 the output is > 0 exactly where the input is: either may be saved
+        _leaky_relu_backward_block(s, g, y, n, a)
+    elif op == ELU:
+        # y = scale * (x if x > 0 else alpha * (exp(x) - 1)); selu is one (alpha, scale)
+        # pair.  expm1 keeps full relative accuracy for small |x|, where exp(x) - 1 would
+        # cancel (float32: minnet_expm1_nonpos_f, <= 2 ulp; float64: libm)
+        _elu_block(s, y, n, a, c)
+    else:
+        _elu_backward_block(s, g, y, n, a, c, flag)
+
+
+cdef void _run(int op,
+               const floating* s,     # IN  (n,)
+               const floating* g,     # IN  (n,), one block (grad_block), or NULL (forward ops)
+               floating* y,           # OUT (n,)
+               Py_ssize_t n, bint grad_block, floating a, floating c, bint flag,
+               int n_threads) noexcept nogil:
+    # grad_block: `g` holds BLOCK copies of one value (a broadcast gradient, see
+    # grad_operand) and every block reads it from its start.
     cdef Py_ssize_t b, start
     if team(n, n_threads) == 1:
+        # the same blocks in a row: an OpenMP region for one thread costs more than a
+        # small array's loop (benchmarks/bench_autograd.py, mlp100)
         for b in range(n_blocks(n)):
             start = b * BLOCK
-            _elu_backward_block(s + start, grad if grad_block else grad + start, dx + start,
-                                block_len(n, start), alpha, scale, from_output)
+            _block(op, s + start, g if grad_block else g + start, y + start, block_len(n, start),
+                   a, c, flag)
         return
     for b in prange(n_blocks(n), num_threads=n_threads, schedule="static"):
         start = b * BLOCK
-        _elu_backward_block(s + start, grad if grad_block else grad + start, dx + start,
-                            block_len(n, start), alpha, scale, from_output)
+        _block(op, s + start, g if grad_block else g + start, y + start, block_len(n, start),
+               a, c, flag)
 
 
-# ---------------------------------------------------------------------------------------
-# Typed entry points: the wrappers below have checked dtype, shape and contiguity, so the
-# elementwise kernels get the arrays' data pointers (a memoryview per array and Cython's
+# The typed entry point: the wrappers below have checked dtype, shape and contiguity, so
+# the kernels get the arrays' data pointers (a memoryview per array and Cython's
 # fused-function dispatch cost more than a small array's loop: benchmarks/bench_autograd.py,
 # mlp100).  `f32` selects the float specialisation, else double.  GIL released.
-# ---------------------------------------------------------------------------------------
 
-cdef _sigmoid(bint f32, x, y, Py_ssize_t n, int n_threads):
-    cdef void* px = data_ptr(x)
-    cdef void* py = data_ptr(y)
-    with nogil:
-        if f32:
-            sigmoid_kernel(<const float*> px, <float*> py, n, n_threads)
-        else:
-            sigmoid_kernel(<const double*> px, <double*> py, n, n_threads)
-
-
-cdef _sigmoid_backward(bint f32, y, g, dx, Py_ssize_t n, bint grad_block, int n_threads):
-    cdef void* py = data_ptr(y)
-    cdef void* pg = data_ptr(g)
-    cdef void* pd = data_ptr(dx)
-    with nogil:
-        if f32:
-            sigmoid_backward_kernel(<const float*> py, <const float*> pg, <float*> pd, n,
-                                    grad_block, n_threads)
-        else:
-            sigmoid_backward_kernel(<const double*> py, <const double*> pg, <double*> pd, n,
-                                    grad_block, n_threads)
-
-
-cdef _tanh_forward(bint f32, x, y, Py_ssize_t n, int n_threads):
-    cdef void* px = data_ptr(x)
-    cdef void* py = data_ptr(y)
-    with nogil:
-        if f32:
-            tanh_kernel(<const float*> px, <float*> py, n, n_threads)
-        else:
-            tanh_kernel(<const double*> px, <double*> py, n, n_threads)
-
-
-cdef _tanh_backward(bint f32, y, g, dx, Py_ssize_t n, bint grad_block, int n_threads):
-    cdef void* py = data_ptr(y)
-    cdef void* pg = data_ptr(g)
-    cdef void* pd = data_ptr(dx)
-    with nogil:
-        if f32:
-            tanh_backward_kernel(<const float*> py, <const float*> pg, <float*> pd, n,
-                                 grad_block, n_threads)
-        else:
-            tanh_backward_kernel(<const double*> py, <const double*> pg, <double*> pd, n,
-                                 grad_block, n_threads)
-
-
-cdef _leaky_relu(bint f32, x, y, Py_ssize_t n, double slope, int n_threads):
-    cdef void* px = data_ptr(x)
-    cdef void* py = data_ptr(y)
-    with nogil:
-        if f32:
-            leaky_relu_kernel(<const float*> px, <float*> py, n, <float> slope, n_threads)
-        else:
-            leaky_relu_kernel(<const double*> px, <double*> py, n, slope, n_threads)
-
-
-cdef _leaky_relu_backward(bint f32, s, g, dx, Py_ssize_t n, bint grad_block, double slope,
-                          int n_threads):
+cdef _call(int op, bint f32, s, g, y, Py_ssize_t n, bint grad_block, double a, double c,
+           bint flag, int n_threads):
     cdef void* ps = data_ptr(s)
-    cdef void* pg = data_ptr(g)
-    cdef void* pd = data_ptr(dx)
-    with nogil:
-        if f32:
-            leaky_relu_backward_kernel(<const float*> ps, <const float*> pg, <float*> pd, n,
-                                       grad_block, <float> slope, n_threads)
-        else:
-            leaky_relu_backward_kernel(<const double*> ps, <const double*> pg, <double*> pd, n,
-                                       grad_block, slope, n_threads)
-
-
-cdef _elu(bint f32, x, y, Py_ssize_t n, double alpha, double scale, int n_threads):
-    cdef void* px = data_ptr(x)
+    cdef void* pg = NULL if g is None else data_ptr(g)     # None: a forward op
     cdef void* py = data_ptr(y)
     with nogil:
         if f32:
-            elu_kernel(<const float*> px, <float*> py, n, <float> alpha, <float> scale, n_threads)
+            _run(op, <const float*> ps, <const float*> pg, <float*> py, n, grad_block,
+                 <float> a, <float> c, flag, n_threads)
         else:
-            elu_kernel(<const double*> px, <double*> py, n, alpha, scale, n_threads)
-
-
-cdef _elu_backward(bint f32, s, g, dx, Py_ssize_t n, bint grad_block, double alpha,
-                   double scale, bint from_output, int n_threads):
-    cdef void* ps = data_ptr(s)
-    cdef void* pg = data_ptr(g)
-    cdef void* pd = data_ptr(dx)
-    with nogil:
-        if f32:
-            elu_backward_kernel(<const float*> ps, <const float*> pg, <float*> pd, n, grad_block,
-                                <float> alpha, <float> scale, from_output, n_threads)
-        else:
-            elu_backward_kernel(<const double*> ps, <const double*> pg, <double*> pd, n,
-                                grad_block, alpha, scale, from_output, n_threads)
+            _run(op, <const double*> ps, <const double*> pg, <double*> py, n, grad_block,
+                 a, c, flag, n_threads)
 
 
 # ---------------------------------------------------------------------------------------
@@ -486,10 +261,13 @@ def sigmoid_forward(x, out=None, n_threads=1):
     """
     check_array(x, "x")
     y = output_like(out, x)
-    _sigmoid(is_f32(x), x, y, size_of(x), check_threads(n_threads))
+    _call(SIGMOID, is_f32(x), x, None, y, size_of(x), True, 0, 0, False,
+          check_threads(n_threads))
     return y
 
 
+# Alike by shape (duplicates): the public wrappers, one per op and direction (docstring,
+# check, allocate, one _call): each is the documented entry point of its op.
 def sigmoid_backward(y, grad, out=None, n_threads=1):
     """``dx = grad * y * (1 - y)`` from the saved sigmoid output ``y``.
 
@@ -499,7 +277,8 @@ def sigmoid_backward(y, grad, out=None, n_threads=1):
     check_array(y, "y")
     g, grad_block = grad_operand(grad, y)
     dx = output_like(out, y)
-    _sigmoid_backward(is_f32(y), y, g, dx, size_of(y), grad_block, check_threads(n_threads))
+    _call(SIGMOID_BACKWARD, is_f32(y), y, g, dx, size_of(y), grad_block, 0, 0, False,
+          check_threads(n_threads))
     return dx
 
 
@@ -511,7 +290,8 @@ def tanh_forward(x, out=None, n_threads=1):
     """
     check_array(x, "x")
     y = output_like(out, x)
-    _tanh_forward(is_f32(x), x, y, size_of(x), check_threads(n_threads))
+    _call(TANH, is_f32(x), x, None, y, size_of(x), True, 0, 0, False,
+          check_threads(n_threads))
     return y
 
 
@@ -524,7 +304,8 @@ def tanh_backward(y, grad, out=None, n_threads=1):
     check_array(y, "y")
     g, grad_block = grad_operand(grad, y)
     dx = output_like(out, y)
-    _tanh_backward(is_f32(y), y, g, dx, size_of(y), grad_block, check_threads(n_threads))
+    _call(TANH_BACKWARD, is_f32(y), y, g, dx, size_of(y), grad_block, 0, 0, False,
+          check_threads(n_threads))
     return dx
 
 
@@ -536,7 +317,8 @@ def leaky_relu_forward(x, negative_slope=0.0, out=None, n_threads=1):
     """
     check_array(x, "x")
     y = output_like(out, x)
-    _leaky_relu(is_f32(x), x, y, size_of(x), float(negative_slope), check_threads(n_threads))
+    _call(LEAKY_RELU, is_f32(x), x, None, y, size_of(x), True, float(negative_slope), 0,
+          False, check_threads(n_threads))
     return y
 
 
@@ -552,8 +334,8 @@ def leaky_relu_backward(saved, grad, negative_slope=0.0, out=None, n_threads=1):
     check_array(saved, "saved")
     g, grad_block = grad_operand(grad, saved)
     dx = output_like(out, saved)
-    _leaky_relu_backward(is_f32(saved), saved, g, dx, size_of(saved), grad_block,
-                         float(negative_slope), check_threads(n_threads))
+    _call(LEAKY_RELU_BACKWARD, is_f32(saved), saved, g, dx, size_of(saved), grad_block,
+          float(negative_slope), 0, False, check_threads(n_threads))
     return dx
 
 
@@ -566,7 +348,8 @@ def elu_forward(x, alpha=1.0, scale=1.0, out=None, n_threads=1):
     """
     check_array(x, "x")
     y = output_like(out, x)
-    _elu(is_f32(x), x, y, size_of(x), float(alpha), float(scale), check_threads(n_threads))
+    _call(ELU, is_f32(x), x, None, y, size_of(x), True, float(alpha), float(scale),
+          False, check_threads(n_threads))
     return y
 
 
@@ -587,6 +370,6 @@ def elu_backward(saved, grad, alpha=1.0, scale=1.0, from_output=True, out=None,
         raise ValueError(f"Invalid argument `alpha`: the gradient from the output needs "
                          f"alpha >= 0. Received: alpha={alpha}")
     dx = output_like(out, saved)
-    _elu_backward(is_f32(saved), saved, g, dx, size_of(saved), grad_block, float(alpha),
-                  float(scale), bool(from_output), check_threads(n_threads))
+    _call(ELU_BACKWARD, is_f32(saved), saved, g, dx, size_of(saved), grad_block, float(alpha),
+          float(scale), bool(from_output), check_threads(n_threads))
     return dx

@@ -31,8 +31,9 @@ from cython.parallel cimport prange, parallel, threadid
 from libc.math cimport sqrt
 from libc.stdint cimport int64_t
 
-from minnet._ext._base cimport team
+from minnet._ext._base cimport check_strided, team
 from minnet._ext._blas cimport floating
+from minnet._ext._fastmath cimport sum4
 
 import math
 
@@ -55,16 +56,7 @@ cdef inline void _plane_mean_m2(int64_t L, const floating* p, double* mean,
     # Two-pass over one (n, c) plane, which is in cache after the first pass.  Four
     # independent accumulators: a single running sum is bound by the add latency.
     cdef int64_t l, L4 = L - L % 4
-    cdef double s0 = 0, s1 = 0, s2 = 0, s3 = 0, mu, d0, d1, d2, d3
-    for l in range(0, L4, 4):
-        s0 += p[l]
-        s1 += p[l + 1]
-        s2 += p[l + 2]
-        s3 += p[l + 3]
-    for l in range(L4, L):
-        s0 += p[l]
-    mu = ((s0 + s1) + (s2 + s3)) / L
-    s0 = s1 = s2 = s3 = 0
+    cdef double s0 = 0, s1 = 0, s2 = 0, s3 = 0, mu = sum4(p, L) / L, d0, d1, d2, d3
     for l in range(0, L4, 4):
         d0 = p[l] - mu
         d1 = p[l + 1] - mu
@@ -124,6 +116,8 @@ cdef inline void _plane_grad_sums(int64_t L, const floating* g, const floating* 
     dot[0] += (b0 + b1) + (b2 + b3)
 
 
+# Alike (duplicates, inside bn_stats): "by sample" is two-pass, the mean then the squared
+# deviations around it, each with per-thread partial sums reduced in thread order.
 cdef void bn_stats(int64_t N, int64_t C, int64_t L,
                    const floating* x,                      # IN (N, C, L)
                    double* mean,                           # OUT (C,)
@@ -518,37 +512,17 @@ cdef void bn_backward_input_rows(int64_t M, int64_t C,
 # ---------------------------------------------------------------------------------
 # Python-visible wrappers: validate, view as (N, C, L), allocate outputs.
 
-def _as_ncl(name, arr):
-    if not isinstance(arr, np.ndarray):
-        raise TypeError(f"Invalid argument `{name}`: expected a numpy.ndarray. "
-                        f"Received: {type(arr).__name__}")
-    if arr.dtype != np.float32 and arr.dtype != np.float64:
-        raise TypeError(f"Invalid argument `{name}`: expected dtype float32 or float64. "
-                        f"Received: dtype={arr.dtype}")
+def _as_channels(name, arr, channels_last=False):
+    """``arr`` as ``(N, C, L)``, or as its ``(M, C)`` rows when the channel axis is the last one."""
+    check_strided(arr, name)
     if arr.ndim < 2:
         raise ValueError(f"Invalid argument `{name}`: expected an array of shape (N, C) or "
-                         f"(N, C, H, W). Received: shape={arr.shape}")
+                         f"{'(N, H, W, C)' if channels_last else '(N, C, H, W)'}. Received: shape={arr.shape}")
     arr = np.ascontiguousarray(arr)
-    N, C = arr.shape[0], arr.shape[1]
+    if channels_last:     # no negative indices: wraparound is off in this module
+        return arr.reshape(math.prod(arr.shape[:arr.ndim - 1]), arr.shape[arr.ndim - 1])
     L = math.prod(arr.shape[2:])       # Python ints: np.prod is slower on a small tuple (bench_norm_dropout_pool.py)
-    return arr.reshape(N, C, L)
-
-
-def _as_mc(name, arr):
-    """A channels-last array as its (M, C) rows (C = the last axis)."""
-    if not isinstance(arr, np.ndarray):
-        raise TypeError(f"Invalid argument `{name}`: expected a numpy.ndarray. "
-                        f"Received: {type(arr).__name__}")
-    if arr.dtype != np.float32 and arr.dtype != np.float64:
-        raise TypeError(f"Invalid argument `{name}`: expected dtype float32 or float64. "
-                        f"Received: dtype={arr.dtype}")
-    if arr.ndim < 2:
-        raise ValueError(f"Invalid argument `{name}`: expected an array of shape (N, C) or "
-                         f"(N, H, W, C). Received: shape={arr.shape}")
-    arr = np.ascontiguousarray(arr)
-    # no negative indices: wraparound is off in this module
-    C = arr.shape[arr.ndim - 1]
-    return arr.reshape(math.prod(arr.shape[:arr.ndim - 1]), C)
+    return arr.reshape(arr.shape[0], arr.shape[1], L)
 
 
 def _per_channel(name, values, C, dtype):
@@ -563,24 +537,14 @@ def _threads(n_threads, size):
     return team(size, int(n_threads))
 
 
-def _grad_and_input(grad, x):
-    """``(x, grad)`` as (N, C, L) views, checked to have the same shape and dtype."""
-    x3 = _as_ncl("x", x)
-    g3 = _as_ncl("grad", grad)
-    if g3.shape != x3.shape or g3.dtype != x3.dtype:
+def _grad_and_input(grad, x, channels_last=False):
+    """``(x, grad)`` as (N, C, L) views, or (M, C) rows, checked to have the same shape and dtype."""
+    xv = _as_channels("x", x, channels_last)
+    gv = _as_channels("grad", grad, channels_last)
+    if (np.shape(grad) != np.shape(x) if channels_last else gv.shape != xv.shape) or gv.dtype != xv.dtype:
         raise ValueError(f"Invalid argument `grad`: expected shape {np.shape(x)} and dtype "
-                         f"{x3.dtype}. Received: shape={np.shape(grad)}, dtype={g3.dtype}")
-    return x3, g3
-
-
-def _grad_and_input_rows(grad, x):
-    """``(x, grad)`` as (M, C) views, checked to have the same shape and dtype."""
-    x2 = _as_mc("x", x)
-    g2 = _as_mc("grad", grad)
-    if np.shape(grad) != np.shape(x) or g2.dtype != x2.dtype:
-        raise ValueError(f"Invalid argument `grad`: expected shape {np.shape(x)} and dtype "
-                         f"{x2.dtype}. Received: shape={np.shape(grad)}, dtype={g2.dtype}")
-    return x2, g2
+                         f"{xv.dtype}. Received: shape={np.shape(grad)}, dtype={gv.dtype}")
+    return xv, gv
 
 
 def batch_norm_stats(x, n_threads=1, channels_last=False):
@@ -599,8 +563,8 @@ def batch_norm_stats(x, n_threads=1, channels_last=False):
         x: (N, C) or (N, C, H, W); mean, var: (C,)
     """
     if channels_last:
-        return _stats_rows(_as_mc("x", x), n_threads)
-    x3 = _as_ncl("x", x)
+        return _stats_rows(_as_channels("x", x, True), n_threads)
+    x3 = _as_channels("x", x)
     N, C, L = x3.shape
     nt = _threads(n_threads, x3.size)
     mean = np.zeros(C, dtype=np.float64)
@@ -610,10 +574,7 @@ def batch_norm_stats(x, n_threads=1, channels_last=False):
         mean[:] = np.nan
         var[:] = np.nan
         return mean, var
-    if x3.dtype == np.float32:
-        _stats[float](x3, mean, var, work, nt)
-    else:
-        _stats[double](x3, mean, var, work, nt)
+    _stats(x3, mean, var, work, nt)
     return mean, var
 
 
@@ -627,21 +588,18 @@ def _stats_rows(x2, n_threads):
         var[:] = np.nan
         return mean, var
     work = np.empty(((M + _CHUNK_ROWS - 1) // _CHUNK_ROWS) * 2 * C, dtype=np.float64)
-    if x2.dtype == np.float32:
-        _stats_r[float](x2, mean, var, work, nt)
-    else:
-        _stats_r[double](x2, mean, var, work, nt)
+    _stats_r(x2, mean, var, work, nt)
     return mean, var
 
 
-cdef _stats_r(const floating[:, ::1] x, double[::1] mean, double[::1] var, double[::1] work,
-              int nt):
+def _stats_r(const floating[:, ::1] x, double[::1] mean, double[::1] var, double[::1] work,
+             int nt):
     with nogil:
         bn_stats_rows(x.shape[0], x.shape[1], &x[0, 0], &mean[0], &var[0], &work[0], nt)
 
 
-cdef _stats(const floating[:, :, ::1] x, double[::1] mean, double[::1] var, double[::1] work,
-            int nt):
+def _stats(const floating[:, :, ::1] x, double[::1] mean, double[::1] var, double[::1] work,
+           int nt):
     with nogil:
         bn_stats(x.shape[0], x.shape[1], x.shape[2], &x[0, 0, 0], &mean[0], &var[0],
                  &work[0], nt)
@@ -663,39 +621,24 @@ def batch_norm_affine(x, alpha, beta, n_threads=1, channels_last=False):
     Shape:
         x: (N, C, *); alpha, beta: (C,); returns (N, C, *)
     """
-    if channels_last:
-        x2 = _as_mc("x", x)
-        M, C = x2.shape
-        a = _per_channel("alpha", alpha, C, x2.dtype)
-        b = _per_channel("beta", beta, C, x2.dtype)
-        out = np.empty_like(x2)
-        if x2.size:
-            if x2.dtype == np.float32:
-                _affine_r[float](x2, a, b, out, _threads(n_threads, x2.size))
-            else:
-                _affine_r[double](x2, a, b, out, _threads(n_threads, x2.size))
-        return out.reshape(np.shape(x))
-    x3 = _as_ncl("x", x)
-    N, C, L = x3.shape
-    a = _per_channel("alpha", alpha, C, x3.dtype)
-    b = _per_channel("beta", beta, C, x3.dtype)
-    out = np.empty_like(x3)
-    if x3.size:
-        if x3.dtype == np.float32:
-            _affine[float](x3, a, b, out, _threads(n_threads, x3.size))
-        else:
-            _affine[double](x3, a, b, out, _threads(n_threads, x3.size))
+    xv = _as_channels("x", x, channels_last)     # (N, C, L) or (M, C): C is axis 1 of both
+    C = xv.shape[1]
+    a = _per_channel("alpha", alpha, C, xv.dtype)
+    b = _per_channel("beta", beta, C, xv.dtype)
+    out = np.empty_like(xv)
+    if xv.size:
+        (_affine_r if channels_last else _affine)(xv, a, b, out, _threads(n_threads, xv.size))
     return out.reshape(np.shape(x))
 
 
-cdef _affine_r(const floating[:, ::1] x, const floating[::1] a, const floating[::1] b,
-               floating[:, ::1] out, int nt):
+def _affine_r(const floating[:, ::1] x, const floating[::1] a, const floating[::1] b,
+              floating[:, ::1] out, int nt):
     with nogil:
         bn_affine_rows(x.shape[0], x.shape[1], &x[0, 0], &a[0], &b[0], &out[0, 0], nt)
 
 
-cdef _affine(const floating[:, :, ::1] x, const floating[::1] a, const floating[::1] b,
-             floating[:, :, ::1] out, int nt):
+def _affine(const floating[:, :, ::1] x, const floating[::1] a, const floating[::1] b,
+            floating[:, :, ::1] out, int nt):
     with nogil:
         bn_affine(x.shape[0], x.shape[1], x.shape[2], &x[0, 0, 0], &a[0], &b[0],
                   &out[0, 0, 0], nt)
@@ -718,7 +661,7 @@ def batch_norm_grad_sums(grad, x, mean, n_threads=1, channels_last=False):
         grad, x: (N, C, *); mean, sum_g, dot: (C,)
     """
     if channels_last:
-        x2, g2 = _grad_and_input_rows(grad, x)
+        x2, g2 = _grad_and_input(grad, x, True)
         M, C = x2.shape
         m = _per_channel("mean", mean, C, np.float64)
         sum_g = np.zeros(C, dtype=np.float64)
@@ -726,10 +669,7 @@ def batch_norm_grad_sums(grad, x, mean, n_threads=1, channels_last=False):
         if x2.size:
             work = np.empty(((M + _CHUNK_ROWS - 1) // _CHUNK_ROWS) * 2 * C, dtype=np.float64)
             nt = _threads(n_threads, x2.size)
-            if x2.dtype == np.float32:
-                _grad_sums_r[float](g2, x2, m, sum_g, dot, work, nt)
-            else:
-                _grad_sums_r[double](g2, x2, m, sum_g, dot, work, nt)
+            _grad_sums_r(g2, x2, m, sum_g, dot, work, nt)
         return sum_g, dot
     x3, g3 = _grad_and_input(grad, x)
     N, C, L = x3.shape
@@ -739,22 +679,19 @@ def batch_norm_grad_sums(grad, x, mean, n_threads=1, channels_last=False):
     dot = np.zeros(C, dtype=np.float64)
     work = np.zeros(2 * nt * C + 1, dtype=np.float64)
     if x3.size:
-        if x3.dtype == np.float32:
-            _grad_sums[float](g3, x3, m, sum_g, dot, work, nt)
-        else:
-            _grad_sums[double](g3, x3, m, sum_g, dot, work, nt)
+        _grad_sums(g3, x3, m, sum_g, dot, work, nt)
     return sum_g, dot
 
 
-cdef _grad_sums_r(const floating[:, ::1] g, const floating[:, ::1] x, const double[::1] m,
-                  double[::1] sum_g, double[::1] dot, double[::1] work, int nt):
+def _grad_sums_r(const floating[:, ::1] g, const floating[:, ::1] x, const double[::1] m,
+                 double[::1] sum_g, double[::1] dot, double[::1] work, int nt):
     with nogil:
         bn_grad_sums_rows(x.shape[0], x.shape[1], &g[0, 0], &x[0, 0], &m[0], &sum_g[0],
                           &dot[0], &work[0], nt)
 
 
-cdef _grad_sums(const floating[:, :, ::1] g, const floating[:, :, ::1] x, const double[::1] m,
-                double[::1] sum_g, double[::1] dot, double[::1] work, int nt):
+def _grad_sums(const floating[:, :, ::1] g, const floating[:, :, ::1] x, const double[::1] m,
+               double[::1] sum_g, double[::1] dot, double[::1] work, int nt):
     with nogil:
         bn_grad_sums(x.shape[0], x.shape[1], x.shape[2], &g[0, 0, 0], &x[0, 0, 0], &m[0],
                      &sum_g[0], &dot[0], &work[0], nt)
@@ -779,45 +716,30 @@ def batch_norm_backward_input(grad, x, mean, mean_g, proj, k, n_threads=1, chann
     Shape:
         grad, x, dx: (N, C, *); the constants: (C,)
     """
-    if channels_last:
-        x2, g2 = _grad_and_input_rows(grad, x)
-        M, C = x2.shape
-        consts = [_per_channel(name, v, C, x2.dtype) for name, v in
-                  (("mean", mean), ("mean_g", mean_g), ("proj", proj), ("k", k))]
-        dx = np.empty_like(x2)
-        if x2.size:
-            if x2.dtype == np.float32:
-                _backward_input_r[float](g2, x2, *consts, dx, _threads(n_threads, x2.size))
-            else:
-                _backward_input_r[double](g2, x2, *consts, dx, _threads(n_threads, x2.size))
-        return dx.reshape(np.shape(x))
-    x3, g3 = _grad_and_input(grad, x)
-    N, C, L = x3.shape
-    dt = x3.dtype
-    consts = [_per_channel(name, v, C, dt) for name, v in
+    xv, gv = _grad_and_input(grad, x, channels_last)
+    C = xv.shape[1]
+    consts = [_per_channel(name, v, C, xv.dtype) for name, v in
               (("mean", mean), ("mean_g", mean_g), ("proj", proj), ("k", k))]
-    dx = np.empty_like(x3)
-    if x3.size:
-        if dt == np.float32:
-            _backward_input[float](g3, x3, *consts, dx, _threads(n_threads, x3.size))
-        else:
-            _backward_input[double](g3, x3, *consts, dx, _threads(n_threads, x3.size))
+    dx = np.empty_like(xv)
+    if xv.size:
+        (_backward_input_r if channels_last else _backward_input)(gv, xv, *consts, dx,
+                                                                  _threads(n_threads, xv.size))
     return dx.reshape(np.shape(x))
 
 
-cdef _backward_input_r(const floating[:, ::1] g, const floating[:, ::1] x,
-                       const floating[::1] mean, const floating[::1] mean_g,
-                       const floating[::1] proj, const floating[::1] k,
-                       floating[:, ::1] dx, int nt):
+def _backward_input_r(const floating[:, ::1] g, const floating[:, ::1] x,
+                      const floating[::1] mean, const floating[::1] mean_g,
+                      const floating[::1] proj, const floating[::1] k,
+                      floating[:, ::1] dx, int nt):
     with nogil:
         bn_backward_input_rows(x.shape[0], x.shape[1], &g[0, 0], &x[0, 0], &mean[0], &mean_g[0],
                                &proj[0], &k[0], &dx[0, 0], nt)
 
 
-cdef _backward_input(const floating[:, :, ::1] g, const floating[:, :, ::1] x,
-                     const floating[::1] mean, const floating[::1] mean_g,
-                     const floating[::1] proj, const floating[::1] k,
-                     floating[:, :, ::1] dx, int nt):
+def _backward_input(const floating[:, :, ::1] g, const floating[:, :, ::1] x,
+                    const floating[::1] mean, const floating[::1] mean_g,
+                    const floating[::1] proj, const floating[::1] k,
+                    floating[:, :, ::1] dx, int nt):
     with nogil:
         bn_backward_input(x.shape[0], x.shape[1], x.shape[2], &g[0, 0, 0], &x[0, 0, 0],
                           &mean[0], &mean_g[0], &proj[0], &k[0], &dx[0, 0, 0], nt)
@@ -845,7 +767,7 @@ def batch_norm_forward_training(x, weight, bias, eps, n_threads=1, channels_last
         x, out: (N, C, *); weight, bias, mean, var: (C,)
     """
     if channels_last:
-        x2 = _as_mc("x", x)
+        x2 = _as_channels("x", x, True)
         C = x2.shape[1]
         gamma = _per_channel("weight", weight, C, np.float64)
         beta = _per_channel("bias", bias, C, np.float64)
@@ -853,7 +775,7 @@ def batch_norm_forward_training(x, weight, bias, eps, n_threads=1, channels_last
         scale = gamma / np.sqrt(var + eps)
         out = batch_norm_affine(x2, scale, beta - mean * scale, n_threads, channels_last=True)
         return out.reshape(np.shape(x)), mean, var
-    x3 = _as_ncl("x", x)
+    x3 = _as_channels("x", x)
     N, C, L = x3.shape
     nt = _threads(n_threads, x3.size)
     gamma = _per_channel("weight", weight, C, np.float64)
@@ -866,15 +788,12 @@ def batch_norm_forward_training(x, weight, bias, eps, n_threads=1, channels_last
     out = np.empty_like(x3)
     mean = np.empty(C, dtype=np.float64)
     var = np.empty(C, dtype=np.float64)
-    if x3.dtype == np.float32:
-        _fwd_train[float](x3, gamma, beta, float(eps), out, mean, var, nt)
-    else:
-        _fwd_train[double](x3, gamma, beta, float(eps), out, mean, var, nt)
+    _fwd_train(x3, gamma, beta, float(eps), out, mean, var, nt)
     return out.reshape(np.shape(x)), mean, var
 
 
-cdef _fwd_train(const floating[:, :, ::1] x, const double[::1] gamma, const double[::1] beta,
-                double eps, floating[:, :, ::1] out, double[::1] mean, double[::1] var, int nt):
+def _fwd_train(const floating[:, :, ::1] x, const double[::1] gamma, const double[::1] beta,
+               double eps, floating[:, :, ::1] out, double[::1] mean, double[::1] var, int nt):
     with nogil:
         bn_forward_train_by_channel(x.shape[0], x.shape[1], x.shape[2], &x[0, 0, 0], &gamma[0],
                                     &beta[0], eps, &out[0, 0, 0], &mean[0], &var[0], nt)
@@ -902,7 +821,7 @@ def batch_norm_backward_training(grad, x, mean, inv_std, weight, need_dx=True, n
         grad, x, dx: (N, C, *); the rest: (C,)
     """
     if channels_last:
-        x2, g2 = _grad_and_input_rows(grad, x)
+        x2, g2 = _grad_and_input(grad, x, True)
         M, C = x2.shape
         m = _per_channel("mean", mean, C, np.float64)
         inv = _per_channel("inv_std", inv_std, C, np.float64)
@@ -930,16 +849,13 @@ def batch_norm_backward_training(grad, x, mean, inv_std, weight, need_dx=True, n
     sum_g = np.empty(C, dtype=np.float64)
     dot = np.empty(C, dtype=np.float64)
     dx = np.empty_like(x3) if need_dx else np.empty((1, 1, 1), dtype=x3.dtype)
-    if x3.dtype == np.float32:
-        _bwd_train[float](g3, x3, m, inv, gamma, bool(need_dx), dx, sum_g, dot, nt)
-    else:
-        _bwd_train[double](g3, x3, m, inv, gamma, bool(need_dx), dx, sum_g, dot, nt)
+    _bwd_train(g3, x3, m, inv, gamma, bool(need_dx), dx, sum_g, dot, nt)
     return (dx.reshape(np.shape(x)) if need_dx else None), sum_g, dot
 
 
-cdef _bwd_train(const floating[:, :, ::1] g, const floating[:, :, ::1] x, const double[::1] m,
-                const double[::1] inv, const double[::1] gamma, bint need_dx,
-                floating[:, :, ::1] dx, double[::1] sum_g, double[::1] dot, int nt):
+def _bwd_train(const floating[:, :, ::1] g, const floating[:, :, ::1] x, const double[::1] m,
+               const double[::1] inv, const double[::1] gamma, bint need_dx,
+               floating[:, :, ::1] dx, double[::1] sum_g, double[::1] dot, int nt):
     with nogil:
         bn_backward_train_by_channel(x.shape[0], x.shape[1], x.shape[2], &g[0, 0, 0], &x[0, 0, 0],
                                      &m[0], &inv[0], &gamma[0], need_dx, &dx[0, 0, 0],

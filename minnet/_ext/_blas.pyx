@@ -68,7 +68,8 @@ cdef void gemm_split(bint trans_a, bint trans_b, int m, int n, int k,
                      a + (start if trans_a else <long> start * lda), lda,
                      b, ldb, beta, c + <long> start * ldc, ldc)
     else:
-        # Column blocks of C: all of op(A), columns of op(B).
+        # Column blocks of C: all of op(A), columns of op(B).  (Alike by shape, duplicates:
+        # the row-block loop above, with m and n, A and B in each other's places.)
         for block in prange(n_blocks, nogil=True, schedule="static", num_threads=n_threads):
             start = block * size
             stop = start + size
@@ -204,16 +205,13 @@ def gemm_batched(a, b, c, trans_a=False, trans_b=False, n_threads=1):
     if ka == 0:
         c[...] = 0
         return c
-    if a.dtype == np.float32:
-        _batched_dispatch[float](a, b, c, trans_a, trans_b, stride_a, lda, stride_b, ldb, threads)
-    else:
-        _batched_dispatch[double](a, b, c, trans_a, trans_b, stride_a, lda, stride_b, ldb, threads)
+    _batched_dispatch(a, b, c, trans_a, trans_b, stride_a, lda, stride_b, ldb, threads)
     return c
 
 
-cdef _batched_dispatch(const floating[:, :, :] a, const floating[:, :, :] b,
-                       floating[:, :, ::1] c, bint trans_a, bint trans_b,
-                       long stride_a, int lda, long stride_b, int ldb, int n_threads):
+def _batched_dispatch(const floating[:, :, :] a, const floating[:, :, :] b,
+                      floating[:, :, ::1] c, bint trans_a, bint trans_b,
+                      long stride_a, int lda, long stride_b, int ldb, int n_threads):
     cdef int batch = c.shape[0], m = c.shape[1], n = c.shape[2]
     cdef int k = a.shape[1] if trans_a else a.shape[2]
     with nogil:
@@ -248,15 +246,12 @@ def py_gemm(a, b, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, c=None, n_t
         c = np.empty((m, n), dtype=a.dtype)
     else:
         check_array(c, "c", a.dtype, (m, n))
-    if a.dtype == np.float32:
-        _gemm_dispatch[float](a, b, c, trans_a, trans_b, alpha, beta, n_threads)
-    else:
-        _gemm_dispatch[double](a, b, c, trans_a, trans_b, alpha, beta, n_threads)
+    _gemm_dispatch(a, b, c, trans_a, trans_b, alpha, beta, n_threads)
     return c
 
 
-cdef _gemm_dispatch(floating[:, ::1] a, floating[:, ::1] b, floating[:, ::1] c,
-                    bint trans_a, bint trans_b, double alpha, double beta, int n_threads):
+def _gemm_dispatch(floating[:, ::1] a, floating[:, ::1] b, floating[:, ::1] c,
+                   bint trans_a, bint trans_b, double alpha, double beta, int n_threads):
     cdef int m = c.shape[0], n = c.shape[1]
     cdef int k = a.shape[0] if trans_a else a.shape[1]
     cdef floating* pa = &a[0, 0] if a.size > 0 else NULL

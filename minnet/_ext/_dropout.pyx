@@ -18,7 +18,7 @@ from cython.parallel cimport prange
 from libc.stdint cimport uint8_t, uint64_t, int64_t
 
 from minnet._ext._base cimport check_strided
-from minnet._ext._base cimport team as _team
+from minnet._ext._base cimport BLOCK, n_blocks, team as _team
 from minnet._ext._blas cimport floating
 
 import numpy as np
@@ -39,15 +39,8 @@ cdef inline uint8_t _keep(uint64_t base, uint64_t counter, uint64_t threshold) n
     return (_mix64(base + (counter + 1) * _GOLDEN) >> 11) >= threshold
 
 
-# Threads take blocks of _BLOCK elements; the per-block loops are plain C loops (no
-# OpenMP private variables inside), which the compiler vectorises.
-cdef enum:
-    _BLOCK = 8192
-
-
-cdef inline int64_t _n_blocks(int64_t n) noexcept nogil:
-    return (n + _BLOCK - 1) // _BLOCK
-
+# Threads take blocks of BLOCK elements (_base.pxd); the per-block loops are plain C loops
+# (no OpenMP private variables inside), which the compiler vectorises.
 
 cdef inline void _fill_block(int64_t lo, int64_t hi, uint64_t base, uint64_t offset,
                              uint64_t threshold, uint8_t* mask) noexcept nogil:
@@ -63,8 +56,8 @@ cdef void fill_mask(int64_t n, uint64_t seed, uint64_t offset, uint64_t threshol
     """mask[i] = 1 with probability 1 - rate, a pure function of (seed, offset + i)."""
     cdef int64_t blk
     cdef uint64_t base = _mix64(seed)
-    for blk in prange(_n_blocks(n), schedule="static", num_threads=_team(n, n_threads)):
-        _fill_block(blk * _BLOCK, min(n, (blk + 1) * _BLOCK), base, offset, threshold, mask)
+    for blk in prange(n_blocks(n), schedule="static", num_threads=_team(n, n_threads)):
+        _fill_block(blk * BLOCK, min(n, (blk + 1) * BLOCK), base, offset, threshold, mask)
 
 
 cdef inline void _dropout_block(int64_t lo, int64_t hi, const floating* x, uint64_t base,
@@ -88,8 +81,8 @@ cdef void dropout_fwd(int64_t n, const floating* x,                 # IN (n,)
     """One fused pass: draw mask[i], out[i] = x[i] * scale if kept else 0."""
     cdef int64_t blk
     cdef uint64_t base = _mix64(seed)
-    for blk in prange(_n_blocks(n), schedule="static", num_threads=_team(n, n_threads)):
-        _dropout_block(blk * _BLOCK, min(n, (blk + 1) * _BLOCK), x, base, offset, threshold,
+    for blk in prange(n_blocks(n), schedule="static", num_threads=_team(n, n_threads)):
+        _dropout_block(blk * BLOCK, min(n, (blk + 1) * BLOCK), x, base, offset, threshold,
                        scale, out, mask)
 
 
@@ -105,6 +98,9 @@ cdef inline void _alpha_block(int64_t lo, int64_t hi, const floating* x, uint64_
         out[i] = x[i] * (a * keep) + (b if keep else dropped)
 
 
+# Alike (duplicates): dropout_fwd and alpha_dropout_fwd draw the same mask per block; a
+# dropped element is 0 in one and `dropped` in the other, and dropout's `x * scale` must
+# not become `x * scale + 0` (that would turn -0.0 into +0.0).
 cdef void alpha_dropout_fwd(int64_t n, const floating* x,           # IN (n,)
                             uint64_t seed, uint64_t offset, uint64_t threshold,
                             floating a, floating b, floating dropped,
@@ -114,8 +110,8 @@ cdef void alpha_dropout_fwd(int64_t n, const floating* x,           # IN (n,)
     """out[i] = a * x[i] + b if kept else a * alpha' + b (= ``dropped``)."""
     cdef int64_t blk
     cdef uint64_t base = _mix64(seed)
-    for blk in prange(_n_blocks(n), schedule="static", num_threads=_team(n, n_threads)):
-        _alpha_block(blk * _BLOCK, min(n, (blk + 1) * _BLOCK), x, base, offset, threshold,
+    for blk in prange(n_blocks(n), schedule="static", num_threads=_team(n, n_threads)):
+        _alpha_block(blk * BLOCK, min(n, (blk + 1) * BLOCK), x, base, offset, threshold,
                      a, b, dropped, out, mask)
 
 
@@ -134,8 +130,8 @@ cdef void masked_scale_kernel(int64_t n, const floating* grad,      # IN (n,)
                               int n_threads) noexcept nogil:
     """out[i] = grad[i] * scale if mask[i] else 0 (the backward of both dropouts)."""
     cdef int64_t blk
-    for blk in prange(_n_blocks(n), schedule="static", num_threads=_team(n, n_threads)):
-        _masked_block(blk * _BLOCK, min(n, (blk + 1) * _BLOCK), grad, mask, scale, out)
+    for blk in prange(n_blocks(n), schedule="static", num_threads=_team(n, n_threads)):
+        _masked_block(blk * BLOCK, min(n, (blk + 1) * BLOCK), grad, mask, scale, out)
 
 
 cdef inline void _plane_scale(int64_t size, const floating* x, floating s,
@@ -251,17 +247,13 @@ def dropout_forward(x, rate, seed, offset, n_threads=1):
     # 1/(1-p) in double, rounded once to the input dtype (as PyTorch's scalar multiply).
     scale = 1.0 / (1.0 - float(rate))
     if x.size:
-        if x.dtype == np.float32:
-            _dropout_fwd[float](x.reshape(-1), out.reshape(-1), mask.reshape(-1), s, o,
-                                threshold, scale, nt)
-        else:
-            _dropout_fwd[double](x.reshape(-1), out.reshape(-1), mask.reshape(-1), s, o,
-                                 threshold, scale, nt)
+        _dropout_fwd(x.reshape(-1), out.reshape(-1), mask.reshape(-1), s, o,
+                            threshold, scale, nt)
     return out, mask
 
 
-cdef _dropout_fwd(const floating[::1] x, floating[::1] out, uint8_t[::1] mask,
-                  uint64_t s, uint64_t o, uint64_t threshold, double scale, int nt):
+def _dropout_fwd(const floating[::1] x, floating[::1] out, uint8_t[::1] mask,
+                 uint64_t s, uint64_t o, uint64_t threshold, double scale, int nt):
     with nogil:
         dropout_fwd(x.shape[0], &x[0], s, o, threshold, <floating> scale, &out[0], &mask[0], nt)
 
@@ -305,18 +297,14 @@ def alpha_dropout_forward(x, rate, seed, offset, n_threads=1):
     out = np.empty_like(x)
     mask = np.empty(x.shape, dtype=np.uint8)
     if x.size:
-        if x.dtype == np.float32:
-            _alpha_fwd[float](x.reshape(-1), out.reshape(-1), mask.reshape(-1), s, o,
-                              threshold, a, b, dropped, nt)
-        else:
-            _alpha_fwd[double](x.reshape(-1), out.reshape(-1), mask.reshape(-1), s, o,
-                               threshold, a, b, dropped, nt)
+        _alpha_fwd(x.reshape(-1), out.reshape(-1), mask.reshape(-1), s, o,
+                          threshold, a, b, dropped, nt)
     return out, mask
 
 
-cdef _alpha_fwd(const floating[::1] x, floating[::1] out, uint8_t[::1] mask,
-                uint64_t s, uint64_t o, uint64_t threshold, double a, double b,
-                double dropped, int nt):
+def _alpha_fwd(const floating[::1] x, floating[::1] out, uint8_t[::1] mask,
+               uint64_t s, uint64_t o, uint64_t threshold, double a, double b,
+               double dropped, int nt):
     with nogil:
         alpha_dropout_fwd(x.shape[0], &x[0], s, o, threshold, <floating> a, <floating> b,
                           <floating> dropped, &out[0], &mask[0], nt)
@@ -344,15 +332,12 @@ def masked_scale_backward(grad, mask, scale, n_threads=1):
     cdef int nt = max(1, int(n_threads))
     out = np.empty_like(grad)
     if grad.size:
-        if grad.dtype == np.float32:
-            _masked_scale[float](grad.reshape(-1), mask.reshape(-1), out.reshape(-1), scale, nt)
-        else:
-            _masked_scale[double](grad.reshape(-1), mask.reshape(-1), out.reshape(-1), scale, nt)
+        _masked_scale(grad.reshape(-1), mask.reshape(-1), out.reshape(-1), scale, nt)
     return out
 
 
-cdef _masked_scale(const floating[::1] g, const uint8_t[::1] mask, floating[::1] out,
-                   double scale, int nt):
+def _masked_scale(const floating[::1] g, const uint8_t[::1] mask, floating[::1] out,
+                  double scale, int nt):
     with nogil:
         masked_scale_kernel(g.shape[0], &g[0], &mask[0], <floating> scale, &out[0], nt)
 
@@ -387,12 +372,8 @@ def channel_scale(x, mask, scale, n_threads=1, channels_last=False):
         out = np.empty_like(x)
         if x.size:
             L = x.size // (N * C)
-            if x.dtype == np.float32:
-                _channel_scale_last[float](x.reshape(N, L, C), mask, out.reshape(N, L, C),
-                                           scale, max(1, int(n_threads)))
-            else:
-                _channel_scale_last[double](x.reshape(N, L, C), mask, out.reshape(N, L, C),
-                                            scale, max(1, int(n_threads)))
+            _channel_scale_last(x.reshape(N, L, C), mask, out.reshape(N, L, C),
+                                       scale, max(1, int(n_threads)))
         return out
     n_planes = x.shape[0] * x.shape[1]
     _check_mask(mask, n_planes)
@@ -401,24 +382,20 @@ def channel_scale(x, mask, scale, n_threads=1, channels_last=False):
     out = np.empty_like(x)
     if x.size:
         plane = x.size // n_planes
-        if x.dtype == np.float32:
-            _channel_scale[float](x.reshape(n_planes, plane), mask.reshape(-1),
-                                  out.reshape(n_planes, plane), scale, nt)
-        else:
-            _channel_scale[double](x.reshape(n_planes, plane), mask.reshape(-1),
-                                   out.reshape(n_planes, plane), scale, nt)
+        _channel_scale(x.reshape(n_planes, plane), mask.reshape(-1),
+                              out.reshape(n_planes, plane), scale, nt)
     return out
 
 
-cdef _channel_scale(const floating[:, ::1] x, const uint8_t[::1] mask, floating[:, ::1] out,
-                    double scale, int nt):
+def _channel_scale(const floating[:, ::1] x, const uint8_t[::1] mask, floating[:, ::1] out,
+                   double scale, int nt):
     with nogil:
         channel_scale_kernel(x.shape[0], x.shape[1], &x[0, 0], &mask[0], <floating> scale,
                       &out[0, 0], nt)
 
 
-cdef _channel_scale_last(const floating[:, :, ::1] x, const uint8_t[::1] mask,
-                         floating[:, :, ::1] out, double scale, int nt):
+def _channel_scale_last(const floating[:, :, ::1] x, const uint8_t[::1] mask,
+                        floating[:, :, ::1] out, double scale, int nt):
     with nogil:
         channel_scale_last_kernel(x.shape[0], x.shape[1], x.shape[2], &x[0, 0, 0], &mask[0],
                                   <floating> scale, &out[0, 0, 0], nt)

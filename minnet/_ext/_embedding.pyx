@@ -27,19 +27,16 @@ def embedding_backward(indices, grad, int input_dim, int n_threads=1):
     if grad.ndim != 2 or grad.shape[0] != indices.shape[0]:
         raise ValueError(f"Invalid argument `grad`: expected shape ({indices.shape[0]}, D). "
                          f"Received: shape={grad.shape}")
-    out = np.zeros((input_dim, grad.shape[1]), dtype=grad.dtype)
-    if grad.dtype == np.float32:
-        _embedding_backward[float](indices, grad, out, n_threads)
-    elif grad.dtype == np.float64:
-        _embedding_backward[double](indices, grad, out, n_threads)
-    else:
+    if grad.dtype != np.float32 and grad.dtype != np.float64:
         raise TypeError(f"Invalid argument `grad`: expected float32 or float64. Received: "
                         f"dtype={grad.dtype}")
+    out = np.zeros((input_dim, grad.shape[1]), dtype=grad.dtype)
+    _embedding_backward(indices, grad, out, n_threads)
     return out
 
 
-cdef _embedding_backward(const int64_t[::1] indices, floating[:, ::1] grad,
-                         floating[:, ::1] out, int n_threads):
+def _embedding_backward(const int64_t[::1] indices, floating[:, ::1] grad,
+                        floating[:, ::1] out, int n_threads):
     cdef int64_t M = grad.shape[0], i, row
     cdef int D = grad.shape[1]
     cdef int n_blocks = (D + 15) // 16

@@ -1,7 +1,7 @@
 # Vectorisable float32 exp and tanh, shared by the activation and loss kernels.
 #
 # libm's expf/tanhf are a function call per element, which keeps GCC from vectorising
-# the loops that call them (softmax, cross-entropy, tanh: 3-5x slower than PyTorch).
+# the loops that call them (softmax, cross-entropy, tanh: benchmarks/bench_activations.py).
 # These are branch-free inline C the compiler turns into SIMD code.  The C is in
 # _fastmath.h; a module that cimports a name from here includes it.
 from libc.math cimport exp, tanh
@@ -21,6 +21,21 @@ cdef extern from "_fastmath.h" nogil:
     void minnet_scale_f(float* y, float s, Py_ssize_t n) noexcept nogil
     void minnet_ce_grad_row_f(const float* x, double lse, float off, float g, float* dx,
                               Py_ssize_t n) noexcept nogil
+
+
+cdef inline double sum4(const floating* p, Py_ssize_t n) noexcept nogil:
+    """sum(p[0:n]) in double: four independent accumulators (one running sum is bound by the
+    add latency), combined as (s0 + s1) + (s2 + s3), the order its callers' results keep."""
+    cdef Py_ssize_t l, n4 = n - n % 4
+    cdef double s0 = 0, s1 = 0, s2 = 0, s3 = 0
+    for l in range(0, n4, 4):
+        s0 += p[l]
+        s1 += p[l + 1]
+        s2 += p[l + 2]
+        s3 += p[l + 3]
+    for l in range(n4, n):
+        s0 += p[l]
+    return (s0 + s1) + (s2 + s3)
 
 
 cdef inline floating exp_nonpos(floating v) noexcept nogil:

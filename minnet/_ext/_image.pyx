@@ -15,6 +15,7 @@ so results do not depend on the thread count. The math is in ``docs/math/image.m
 from cython.parallel cimport prange
 from libc.math cimport floor, fabs, fmod
 
+from minnet._ext._base cimport check_strided
 from minnet._ext._blas cimport floating
 
 import numpy as np
@@ -115,6 +116,8 @@ cdef void resize_bilinear_kernel(const floating[:, :, :, ::1] x,   # IN  (N, H, 
                                      + w10 * x[n, y1, x0, c] + w11 * x[n, y1, x1, c])
 
 
+# Alike (duplicates): the backward walks the forward's taps (the same source rows, columns
+# and weights, computed the same way) and scatters where the forward gathers.
 cdef void resize_bilinear_backward_kernel(const floating[:, :, :, ::1] g,   # IN  (N, OH, OW, C)
                                           floating[:, :, :, ::1] dx,        # OUT (N, H, W, C), zeroed
                                           int n_threads) noexcept nogil:
@@ -334,15 +337,8 @@ def _flip(const floating[:, :, :, ::1] x, const unsigned char[::1] fh,
 
 
 def _check_nhwc(a, name, dtype=None):
-    if not isinstance(a, np.ndarray):
-        raise TypeError(f"Invalid argument `{name}`: expected a numpy.ndarray. "
-                        f"Received: {type(a).__name__}")
-    if a.dtype != np.float32 and a.dtype != np.float64:
-        raise TypeError(f"Invalid argument `{name}`: expected dtype float32 or float64. "
-                        f"Received: {name}.dtype={a.dtype}")
-    if dtype is not None and a.dtype != dtype:
-        raise TypeError(f"Invalid argument `{name}`: expected dtype {np.dtype(dtype)}. "
-                        f"Received: {name}.dtype={a.dtype}")
+    """``a`` a C-contiguous float (N, H, W, C) array (of ``dtype`` when given)."""
+    check_strided(a, name, -1, dtype)
     if a.ndim != 4 or not a.flags.c_contiguous:
         raise ValueError(f"Invalid argument `{name}`: expected a C-contiguous 4-D (N, H, W, C) "
                          f"array. Received: shape {a.shape}, contiguous={a.flags.c_contiguous}")

@@ -98,6 +98,8 @@ cdef inline int64_t _gather_task(const floating* src, Py_ssize_t src_n, Py_ssize
     return bad
 
 
+# Alike (duplicates): _scatter_task mirrors _gather_task (the same index walk and bounds
+# count, adding where the gather reads).
 cdef inline int64_t _scatter_task(const floating* src, Py_ssize_t src_n, Py_ssize_t src_k,
                                   int64_t n_out, const int64_t* index, Py_ssize_t index_n,
                                   Py_ssize_t index_k, floating* out, int64_t n_index,

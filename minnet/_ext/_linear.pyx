@@ -115,10 +115,7 @@ def linear_forward(x, weight, bias=None, n_threads=1, relu=False):
     if _transposed_forward(n, k, m, bias is not None):
         yt = np.empty((m, n), dtype=x.dtype)
         y = np.empty((n, m), dtype=x.dtype)
-        if x.dtype == np.float32:
-            _linear_forward_transposed[float](x, weight, bias, yt, y, fuse_relu, threads)
-        else:
-            _linear_forward_transposed[double](x, weight, bias, yt, y, fuse_relu, threads)
+        _linear_forward_transposed(x, weight, bias, yt, y, fuse_relu, threads)
         return y
     y = np.empty((n, m), dtype=x.dtype)
     if n == 0 or m == 0:
@@ -170,8 +167,8 @@ cdef void _linear_forward_entry(const floating* x,      # IN  (N, K)
             y[i] = 0 if v < 0 else v
 
 
-cdef _linear_forward_transposed(const floating[:, ::1] x, const floating[:, ::1] w,
-                                const floating[::1] bias,       # IN  (M,)
+def _linear_forward_transposed(const floating[:, ::1] x, const floating[:, ::1] w,
+                               const floating[::1] bias,       # IN  (M,)
                                 floating[:, ::1] yt,             # scratch (M, N)
                                 floating[:, ::1] y,              # OUT (N, M)
                                 bint fuse_relu,

@@ -102,6 +102,8 @@ cdef inline void _ce_backward_row(const floating* x, int64_t label, double lse,
     dx[label] = dx[label] - <floating> (1 - eps) * g
 
 
+# Alike (duplicates): the backward walks the rows as the forward does, skipping the same
+# out-of-range labels and counting them.
 cdef Py_ssize_t cross_entropy_backward_kernel(const floating[:, ::1] logits,   # IN  (N, C)
                                               const int64_t[::1] labels,       # IN  (N,)
                                               const double[::1] lse,           # IN  (N,) saved

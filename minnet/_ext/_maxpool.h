@@ -5,8 +5,8 @@
  * generic loop's; only the scheduling differs.  On x86-64 (SSE2 is in the base
  * instruction set) four windows are done at once: two 4-float loads per input row,
  * even/odd columns split with _mm_shuffle_ps, then compare-and-select on values and on
- * int32 indices.  About 6.7x faster than the scalar unrolled loop on (64, 16, 28, 28)
- * (0.40 vs 2.68 ms, 1 thread).  float64, other CPUs, and the last OW % 4 windows of a
+ * int32 indices, faster than the scalar unrolled loop (benchmarks/bench_norm_dropout_pool.py
+ * --ops max_pool; CHANGELOG.md, 2026-11-29).  float64, other CPUs, and the last OW % 4 windows of a
  * row run the scalar version of the same selects.
  */
 #ifndef MINNET_MAXPOOL_H

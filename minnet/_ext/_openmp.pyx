@@ -1,18 +1,6 @@
 """What the build compiled in: OpenMP or not, and the OpenMP thread count."""
 
-cdef extern from *:
-    """
-    #if defined(_OPENMP)
-    #include <omp.h>
-    static int minnet_openmp_enabled(void) { return 1; }
-    static int minnet_omp_max_threads(void) { return omp_get_max_threads(); }
-    static void minnet_omp_set_threads(int n) { omp_set_num_threads(n); }
-    #else
-    static int minnet_openmp_enabled(void) { return 0; }
-    static int minnet_omp_max_threads(void) { return 1; }
-    static void minnet_omp_set_threads(int n) { (void) n; }
-    #endif
-    """
+cdef extern from "_openmp.h":
     int minnet_openmp_enabled() nogil
     int minnet_omp_max_threads() nogil
     void minnet_omp_set_threads(int n) nogil

@@ -24,86 +24,7 @@ import numpy as np
 
 
 
-cdef extern from *:
-    """
-    /* One block of the Adam update, the operations of Adam._update in its order.  Built
-     * for the CPU it runs on (AVX-512 / AVX2 copies picked at load time with GCC).  setup.py
-     * compiles this module with -ffp-contract=off, so that no `a * b + c` becomes a fused
-     * multiply-add: each operation rounds as NumPy's ufunc does; and with -fno-math-errno,
-     * so that sqrt (whose argument is never negative) needs no errno check and vectorises. */
-    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-    #define MINNET_OPTIM_FN __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", \
-        "default")))
-    #else
-    #define MINNET_OPTIM_FN
-    #endif
-    #if defined(__clang__)
-    #pragma clang fp contract(off)
-    #endif
-    #define MINNET_ADAM_BLOCK(NAME, T, SQRT)                                                 \
-    MINNET_OPTIM_FN                                                                         \
-    static void NAME(T *restrict p, const T *restrict g, T *restrict m, T *restrict v,      \
-                     T *restrict vmax, int64_t n, int lerp_low, T w, T b2, T omb2, T bc2,   \
-                     T eps, T neg) {                                                        \
-        for (int64_t i = 0; i < n; i++) {                                                   \
-            T gi = g[i], mi = m[i];                                                         \
-            T d = gi - mi;                   /* lerp_: work = g - m */                      \
-            T t = d * w;                     /* work *= weight (or 1 - weight) */           \
-            mi = lerp_low ? mi + t : gi - t; /* m += work, or m = g - work */               \
-            m[i] = mi;                                                                      \
-            T vi = v[i] * b2;                /* v *= beta_2 */                              \
-            T s = gi * gi;                   /* work = g * g */                             \
-            s = s * omb2;                    /* work *= 1 - beta_2 */                       \
-            vi = vi + s;                     /* v += work */                                \
-            v[i] = vi;                                                                      \
-            if (vmax) {                      /* amsgrad: maximum(v_max, v), NaN wins */     \
-                T x = vmax[i];                                                              \
-                x = (vi > x || vi != vi) ? vi : x;                                          \
-                vmax[i] = x;                                                                \
-                vi = x;                                                                     \
-            }                                                                               \
-            T r = SQRT(vi);                  /* work = sqrt(v) */                           \
-            r = r / bc2;                     /* work /= sqrt(1 - beta_2 ** step) */         \
-            r = r + eps;                     /* work += epsilon */                          \
-            r = mi / r;                      /* work = m / work */                          \
-            r = r * neg;                     /* work *= -step_size */                       \
-            p[i] = p[i] + r;                 /* p += work */                                \
-        }                                                                                   \
-    }
-    MINNET_ADAM_BLOCK(minnet_adam_block_f, float, __builtin_sqrtf)
-    MINNET_ADAM_BLOCK(minnet_adam_block_d, double, __builtin_sqrt)
-
-    /* One block of the SGD update, the operations of SGD._update in its order.  `buf`
-     * NULL: plain SGD.  `mode`: 0 the buffer is not updated (its first step, a copy of g),
-     * 1 buf = buf * momentum + g, 2 buf = buf * momentum + g * (1 - dampening). */
-    #define MINNET_SGD_BLOCK(NAME, T)                                                       \
-    MINNET_OPTIM_FN                                                                         \
-    static void NAME(T *restrict p, const T *restrict g, T *restrict buf, int64_t n,       \
-                     int mode, int nesterov, T mom, T omd, T lr) {                          \
-        for (int64_t i = 0; i < n; i++) {                                                   \
-            T gi = g[i];                                                                    \
-            if (buf) {                                                                      \
-                T b = buf[i];                                                               \
-                if (mode) {                                                                 \
-                    b = b * mom;                 /* buf *= momentum */                      \
-                    T t = mode == 2 ? gi * omd : gi; /* work = g * (1 - dampening) */       \
-                    b = b + t;                   /* buf += work (or g) */                   \
-                    buf[i] = b;                                                             \
-                }                                                                           \
-                if (nesterov) {                                                             \
-                    T t = b * mom;               /* work = buf * momentum */                \
-                    gi = gi + t;                 /* grad += work */                         \
-                } else {                                                                    \
-                    gi = b;                      /* grad = buf */                           \
-                }                                                                           \
-            }                                                                               \
-            T t = gi * lr;                       /* work = grad * lr */                     \
-            p[i] = p[i] - t;                     /* p -= work */                            \
-        }                                                                                   \
-    }
-    MINNET_SGD_BLOCK(minnet_sgd_block_f, float)
-    MINNET_SGD_BLOCK(minnet_sgd_block_d, double)
-    """
+cdef extern from "_optim.h":
     void minnet_sgd_block_f(float* p, const float* g, float* buf, int64_t n, int mode,
                             int nesterov, float mom, float omd, float lr) noexcept nogil
     void minnet_sgd_block_d(double* p, const double* g, double* buf, int64_t n, int mode,
@@ -155,19 +76,14 @@ def adam_step(p, g, m, v, vmax, double weight, double beta_2, double bias_correc
         check_array(a, name, p.dtype, p.shape)
     if vmax is not None:
         check_array(vmax, "vmax", p.dtype, p.shape)
-    if p.dtype == np.float32:
-        _adam_dispatch[float](p.reshape(-1), g.reshape(-1), m.reshape(-1), v.reshape(-1),
-                              None if vmax is None else vmax.reshape(-1), weight, beta_2,
-                              bias_correction2_sqrt, epsilon, step_size, check_threads(n_threads))
-    else:
-        _adam_dispatch[double](p.reshape(-1), g.reshape(-1), m.reshape(-1), v.reshape(-1),
-                               None if vmax is None else vmax.reshape(-1), weight, beta_2,
-                               bias_correction2_sqrt, epsilon, step_size, check_threads(n_threads))
+    _adam_dispatch(p.reshape(-1), g.reshape(-1), m.reshape(-1), v.reshape(-1),
+                          None if vmax is None else vmax.reshape(-1), weight, beta_2,
+                          bias_correction2_sqrt, epsilon, step_size, check_threads(n_threads))
 
 
-cdef _adam_dispatch(floating[::1] p, const floating[::1] g, floating[::1] m, floating[::1] v,
-                    floating[::1] vmax, double weight, double beta_2, double bc2, double eps,
-                    double step_size, int n_threads):
+def _adam_dispatch(floating[::1] p, const floating[::1] g, floating[::1] m, floating[::1] v,
+                   floating[::1] vmax, double weight, double beta_2, double bc2, double eps,
+                   double step_size, int n_threads):
     cdef int64_t n = p.shape[0]
     cdef bint lerp_low = weight < 0.5
     # the constants as NumPy rounds a Python float against an array of this dtype
@@ -218,16 +134,12 @@ def sgd_step(p, g, buf, double momentum, double dampening, bint nesterov, bint u
     if buf is not None:
         check_array(buf, "buf", p.dtype, p.shape)
     mode = 0 if buf is None or not update_buffer else (1 if dampening == 0 else 2)
-    if p.dtype == np.float32:
-        _sgd_dispatch[float](p.reshape(-1), g.reshape(-1), None if buf is None else buf.reshape(-1),
-                             mode, nesterov, momentum, dampening, lr, check_threads(n_threads))
-    else:
-        _sgd_dispatch[double](p.reshape(-1), g.reshape(-1), None if buf is None else buf.reshape(-1),
-                              mode, nesterov, momentum, dampening, lr, check_threads(n_threads))
+    _sgd_dispatch(p.reshape(-1), g.reshape(-1), None if buf is None else buf.reshape(-1),
+                         mode, nesterov, momentum, dampening, lr, check_threads(n_threads))
 
 
-cdef _sgd_dispatch(floating[::1] p, const floating[::1] g, floating[::1] buf, int mode,
-                   bint nesterov, double momentum, double dampening, double lr, int n_threads):
+def _sgd_dispatch(floating[::1] p, const floating[::1] g, floating[::1] buf, int mode,
+                  bint nesterov, double momentum, double dampening, double lr, int n_threads):
     cdef int64_t n = p.shape[0]
     cdef floating* pbuf = NULL
     # the constants as NumPy rounds a Python float against an array of this dtype

@@ -24,7 +24,9 @@ from libc.stdint cimport int32_t, int64_t, uint32_t
 from libc.string cimport memset
 from libc.math cimport INFINITY
 
+from minnet._ext._base cimport check_strided
 from minnet._ext._blas cimport floating
+from minnet._ext._fastmath cimport sum4
 
 cdef extern from "_maxpool.h" nogil:
     void minnet_max_plane_2x2_f32(const float* x, int32_t W, int32_t OH, int32_t OW,
@@ -196,17 +198,7 @@ cdef void avg_pool2d_bwd(int64_t P, int H, int W, int OH, int OW,
 # ------------------------------------------------------------- global average pool
 
 cdef inline floating _plane_mean(int64_t L, const floating* x) noexcept nogil:
-    # Four double accumulators: one running sum would be bound by the add latency.
-    cdef int64_t l, L4 = L - L % 4
-    cdef double s0 = 0, s1 = 0, s2 = 0, s3 = 0
-    for l in range(0, L4, 4):
-        s0 += x[l]
-        s1 += x[l + 1]
-        s2 += x[l + 2]
-        s3 += x[l + 3]
-    for l in range(L4, L):
-        s0 += x[l]
-    return <floating> (((s0 + s1) + (s2 + s3)) / L)
+    return <floating> (sum4(x, L) / L)       # double accumulators (_fastmath.pxd)
 
 
 cdef void global_avg_pool2d_fwd(int64_t P, int64_t L,
@@ -454,12 +446,7 @@ cdef void global_avg_pool2d_nhwc_bwd(int64_t N, int64_t L, int C,
 # window geometry); user-facing argument parsing lives in minnet.functional._pooling.
 
 def _check_x(x):
-    if not isinstance(x, np.ndarray):
-        raise TypeError(f"Invalid argument `x`: expected a numpy.ndarray. "
-                        f"Received: {type(x).__name__}")
-    if x.dtype != np.float32 and x.dtype != np.float64:
-        raise TypeError(f"Invalid argument `x`: expected dtype float32 or float64. "
-                        f"Received: dtype={x.dtype}")
+    check_strided(x, "x")
     if x.ndim != 4:
         raise ValueError(f"Invalid argument `x`: expected a 4-D array (N, C, H, W) or "
                          f"(N, H, W, C). "
@@ -530,30 +517,23 @@ def max_pool2d_forward(x, pool_size, strides, padding=(0, 0, 0, 0), n_threads=1,
     N, C, H, W = _nchw(x.shape, channels_last)
     out = np.empty(_layout(N, C, OH, OW, channels_last), dtype=x.dtype)
     idx = np.empty(out.shape, dtype=np.int32)
-    if out.size and channels_last:
-        if x.dtype == np.float32:
-            _max_fwd_nhwc[float](x, out, idx, kh, kw, sh, sw, pt, pl, max(1, int(n_threads)))
-        else:
-            _max_fwd_nhwc[double](x, out, idx, kh, kw, sh, sw, pt, pl, max(1, int(n_threads)))
-    elif out.size:
-        if x.dtype == np.float32:
-            _max_fwd[float](x, out, idx, kh, kw, sh, sw, pt, pl, max(1, int(n_threads)))
-        else:
-            _max_fwd[double](x, out, idx, kh, kw, sh, sw, pt, pl, max(1, int(n_threads)))
+    if out.size:
+        (_max_fwd_nhwc if channels_last else _max_fwd)(x, out, idx, kh, kw, sh, sw, pt, pl,
+                                                       max(1, int(n_threads)))
     return out, idx
 
 
-cdef _max_fwd(const floating[:, :, :, ::1] x, floating[:, :, :, ::1] out,
-              int32_t[:, :, :, ::1] idx, int kh, int kw, int sh, int sw, int pt, int pl, int nt):
+def _max_fwd(const floating[:, :, :, ::1] x, floating[:, :, :, ::1] out,
+             int32_t[:, :, :, ::1] idx, int kh, int kw, int sh, int sw, int pt, int pl, int nt):
     with nogil:
         max_pool2d_fwd(<int64_t> x.shape[0] * x.shape[1], x.shape[2], x.shape[3],
                        out.shape[2], out.shape[3], kh, kw, sh, sw, pt, pl,
                        &x[0, 0, 0, 0], &out[0, 0, 0, 0], &idx[0, 0, 0, 0], nt)
 
 
-cdef _max_fwd_nhwc(const floating[:, :, :, ::1] x, floating[:, :, :, ::1] out,
-                   int32_t[:, :, :, ::1] idx, int kh, int kw, int sh, int sw, int pt, int pl,
-                   int nt):
+def _max_fwd_nhwc(const floating[:, :, :, ::1] x, floating[:, :, :, ::1] out,
+                  int32_t[:, :, :, ::1] idx, int kh, int kw, int sh, int sw, int pt, int pl,
+                  int nt):
     with nogil:
         max_pool2d_nhwc_fwd(x.shape[0], x.shape[1], x.shape[2], x.shape[3], out.shape[1],
                             out.shape[2], kh, kw, sh, sw, pt, pl,
@@ -592,23 +572,15 @@ def max_pool2d_backward(grad, indices, input_shape, n_threads=1, channels_last=F
     if not grad.size or not H * W:
         return np.zeros(shape, dtype=grad.dtype)
     dx = np.empty(shape, dtype=grad.dtype)              # every plane is zeroed by the kernel
-    if channels_last:
-        if grad.dtype == np.float32:
-            bad = _max_bwd_nhwc[float](grad, indices, dx, max(1, int(n_threads)))
-        else:
-            bad = _max_bwd_nhwc[double](grad, indices, dx, max(1, int(n_threads)))
-    elif grad.dtype == np.float32:
-        bad = _max_bwd[float](grad, indices, dx, max(1, int(n_threads)))
-    else:
-        bad = _max_bwd[double](grad, indices, dx, max(1, int(n_threads)))
+    bad = (_max_bwd_nhwc if channels_last else _max_bwd)(grad, indices, dx, max(1, int(n_threads)))
     if bad:
         raise ValueError(f"Invalid argument `indices`: expected values in [0, {H * W}). "
                          f"Received {bad} value(s) outside it")
     return dx
 
 
-cdef int64_t _max_bwd(const floating[:, :, :, ::1] g, const int32_t[:, :, :, ::1] idx,
-                      floating[:, :, :, ::1] dx, int nt):
+def _max_bwd(const floating[:, :, :, ::1] g, const int32_t[:, :, :, ::1] idx,
+             floating[:, :, :, ::1] dx, int nt):
     cdef int64_t bad
     with nogil:
         bad = max_pool2d_bwd(<int64_t> g.shape[0] * g.shape[1], dx.shape[2] * dx.shape[3],
@@ -617,8 +589,8 @@ cdef int64_t _max_bwd(const floating[:, :, :, ::1] g, const int32_t[:, :, :, ::1
     return bad
 
 
-cdef int64_t _max_bwd_nhwc(const floating[:, :, :, ::1] g, const int32_t[:, :, :, ::1] idx,
-                           floating[:, :, :, ::1] dx, int nt):
+def _max_bwd_nhwc(const floating[:, :, :, ::1] g, const int32_t[:, :, :, ::1] idx,
+                  floating[:, :, :, ::1] dx, int nt):
     cdef int64_t bad
     with nogil:
         bad = max_pool2d_nhwc_bwd(g.shape[0], dx.shape[1] * dx.shape[2], g.shape[1] * g.shape[2],
@@ -655,39 +627,34 @@ def avg_pool2d_forward(x, pool_size, strides, padding=(0, 0, 0, 0), count_includ
     if out.size and channels_last:
         nt = max(1, int(n_threads))
         work = np.empty(nt * C, dtype=np.float64)
-        if x.dtype == np.float32:
-            _avg_fwd_nhwc[float](x, out, work, kh, kw, sh, sw, pt, pb, pl, pr,
-                                 bool(count_include_pad), nt)
-        else:
-            _avg_fwd_nhwc[double](x, out, work, kh, kw, sh, sw, pt, pb, pl, pr,
-                                  bool(count_include_pad), nt)
+        _avg_fwd_nhwc(x, out, work, kh, kw, sh, sw, pt, pb, pl, pr,
+                             bool(count_include_pad), nt)
     elif out.size:
-        if x.dtype == np.float32:
-            _avg_fwd[float](x, out, kh, kw, sh, sw, pt, pb, pl, pr, bool(count_include_pad),
-                            max(1, int(n_threads)))
-        else:
-            _avg_fwd[double](x, out, kh, kw, sh, sw, pt, pb, pl, pr, bool(count_include_pad),
-                             max(1, int(n_threads)))
+        _avg_fwd(x, out, kh, kw, sh, sw, pt, pb, pl, pr, bool(count_include_pad),
+                        max(1, int(n_threads)))
     return out
 
 
-cdef _avg_fwd(const floating[:, :, :, ::1] x, floating[:, :, :, ::1] out, int kh, int kw,
-              int sh, int sw, int pt, int pb, int pl, int pr, bint include_pad, int nt):
+def _avg_fwd(const floating[:, :, :, ::1] x, floating[:, :, :, ::1] out, int kh, int kw,
+             int sh, int sw, int pt, int pb, int pl, int pr, bint include_pad, int nt):
     with nogil:
         avg_pool2d_fwd(<int64_t> x.shape[0] * x.shape[1], x.shape[2], x.shape[3],
                        out.shape[2], out.shape[3], kh, kw, sh, sw, pt, pb, pl, pr,
                        include_pad, &x[0, 0, 0, 0], &out[0, 0, 0, 0], nt)
 
 
-cdef _avg_fwd_nhwc(const floating[:, :, :, ::1] x, floating[:, :, :, ::1] out, double[::1] work,
-                   int kh, int kw, int sh, int sw, int pt, int pb, int pl, int pr,
-                   bint include_pad, int nt):
+def _avg_fwd_nhwc(const floating[:, :, :, ::1] x, floating[:, :, :, ::1] out, double[::1] work,
+                  int kh, int kw, int sh, int sw, int pt, int pb, int pl, int pr,
+                  bint include_pad, int nt):
     with nogil:
         avg_pool2d_nhwc_fwd(x.shape[0], x.shape[1], x.shape[2], x.shape[3], out.shape[1],
                             out.shape[2], kh, kw, sh, sw, pt, pb, pl, pr, include_pad,
                             &x[0, 0, 0, 0], &out[0, 0, 0, 0], &work[0], nt)
 
 
+# Alike (duplicates): avg_pool2d_forward and avg_pool2d_backward check and derive the same
+# window geometry and allocate the same per-thread work buffer for the NHWC kernel; the
+# two directions call different kernels with different shapes, so each keeps its lines.
 def avg_pool2d_backward(grad, input_shape, pool_size, strides, padding=(0, 0, 0, 0),
                         count_include_pad=True, n_threads=1, channels_last=False):
     """Spread each output gradient evenly (``/ divisor``) over its window.
@@ -716,33 +683,25 @@ def avg_pool2d_backward(grad, input_shape, pool_size, strides, padding=(0, 0, 0,
     if grad.size and channels_last:
         nt = max(1, int(n_threads))
         work = np.empty(nt * C, dtype=grad.dtype)
-        if grad.dtype == np.float32:
-            _avg_bwd_nhwc[float](grad, dx, work, kh, kw, sh, sw, pt, pb, pl, pr,
-                                 bool(count_include_pad), nt)
-        else:
-            _avg_bwd_nhwc[double](grad, dx, work, kh, kw, sh, sw, pt, pb, pl, pr,
-                                  bool(count_include_pad), nt)
+        _avg_bwd_nhwc(grad, dx, work, kh, kw, sh, sw, pt, pb, pl, pr,
+                             bool(count_include_pad), nt)
     elif grad.size:
-        if grad.dtype == np.float32:
-            _avg_bwd[float](grad, dx, kh, kw, sh, sw, pt, pb, pl, pr, bool(count_include_pad),
-                            max(1, int(n_threads)))
-        else:
-            _avg_bwd[double](grad, dx, kh, kw, sh, sw, pt, pb, pl, pr, bool(count_include_pad),
-                             max(1, int(n_threads)))
+        _avg_bwd(grad, dx, kh, kw, sh, sw, pt, pb, pl, pr, bool(count_include_pad),
+                        max(1, int(n_threads)))
     return dx
 
 
-cdef _avg_bwd(const floating[:, :, :, ::1] g, floating[:, :, :, ::1] dx, int kh, int kw,
-              int sh, int sw, int pt, int pb, int pl, int pr, bint include_pad, int nt):
+def _avg_bwd(const floating[:, :, :, ::1] g, floating[:, :, :, ::1] dx, int kh, int kw,
+             int sh, int sw, int pt, int pb, int pl, int pr, bint include_pad, int nt):
     with nogil:
         avg_pool2d_bwd(<int64_t> g.shape[0] * g.shape[1], dx.shape[2], dx.shape[3],
                        g.shape[2], g.shape[3], kh, kw, sh, sw, pt, pb, pl, pr,
                        include_pad, &g[0, 0, 0, 0], &dx[0, 0, 0, 0], nt)
 
 
-cdef _avg_bwd_nhwc(const floating[:, :, :, ::1] g, floating[:, :, :, ::1] dx,
-                   floating[::1] work, int kh, int kw, int sh, int sw, int pt, int pb, int pl,
-                   int pr, bint include_pad, int nt):
+def _avg_bwd_nhwc(const floating[:, :, :, ::1] g, floating[:, :, :, ::1] dx,
+                  floating[::1] work, int kh, int kw, int sh, int sw, int pt, int pb, int pl,
+                  int pr, bint include_pad, int nt):
     with nogil:
         avg_pool2d_nhwc_bwd(g.shape[0], dx.shape[1], dx.shape[2], dx.shape[3], g.shape[1],
                             g.shape[2], kh, kw, sh, sw, pt, pb, pl, pr, include_pad,
@@ -772,24 +731,18 @@ def global_avg_pool2d_forward(x, n_threads=1, channels_last=False):
     if out.size and channels_last:
         nt = max(1, int(n_threads))
         work = np.empty(nt * C, dtype=np.float64)
-        if x.dtype == np.float32:
-            _gap_fwd_nhwc[float](x.reshape(N, H * W, C), out, work, nt)
-        else:
-            _gap_fwd_nhwc[double](x.reshape(N, H * W, C), out, work, nt)
+        _gap_fwd_nhwc(x.reshape(N, H * W, C), out, work, nt)
     elif out.size:
-        if x.dtype == np.float32:
-            _gap_fwd[float](x.reshape(N * C, H * W), out.reshape(-1), max(1, int(n_threads)))
-        else:
-            _gap_fwd[double](x.reshape(N * C, H * W), out.reshape(-1), max(1, int(n_threads)))
+        _gap_fwd(x.reshape(N * C, H * W), out.reshape(-1), max(1, int(n_threads)))
     return out
 
 
-cdef _gap_fwd(const floating[:, ::1] x, floating[::1] out, int nt):
+def _gap_fwd(const floating[:, ::1] x, floating[::1] out, int nt):
     with nogil:
         global_avg_pool2d_fwd(x.shape[0], x.shape[1], &x[0, 0], &out[0], nt)
 
 
-cdef _gap_fwd_nhwc(const floating[:, :, ::1] x, floating[:, ::1] out, double[::1] work, int nt):
+def _gap_fwd_nhwc(const floating[:, :, ::1] x, floating[:, ::1] out, double[::1] work, int nt):
     with nogil:
         global_avg_pool2d_nhwc_fwd(x.shape[0], x.shape[1], x.shape[2], &x[0, 0, 0], &out[0, 0],
                                    &work[0], nt)
@@ -819,24 +772,18 @@ def global_avg_pool2d_backward(grad, input_shape, n_threads=1, channels_last=Fal
     grad = np.ascontiguousarray(grad)
     dx = np.empty(_layout(N, C, H, W, channels_last), dtype=grad.dtype)
     if dx.size and channels_last:
-        if grad.dtype == np.float32:
-            _gap_bwd_nhwc[float](grad, dx.reshape(N, H * W, C), max(1, int(n_threads)))
-        else:
-            _gap_bwd_nhwc[double](grad, dx.reshape(N, H * W, C), max(1, int(n_threads)))
+        _gap_bwd_nhwc(grad, dx.reshape(N, H * W, C), max(1, int(n_threads)))
     elif dx.size:
-        if grad.dtype == np.float32:
-            _gap_bwd[float](grad.reshape(-1), dx.reshape(N * C, H * W), max(1, int(n_threads)))
-        else:
-            _gap_bwd[double](grad.reshape(-1), dx.reshape(N * C, H * W), max(1, int(n_threads)))
+        _gap_bwd(grad.reshape(-1), dx.reshape(N * C, H * W), max(1, int(n_threads)))
     return dx
 
 
-cdef _gap_bwd(const floating[::1] g, floating[:, ::1] dx, int nt):
+def _gap_bwd(const floating[::1] g, floating[:, ::1] dx, int nt):
     with nogil:
         global_avg_pool2d_bwd(dx.shape[0], dx.shape[1], &g[0], &dx[0, 0], nt)
 
 
-cdef _gap_bwd_nhwc(const floating[:, ::1] g, floating[:, :, ::1] dx, int nt):
+def _gap_bwd_nhwc(const floating[:, ::1] g, floating[:, :, ::1] dx, int nt):
     with nogil:
         global_avg_pool2d_nhwc_bwd(dx.shape[0], dx.shape[1], dx.shape[2], &g[0, 0], &dx[0, 0, 0],
                                    nt)

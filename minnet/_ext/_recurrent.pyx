@@ -13,9 +13,8 @@ One Python-level call runs a whole sequence; the time loop is in C:
   memory step by step;
 * backward (BPTT): per step one fused pass that turns ``dh`` (and ``dc``) into the gate
   gradients ``dG`` and one GEMM ``dh_prev += dG_t @ W_hh`` (float32: ``_stepgemm.h``, W_hh
-  packed once; also ``dx_t = dG_t @ W_ih`` while ``dG_t`` is in cache: 17.3-19.1 ms against
-  17.8-19.8 ms for one GEMM after the loop, LSTM(128) fwd+bwd, 1 thread, 4 alternating runs
-  of 60); after the loop the weight gradients are ONE GEMM
+  packed once; also ``dx_t = dG_t @ W_ih`` while ``dG_t`` is in cache, measured faster than
+  one GEMM after the loop: benchmarks/bench_recurrent.py, LSTM fwd+bwd); after the loop the weight gradients are ONE GEMM
   (``[dW_ih | dW_hh] = dGᵀ @ [X | H_prev]``; GRU: one each), float64's input gradient one
   GEMM (``dX = dG @ W_ih``) and the bias gradients fixed-order column sums. On the saved arrays'
   last use (``reuse_saved``: the autograd graph is not retained) LSTM and RNN write ``dG``
@@ -397,6 +396,8 @@ cdef void _forward_split(int mode, int N, int T, int I, int H,
 
 # ----------------------------------------------------------------------- backward
 
+# Alike by shape (duplicates): _backward_rows dispatches on the cell as _forward_rows does
+# (the float C rows, then the generic loop per cell).
 cdef void _backward_rows(int mode, int n, int tt, int T, int I, int H,
                          const floating* hprev, const floating* cprev, const floating* sv,
                          const floating* dy, bint has_dy,
@@ -702,26 +703,21 @@ def recurrent_forward(int mode, x, w_ih, w_hh, b_ih, b_hh, h0, c0, mask, bint re
     else:
         rmask = hm = np.empty((1, 1), dtype=dtype)
     if N > 0 and T > 0:
-        if dtype == np.float32:
-            _forward_dispatch[float](mode, x, w_ih, w_hh, b_ih, b_hh, mask, has_mask, reverse,
-                                     xp, hp, h, c, y, write_seq, hprev, cprev, sv, save,
-                                     rmask, hm, has_rmask, n_threads)
-        else:
-            _forward_dispatch[double](mode, x, w_ih, w_hh, b_ih, b_hh, mask, has_mask, reverse,
-                                      xp, hp, h, c, y, write_seq, hprev, cprev, sv, save,
-                                      rmask, hm, has_rmask, n_threads)
+        _forward_dispatch(mode, x, w_ih, w_hh, b_ih, b_hh, mask, has_mask, reverse,
+                                 xp, hp, h, c, y, write_seq, hprev, cprev, sv, save,
+                                 rmask, hm, has_rmask, n_threads)
     return (y if write_seq else None, h, c if is_lstm else None, hprev if save else None,
             cprev if save and is_lstm else None, sv if save else None)
 
 
-cdef _forward_dispatch(int mode, floating[:, :, ::1] x, floating[:, ::1] w_ih,
-                       floating[:, ::1] w_hh, floating[::1] b_ih, floating[::1] b_hh,
-                       const uint8_t[:, ::1] mask, bint has_mask, bint reverse,
-                       floating[:, ::1] xp, floating[:, ::1] hp, floating[:, ::1] h,
-                       floating[:, ::1] c, floating[:, :, ::1] y, bint write_seq,
-                       floating[:, :, ::1] hprev, floating[:, :, ::1] cprev,
-                       floating[:, :, ::1] sv, bint save, floating[:, ::1] rmask,
-                       floating[:, ::1] hm, bint has_rmask, int n_threads):
+def _forward_dispatch(int mode, floating[:, :, ::1] x, floating[:, ::1] w_ih,
+                      floating[:, ::1] w_hh, floating[::1] b_ih, floating[::1] b_hh,
+                      const uint8_t[:, ::1] mask, bint has_mask, bint reverse,
+                      floating[:, ::1] xp, floating[:, ::1] hp, floating[:, ::1] h,
+                      floating[:, ::1] c, floating[:, :, ::1] y, bint write_seq,
+                      floating[:, :, ::1] hprev, floating[:, :, ::1] cprev,
+                      floating[:, :, ::1] sv, bint save, floating[:, ::1] rmask,
+                      floating[:, ::1] hm, bint has_rmask, int n_threads):
     cdef int N = x.shape[0], T = x.shape[1], I = x.shape[2], H = w_hh.shape[1]
     cdef int G = w_hh.shape[0]
     cdef const floating* prm = &rmask[0, 0] if has_rmask else NULL
@@ -839,16 +835,10 @@ def recurrent_backward(int mode, x, w_ih, w_hh, hprev, cprev, saved, mask, bint 
         hprev_w = hprev
     dw_cat = np.empty((G, I + H) if want_weights else (1, 1), dtype=dtype)
     if N > 0 and T > 0:
-        if dtype == np.float32:
-            _backward_dispatch[float](mode, dw_cat, w_ih, w_hh, hprev, cprev, saved, mask, has_mask,
-                                      reverse, dy, has_dy, dh, dc, dh_next, dgx, dgh, dx, dw_ih,
-                                      dw_hh, db_ih, db_hh, want_bias, rmask, scratch, has_rmask,
-                                      hprev_w, n_threads)
-        else:
-            _backward_dispatch[double](mode, dw_cat, w_ih, w_hh, hprev, cprev, saved, mask, has_mask,
-                                       reverse, dy, has_dy, dh, dc, dh_next, dgx, dgh, dx, dw_ih,
-                                       dw_hh, db_ih, db_hh, want_bias, rmask, scratch, has_rmask,
-                                       hprev_w, n_threads)
+        _backward_dispatch(mode, dw_cat, w_ih, w_hh, hprev, cprev, saved, mask, has_mask,
+                                  reverse, dy, has_dy, dh, dc, dh_next, dgx, dgh, dx, dw_ih,
+                                  dw_hh, db_ih, db_hh, want_bias, rmask, scratch, has_rmask,
+                                  hprev_w, n_threads)
     else:
         for a in (dx, dw_ih, dw_hh, db_ih, db_hh):
             if a is not None:
@@ -860,17 +850,17 @@ cdef inline floating* _ptr2(floating[:, ::1] a) noexcept:
     return NULL if a is None else &a[0, 0]
 
 
-cdef _backward_dispatch(int mode, floating[:, ::1] dw_cat, floating[:, ::1] w_ih,
-                        floating[:, ::1] w_hh, floating[:, :, ::1] hprev,
-                        floating[:, :, ::1] cprev, floating[:, :, ::1] sv,
-                        const uint8_t[:, ::1] mask, bint has_mask, bint reverse,
-                        floating[:, :, ::1] dy, bint has_dy, floating[:, ::1] dh,
-                        floating[:, ::1] dc, floating[:, ::1] dh_next,
-                        floating[:, :, ::1] dgx, floating[:, :, ::1] dgh,
-                        floating[:, :, ::1] dx, floating[:, ::1] dw_ih, floating[:, ::1] dw_hh,
-                        floating[::1] db_ih, floating[::1] db_hh, bint want_bias,
-                        floating[:, ::1] rmask, floating[:, ::1] scratch, bint has_rmask,
-                        floating[:, :, ::1] hprev_w, int n_threads):
+def _backward_dispatch(int mode, floating[:, ::1] dw_cat, floating[:, ::1] w_ih,
+                       floating[:, ::1] w_hh, floating[:, :, ::1] hprev,
+                       floating[:, :, ::1] cprev, floating[:, :, ::1] sv,
+                       const uint8_t[:, ::1] mask, bint has_mask, bint reverse,
+                       floating[:, :, ::1] dy, bint has_dy, floating[:, ::1] dh,
+                       floating[:, ::1] dc, floating[:, ::1] dh_next,
+                       floating[:, :, ::1] dgx, floating[:, :, ::1] dgh,
+                       floating[:, :, ::1] dx, floating[:, ::1] dw_ih, floating[:, ::1] dw_hh,
+                       floating[::1] db_ih, floating[::1] db_hh, bint want_bias,
+                       floating[:, ::1] rmask, floating[:, ::1] scratch, bint has_rmask,
+                       floating[:, :, ::1] hprev_w, int n_threads):
     cdef int N = sv.shape[0], T = sv.shape[1], I = w_ih.shape[1], H = w_hh.shape[1]
     cdef floating* pdx = NULL if dx is None else &dx[0, 0, 0]
     cdef floating* pw_ih = _ptr2(dw_ih)

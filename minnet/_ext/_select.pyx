@@ -99,6 +99,8 @@ cdef void where_kernel(const unsigned char* c,   # IN  condition bytes (n,)
         _where_block(c + start, a + start, b + start, out + start, block_len(n, start))
 
 
+# Alike by shape (duplicates): where_kernel and fill_kernel hand blocks to the threads the
+# same way; their block functions differ (two sources, or a source and a value).
 cdef void fill_kernel(const unsigned char* c,    # IN  mask bytes (n,)
                       const floating* a,         # IN  (n,)
                       floating value,

@@ -6,8 +6,8 @@
  *
  * On x86-64 (SSE2 is part of the base instruction set) 4 x 4 blocks are transposed in
  * registers: four 16-byte loads from four rows of Yt, _MM_TRANSPOSE4_PS, the bias as one
- * vector per output row segment, four 16-byte stores.  That is about 4x faster than the
- * scalar tiled loop (7.7 -> 3.0 us for 256 x 64).  float64, other CPUs (ARM, ...) and
+ * vector per output row segment, four 16-byte stores: faster than the scalar tiled loop
+ * (benchmarks/bench_training.py, mlp predict; CHANGELOG.md, 2026-11-29).  float64, other CPUs (ARM, ...) and
  * the edges run the scalar tiles; the results are identical (one add and one select per
  * element either way).
  *

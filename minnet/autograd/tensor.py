@@ -1,20 +1,23 @@
-"""``mn.Tensor``: an ndarray plus what autograd needs (requires_grad, grad, grad_fn)."""
-import collections
+"""``mn.Tensor``: an ndarray plus what autograd needs (requires_grad, grad, grad_fn).
+
+This module holds the Tensor's state and its autograd side (``backward``, hooks,
+``detach``, the in-place methods and their version counter); the methods that apply an
+op live in mixins by concern: tensor_math.py (operators, elementwise and matrix methods)
+and tensor_shape.py (reductions, sorting, shape, indexing).  Keras's Variable API comes
+from keras_variable.py.
+"""
 import weakref
 
 import numpy as np
 
-from minnet._config import get_num_threads
-from minnet._ext import _sort
-
-from . import (activation_ops, elementwise_ops, indexing_ops, linalg_ops, op_helpers, reduction_ops,
-               shape_ops)
+from . import elementwise_ops, op_helpers
 from .function import AccumulateGrad, HookDict, register_tensor_class, run_backward
 from .grad_mode import grad_state
 from .keras_variable import KerasVariable
+from .tensor_math import TensorMath
+from .tensor_shape import TensorShape, index_key
 
 __all__ = ["Tensor", "Parameter", "tensor"]
-
 
 class _Version:
     """In-place modification counter, shared between a tensor and its ``detach()`` views."""
@@ -22,7 +25,6 @@ class _Version:
     # A class-level 0 instead of an __init__: every tensor gets a counter and few are ever
     # bumped, so creating one is a bare object (benchmarks/bench_autograd.py, chain1000).
     value = 0
-
 
 def _to_array(data, dtype=None):
     if isinstance(data, Tensor):
@@ -46,8 +48,7 @@ def _to_array(data, dtype=None):
         arr = arr.astype(np.float32)
     return arr
 
-
-class Tensor(KerasVariable):
+class Tensor(TensorMath, TensorShape, KerasVariable):
     """An n-dimensional array that can record the operations applied to it.
 
     Args:
@@ -330,7 +331,7 @@ class Tensor(KerasVariable):
 
     def __setitem__(self, key, value):
         self._check_inplace()
-        self.data[_index_key(key)] = value.data if isinstance(value, Tensor) else value
+        self.data[index_key(key)] = value.data if isinstance(value, Tensor) else value
         self._bump_version()
 
     def _iop(self, ufunc, other, outofplace):
@@ -350,478 +351,11 @@ class Tensor(KerasVariable):
     def __itruediv__(self, other):
         return self._iop(np.true_divide, other, Tensor.__truediv__)
 
-    # ------------------------------------------------------------------ operators
-    def __add__(self, other):
-        return elementwise_ops.Add.apply(self, other)
-
-    def __radd__(self, other):
-        return elementwise_ops.Add.apply(other, self)
-
-    def __sub__(self, other):
-        return elementwise_ops.Sub.apply(self, other)
-
-    def __rsub__(self, other):
-        return elementwise_ops.Sub.apply(other, self)
-
-    def __mul__(self, other):
-        return elementwise_ops.Mul.apply(self, other)
-
-    def __rmul__(self, other):
-        return elementwise_ops.Mul.apply(other, self)
-
-    def __truediv__(self, other):
-        return elementwise_ops.Div.apply(self, other)
-
-    def __rtruediv__(self, other):
-        return elementwise_ops.Div.apply(other, self)
-
-    def __matmul__(self, other):
-        return linalg_ops.MatMul.apply(self, other)
-
-    def __rmatmul__(self, other):
-        return linalg_ops.MatMul.apply(other, self)
-
-    def __pow__(self, other):
-        return elementwise_ops.Pow.apply(self, other)
-
-    def __rpow__(self, other):
-        return elementwise_ops.Pow.apply(other, self)
-
-    def __neg__(self):
-        return elementwise_ops.Neg.apply(self)
-
-    def __pos__(self):
-        return self
-
-    def __getitem__(self, key):
-        return indexing_ops.Index.apply(self, _index_key(key))
-
-    # comparisons give boolean tensors without gradient (== / != stay identity, so
-    # tensors can be kept in lists, sets and dicts; use eq() / ne() for elementwise)
-    def __lt__(self, other):
-        return Tensor._make(np.less(self.data, _raw(other)))
-
-    def __le__(self, other):
-        return Tensor._make(np.less_equal(self.data, _raw(other)))
-
-    def __gt__(self, other):
-        return Tensor._make(np.greater(self.data, _raw(other)))
-
-    def __ge__(self, other):
-        return Tensor._make(np.greater_equal(self.data, _raw(other)))
-
-    lt, le, gt, ge = __lt__, __le__, __gt__, __ge__
-
-    def eq(self, other):
-        return Tensor._make(np.equal(self.data, _raw(other)))
-
-    def ne(self, other):
-        return Tensor._make(np.not_equal(self.data, _raw(other)))
-
-    def logical_not(self):
-        return Tensor._make(np.logical_not(self.data))
-
-    def __invert__(self):
-        return Tensor._make(np.invert(self.data))
-
-    def __and__(self, other):
-        return Tensor._make(np.bitwise_and(self.data, _raw(other)))
-
-    def __or__(self, other):
-        return Tensor._make(np.bitwise_or(self.data, _raw(other)))
-
-    def __xor__(self, other):
-        return Tensor._make(np.bitwise_xor(self.data, _raw(other)))
-
-    __hash__ = object.__hash__
-
-    # ------------------------------------------------------------------ reductions
-    # PyTorch's names (dim, keepdim) and NumPy's (axis, keepdims) are both accepted, so
-    # one backward formula serves ndarrays and Tensors.
-    def sum(self, dim=None, keepdim=False, dtype=None, *, axis=None, keepdims=None):
-        dim, keepdim = _dims_args(dim, keepdim, axis, keepdims)
-        return reduction_ops.Sum.apply(self, axis=dim, keepdims=keepdim, dtype=dtype)
-
-    def mean(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        dim, keepdim = _dims_args(dim, keepdim, axis, keepdims)
-        if self.data.dtype.kind not in "fc":
-            raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a "
-                               f"floating point or complex dtype. Got: {self.dtype}")
-        return reduction_ops.Mean.apply(self, axis=dim, keepdims=keepdim)
-
-    def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None):
-        dim, keepdim = _dims_args(dim, keepdim, axis, keepdims)
-        return reduction_ops.Var.apply(self, axis=dim, correction=_correction(unbiased, correction), keepdims=keepdim)
-
-    def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None):
-        return self.var(dim, unbiased, keepdim, correction=correction, axis=axis, keepdims=keepdims).sqrt()
-
-    def prod(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        dim, keepdim = _dims_args(dim, keepdim, axis, keepdims)
-        return reduction_ops.Prod.apply(self, axis=dim, keepdims=keepdim)
-
-    def norm(self, p="fro", dim=None, keepdim=False):
-        if p in ("fro", None):
-            p = 2
-        if not isinstance(p, (int, float)) or isinstance(p, bool) or p <= 0:
-            raise ValueError(f"Invalid argument `p`: expected 'fro', inf or a positive number. Received: p={p!r}")
-        return reduction_ops.Norm.apply(self, p=p, axis=dim, keepdims=keepdim)
-
-    def logsumexp(self, dim, keepdim=False):
-        return reduction_ops.LogSumExp.apply(self, axis=dim, keepdims=keepdim)
-
-    def cumsum(self, dim):
-        return reduction_ops.CumSum.apply(self, dim=dim)
-
-    def amax(self, dim=(), keepdim=False):
-        return reduction_ops.Amax.apply(self, axis=None if dim == () else dim, keepdims=keepdim)
-
-    def amin(self, dim=(), keepdim=False):
-        return reduction_ops.Amax.apply(self, axis=None if dim == () else dim, keepdims=keepdim, largest=False)
-
-    def max(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        """``max()`` (all elements), ``max(dim)`` -> (values, indices), ``max(other)``."""
-        return self._extreme(dim, keepdim, axis, keepdims, True)
-
-    def min(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        """``min()`` (all elements), ``min(dim)`` -> (values, indices), ``min(other)``."""
-        return self._extreme(dim, keepdim, axis, keepdims, False)
-
-    def _extreme(self, dim, keepdim, axis, keepdims, largest):
-        if isinstance(dim, Tensor):
-            return elementwise_ops.Maximum.apply(self, dim) if largest else elementwise_ops.Minimum.apply(self, dim)
-        if axis is not None or keepdims is not None:      # NumPy spelling: reduced values only
-            return reduction_ops.Amax.apply(self, axis=axis, keepdims=bool(keepdims), largest=largest)
-        if dim is None:
-            return reduction_ops.Amax.apply(self, axis=None, keepdims=False, largest=largest)
-        d = op_helpers.norm_dim(dim, self.ndim)
-        index = (np.argmax if largest else np.argmin)(self.data, axis=d, keepdims=True)
-        values = indexing_ops.Gather.apply(self, d, index)
-        if not keepdim:
-            values = values.squeeze(d)
-            index = np.squeeze(index, axis=d)
-        cls = _MaxResult if largest else _MinResult
-        return cls(values, Tensor._make(index.astype(np.int64)))
-
-    def argmax(self, dim=None, keepdim=False):
-        return _arg_extreme(self, dim, keepdim, np.argmax)
-
-    def argmin(self, dim=None, keepdim=False):
-        return _arg_extreme(self, dim, keepdim, np.argmin)
-
-    def sort(self, dim=-1, descending=False, stable=False):
-        d = op_helpers.norm_dim(dim, self.ndim)
-        index = _argsort(self.data, d, descending)
-        return _SortResult(indexing_ops.Gather.apply(self, d, index), Tensor._make(index))
-
-    def argsort(self, dim=-1, descending=False, stable=False):
-        return Tensor._make(_argsort(self.data, op_helpers.norm_dim(dim, self.ndim), descending))
-
-    def topk(self, k, dim=-1, largest=True, sorted=True):
-        d = op_helpers.norm_dim(dim, self.ndim)
-        size = self.shape[d] if self.ndim else 1
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 <= k <= size:
-            raise RuntimeError(f"topk(): selected index k out of range: k={k!r} for a dimension of size {size}")
-        index = np.take(_argsort(self.data, d, largest), np.arange(int(k)), axis=d)
-        return _TopkResult(indexing_ops.Gather.apply(self, d, index), Tensor._make(index))
-
-    # ------------------------------------------------------------------ shape
-    def reshape(self, *shape):
-        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-            shape = tuple(shape[0])
-        return shape_ops.Reshape.apply(self, shape=tuple(int(s) for s in shape))
-
-    def view(self, *shape):
-        return self.reshape(*shape)
-
-    def view_as(self, other):
-        return self.reshape(other.shape)
-
-    def reshape_as(self, other):
-        return self.reshape(other.shape)
-
-    def flatten(self, start_dim=0, end_dim=-1, *, start_axis=None):
-        if start_axis is not None:
-            start_dim = start_axis
-        if self.ndim == 0:
-            return self.reshape(1)
-        s = start_dim % self.ndim
-        e = end_dim % self.ndim
-        if s > e:
-            raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
-        return self.reshape(self.shape[:s] + (-1,) + self.shape[e + 1:])
-
-    def squeeze(self, dim=None):
-        if dim is None:
-            return self.reshape(tuple(n for n in self.shape if n != 1))
-        dims = op_helpers.norm_dims(dim, self.ndim) if self.ndim else ()
-        return self.reshape(tuple(n for i, n in enumerate(self.shape) if not (i in dims and n == 1)))
-
-    def unsqueeze(self, dim):
-        d = op_helpers.norm_dim(dim, self.ndim + 1)
-        return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
-
-    def permute(self, *dims):
-        if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
-            dims = tuple(dims[0])
-        return shape_ops.Permute.apply(self, dims=dims)
-
-    def transpose(self, *dims):
-        """``transpose(dim0, dim1)`` swaps two dims (PyTorch). ``transpose()`` reverses
-        them all and ``transpose((1, 0, 2))`` permutes (NumPy), as before."""
-        if len(dims) == 2 and all(isinstance(d, (int, np.integer)) for d in dims):
-            perm = list(range(self.ndim))
-            d0, d1 = op_helpers.norm_dim(dims[0], self.ndim), op_helpers.norm_dim(dims[1], self.ndim)
-            perm[d0], perm[d1] = perm[d1], perm[d0]
-            return shape_ops.Permute.apply(self, dims=tuple(perm))
-        if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
-            dims = tuple(dims[0])
-        return shape_ops.Permute.apply(self, dims=dims or None)
-
-    def t(self):
-        if self.ndim > 2:
-            raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
-        return self.transpose()
-
-    @property
-    def mT(self):
-        return self.transpose(-2, -1)
-
-    def expand(self, *sizes):
-        if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
-            sizes = tuple(sizes[0])
-        return shape_ops.Expand.apply(self, shape=tuple(int(s) for s in sizes))
-
-    def expand_as(self, other):
-        return self.expand(other.shape)
-
-    def repeat(self, *repeats):
-        if len(repeats) == 1 and isinstance(repeats[0], (tuple, list)):
-            repeats = tuple(repeats[0])
-        return shape_ops.Repeat.apply(self, repeats=repeats)
-
-    def flip(self, *dims):
-        if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
-            dims = tuple(dims[0])
-        return shape_ops.Flip.apply(self, dims=dims)
-
-    def split(self, split_size_or_sections, dim=0):
-        d = op_helpers.norm_dim(dim, self.ndim)
-        n = self.shape[d]
-        if isinstance(split_size_or_sections, (int, np.integer)):
-            step = int(split_size_or_sections)
-            if step <= 0 and n:
-                raise RuntimeError(f"split(): split_size must be positive. Received: {step}")
-            sizes = [min(step, n - i) for i in range(0, n, step)] if n else [0]
-        else:
-            sizes = [int(s) for s in split_size_or_sections]
-            if sum(sizes) != n:
-                raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} "
-                                   f"(input tensor's size at dimension {d}), but got split_sizes={sizes}")
-        out = []
-        start = 0
-        for size in sizes:
-            out.append(self[(slice(None),) * d + (slice(start, start + size),)])
-            start += size
-        return tuple(out)
-
-    def chunk(self, chunks, dim=0):
-        if isinstance(chunks, bool) or not isinstance(chunks, (int, np.integer)) or chunks < 1:
-            raise RuntimeError(f"chunk(): chunks must be a positive int. Received: chunks={chunks!r}")
-        n = self.shape[op_helpers.norm_dim(dim, self.ndim)]
-        return self.split(max(-(-n // int(chunks)), 1), dim)
-
-    def unbind(self, dim=0):
-        d = op_helpers.norm_dim(dim, self.ndim)
-        return tuple(self[(slice(None),) * d + (i,)] for i in range(self.shape[d]))
-
-    # ------------------------------------------------------------------ indexing
-    def gather(self, dim, index):
-        return indexing_ops.Gather.apply(self, dim, _raw(index))
-
-    def scatter_add(self, dim, index, src):
-        return indexing_ops.ScatterAdd.apply(self, dim, _raw(index), src)
-
-    def index_select(self, dim, index):
-        return indexing_ops.IndexSelect.apply(self, dim, _raw(index))
-
-    def masked_fill(self, mask, value):
-        return indexing_ops.MaskedFill.apply(self, _raw(mask), value=_raw(value))
-
-    def where(self, condition, other):
-        return indexing_ops.Where.apply(_raw(condition), self, other)
-
-    # ------------------------------------------------------------------ math
-    def exp(self):
-        return elementwise_ops.Exp.apply(self)
-
-    def expm1(self):
-        return elementwise_ops.Expm1.apply(self)
-
-    def log(self):
-        return elementwise_ops.Log.apply(self)
-
-    def log1p(self):
-        return elementwise_ops.Log1p.apply(self)
-
-    def sqrt(self):
-        return elementwise_ops.Sqrt.apply(self)
-
-    def rsqrt(self):
-        return self.sqrt().reciprocal()
-
-    def reciprocal(self):
-        return elementwise_ops.Div.apply(1.0, self)
-
-    def square(self):
-        return elementwise_ops.Mul.apply(self, self)
-
-    def sin(self):
-        return elementwise_ops.Sin.apply(self)
-
-    def cos(self):
-        return elementwise_ops.Cos.apply(self)
-
-    def abs(self):
-        return elementwise_ops.Abs.apply(self)
-
-    def sign(self):
-        return elementwise_ops.Sign.apply(self)
-
-    def floor(self):
-        return elementwise_ops.Floor.apply(self)
-
-    def ceil(self):
-        return elementwise_ops.Ceil.apply(self)
-
-    def round(self):
-        return elementwise_ops.Round.apply(self)
-
-    def neg(self):
-        return elementwise_ops.Neg.apply(self)
-
-    def pow(self, exponent):
-        return elementwise_ops.Pow.apply(self, exponent)
-
-    def add(self, other, alpha=1):
-        return elementwise_ops.Add.apply(self, other if alpha == 1 else other * alpha)
-
-    def sub(self, other, alpha=1):
-        return elementwise_ops.Sub.apply(self, other if alpha == 1 else other * alpha)
-
-    def mul(self, other):
-        return elementwise_ops.Mul.apply(self, other)
-
-    def div(self, other):
-        return elementwise_ops.Div.apply(self, other)
-
-    def clip(self, min=None, max=None):
-        return elementwise_ops.Clamp.apply(self, min=_raw(min), max=_raw(max))
-
-    clamp = clip
-
-    def maximum(self, other):
-        return elementwise_ops.Maximum.apply(self, other)
-
-    def minimum(self, other):
-        return elementwise_ops.Minimum.apply(self, other)
-
-    def matmul(self, other):
-        return linalg_ops.MatMul.apply(self, other)
-
-    def mm(self, other):
-        if self.ndim != 2 or np.ndim(_raw(other)) != 2:
-            raise RuntimeError("mm(): both arguments must be 2-D")
-        return linalg_ops.MatMul.apply(self, other)
-
-    def bmm(self, other):
-        if self.ndim != 3 or np.ndim(_raw(other)) != 3:
-            raise RuntimeError(f"bmm(): both arguments must be 3-D. Received: {self.ndim}-D and "
-                               f"{np.ndim(_raw(other))}-D")
-        if self.shape[0] != np.shape(_raw(other))[0]:
-            raise RuntimeError(f"bmm(): batch sizes differ: {self.shape[0]} vs {np.shape(_raw(other))[0]}")
-        return linalg_ops.MatMul.apply(self, other)
-
-    def dot(self, other):
-        return linalg_ops.MatMul.apply(self, other)
-
-    def sigmoid(self):
-        return activation_ops.Sigmoid.apply(self)
-
-    def tanh(self):
-        return activation_ops.Tanh.apply(self)
-
-    def relu(self):
-        return activation_ops.Relu.apply(self)
-
-    def softmax(self, dim=-1, *, axis=None):
-        return activation_ops.Softmax.apply(self, dim=dim if axis is None else axis)
-
-    def log_softmax(self, dim=-1, *, axis=None):
-        return activation_ops.LogSoftmax.apply(self, dim=dim if axis is None else axis)
-
-    def astype(self, dtype):
-        """A copy converted to ``dtype`` (gradients flow back, converted to the source dtype)."""
-        return elementwise_ops.Cast.apply(self, dtype=np.dtype(dtype))
-
-    def float(self):
-        return self.astype(np.float32)
-
-    def double(self):
-        return self.astype(np.float64)
-
     def numel(self):
         return int(self.data.size)
 
     def dim(self):
         return self.data.ndim
-
-
-_MaxResult = collections.namedtuple("max", ["values", "indices"])
-_MinResult = collections.namedtuple("min", ["values", "indices"])
-_SortResult = collections.namedtuple("sort", ["values", "indices"])
-_TopkResult = collections.namedtuple("topk", ["values", "indices"])
-
-
-def _dims_args(dim, keepdim, axis, keepdims):
-    if axis is not None:
-        dim = axis
-    if keepdims is not None:
-        keepdim = keepdims
-    return dim, bool(keepdim)
-
-
-def _correction(unbiased, correction):
-    if correction is not None and unbiased is not None:
-        raise ValueError("var/std: pass either `unbiased` or `correction`, not both")
-    if correction is not None:
-        return correction
-    return 1 if unbiased is None or unbiased else 0
-
-
-def _arg_extreme(t, dim, keepdim, fn):
-    if dim is None:
-        out = np.asarray(fn(t.data))
-        if keepdim:
-            out = out.reshape((1,) * t.ndim)
-    else:
-        out = fn(t.data, axis=op_helpers.norm_dim(dim, t.ndim), keepdims=keepdim)
-    return Tensor._make(np.asarray(out, dtype=np.int64))
-
-
-def _argsort(a, d, descending):
-    """Stable argsort along ``d`` (equal elements keep their order, also when descending),
-    int64.  float32/float64 run on the threaded radix sort of ``_ext._sort``; NumPy's stable
-    sort (one thread) otherwise (benchmarks/bench_autograd.py, "sort dim 1")."""
-    if a.ndim and (a.dtype == np.float32 or a.dtype == np.float64):
-        return _sort.argsort_along(a, d, descending, n_threads=get_num_threads())
-    if not descending:
-        return np.argsort(a, axis=d, kind="stable").astype(np.int64)
-    n = a.shape[d] if a.ndim else 1
-    flipped = np.flip(a, d) if a.ndim else a
-    order = np.argsort(flipped, axis=d, kind="stable")
-    return (n - 1 - np.flip(order, d)).astype(np.int64) if a.ndim else order.astype(np.int64)
-
 
 class Parameter(Tensor):
     """A trainable tensor: ``requires_grad=True``, a leaf, owned by a layer.
@@ -844,7 +378,6 @@ class Parameter(Tensor):
         label = f" {self.name!r}" if self.name else ""
         return f"Parameter{label} containing:\n{super().__repr__()}"
 
-
 def tensor(data, dtype=None, requires_grad=False):
     """Create a Tensor from a copy of ``data`` (``mn.tensor(np.ones(3), requires_grad=True)``).
 
@@ -860,17 +393,6 @@ def tensor(data, dtype=None, requires_grad=False):
         data = np.array(data, dtype=dtype, copy=True)
         dtype = None
     return Tensor(data, requires_grad=requires_grad, dtype=dtype)
-
-
-def _raw(x):
-    return x.data if isinstance(x, Tensor) else x
-
-
-def _index_key(key):
-    if isinstance(key, tuple):
-        return tuple(_raw(k) for k in key)
-    return _raw(key)
-
 
 def root_gradient(t, gradient, create_graph, name):
     """The gradient fed to the root ``t``: an ndarray, or a Tensor under ``create_graph``."""
@@ -892,7 +414,6 @@ def root_gradient(t, gradient, create_graph, name):
         raise ValueError(f"Invalid argument `{name}`: expected shape {tuple(t.shape)}. "
                          f"Received: shape={g.shape}")
     return Tensor._make(g) if create_graph else g
-
 
 # The op modules sit below Tensor; they recognise and make Tensors through this binding.
 op_helpers.Tensor = Tensor
