@@ -12,7 +12,7 @@ from minnet import ops
 from minnet._checks import check_int_tuple, check_padding
 from minnet.layers.base import Layer
 
-__all__ = ["Conv2D"]
+__all__ = ["Conv2D", "set_conv_arguments", "check_output_padding", "same_padding"]
 
 
 # Kernel sizes, strides, dilations and explicit paddings are bounded by what the kernels'
@@ -51,6 +51,48 @@ def _pad_or_none(padding):
 
 def _padding_config(padding):
     return list(padding) if isinstance(padding, tuple) else padding
+
+
+def set_conv_arguments(layer, rank, filters, kernel_size, strides, padding, data_format,
+                       dilation_rate, groups, activation, use_bias, kernel_initializer,
+                       bias_initializer):
+    """Check and set the arguments every N-d convolution layer takes (``rank`` spatial axes):
+    Keras's names, each refused by name when invalid."""
+    if isinstance(filters, bool) or not isinstance(filters, (int, np.integer)) or filters <= 0:
+        raise ValueError(f"Invalid value for argument `filters`: expected a positive int. "
+                         f"Received: filters={filters!r}")
+    layer.filters = int(filters)
+    layer.kernel_size = check_int_tuple("kernel_size", kernel_size, rank, maximum=_INT_MAX,
+                                        error=ValueError)
+    layer.strides = check_int_tuple("strides", strides, rank, maximum=_INT_MAX, error=ValueError)
+    layer.padding = check_padding("padding", padding, rank, maximum=_INT_MAX, error=ValueError)
+    layer._data_format_explicit = data_format is not None
+    layer.data_format = config.normalize_data_format(data_format)
+    layer.dilation_rate = check_int_tuple("dilation_rate", dilation_rate, rank, maximum=_INT_MAX,
+                                          error=ValueError)
+    if (isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1
+            or layer.filters % groups):
+        raise ValueError(f"Invalid value for argument `groups`: expected a positive int "
+                         f"dividing filters={layer.filters}. Received: groups={groups!r}")
+    layer.groups = int(groups)
+    layer.use_bias = bool(use_bias)
+    layer.activation = activations.get(activation)
+    layer.kernel_initializer = initializers.get(kernel_initializer)
+    layer.bias_initializer = initializers.get(bias_initializer)
+    layer.kernel = None
+    layer.bias = None
+
+
+def check_output_padding(output_padding, strides, dilation_rate, rank):
+    """A transposed convolution's ``output_padding`` (None, or ``rank`` ints each smaller
+    than its stride or its dilation, as Keras and PyTorch require)."""
+    if output_padding is None:
+        return None
+    value = check_int_tuple("output_padding", output_padding, rank, minimum=0)
+    if any(op >= s and op >= d for op, s, d in zip(value, strides, dilation_rate)):
+        raise ValueError(f"Invalid value for argument `output_padding`: expected values smaller "
+                         f"than the strides {strides}. Received: output_padding={output_padding!r}")
+    return value
 
 
 class Conv2D(Layer):
@@ -101,29 +143,9 @@ class Conv2D(Layer):
                  dilation_rate=(1, 1), groups=1, activation=None, use_bias=True,
                  kernel_initializer="glorot_uniform", bias_initializer="zeros", **kwargs):
         super().__init__(**kwargs)
-        if isinstance(filters, bool) or not isinstance(filters, (int, np.integer)) or filters <= 0:
-            raise ValueError(f"Invalid value for argument `filters`: expected a positive int. "
-                             f"Received: filters={filters!r}")
-        self.filters = int(filters)
-        self.kernel_size = check_int_tuple("kernel_size", kernel_size, 2, maximum=_INT_MAX,
-                                           error=ValueError)
-        self.strides = check_int_tuple("strides", strides, 2, maximum=_INT_MAX, error=ValueError)
-        self.padding = check_padding("padding", padding, 2, maximum=_INT_MAX, error=ValueError)
-        self._data_format_explicit = data_format is not None
-        self.data_format = config.normalize_data_format(data_format)
-        self.dilation_rate = check_int_tuple("dilation_rate", dilation_rate, 2, maximum=_INT_MAX,
-                                             error=ValueError)
-        if (isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1
-                or self.filters % groups):
-            raise ValueError(f"Invalid value for argument `groups`: expected a positive int "
-                             f"dividing filters={self.filters}. Received: groups={groups!r}")
-        self.groups = int(groups)
-        self.use_bias = bool(use_bias)
-        self.activation = activations.get(activation)
-        self.kernel_initializer = initializers.get(kernel_initializer)
-        self.bias_initializer = initializers.get(bias_initializer)
-        self.kernel = None
-        self.bias = None
+        set_conv_arguments(self, 2, filters, kernel_size, strides, padding, data_format,
+                           dilation_rate, groups, activation, use_bias, kernel_initializer,
+                           bias_initializer)
 
     # ------------------------------------------------------------------ layout helpers
     @property

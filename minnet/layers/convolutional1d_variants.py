@@ -13,11 +13,12 @@ from minnet import functional as F
 from minnet import initializers
 from minnet._checks import check_int
 from minnet.layers.convolutional1d import Conv1D, from_ncl, to_ncl, conv1d_padding
+from minnet.layers.convolutional_variants import Depthwise
 
 __all__ = ["DepthwiseConv1D", "SeparableConv1D"]
 
 
-class DepthwiseConv1D(Conv1D):
+class DepthwiseConv1D(Depthwise, Conv1D):
     """Depthwise 1-D convolution: each input channel gets ``depth_multiplier`` filters of
     its own. ``(N, L, C)`` -> ``(N, L_out, C * depth_multiplier)`` (channels_last).
 
@@ -37,29 +38,10 @@ class DepthwiseConv1D(Conv1D):
                          bias_initializer=bias_initializer, **kwargs)
         self.depth_multiplier = check_int("depth_multiplier", depth_multiplier, minimum=1)
 
-    def _set_channels(self, input_shape):
-        shape = tuple(input_shape)
-        if len(shape) == 3:
-            channels = shape[-1] if self._channels_last else shape[1]
-            if channels is not None:
-                self.groups = int(channels)
-                self.filters = int(channels) * self.depth_multiplier
-
-    def build(self, input_shape):
-        self._set_channels(input_shape)
-        super().build(input_shape)
-
-    def compute_output_shape(self, input_shape):
-        self._set_channels(input_shape)
-        return super().compute_output_shape(input_shape)
-
-    def get_config(self):
-        config = super().get_config()
-        for key in ("filters", "groups"):
-            config.pop(key)
-        config["depthwise_initializer"] = config.pop("kernel_initializer")
-        config["depth_multiplier"] = self.depth_multiplier
-        return config
+    def _input_channels(self, input_shape):
+        if len(input_shape) != 3:
+            return None                    # Conv1D's build names the expected shape
+        return input_shape[-1] if self._channels_last else input_shape[1]
 
 
 class SeparableConv1D(Conv1D):

@@ -5,18 +5,14 @@ layouts and numerics.
 The math is ``minnet.functional.conv3d`` / ``conv_transpose3d``: sums over the kernel's depth
 taps of 2-D convolutions (docs/math/convolution.md, "3-D convolution").
 """
-import numpy as np
-
-from minnet import activations, config, initializers
+from minnet import activations, initializers
 from minnet import functional as F
-from minnet._checks import check_int_tuple, check_padding
 from minnet.layers.base import Layer
-from minnet.layers.convolutional import same_padding
+from minnet.layers.convolutional import check_output_padding, same_padding, set_conv_arguments
 from minnet.layers.convolutional_variants import transpose_window
 
 __all__ = ["Conv3D", "Conv3DTranspose"]
 
-_INT_MAX = 2**31 - 1
 _AXES = ("depth", "height", "width")
 
 
@@ -50,28 +46,9 @@ class Conv3D(Layer):
                  use_bias=True, kernel_initializer="glorot_uniform", bias_initializer="zeros",
                  **kwargs):
         super().__init__(**kwargs)
-        if isinstance(filters, bool) or not isinstance(filters, (int, np.integer)) or filters <= 0:
-            raise ValueError(f"Invalid value for argument `filters`: expected a positive int. "
-                             f"Received: filters={filters!r}")
-        self.filters = int(filters)
-        self.kernel_size = check_int_tuple("kernel_size", kernel_size, 3, maximum=_INT_MAX,
-                                           error=ValueError)
-        self.strides = check_int_tuple("strides", strides, 3, maximum=_INT_MAX, error=ValueError)
-        self.padding = check_padding("padding", padding, 3, maximum=_INT_MAX, error=ValueError)
-        self.data_format = config.normalize_data_format(data_format)
-        self.dilation_rate = check_int_tuple("dilation_rate", dilation_rate, 3, maximum=_INT_MAX,
-                                             error=ValueError)
-        if (isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1
-                or self.filters % groups):
-            raise ValueError(f"Invalid value for argument `groups`: expected a positive int "
-                             f"dividing filters={self.filters}. Received: groups={groups!r}")
-        self.groups = int(groups)
-        self.use_bias = bool(use_bias)
-        self.activation = activations.get(activation)
-        self.kernel_initializer = initializers.get(kernel_initializer)
-        self.bias_initializer = initializers.get(bias_initializer)
-        self.kernel = None
-        self.bias = None
+        set_conv_arguments(self, 3, filters, kernel_size, strides, padding, data_format,
+                           dilation_rate, groups, activation, use_bias, kernel_initializer,
+                           bias_initializer)
 
     @property
     def _channels_last(self):
@@ -180,14 +157,8 @@ class Conv3DTranspose(Conv3D):
         if self.padding not in ("valid", "same"):
             raise ValueError(f"Invalid value for argument `padding`: expected 'valid' or 'same'. "
                              f"Received: padding={padding!r}")
-        self.output_padding = None if output_padding is None else check_int_tuple(
-            "output_padding", output_padding, 3, minimum=0)
-        if self.output_padding is not None and any(
-                op >= s and op >= d for op, s, d in zip(self.output_padding, self.strides,
-                                                         self.dilation_rate)):
-            raise ValueError(f"Invalid value for argument `output_padding`: expected values "
-                             f"smaller than the strides {self.strides}. Received: "
-                             f"output_padding={output_padding!r}")
+        self.output_padding = check_output_padding(output_padding, self.strides,
+                                                   self.dilation_rate, 3)
 
     def _geometry(self, spatial):
         return [transpose_window(size, self.dilation_rate[i] * (self.kernel_size[i] - 1) + 1,

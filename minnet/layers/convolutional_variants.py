@@ -12,42 +12,20 @@ All three are ``Conv2D``'s geometry (``strides``, ``padding``, ``data_format``,
 docs/math/convolution.md.
 """
 from minnet import initializers
-from minnet._checks import check_int_tuple
+from minnet._checks import check_int
 from minnet import functional as F
-from minnet.layers.convolutional import Conv2D, same_padding
+from minnet.layers.convolutional import Conv2D, check_output_padding, same_padding
 
-__all__ = ["transpose_window", "Conv2DTranspose", "DepthwiseConv2D", "SeparableConv2D"]
+__all__ = ["transpose_window", "Conv2DTranspose", "Depthwise", "DepthwiseConv2D", "SeparableConv2D"]
 
 
-class DepthwiseConv2D(Conv2D):
-    """Depthwise 2-D convolution: each input channel gets ``depth_multiplier`` filters of its own.
-
-    Args:
-        kernel_size, strides, padding, data_format, dilation_rate, activation, use_bias: as
-            ``Conv2D``.
-        depth_multiplier: output channels per input channel (default 1).
-        depthwise_initializer: default ``"glorot_uniform"``; bias_initializer ``"zeros"``.
-
-    Shape:
-        ``(N, H, W, C)`` -> ``(N, H_out, W_out, C * depth_multiplier)`` (channels_last).
-    """
-
-    def __init__(self, kernel_size, strides=(1, 1), padding="valid", depth_multiplier=1,
-                 data_format=None, dilation_rate=(1, 1), activation=None, use_bias=True,
-                 depthwise_initializer="glorot_uniform", bias_initializer="zeros", **kwargs):
-        super().__init__(1, kernel_size, strides=strides, padding=padding, data_format=data_format,
-                         dilation_rate=dilation_rate, activation=activation, use_bias=use_bias,
-                         kernel_initializer=depthwise_initializer,
-                         bias_initializer=bias_initializer, **kwargs)
-        if isinstance(depth_multiplier, bool) or not isinstance(depth_multiplier, int) or \
-                depth_multiplier < 1:
-            raise ValueError(f"Invalid value for argument `depth_multiplier`: expected a positive "
-                             f"int. Received: depth_multiplier={depth_multiplier!r}")
-        self.depth_multiplier = depth_multiplier
+class Depthwise:
+    """The depthwise rule of ``DepthwiseConv1D``/``DepthwiseConv2D`` (mixed in before the
+    convolution class): ``groups`` = the input channels, ``filters`` = channels *
+    ``depth_multiplier``, set when the input shape is known (``_input_channels``)."""
 
     def _set_channels(self, input_shape):
-        shape = self._check_shape(input_shape)       # the 4-D check comes first
-        _, channels, _ = self._split(shape)
+        channels = self._input_channels(tuple(input_shape))
         if channels is not None:
             self.groups = int(channels)
             self.filters = int(channels) * self.depth_multiplier
@@ -67,6 +45,33 @@ class DepthwiseConv2D(Conv2D):
         config["depthwise_initializer"] = config.pop("kernel_initializer")
         config["depth_multiplier"] = self.depth_multiplier
         return config
+
+
+class DepthwiseConv2D(Depthwise, Conv2D):
+    """Depthwise 2-D convolution: each input channel gets ``depth_multiplier`` filters of its own.
+
+    Args:
+        kernel_size, strides, padding, data_format, dilation_rate, activation, use_bias: as
+            ``Conv2D``.
+        depth_multiplier: output channels per input channel (default 1).
+        depthwise_initializer: default ``"glorot_uniform"``; bias_initializer ``"zeros"``.
+
+    Shape:
+        ``(N, H, W, C)`` -> ``(N, H_out, W_out, C * depth_multiplier)`` (channels_last).
+    """
+
+    def __init__(self, kernel_size, strides=(1, 1), padding="valid", depth_multiplier=1,
+                 data_format=None, dilation_rate=(1, 1), activation=None, use_bias=True,
+                 depthwise_initializer="glorot_uniform", bias_initializer="zeros", **kwargs):
+        super().__init__(1, kernel_size, strides=strides, padding=padding, data_format=data_format,
+                         dilation_rate=dilation_rate, activation=activation, use_bias=use_bias,
+                         kernel_initializer=depthwise_initializer,
+                         bias_initializer=bias_initializer, **kwargs)
+        self.depth_multiplier = check_int("depth_multiplier", depth_multiplier, minimum=1)
+
+    def _input_channels(self, input_shape):
+        _, channels, _ = self._split(self._check_shape(input_shape))   # the 4-D check first
+        return channels
 
 
 class SeparableConv2D(Conv2D):
@@ -200,14 +205,8 @@ class Conv2DTranspose(Conv2D):
         if self.padding not in ("valid", "same"):
             raise ValueError(f"Invalid value for argument `padding`: expected 'valid' or 'same'. "
                              f"Received: padding={padding!r}")
-        self.output_padding = None if output_padding is None else check_int_tuple(
-            "output_padding", output_padding, 2, minimum=0)
-        if self.output_padding is not None and any(
-                op >= s and op >= d for op, s, d in zip(self.output_padding, self.strides,
-                                                         self.dilation_rate)):
-            raise ValueError(f"Invalid value for argument `output_padding`: expected values smaller "
-                             f"than the strides {self.strides}. Received: "
-                             f"output_padding={output_padding!r}")
+        self.output_padding = check_output_padding(output_padding, self.strides,
+                                                   self.dilation_rate, 2)
 
     def _geometry(self, spatial):
         """Per axis: (output length, rows cropped at the top, at the bottom, zero rows added
