@@ -197,7 +197,12 @@ def serialize(layer):
         raise TypeError(f"Invalid value for argument `layer`: expected a minnet Layer. "
                         f"Received: {type(layer).__name__}")
     name = _registry.registered_name("layer", type(layer)) or type(layer).__name__
-    return {"class_name": name, "config": layer.get_config()}
+    entry = {"class_name": name, "config": layer.get_config()}
+    if layer.built and not getattr(type(layer).build_from_config, "keras_default", False):
+        # a layer whose build takes more than the shape: its own build state, which
+        # deserialize hands back to its build_from_config (Keras's rule)
+        entry["build_config"] = layer.get_build_config()
+    return entry
 
 
 def deserialize(config, custom_objects=None):

@@ -795,20 +795,6 @@ class Layer(SymbolicLayer, PyTorchDeviceMethods):
         """Forward floating-point operations for one batch of ``input_shape`` (multiply-add = 2)."""
         return 0
 
-    def get_build_config(self):
-        """The input shape the layer was built with (so a loader can build it before set_weights)."""
-        if self._build_input_shape is None:
-            return None
-        return {"input_shape": [None if s is None else int(s) for s in self._build_input_shape]}
-
-    def build_from_config(self, config):
-        """Build from what ``get_build_config`` returned."""
-        if config and config.get("input_shape") is not None and not self.built:
-            shape = tuple(config["input_shape"])
-            self.build(shape)
-            self._build_input_shape = shape
-            self.built = True
-
     def get_config(self):
         """JSON-able hyperparameters: ``cls.from_config(layer.get_config())`` re-creates the layer."""
         config = {"name": self.name, "dtype": self.dtype.name, "trainable": self._trainable}

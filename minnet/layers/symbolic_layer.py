@@ -145,7 +145,7 @@ class SymbolicLayer:
         ``build_from_config``); a Keras file keeps it as the layer's ``build_config``."""
         if not self.built or self._build_input_shape is None:
             return None
-        return {"input_shape": list(self._build_input_shape)}
+        return {"input_shape": [None if s is None else int(s) for s in self._build_input_shape]}
 
     def build_from_config(self, config):
         """Build from ``get_build_config``'s dict (Keras calls it when a layer is loaded)."""

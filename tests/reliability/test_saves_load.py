@@ -132,3 +132,45 @@ def test_a_tampered_layer_build_config_is_a_model_file_error(tmp_path, monkeypat
     with pytest.raises(ModelFileError) as info:
         mn.load_model(path)
     assert str(path) in str(info.value) and fragment in str(info.value)
+
+
+def test_a_layer_whose_build_takes_more_than_the_shape_saves_and_loads(tmp_path):
+    """Keras's build-config contract in minnet's own file too: the layer's get_build_config
+    is written with it and build_from_config rebuilds it (Sequential would call build(shape))."""
+    import minnet as mn
+    from minnet import layers
+
+    class CustomBuild(layers.Layer):
+        def __init__(self, units=3, **kwargs):
+            super().__init__(**kwargs)
+            self.units = units
+
+        def build(self, input_shape, init):
+            self.w = self.add_weight("w", (input_shape[-1], self.units), initializer=init)
+            self.init = init
+
+        def call(self, x):
+            return x.matmul(self.w)
+
+        def get_config(self):
+            return {**super().get_config(), "units": self.units}
+
+        def get_build_config(self):
+            return {"input_shape": list(self._build_input_shape or (None, 4)), "init": self.init}
+
+        def build_from_config(self, config):
+            self.build(tuple(config["input_shape"]), config["init"])
+            self._build_input_shape = tuple(config["input_shape"])
+            self.built = True
+
+    layer = CustomBuild()
+    layer.build((None, 4), "ones")
+    layer._build_input_shape = (None, 4)
+    layer.built = True
+    model = mn.Sequential([layer, layers.Dense(1)])
+    x = np.ones((2, 4), "float32")
+    want = model(x).numpy()
+    model.save(tmp_path / "m.minnet")
+    again = mn.models.load_model(tmp_path / "m.minnet", custom_objects={"CustomBuild": CustomBuild})
+    assert again.layers[0].init == "ones"
+    np.testing.assert_allclose(again(x).numpy(), want, rtol=1e-6)
