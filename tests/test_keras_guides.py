@@ -74,7 +74,7 @@ def test_guide_runs_with_minnet(script, tmp_path, request):
 def test_guide_runs_with_keras(script, tmp_path):
     for package in ("torch", "keras"):
         if importlib.util.find_spec(package) is None:
-            pytest.skip(f"{package} is not installed (the Keras oracle run needs it)")
+            pytest.skip(f"the Keras oracle run needs {package}, which is not installed")
     env = dict(os.environ, KERAS_BACKEND="torch", MPLBACKEND="Agg")
     _check(_run(script.read_text(), script.stem, tmp_path, env), script.stem)
 

@@ -664,6 +664,12 @@ def gemm_f32(a, b, c, beta=0.0, trans_a=False, trans_b=False, n_threads=1, isa=-
     cdef float fbeta = beta
     if c.size == 0:
         return level
+    if k == 0:                # an empty sum: c = beta * c, and no element of a or b to point at
+        if fbeta == 0:
+            c[...] = 0
+        else:
+            c *= fbeta
+        return level
     with nogil:
         conv_gemm_blocks[float](ta, tb, m, n, k, &av[0, 0], <int> av.shape[1], &bv[0, 0],
                                 <int> bv.shape[1], fbeta, &cv[0, 0], <int> cv.shape[1],

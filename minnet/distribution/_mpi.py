@@ -11,6 +11,7 @@ never come.
 Gradients and metric states travel as NumPy buffers (``Iallreduce`` in place, no pickle);
 only the start-up check and ``predict``'s row counts are small pickled objects.
 """
+import os
 import pickle
 import time
 
@@ -21,6 +22,8 @@ from minnet.distribution._errors import DistributedTimeoutError, RemoteRankError
 __all__ = ["Communicator"]
 
 _ERROR_TAG = 77
+_SPIN_SECONDS = 0.05        # how long a wait polls flat out (yielding the core) before it sleeps
+_yield = getattr(os, "sched_yield", lambda: time.sleep(0))
 
 
 class Communicator:
@@ -62,7 +65,14 @@ class Communicator:
                         f"script or data. Raise the limit with "
                         f"mn.distribution.DataParallel(timeout=seconds) if a step is that slow.")
             if spins > 256:
-                time.sleep(0.0002)     # let a rank that shares this core run
+                # Keep polling (MPI progresses only while a rank calls it, so a sleeping
+                # waiter delays every message of the collective by its sleep), but give the
+                # core to a rank that shares it; a long wait (the others in validation or
+                # I/O) sleeps instead of burning the core.
+                if time.monotonic() - start < _SPIN_SECONDS:
+                    _yield()
+                else:
+                    time.sleep(0.001)
 
     def _raise_remote_error(self):
         if self.errors.Iprobe(source=self.MPI.ANY_SOURCE, tag=_ERROR_TAG):
