@@ -22,8 +22,6 @@ NOT_PROVIDED = {
         "MelSpectrogram": "not yet: no audio layers", "STFTSpectrogram": "not yet: no audio layers",
     },
     "optimizers": {
-        "MultiOptimizer": "not yet: one optimizer per model",
-        "OptimizerMap": "not yet: one optimizer per model",
         "legacy": "Keras 2's optimizers (Keras 3 raises on them too)",
     },
     "callbacks": {
