@@ -19,7 +19,7 @@ NOT_PROVIDED = {
         "FlaxLayer": _BACKEND, "JaxLayer": _BACKEND, "TorchModuleWrapper": _BACKEND,
         "TFSMLayer": _BACKEND,
         "Hashing": _HASH, "HashedCrossing": _HASH,
-        "MelSpectrogram": "not yet: no audio layers", "STFTSpectrogram": "not yet: no audio layers",
+        "MelSpectrogram": "not yet: no audio layers",
     },
     "optimizers": {
         "legacy": "Keras 2's optimizers (Keras 3 raises on them too)",
@@ -27,8 +27,6 @@ NOT_PROVIDED = {
     "callbacks": {
         "OrbaxCheckpoint": "JAX/Orbax-specific checkpoints",
     },
-    "initializers": {n: "for the STFT layers, which minnet does not have"
-                     for n in ("STFT", "STFTInitializer", "stft")},
 }
 
 DOC = pathlib.Path(__file__).resolve().parent.parent / "docs" / "coming_from_keras.md"

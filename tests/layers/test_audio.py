@@ -1,0 +1,164 @@
+"""STFTSpectrogram, MelSpectrogram and the STFT initializer (issue 28): a direct DFT and
+scipy.signal.stft as references, float64 gradcheck, Keras 3 as the oracle."""
+import numpy as np
+import pytest
+import scipy.signal
+
+import minnet as mn
+from minnet import initializers, layers
+
+RNG = np.random.default_rng(2028)
+
+MODES = ["log", "magnitude", "psd", "real", "imag", "angle", "stft"]
+CASES = [dict(),
+         dict(frame_length=100, frame_step=30, fft_length=128, window="hamming", periodic=True,
+              scaling="spectrum"),
+         dict(frame_length=64, padding="same", window=None, scaling=None),
+         dict(frame_length=33, frame_step=33, fft_length=64, expand_dims=True)]
+
+
+def _to_format(x, data_format):
+    return x if data_format == "channels_last" else np.ascontiguousarray(x.transpose(0, 2, 1))
+
+
+def _wrapped(angle):
+    return np.angle(np.exp(1j * angle))
+
+
+def _dft_reference(x, frame_length, frame_step, fft_length, window, scaling):
+    """(batch, channels, bins, frames) real and imaginary parts, by np.fft.rfft of each frame."""
+    n_frames = (x.shape[1] - frame_length) // frame_step + 1
+    frames = np.stack([x[:, i * frame_step:i * frame_step + frame_length] for i in range(n_frames)],
+                      axis=1)                                  # (batch, frames, L, channels)
+    w = np.ones(frame_length) if window is None else window
+    scale = np.sqrt(np.sum(w ** 2)) if scaling == "density" else np.sum(np.abs(w)) \
+        if scaling == "spectrum" else 1.0
+    spectrum = np.fft.rfft(frames * w[:, None] / scale, n=fft_length, axis=2)
+    return spectrum.real.transpose(0, 3, 2, 1), spectrum.imag.transpose(0, 3, 2, 1)
+
+
+@pytest.mark.parametrize("data_format", ["channels_last", "channels_first"])
+@pytest.mark.parametrize("mode", MODES)
+def test_stft_spectrogram_matches_a_direct_dft_in_float64(mode, data_format):
+    x = RNG.normal(size=(2, 300, 3))
+    w = scipy.signal.get_window("hann", 80, False)
+    layer = layers.STFTSpectrogram(mode=mode, frame_length=80, frame_step=20, fft_length=128,
+                                   data_format=data_format, dtype="float64")
+    out = layer(_to_format(x, data_format)).data
+    real, imag = _dft_reference(x, 80, 20, 128, w, "density")
+    power = real ** 2 + imag ** 2
+    psd = power.copy()
+    psd[:, :, 1:-1] *= 2
+    expected = {"real": real, "imag": imag, "angle": np.arctan2(imag, real),
+                "stft": np.concatenate([real, imag], axis=2), "psd": psd,
+                "magnitude": np.sqrt(np.maximum(power, 1e-7)),
+                "log": np.log(np.maximum(np.sqrt(np.maximum(power, 1e-7)), 1e-7))}[mode]
+    batch, channels, bins, frames = expected.shape
+    expected = expected.reshape(batch, channels * bins, frames)
+    if data_format == "channels_last":
+        expected = expected.transpose(0, 2, 1)
+    assert out.dtype == np.float64 and out.shape == layer.compute_output_shape(x.shape if
+                                                                              data_format == "channels_last" else (2, 3, 300))
+    if mode == "angle":      # +-pi where the imaginary part is a rounding error (DC, Nyquist)
+        out, expected = _wrapped(out - expected), np.zeros_like(out)
+    np.testing.assert_allclose(out, expected, rtol=1e-9, atol=1e-9)
+
+
+def test_stft_spectrogram_matches_scipy_signal_stft():
+    x = RNG.normal(size=(1, 512, 1))
+    layer = layers.STFTSpectrogram(mode="stft", frame_length=64, frame_step=16, fft_length=128,
+                                   window="hann", periodic=True, scaling="spectrum",
+                                   data_format="channels_first", dtype="float64")
+    out = layer(x.transpose(0, 2, 1)).data[0]                 # (2 * bins, frames)
+    _, _, z = scipy.signal.stft(x[0, :, 0], window="hann", nperseg=64, noverlap=48, nfft=128,
+                                boundary=None, padded=False, detrend=False, scaling="spectrum")
+    np.testing.assert_allclose(out, np.concatenate([z.real, z.imag]), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["log", "angle", "stft", "psd"])
+def test_stft_spectrogram_gradcheck(mode):
+    layer = layers.STFTSpectrogram(mode=mode, frame_length=8, frame_step=3, fft_length=8,
+                                   padding="same", dtype="float64")
+    x = mn.tensor(RNG.normal(size=(2, 14, 2)), requires_grad=True)
+    assert mn.gradcheck(layer, x)
+
+
+def test_stft_spectrogram_weights_and_errors():
+    layer = layers.STFTSpectrogram(mode="real", frame_length=32, fft_length=64)
+    layer(np.zeros((1, 100, 1), np.float32))
+    assert layer.imag_kernel is None and layer.real_kernel.shape == (33, 1, 32)
+    assert [w.name.split("/")[-1] for w in layer.trainable_weights] == ["real_kernel"]
+    expected = initializers.STFT("real")((32, 1, 33), "float32")
+    np.testing.assert_array_equal(layer.real_kernel.data, expected.transpose(2, 1, 0))
+    for kwargs, argument in ((dict(frame_step=300), "frame_step"), (dict(fft_length=100), "fft_length"),
+                             (dict(mode="power"), "mode"), (dict(padding="causal"), "padding"),
+                             (dict(scaling="psd"), "scaling")):
+        with pytest.raises(ValueError, match=f"`{argument}`"):
+            layers.STFTSpectrogram(**kwargs)
+    with pytest.raises(ValueError):
+        layers.STFTSpectrogram(window="no-such-window")
+    with pytest.warns(UserWarning, match="power of two"):
+        layers.STFTSpectrogram(frame_length=10, fft_length=12)
+    # Inputs are cast to the layer's dtype, as for every minnet layer (Keras refuses ints).
+    assert layers.STFTSpectrogram()(np.zeros((1, 300, 1), np.int32)).dtype == np.float32
+    with pytest.raises(ValueError, match="3-D inputs"):
+        layers.STFTSpectrogram()(np.zeros((300, 1), np.float32))
+    again = layers.deserialize(layers.serialize(layers.STFTSpectrogram(mode="psd", window=[1.0, 2.0],
+                                                                       frame_length=2)))
+    assert again.mode == "psd" and again.get_config()["window"] == [1.0, 2.0]
+
+
+def test_stft_initializer_layouts_and_errors():
+    keras_layout = initializers.STFT("imag", "hamming", "spectrum", True)((20, 2, 17), "float64")
+    conv_layout = initializers.STFT("imag", "hamming", "spectrum", True, layout="conv")((17, 2, 20),
+                                                                                        "float64")
+    np.testing.assert_array_equal(conv_layout, keras_layout.transpose(2, 1, 0))
+    w = scipy.signal.get_window("hamming", 20, True)
+    t, k = np.arange(20)[:, None], np.arange(17)[None, :]
+    np.testing.assert_allclose(keras_layout[:, 0], np.sin(-2 * np.pi * t * k / 32) * w[:, None] / w.sum(),
+                               rtol=1e-12, atol=1e-15)
+    assert initializers.stft is initializers.STFTInitializer is initializers.STFT
+    assert type(initializers.get("stft")) is initializers.STFT
+    assert initializers.deserialize(initializers.serialize(
+        initializers.STFT(layout="conv"))).layout == "conv"
+    for kwargs, argument in ((dict(side="both"), "side"), (dict(scaling="psd"), "scaling"),
+                             (dict(layout="torch"), "layout")):
+        with pytest.raises(ValueError, match=f"`{argument}`"):
+            initializers.STFT(**kwargs)
+    with pytest.raises(ValueError, match="3-D kernel shape"):
+        initializers.STFT()((4, 4), "float32")
+    with pytest.raises(ValueError, match="window"):
+        initializers.STFT(window=np.ones(3))((4, 1, 5), "float32")
+
+
+@pytest.mark.parametrize("side", ["real", "imag"])
+@pytest.mark.parametrize("window,scaling,periodic", [("hann", "density", False),
+                                                      ("hamming", "spectrum", True),
+                                                      (None, None, False)])
+def test_stft_initializer_matches_keras(keras, side, window, scaling, periodic):
+    theirs = np.asarray(keras.initializers.STFT(side, window, scaling, periodic)((256, 1, 257),
+                                                                                 "float32"))
+    ours = initializers.STFT(side, window, scaling, periodic)((256, 1, 257), "float32")
+    # float32 arithmetic in Keras's order: the same kernel up to one rounding of cos/sin.
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=1.2e-7)
+
+
+@pytest.mark.parametrize("data_format", ["channels_last", "channels_first"])
+@pytest.mark.parametrize("case", range(len(CASES)))
+@pytest.mark.parametrize("mode", MODES)
+def test_stft_spectrogram_matches_keras(keras, mode, case, data_format):
+    x = _to_format(RNG.normal(size=(2, 700, 2)).astype(np.float32), data_format)
+    kwargs = dict(CASES[case], mode=mode, data_format=data_format)
+    theirs = keras.layers.STFTSpectrogram(**kwargs)
+    ours = layers.STFTSpectrogram(**kwargs)
+    expected = theirs(x).detach().cpu().numpy()
+    got = ours(x).data
+    assert got.shape == expected.shape == ours.compute_output_shape(x.shape) \
+        == tuple(theirs.compute_output_shape(x.shape))
+    # float32 convolutions of up to 256 terms, summed in other orders: relative to the
+    # largest output. The phase is ill-conditioned where the magnitude is tiny: left out there.
+    if mode == "angle":
+        magnitude = layers.STFTSpectrogram(**dict(kwargs, mode="magnitude"))(x).data
+        keep = magnitude > 1e-3 * magnitude.max()
+        got, expected = _wrapped(got[keep] - expected[keep]), np.zeros(keep.sum())
+    np.testing.assert_allclose(got, expected, rtol=0, atol=2e-5 * max(np.abs(expected).max(), 1.0))
