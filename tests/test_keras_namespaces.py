@@ -19,7 +19,6 @@ NOT_PROVIDED = {
         "FlaxLayer": _BACKEND, "JaxLayer": _BACKEND, "TorchModuleWrapper": _BACKEND,
         "TFSMLayer": _BACKEND,
         "Hashing": _HASH, "HashedCrossing": _HASH,
-        "MelSpectrogram": "not yet: no audio layers",
     },
     "optimizers": {
         "legacy": "Keras 2's optimizers (Keras 3 raises on them too)",

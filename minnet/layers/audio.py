@@ -18,8 +18,11 @@ from minnet import config, initializers, ops
 from minnet._checks import check_choice, check_int, check_float, invalid
 from minnet.layers.base import Layer
 
-__all__ = ["STFTSpectrogram"]
+__all__ = ["STFTSpectrogram", "MelSpectrogram", "mel_weight_matrix"]
 
+# HTK's mel scale, as Keras (and TensorFlow) write it: mel(f) = 1127 ln(1 + f / 700).
+_MEL_BREAK_FREQUENCY_HERTZ = 700.0
+_MEL_HIGH_FREQUENCY_Q = 1127.0
 _MODES = ("log", "magnitude", "psd", "real", "imag", "angle", "stft")
 
 
@@ -186,3 +189,124 @@ class STFTSpectrogram(Layer):
                 "periodic": self.periodic, "scaling": self.scaling, "padding": self.padding,
                 "data_format": self.data_format, "expand_dims": self.expand_dims}
 
+
+
+def _hertz_to_mel(frequencies):
+    return _MEL_HIGH_FREQUENCY_Q * np.log(1.0 + frequencies / _MEL_BREAK_FREQUENCY_HERTZ)
+
+
+def mel_weight_matrix(num_mel_bins, num_spectrogram_bins, sampling_rate, lower_edge_hertz,
+                      upper_edge_hertz):
+    """Keras's (TensorFlow's) ``linear_to_mel_weight_matrix``, ``(spectrogram bins, mel bins)``.
+
+    Bin ``j`` of the spectrogram sits at ``f_j = j * (sampling_rate / 2) / (bins - 1)``; band
+    ``m`` is the triangle over ``[e_m, e_{m+2}]`` peaking at ``e_{m+1}`` (value 1), the edges
+    ``e`` equally spaced in mel from ``mel(lower_edge_hertz)`` to ``mel(upper_edge_hertz)``:
+    ``W[j, m] = max(0, min((mel(f_j) - e_m) / (e_{m+1} - e_m), (e_{m+2} - mel(f_j)) / (e_{m+2} -
+    e_{m+1})))``, and the DC row is 0. Computed in float64.
+    """
+    frequencies = np.linspace(0.0, sampling_rate / 2.0, num_spectrogram_bins)[1:]
+    bins_mel = _hertz_to_mel(frequencies)[:, None]
+    edges = np.linspace(_hertz_to_mel(float(lower_edge_hertz)),
+                        _hertz_to_mel(float(upper_edge_hertz)), num_mel_bins + 2)
+    lower, center, upper = edges[:-2][None], edges[1:-1][None], edges[2:][None]
+    weights = np.maximum(0.0, np.minimum((bins_mel - lower) / (center - lower),
+                                         (upper - bins_mel) / (upper - center)))
+    return np.pad(weights, [(1, 0), (0, 0)])
+
+
+class MelSpectrogram(Layer):
+    """Mel-scaled power spectrogram, in decibels by default: Keras's ``MelSpectrogram``.
+
+    ``S = |stft(x)| ** mag_exp`` (``ops.stft`` with ``center=True``: the signal is reflected
+    by ``fft_length // 2`` at both ends, frames of ``sequence_length`` samples every
+    ``sequence_stride``, a periodic window zero-padded to ``fft_length``), ``M = S @ W`` with
+    the mel filter bank ``W`` of ``mel_weight_matrix``, and with ``power_to_db``
+    ``D = 10 log10(max(M, min_power)) - 10 log10(max(|ref_power|, min_power))`` clipped from
+    below at ``max(D) - top_db`` (the maximum over the whole batch, as Keras). Differentiable
+    (every step is a minnet op), unlike a NumPy preprocessing step.
+
+    Args:
+        fft_length (2048), sequence_stride (512), sequence_length (None: ``fft_length``; at
+        most ``fft_length``), window (``"hann"``, ``"hamming"``, an array of
+        ``sequence_length`` values or None), sampling_rate (16000), num_mel_bins (128),
+        min_freq (20.0), max_freq (None: ``sampling_rate // 2``), power_to_db (True), top_db
+        (80.0; None: no clipping), mag_exp (2.0: power; 1.0: magnitude), min_power (1e-10),
+        ref_power (1.0): as Keras.
+
+    Shape:
+        ``(batch, samples)`` -> ``(batch, num_mel_bins, frames)``, or ``(samples,)`` ->
+        ``(num_mel_bins, frames)``, with ``frames = 1 + samples // sequence_stride`` for an
+        even ``fft_length``.
+
+    Example:
+        >>> layer = MelSpectrogram(num_mel_bins=64, sampling_rate=8000, sequence_stride=256,
+        ...                        fft_length=2048)
+        >>> layer(np.zeros((2, 16000), "float32")).shape
+        (2, 64, 63)
+    """
+
+    def __init__(self, fft_length=2048, sequence_stride=512, sequence_length=None,
+                 window="hann", sampling_rate=16000, num_mel_bins=128, min_freq=20.0,
+                 max_freq=None, power_to_db=True, top_db=80.0, mag_exp=2.0, min_power=1e-10,
+                 ref_power=1.0, **kwargs):
+        super().__init__(**kwargs)
+        self.fft_length = check_int("fft_length", fft_length, minimum=1)
+        self.sequence_stride = check_int("sequence_stride", sequence_stride, minimum=1)
+        self.sequence_length = check_int("sequence_length", sequence_length or fft_length,
+                                         minimum=1, maximum=self.fft_length)
+        if isinstance(window, str):
+            check_choice("window", window, ("hann", "hamming"))
+        self.window = _check_window(window)
+        self.sampling_rate = check_float("sampling_rate", sampling_rate, low=0, low_open=True)
+        if float(sampling_rate).is_integer():
+            self.sampling_rate = int(sampling_rate)
+        self.num_mel_bins = check_int("num_mel_bins", num_mel_bins, minimum=1)
+        self.min_freq = check_float("min_freq", min_freq, low=0)
+        self.max_freq = check_float("max_freq", max_freq or int(self.sampling_rate / 2),
+                                    low=self.min_freq, low_open=True)
+        self.power_to_db = bool(power_to_db)
+        self.top_db = None if top_db is None else check_float("top_db", top_db, low=0)
+        self.mag_exp = check_float("mag_exp", mag_exp)
+        self.min_power = check_float("min_power", min_power, low=0, low_open=True)
+        self.ref_power = check_float("ref_power", ref_power)
+
+    def _n_frames(self, samples):
+        return 1 + (samples + 2 * (self.fft_length // 2) - self.fft_length) // self.sequence_stride
+
+    def call(self, x, training=False):
+        if x.ndim not in (1, 2):
+            raise ValueError(f"Layer '{self.name}' expects inputs of shape (batch, samples) or "
+                             f"(samples,). Received: input shape {tuple(x.shape)}")
+        if x.shape[-1] <= self.fft_length // 2:
+            raise ValueError(f"Layer '{self.name}': the signal must be longer than fft_length // 2 "
+                             f"= {self.fft_length // 2} samples (it is reflected by that much at "
+                             f"both ends). Received: {x.shape[-1]} samples")
+        real, imag = ops.stft(x, self.sequence_length, self.sequence_stride, self.fft_length,
+                              window=self.window, center=True)
+        spectrogram = ops.power(ops.sqrt(real * real + imag * imag), self.mag_exp)
+        weights = mel_weight_matrix(self.num_mel_bins, spectrogram.shape[-1], self.sampling_rate,
+                                    self.min_freq, self.max_freq)
+        mel = ops.tensordot(spectrogram, weights.astype(spectrogram.dtype), axes=1)
+        if self.power_to_db:
+            db = 10.0 * ops.log10(ops.maximum(mel, self.min_power))
+            db = db - 10.0 * math.log10(max(abs(self.ref_power), self.min_power))
+            if self.top_db is not None:
+                db = ops.maximum(db, ops.max(db).detach() - self.top_db)
+            mel = db
+        return ops.swapaxes(mel, -1, -2)
+
+    def compute_output_shape(self, input_shape):
+        input_shape = tuple(input_shape)
+        samples = input_shape[-1]
+        frames = None if samples is None else self._n_frames(samples)
+        return input_shape[:-1] + (self.num_mel_bins, frames)
+
+    def get_config(self):
+        window = self.window.tolist() if isinstance(self.window, np.ndarray) else self.window
+        return {**super().get_config(), "fft_length": self.fft_length,
+                "sequence_stride": self.sequence_stride, "sequence_length": self.sequence_length,
+                "window": window, "sampling_rate": self.sampling_rate,
+                "num_mel_bins": self.num_mel_bins, "min_freq": self.min_freq,
+                "max_freq": self.max_freq, "power_to_db": self.power_to_db, "top_db": self.top_db,
+                "mag_exp": self.mag_exp, "min_power": self.min_power, "ref_power": self.ref_power}

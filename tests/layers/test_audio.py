@@ -162,3 +162,107 @@ def test_stft_spectrogram_matches_keras(keras, mode, case, data_format):
         keep = magnitude > 1e-3 * magnitude.max()
         got, expected = _wrapped(got[keep] - expected[keep]), np.zeros(keep.sum())
     np.testing.assert_allclose(got, expected, rtol=0, atol=2e-5 * max(np.abs(expected).max(), 1.0))
+
+
+# ---- MelSpectrogram ---------------------------------------------------------------------
+MEL_CASES = [dict(),
+             dict(fft_length=512, sequence_stride=128, sequence_length=400, window="hamming",
+                  num_mel_bins=40, sampling_rate=8000, min_freq=50.0, max_freq=3000.0),
+             dict(power_to_db=False, mag_exp=1.0, fft_length=256, sequence_stride=100),
+             dict(top_db=20.0, ref_power=2.0, fft_length=256, window=None)]
+
+
+def _mel_reference(x, fft_length=2048, sequence_stride=512, sequence_length=None, window="hann",
+                   sampling_rate=16000, num_mel_bins=128, min_freq=20.0, max_freq=None,
+                   power_to_db=True, top_db=80.0, mag_exp=2.0, min_power=1e-10, ref_power=1.0):
+    """The same steps in NumPy, float64: reflect padding, periodic window, rfft, HTK mel bank."""
+    length = sequence_length or fft_length
+    n = np.arange(length)
+    w = np.ones(length) if window is None else \
+        (0.5 if window == "hann" else 0.54) - (0.5 if window == "hann" else 0.46) * np.cos(2 * np.pi * n / length)
+    left = (fft_length - length) // 2
+    w = np.pad(w, (left, fft_length - length - left))
+    padded = np.pad(x, [(0, 0), (fft_length // 2, fft_length // 2)], mode="reflect")
+    n_frames = 1 + (padded.shape[1] - fft_length) // sequence_stride
+    frames = np.stack([padded[:, i * sequence_stride:i * sequence_stride + fft_length]
+                       for i in range(n_frames)], axis=1)
+    spectrogram = np.abs(np.fft.rfft(frames * w, axis=-1)) ** mag_exp   # (batch, frames, bins)
+    bins = spectrogram.shape[-1]
+    hz = np.linspace(0, sampling_rate / 2, bins)
+    mel = lambda f: 2595.0 * np.log10(1 + f / 700.0)                     # HTK, = 1127 ln(1 + f/700)
+    edges = np.linspace(mel(min_freq), mel(max_freq or sampling_rate // 2), num_mel_bins + 2)
+    bank = np.zeros((bins, num_mel_bins))
+    for m in range(num_mel_bins):
+        for j in range(1, bins):
+            up = (mel(hz[j]) - edges[m]) / (edges[m + 1] - edges[m])
+            down = (edges[m + 2] - mel(hz[j])) / (edges[m + 2] - edges[m + 1])
+            bank[j, m] = max(0.0, min(up, down))
+    out = spectrogram @ bank
+    if power_to_db:
+        out = 10 * np.log10(np.maximum(out, min_power)) - 10 * np.log10(max(abs(ref_power), min_power))
+        if top_db is not None:
+            out = np.maximum(out, out.max() - top_db)
+    return out.transpose(0, 2, 1)
+
+
+@pytest.mark.parametrize("case", range(len(MEL_CASES)))
+def test_mel_spectrogram_matches_numpy_in_float64(case):
+    x = RNG.normal(size=(2, 3000))
+    layer = layers.MelSpectrogram(dtype="float64", **MEL_CASES[case])
+    out = layer(x).data
+    expected = _mel_reference(x, **MEL_CASES[case])
+    assert out.shape == expected.shape == layer.compute_output_shape(x.shape)
+    np.testing.assert_allclose(out, expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
+    one = layer(x[0]).data                                       # (samples,) -> (mels, frames)
+    assert one.shape == expected.shape[1:]
+
+
+def test_mel_spectrogram_gradcheck():
+    layer = layers.MelSpectrogram(fft_length=16, sequence_stride=5, num_mel_bins=4,
+                                  sampling_rate=100, min_freq=5.0, top_db=None, dtype="float64")
+    x = mn.tensor(RNG.normal(size=(2, 30)), requires_grad=True)
+    assert mn.gradcheck(layer, x)
+
+
+def test_mel_spectrogram_errors_and_config():
+    for kwargs, argument in ((dict(sequence_length=4096), "sequence_length"),
+                             (dict(window="blackman"), "window"),
+                             (dict(min_freq=9000.0), "max_freq"),
+                             (dict(sequence_stride=0), "sequence_stride"),
+                             (dict(num_mel_bins=0), "num_mel_bins")):
+        with pytest.raises(ValueError, match=f"`{argument}`"):
+            layers.MelSpectrogram(**kwargs)
+    with pytest.raises(ValueError, match="longer than fft_length // 2"):
+        layers.MelSpectrogram()(np.zeros((1, 1000), np.float32))
+    with pytest.raises(ValueError, match=r"\(batch, samples\)"):
+        layers.MelSpectrogram()(np.zeros((1, 3000, 1), np.float32))
+    layer = layers.MelSpectrogram(num_mel_bins=40, max_freq=4000.0, top_db=None)
+    again = layers.deserialize(layers.serialize(layer))
+    assert again.get_config() == layer.get_config() and again.top_db is None
+
+
+def test_mel_weight_matrix_matches_keras(keras):
+    from minnet.layers.audio import mel_weight_matrix
+    theirs = keras.layers.MelSpectrogram().linear_to_mel_weight_matrix(40, 257, 8000, 50.0, 3000.0)
+    ours = mel_weight_matrix(40, 257, 8000, 50.0, 3000.0)
+    # Keras's linspace runs in float32 whatever the dtype asked for: float32 cancellation in
+    # (mel(f) - edge) of mels ~2000 (minnet's bank is float64).
+    np.testing.assert_allclose(ours, theirs.cpu().numpy(), rtol=0, atol=2e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", range(len(MEL_CASES)))
+def test_mel_spectrogram_matches_keras(keras, monkeypatch, case, dtype):
+    from minnet.layers import audio
+    x = RNG.normal(size=(2, 4000)).astype(dtype)
+    theirs = keras.layers.MelSpectrogram(dtype=dtype, **MEL_CASES[case])
+    ours = layers.MelSpectrogram(dtype=dtype, **MEL_CASES[case])
+    loose = theirs(x).detach().cpu().numpy()
+    got = ours(x).data
+    assert got.shape == loose.shape and got.dtype == loose.dtype
+    # Keras's float32 filter bank (above) moves the decibels by up to 1e-3.
+    np.testing.assert_allclose(got, loose, rtol=0, atol=5e-5 * np.abs(loose).max())
+    # Given Keras's bank, the rest (stft, power, decibels, clipping) agrees to float32 rounding.
+    monkeypatch.setattr(audio, "mel_weight_matrix", lambda *args: np.asarray(
+        theirs.linear_to_mel_weight_matrix(*args).cpu().numpy(), np.float64))
+    np.testing.assert_allclose(ours(x).data, loose, rtol=0, atol=1e-6 * np.abs(loose).max())
