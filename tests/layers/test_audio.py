@@ -266,3 +266,28 @@ def test_mel_spectrogram_matches_keras(keras, monkeypatch, case, dtype):
     monkeypatch.setattr(audio, "mel_weight_matrix", lambda *args: np.asarray(
         theirs.linear_to_mel_weight_matrix(*args).cpu().numpy(), np.float64))
     np.testing.assert_allclose(ours(x).data, loose, rtol=0, atol=1e-6 * np.abs(loose).max())
+
+
+def test_keras_files_both_ways(tmp_path, keras):
+    pytest.importorskip("h5py")
+    x = RNG.normal(size=(2, 600, 1)).astype(np.float32)
+    model = mn.models.Sequential([mn.layers.Input((600, 1)),
+                                  layers.STFTSpectrogram(mode="stft", frame_length=64, fft_length=64)])
+    model(x)
+    model.set_weights([w + RNG.uniform(0.01, 0.1, size=w.shape).astype(w.dtype)
+                       for w in model.get_weights()])             # not the initial kernels
+    model.save(tmp_path / "m.keras")
+    k_model = keras.models.load_model(tmp_path / "m.keras")
+    expected = model.predict(x, verbose=0)
+    np.testing.assert_allclose(np.asarray(k_model.predict(x, verbose=0)), expected, atol=2e-5)
+    k_model.save(tmp_path / "k.keras")
+    np.testing.assert_allclose(mn.models.load_model(tmp_path / "k.keras").predict(x, verbose=0),
+                               expected, atol=2e-5)
+    signal = RNG.normal(size=(2, 3000)).astype(np.float32)
+    mel = mn.models.Sequential([mn.layers.Input((3000,)),
+                                layers.MelSpectrogram(fft_length=256, num_mel_bins=32)])
+    mel.save(tmp_path / "mel.keras")
+    k_mel = keras.models.load_model(tmp_path / "mel.keras")
+    assert k_mel.layers[0].get_config()["num_mel_bins"] == 32
+    np.testing.assert_allclose(np.asarray(k_mel.predict(signal, verbose=0)),
+                               mel.predict(signal, verbose=0), atol=2e-3)
