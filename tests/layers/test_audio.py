@@ -291,3 +291,13 @@ def test_keras_files_both_ways(tmp_path, keras):
     assert k_mel.layers[0].get_config()["num_mel_bins"] == 32
     np.testing.assert_allclose(np.asarray(k_mel.predict(signal, verbose=0)),
                                mel.predict(signal, verbose=0), atol=2e-3)
+
+
+def test_mel_output_shape_is_the_frames_returned(keras):
+    # 2047 samples, stride 512: 1 + 2047 // 512 = 4 frames; Keras's compute_output_shape says 5.
+    x = RNG.normal(size=(1, 2047)).astype(np.float32)
+    ours = layers.MelSpectrogram(num_mel_bins=8)
+    theirs = keras.layers.MelSpectrogram(num_mel_bins=8)
+    assert ours(x).shape == ours.compute_output_shape(x.shape) == (1, 8, 4)
+    assert tuple(theirs(x).shape) == (1, 8, 4)
+    assert tuple(theirs.compute_output_shape(x.shape)) == (1, 8, 5)
