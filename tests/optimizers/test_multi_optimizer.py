@@ -190,3 +190,23 @@ def test_model_save_keeps_the_sub_optimizers_and_their_state(tmp_path):
     assert isinstance(again.optimizer, MultiOptimizer) and again.optimizer.iterations == 2
     for key, value in model.optimizer.state_dict().items():
         np.testing.assert_array_equal(again.optimizer.state_dict()[key], value)
+
+
+def test_keras_files_carry_the_multi_optimizer_both_ways(tmp_path, keras):
+    pytest.importorskip("h5py")
+    model = _model()
+    model.compile(optimizer=MultiOptimizer(OptimizerMap(optimizers.SGD(0.1, momentum=0.9),
+                                                        {".*encoder/.*": optimizers.Adam(0.01)})),
+                  loss="mse")
+    model.save(tmp_path / "m.keras")
+    k_model = keras.models.load_model(tmp_path / "m.keras")
+    assert type(k_model.optimizer).__name__ == "MultiOptimizer"
+    assert [(type(o).__name__, round(float(o.learning_rate), 6)) for o in k_model.optimizer.optimizers] \
+        == [("Adam", 0.01), ("SGD", 0.1)]
+    assert float(k_model.optimizer.optimizers[1].momentum) == 0.9
+    k_model.save(tmp_path / "k.keras")
+    again = mn.models.load_model(tmp_path / "k.keras")
+    assert isinstance(again.optimizer, MultiOptimizer)
+    assert [(type(o).__name__, round(o.learning_rate, 6)) for o in again.optimizer.optimizers] \
+        == [("Adam", 0.01), ("SGD", 0.1)]
+    assert [p.name for p in again.optimizer.optimizers[0].params] == ["encoder/kernel", "encoder/bias"]
