@@ -165,7 +165,7 @@ class MultiOptimizer(Optimizer):
             for optimizer in list(optimizer_map.values()) + [optimizer_map.default_optimizer]:
                 self._add_inner(optimizer)
         self._building = True
-        super().__init__(None, 0.0, name=name)
+        super().__init__(None, 0.0, name="multi_optimizer" if name is None else name)   # Keras's
         self._building = False
         if params is not None:
             self.set_parameters(params)
@@ -305,4 +305,4 @@ class MultiOptimizer(Optimizer):
 
     def __repr__(self):
         return (f"MultiOptimizer({self._optimizer_map!r}"
-                + (f", name={self.name!r}" if self.name != "multioptimizer" else "") + ")")
+                + (f", name={self.name!r}" if self.name != "multi_optimizer" else "") + ")")

@@ -77,6 +77,7 @@ def test_routing_and_pytorch_style_loop_match_separate_optimizers():
     for a, b in zip(model.parameters(), twin.parameters()):
         np.testing.assert_array_equal(a.data, b.data)
     assert opt.iterations == 3 and adam.iterations == sgd.iterations == 3
+    assert opt.name == "multi_optimizer"                       # Keras's default name
 
 
 def test_callable_selector_and_learning_rate_refused():
