@@ -211,3 +211,17 @@ def test_keras_files_carry_the_multi_optimizer_both_ways(tmp_path, keras):
     assert [(type(o).__name__, round(o.learning_rate, 6)) for o in again.optimizer.optimizers] \
         == [("Adam", 0.01), ("SGD", 0.1)]
     assert [p.name for p in again.optimizer.optimizers[0].params] == ["encoder/kernel", "encoder/bias"]
+
+
+def test_apply_routes_gradients_and_builds_new_variables():
+    a = mn.Parameter(np.ones(3), name="encoder/kernel")
+    b = mn.Parameter(np.ones(2), name="head/kernel")
+    opt = MultiOptimizer(OptimizerMap(optimizers.SGD(0.1), {"encoder/.*": optimizers.SGD(1.0)}))
+    opt.apply([np.ones(3), np.ones(2)], [a, b])
+    np.testing.assert_array_equal(a.data, np.zeros(3))
+    np.testing.assert_array_equal(b.data, np.full(2, 0.9))
+    assert a.grad is None and opt.iterations == 1
+    c = mn.Parameter(np.ones(1), name="encoder/bias")            # a variable seen later
+    opt.apply([np.ones(3), np.ones(2), np.ones(1)], [a, b, c])
+    np.testing.assert_array_equal(c.data, np.zeros(1))
+    assert [len(o.params) for o in opt.optimizers] == [2, 1] and opt.iterations == 2
