@@ -25,6 +25,7 @@ import math
 
 import numpy as np
 import scipy.linalg
+import scipy.signal
 
 from minnet import _random, _registry
 
@@ -33,6 +34,7 @@ __all__ = [
     "TruncatedNormal", "VarianceScaling", "GlorotUniform", "GlorotNormal", "HeUniform",
     "HeNormal", "LecunUniform", "LecunNormal", "KaimingUniform", "FanInUniform",
     "Orthogonal", "Identity", "OrthogonalInitializer", "IdentityInitializer",
+    "STFT", "STFTInitializer", "stft",
     "zeros", "ones", "constant", "random_uniform", "random_normal", "truncated_normal",
     "variance_scaling", "glorot_uniform", "glorot_normal", "he_uniform", "he_normal",
     "lecun_uniform", "lecun_normal", "orthogonal", "identity",
@@ -419,6 +421,84 @@ class Identity(Initializer):
         return {"gain": self.gain}
 
 
+class STFT(Initializer):
+    """Keras's ``STFT(side="real", window="hann", scaling="density", periodic=False)``: the
+    real (``cos``) or imaginary (``sin``) part of the windowed DFT as a convolution kernel.
+
+    ``kernel[t, c, k] = cos(-2 pi t k / n_fft) * w[t] / s`` (``sin`` for ``side="imag"``), with
+    ``n_fft = 2 * (bins - 1)``, ``w`` the window (``scipy.signal.get_window(window,
+    frame_length, periodic)``, an array of ``frame_length`` values, or None for ones) and ``s``
+    its scale: ``sqrt(sum(w**2))`` for ``"density"``, ``sum(|w|)`` for ``"spectrum"``, 1 for
+    None. The arithmetic follows Keras's in the requested dtype (so float32 kernels are Keras's
+    to the last bits; ask for float64 for an accurate one).
+
+    **Layout.** ``layout="keras"`` (the default) reads ``shape`` as Keras's
+    ``(frame_length, channels, bins)`` and returns that layout, Keras's meaning. minnet's
+    convolutions keep PyTorch's kernel layout ``(filters, in_channels, kernel_size)``, so
+    ``Conv1D(bins, frame_length, kernel_initializer=STFT())`` would read its shape the wrong
+    way round: give such a kernel ``STFT(..., layout="conv")``, which reads ``shape`` as
+    ``(bins, channels, frame_length)`` and returns the transpose. ``layers.STFTSpectrogram``
+    does this for its own kernels.
+    """
+
+    def __init__(self, side="real", window="hann", scaling="density", periodic=False, *,
+                 layout="keras"):
+        super().__init__(None)
+        if side not in ("real", "imag"):
+            raise ValueError(f"Invalid value for argument `side`: expected 'real' or 'imag'. "
+                             f"Received: side={side!r}")
+        if isinstance(window, str):
+            scipy.signal.get_window(window, 1)       # raises on an unknown window name
+        elif window is not None:
+            window = np.asarray(window, dtype=np.float64)
+            if window.ndim != 1:
+                raise ValueError(f"Invalid value for argument `window`: expected a window name, "
+                                 f"None or a 1-D array. Received: an array of shape {window.shape}")
+        if scaling is not None and scaling not in ("density", "spectrum"):
+            raise ValueError(f"Invalid value for argument `scaling`: expected None, 'density' or "
+                             f"'spectrum'. Received: scaling={scaling!r}")
+        if layout not in ("keras", "conv"):
+            raise ValueError(f"Invalid value for argument `layout`: expected 'keras' "
+                             f"(frame_length, channels, bins) or 'conv' (bins, channels, "
+                             f"frame_length). Received: layout={layout!r}")
+        self.side, self.window, self.scaling = side, window, scaling
+        self.periodic, self.layout = bool(periodic), layout
+
+    def __call__(self, shape, dtype=None):
+        shape, dtype = _check_shape_dtype(shape, dtype)
+        if len(shape) != 3:
+            raise ValueError(f"Invalid value for argument `shape`: the STFT initializer needs a "
+                             f"3-D kernel shape. Received: shape={shape}")
+        frame_length, channels, bins = shape if self.layout == "keras" else shape[::-1]
+        n_fft = dtype.type(2 * (bins - 1))
+        freq = np.arange(bins, dtype=dtype).reshape(1, 1, bins) / n_fft
+        time = np.arange(frame_length, dtype=dtype).reshape(frame_length, 1, 1)
+        args = (dtype.type(-2) * time) * freq * np.arccos(dtype.type(-1))
+        kernel = np.cos(args) if self.side == "real" else np.sin(args)
+        if self.window is not None:
+            win = self.window
+            if isinstance(win, str):
+                win = scipy.signal.get_window(win, frame_length, self.periodic)
+            win = np.asarray(win).astype(dtype)
+            if win.shape != (frame_length,):
+                raise ValueError(f"The shape of `window` must be equal to [frame_length] "
+                                 f"({frame_length}). Received: window shape={win.shape}")
+            win = win.reshape(frame_length, 1, 1)
+            scale = (np.sqrt(np.sum(np.square(win))) if self.scaling == "density" else
+                     np.sum(np.abs(win)) if self.scaling == "spectrum" else dtype.type(1))
+            kernel = kernel * win / scale
+        kernel = np.broadcast_to(kernel, (frame_length, channels, bins)).astype(dtype)
+        return kernel if self.layout == "keras" else np.ascontiguousarray(kernel.transpose(2, 1, 0))
+
+    def get_config(self):
+        window = self.window.tolist() if isinstance(self.window, np.ndarray) else self.window
+        config = {"side": self.side, "window": window, "periodic": self.periodic,
+                  "scaling": self.scaling}
+        if self.layout != "keras":
+            config["layout"] = self.layout
+        return config
+
+
 # Keras's other spellings of the same classes.
 OrthogonalInitializer, IdentityInitializer = Orthogonal, Identity
 zeros, ones, constant = Zeros, Ones, Constant
@@ -426,10 +506,12 @@ random_uniform, random_normal, truncated_normal = RandomUniform, RandomNormal, T
 variance_scaling, glorot_uniform, glorot_normal = VarianceScaling, GlorotUniform, GlorotNormal
 he_uniform, he_normal, lecun_uniform, lecun_normal = HeUniform, HeNormal, LecunUniform, LecunNormal
 orthogonal, identity = Orthogonal, Identity
+STFTInitializer = stft = STFT
 
 _ALIASES = {
     Orthogonal: ("orthogonal", "orthogonal_initializer"),
     Identity: ("identity", "identity_initializer"),
+    STFT: ("stft", "STFTInitializer"),
     Zeros: ("zeros", "zero"), Ones: ("ones", "one"), Constant: ("constant",),
     RandomUniform: ("random_uniform", "uniform"), RandomNormal: ("random_normal", "normal"),
     TruncatedNormal: ("truncated_normal",), VarianceScaling: ("variance_scaling",),

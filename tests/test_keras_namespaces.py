@@ -19,18 +19,13 @@ NOT_PROVIDED = {
         "FlaxLayer": _BACKEND, "JaxLayer": _BACKEND, "TorchModuleWrapper": _BACKEND,
         "TFSMLayer": _BACKEND,
         "Hashing": _HASH, "HashedCrossing": _HASH,
-        "MelSpectrogram": "not yet: no audio layers", "STFTSpectrogram": "not yet: no audio layers",
     },
     "optimizers": {
-        "MultiOptimizer": "not yet: one optimizer per model",
-        "OptimizerMap": "not yet: one optimizer per model",
         "legacy": "Keras 2's optimizers (Keras 3 raises on them too)",
     },
     "callbacks": {
         "OrbaxCheckpoint": "JAX/Orbax-specific checkpoints",
     },
-    "initializers": {n: "for the STFT layers, which minnet does not have"
-                     for n in ("STFT", "STFTInitializer", "stft")},
 }
 
 DOC = pathlib.Path(__file__).resolve().parent.parent / "docs" / "coming_from_keras.md"

@@ -62,6 +62,7 @@ from minnet.layers.reversible_embedding import ReversibleEmbedding
 from minnet.layers.spectral_normalization import SpectralNormalization
 from minnet.layers.conv_lstm import ConvLSTM1D, ConvLSTM2D, ConvLSTM3D
 from minnet.layers.input_spec import InputSpec
+from minnet.layers.audio import MelSpectrogram, STFTSpectrogram
 
 __all__ = [
     "Layer", "Input", "Dense", "Flatten", "Reshape", "Lambda", "Activation", "Conv2D",
@@ -127,6 +128,8 @@ __all__ += ["Conv3D", "Conv3DTranspose", "Convolution3D", "Convolution3DTranspos
             "DepthwiseConv1D", "SeparableConv1D", "SeparableConvolution1D", "GroupQueryAttention",
             "ReversibleEmbedding", "SpectralNormalization", "ConvLSTM1D", "ConvLSTM2D",
             "ConvLSTM3D", "InputSpec"]
+_BUILTINS += (STFTSpectrogram, MelSpectrogram)
+__all__ += ["STFTSpectrogram", "MelSpectrogram"]
 # The one registry (minnet/_registry.py): built-ins under their class names and Keras's other
 # spellings; register_layer adds custom layers and Lambda functions; Sequential and Model
 # register themselves when minnet.models loads.

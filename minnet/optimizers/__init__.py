@@ -1,5 +1,5 @@
 """Optimizers: SGD, Adam, AdamW, Nadam, Adamax, RMSprop, Adagrad, Adadelta, Lion, and
-learning-rate ``schedules``.
+learning-rate ``schedules``; ``MultiOptimizer``/``OptimizerMap`` give parameters different optimizers.
 
 Keras argument names and defaults (Keras 3's decoupled ``weight_decay`` for every
 optimizer), PyTorch update formulas; every update is done in place on ``p.data``.
@@ -20,6 +20,7 @@ from minnet.optimizers.adam import Adam, AdamW
 from minnet.optimizers.adamax import Adamax
 from minnet.optimizers.keras_only import Adafactor, Ftrl, Lamb, LossScaleOptimizer
 from minnet.optimizers.lion import Lion
+from minnet.optimizers.multi_optimizer import MultiOptimizer, OptimizerMap
 from minnet.optimizers.muon import Muon, ScheduleFreeAdamW
 from minnet.optimizers.nadam import Nadam
 from minnet.optimizers.optimizer import Optimizer
@@ -29,10 +30,10 @@ from minnet.optimizers.sgd import SGD
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Nadam", "Adamax", "RMSprop", "Adagrad",
            "Adadelta", "Lion", "schedules", "get", "serialize", "deserialize",
            "Ftrl", "Lamb", "Adafactor", "LossScaleOptimizer", "Muon",
-           "ScheduleFreeAdamW"]
+           "ScheduleFreeAdamW", "MultiOptimizer", "OptimizerMap"]
 
 for _cls in (SGD, Adam, AdamW, Nadam, Adamax, RMSprop, Adagrad, Adadelta, Lion, Ftrl, Lamb,
-             Adafactor, LossScaleOptimizer, Muon, ScheduleFreeAdamW):
+             Adafactor, LossScaleOptimizer, Muon, ScheduleFreeAdamW, MultiOptimizer):
     _registry.register("optimizer", _cls, aliases=(_cls.__name__.lower(),))
 del _cls
 

@@ -144,6 +144,7 @@ TO_KERAS.update({
     "SeparableConv2D": _separable_to,
     "Bidirectional": _bidirectional_to,
     "Normalization": _normalization_to, "TimeDistributed": _time_distributed_to,
+    "STFTSpectrogram": lambda layer, a: {"": [_conv_to(kernel) for kernel in a]},
 })
 TO_KERAS.update({name: (lambda layer, a: {"cell": _rnn_to_keras(layer, a)}) for name in _RNN})
 
@@ -158,6 +159,7 @@ FROM_KERAS.update({
     "SeparableConv2D": _separable_from,
     "Bidirectional": _bidirectional_from,
     "Normalization": _normalization_from, "TimeDistributed": _time_distributed_from,
+    "STFTSpectrogram": lambda layer, g: [_conv_from(kernel) for kernel in g[""]],
 })
 FROM_KERAS.update({name: (lambda layer, g: _rnn_from_keras(layer, g["cell"])) for name in _RNN})
 

@@ -295,23 +295,34 @@ def _sequential_config(model):
 _MINNET_ONLY_OPTIMIZER_ARGUMENTS = {"dampening": 0.0, "lr_decay": 0.0}
 
 
+def _optimizer_to_keras(model, optimizer):
+    """A minnet optimizer's ``{"class_name", "config"}`` as Keras's entry; a MultiOptimizer's
+    default and mapped optimizers are converted the same way."""
+    config = dict(optimizer.get("config") or {})
+    if optimizer.get("class_name") == "MultiOptimizer":
+        mapping = dict(config["optimizer_map"])
+        inner = dict(mapping.get("config") or {})
+        inner["default_optimizer"] = _optimizer_to_keras(model, inner["default_optimizer"])
+        inner["optimizer_map"] = {key: _optimizer_to_keras(model, value)
+                                  for key, value in (inner.get("optimizer_map") or {}).items()}
+        config["optimizer_map"] = _keras_object(dict(mapping, config=inner), "keras.optimizers")
+        return _keras_object(dict(optimizer, config=config), "keras.optimizers")
+    for key, off in _MINNET_ONLY_OPTIMIZER_ARGUMENTS.items():
+        if key in config:
+            if config[key] != off:
+                raise _unsupported(model, f"the optimizer argument {key}={config[key]!r}")
+            del config[key]
+    if isinstance(config.get("learning_rate"), dict):
+        config["learning_rate"] = _keras_object(config["learning_rate"], "keras.optimizers.schedules")
+    return _keras_object(dict(optimizer, config=config), "keras.optimizers")
+
+
 def _compile_to_keras(model):
     compile_config = compile_config_of(model)
     if not compile_config:
         return None
     optimizer = compile_config.get("optimizer")
-    if isinstance(optimizer, dict):
-        config = dict(optimizer.get("config") or {})
-        for key, off in _MINNET_ONLY_OPTIMIZER_ARGUMENTS.items():
-            if key in config:
-                if config[key] != off:
-                    raise _unsupported(model, f"the optimizer argument {key}={config[key]!r}")
-                del config[key]
-        if isinstance(config.get("learning_rate"), dict):
-            config["learning_rate"] = _keras_object(config["learning_rate"],
-                                                    "keras.optimizers.schedules")
-        optimizer = dict(optimizer, config=config)
-    entry = {"optimizer": _keras_object(optimizer, "keras.optimizers") if isinstance(optimizer, dict)
+    entry = {"optimizer": _optimizer_to_keras(model, optimizer) if isinstance(optimizer, dict)
              else optimizer,
              "loss": compile_config.get("loss"), "loss_weights": compile_config.get("loss_weights"),
              "metrics": compile_config.get("metrics") or None, "weighted_metrics": None,
@@ -675,14 +686,31 @@ def _known_arguments(kind, entry, keep_name=False):
     return {"class_name": entry["class_name"], "config": config}
 
 
+def _optimizer_to_minnet(optimizer):
+    """Keras's optimizer entry (``module`` etc. already stripped) as minnet's, keeping the
+    arguments minnet takes; a MultiOptimizer's sub-optimizers likewise."""
+    if optimizer.get("class_name") == "MultiOptimizer":
+        config = dict(optimizer.get("config") or {})
+        mapping = dict(config.get("optimizer_map") or {})
+        inner = dict(mapping.get("config") or {})
+        inner["default_optimizer"] = _optimizer_to_minnet(inner["default_optimizer"])
+        inner["optimizer_map"] = {key: _optimizer_to_minnet(value)
+                                  for key, value in (inner.get("optimizer_map") or {}).items()}
+        config = {k: v for k, v in config.items() if k in ("name", "loss_scale_factor")}
+        return {"class_name": "MultiOptimizer", "config": dict(config, optimizer_map=dict(
+            mapping, config=inner))}
+    optimizer = _known_arguments("optimizer", optimizer, keep_name=True)
+    rate = optimizer["config"].get("learning_rate")
+    if isinstance(rate, dict) and "class_name" in rate:
+        optimizer["config"]["learning_rate"] = _known_arguments("schedule", rate)
+    return optimizer
+
+
 def _compile_to_minnet(compile_config):
     entry = _minnet_object(compile_config)
     optimizer = entry.get("optimizer")
     if isinstance(optimizer, dict):
-        optimizer = _known_arguments("optimizer", optimizer, keep_name=True)
-        rate = optimizer["config"].get("learning_rate")
-        if isinstance(rate, dict) and "class_name" in rate:
-            optimizer["config"]["learning_rate"] = _known_arguments("schedule", rate)
+        optimizer = _optimizer_to_minnet(optimizer)
     loss, metrics = entry.get("loss"), entry.get("metrics") or []
     # Per-output settings (a dict or list of losses, a dict of metric lists) are minnet's
     # "per_output" compile entries.
