@@ -12,7 +12,7 @@ The math is ``Conv1D``'s (a 2-D convolution of height 1; docs/math/convolution.m
 from minnet import functional as F
 from minnet import initializers
 from minnet._checks import check_int
-from minnet.layers.convolutional1d import Conv1D, from_ncl, to_ncl, conv1d_padding
+from minnet.layers.convolutional1d import Conv1D, from_ncl, to_ncl
 from minnet.layers.convolutional_variants import Depthwise
 
 __all__ = ["DepthwiseConv1D", "SeparableConv1D"]
@@ -85,14 +85,7 @@ class SeparableConv1D(Conv1D):
         axis = 2 if self._channels_last else 1
         if x.ndim != 3 or x.shape[axis] != self.in_channels:
             self._check_input(x, ndim=3, axis=axis, size=self.in_channels)
-        length = x.shape[1 if self._channels_last else 2]
-        left, right = conv1d_padding(self.padding, length, self.kernel_size, self.strides,
-                                    self.dilation_rate)
-        if length + left + right < self.dilation_rate * (self.kernel_size - 1) + 1:
-            raise ValueError(f"Layer '{self.name}': the input has {length} steps, fewer than the "
-                             f"kernel spans ({self.dilation_rate * (self.kernel_size - 1) + 1}) "
-                             f"with padding={self.padding!r}. Received input shape "
-                             f"{tuple(x.shape)}")
+        left, right = self._steps_padding(x)
         middle = self.in_channels * self.depth_multiplier
         h = F.conv2d(to_ncl(x, self._channels_last),
                      self.depthwise_kernel.reshape(middle, 1, 1, self.kernel_size), None,

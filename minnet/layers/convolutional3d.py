@@ -9,7 +9,7 @@ from minnet import activations, initializers
 from minnet import functional as F
 from minnet.layers.base import Layer
 from minnet.layers.convolutional import check_output_padding, same_padding, set_conv_arguments
-from minnet.layers.convolutional_variants import transpose_window
+from minnet.layers.convolutional_variants import transposed_geometry
 
 __all__ = ["Conv3D", "Conv3DTranspose"]
 
@@ -161,10 +161,7 @@ class Conv3DTranspose(Conv3D):
                                                    self.dilation_rate, 3)
 
     def _geometry(self, spatial):
-        return [transpose_window(size, self.dilation_rate[i] * (self.kernel_size[i] - 1) + 1,
-                                 self.strides[i], self.padding,
-                                 None if self.output_padding is None else self.output_padding[i])
-                for i, size in enumerate(spatial)]
+        return transposed_geometry(self, spatial)
 
     def _out_sizes(self, spatial):
         return [None if size is None else g[0]

@@ -16,7 +16,7 @@ from minnet._checks import check_int
 from minnet import functional as F
 from minnet.layers.convolutional import Conv2D, check_output_padding, same_padding
 
-__all__ = ["transpose_window", "Conv2DTranspose", "Depthwise", "DepthwiseConv2D", "SeparableConv2D"]
+__all__ = ["transpose_window", "transposed_geometry", "Conv2DTranspose", "Depthwise", "DepthwiseConv2D", "SeparableConv2D"]
 
 
 class Depthwise:
@@ -175,6 +175,15 @@ def transpose_window(size, k, s, padding, op):
     return (length, top, 0, -bottom)
 
 
+def transposed_geometry(layer, spatial):
+    """``transpose_window`` per spatial axis of a transposed convolution ``layer`` (2-D or 3-D:
+    its ``kernel_size``, ``strides``, ``dilation_rate``, ``padding``, ``output_padding``)."""
+    extra = layer.output_padding
+    return [transpose_window(size, layer.dilation_rate[i] * (layer.kernel_size[i] - 1) + 1,
+                             layer.strides[i], layer.padding, None if extra is None else extra[i])
+            for i, size in enumerate(spatial)]
+
+
 class Conv2DTranspose(Conv2D):
     """Transposed 2-D convolution (upsampling by learned filters), Keras 3's arguments.
 
@@ -211,10 +220,7 @@ class Conv2DTranspose(Conv2D):
     def _geometry(self, spatial):
         """Per axis: (output length, rows cropped at the top, at the bottom, zero rows added
         at the end) of ``conv_transpose2d``'s full output (``transpose_window``)."""
-        return [transpose_window(size, self.dilation_rate[i] * (self.kernel_size[i] - 1) + 1,
-                                 self.strides[i], self.padding,
-                                 None if self.output_padding is None else self.output_padding[i])
-                for i, size in enumerate(spatial)]
+        return transposed_geometry(self, spatial)
 
     def _check_shape(self, input_shape):
         shape = tuple(input_shape)
