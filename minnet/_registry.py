@@ -13,6 +13,7 @@ spelling suggested once (:func:`did_you_mean`) and the known names listed once.
 This module imports nothing above itself.
 """
 import difflib
+import re
 import threading
 
 __all__ = ["register", "lookup", "get", "serialize", "deserialize", "normalize_name",
@@ -98,18 +99,17 @@ _HOW_TO_REGISTER = {"layer": "@mn.register_layer on the class or function"}
 
 
 def snake_case(name):
-    """``"Conv2D"`` -> ``"conv2d"``, ``"BatchNormalization"`` -> ``"batch_normalization"``.
+    """Keras's ``to_snake_case``: ``"Conv2D"`` -> ``"conv2d"``, ``"GRUCell"`` -> ``"gru_cell"``.
 
-    An upper-case letter starts a new word only after a lower-case letter, so digits and
-    acronyms stay attached (``"Conv2D"`` -> ``"conv2d"``, ``"GRU"`` -> ``"gru"``,
-    ``"MaxPooling2D"`` -> ``"max_pooling2d"``), as Keras names its layers.
+    The same two rules as ``keras.src.utils.naming.to_snake_case``, so a layer's default
+    name is the one Keras gives it: a capitalised word after any character starts a new
+    word (``"GRUCell"`` -> ``"gru_cell"``, ``"MaxPooling2D"`` -> ``"max_pooling2d"``), then
+    an upper-case letter after a lower-case one does (``"PReLU"`` -> ``"p_re_lu"``, as in
+    Keras); digits and trailing acronyms stay attached (``"Conv2D"``, ``"GRU"`` -> ``"gru"``).
     """
-    out = []
-    for i, ch in enumerate(name):
-        if ch.isupper() and i and name[i - 1].islower():
-            out.append("_")
-        out.append(ch.lower())
-    return "".join(out)
+    name = re.sub(r"\W+", "", name)
+    name = re.sub("(.)([A-Z][a-z]+)", r"\1_\2", name)
+    return re.sub("([a-z])([A-Z])", r"\1_\2", name).lower()
 
 
 def normalize_name(name):

@@ -23,12 +23,12 @@ import datetime
 import inspect
 import io
 import json
-import re
 import zipfile
 
 import numpy as np
 
 from minnet import _registry, _utils
+from minnet._registry import snake_case
 from minnet.layers import serialize as serialize_layer
 from minnet.saving._keras_weights import from_keras, to_keras
 from minnet.saving.archive import ModelFileError, atomic_write, write_member
@@ -69,18 +69,11 @@ def is_keras_file(path):
         return False
 
 
-def _snake(name):
-    # keras.src.utils.naming.to_snake_case
-    name = re.sub(r"\W+", "", name)
-    name = re.sub("(.)([A-Z][a-z]+)", r"\1_\2", name)
-    return re.sub("([a-z])([A-Z])", r"\1_\2", name).lower()
-
-
 def _keys(class_names):
     """Keras's container keys: snake-case class name, ``_1``, ``_2`` ... on repeats."""
     used, keys = {}, []
     for class_name in class_names:
-        key = _snake(class_name)
+        key = snake_case(class_name)
         if key in used:
             used[key] += 1
             key = f"{key}_{used[key]}"
