@@ -62,6 +62,7 @@ cdef extern from "_attention.h":
     void minnet_att_rowdot_f(const float* o, Py_ssize_t o_sl, const float* g, Py_ssize_t g_sl,
                              Py_ssize_t nq, Py_ssize_t n, double* D) noexcept nogil
     int minnet_att_nr() noexcept nogil
+    int minnet_cg_set_isa(int level) noexcept nogil
     void minnet_att_mm(int M, int N, int K, const float* A, int64_t sr, int64_t sk,
                        const float* Bp, int64_t ps, float* C, int64_t ldc, int zero) noexcept nogil
     int64_t minnet_att_panels_size(Py_ssize_t rows, Py_ssize_t cols, int nr) noexcept nogil
@@ -575,6 +576,13 @@ cdef Problem _problem(object q, object k, object v, double scale, bint causal, o
         p.mask = cnp.PyArray_DATA(<cnp.ndarray> mask)
         p.m_sb, p.m_sh, p.m_sl, p.m_sc = [st // item for st in mask.strides]
     return p
+
+
+def _set_isa(int level):
+    """Tests only: run the float32 tiles and the online step as the copy of ``level`` (0
+    baseline SSE2, 1 AVX2+FMA, 2 AVX-512, capped at what this CPU runs; -1 keeps the
+    current one). Returns the level in use."""
+    return minnet_cg_set_isa(level)
 
 
 def _threads(n_threads):
