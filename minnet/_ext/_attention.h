@@ -153,6 +153,30 @@ static void minnet_att_online_any(float *s, Py_ssize_t ld, Py_ssize_t nq, Py_ssi
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+/* minnet_exp_nonpos_f on 8 lanes (the same operations: clamps, Cephes' reduction and
+ * polynomial, 2^n from the bits, 0 below -87.34; NaN propagates). */
+__attribute__((target("avx2,fma"))) static inline __attribute__((always_inline))
+__m256 minnet_att_exp8(__m256 x) {
+    const __m256 lo_clamp = _mm256_set1_ps(-87.3365478515625f), zero = _mm256_setzero_ps();
+    const __m256 magic = _mm256_set1_ps(12582912.0f);
+    const __m256i bias = _mm256_set1_epi32(127 - 0x4B400000);    /* 127 - bits of magic */
+    __m256 xc = _mm256_min_ps(zero, _mm256_max_ps(lo_clamp, x));
+    __m256 tt = _mm256_fmadd_ps(xc, _mm256_set1_ps(1.44269504088896341f), magic);
+    __m256 n = _mm256_sub_ps(tt, magic);
+    __m256 sc = _mm256_castsi256_ps(
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_castps_si256(tt), bias), 23));
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), xc);
+    r = _mm256_fmadd_ps(n, _mm256_set1_ps(2.12194440e-4f), r);
+    __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(1.9875691500e-4f), r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    __m256 y = _mm256_mul_ps(_mm256_add_ps(_mm256_fmadd_ps(_mm256_mul_ps(p, r), r, r),
+                                           _mm256_set1_ps(1.0f)), sc);
+    return _mm256_andnot_ps(_mm256_cmp_ps(x, lo_clamp, _CMP_LT_OQ), y);
+}
+
 /* minnet_att_online_any with AVX2 intrinsics: the same arithmetic in the same order (the
  * 16 lanes are two ymm registers, lane j of the pair summing columns c = j mod 16, the max
  * as `v > acc ? v : acc`, which is vmaxps(v, acc) NaNs included, and the same trees). GCC
@@ -161,14 +185,7 @@ static void minnet_att_online_any(float *s, Py_ssize_t ld, Py_ssize_t nq, Py_ssi
 __attribute__((target("avx2,fma")))
 static void minnet_att_online_avx2(float *s, Py_ssize_t ld, Py_ssize_t nq, Py_ssize_t nk,
                                    float *m, double *l, float *alpha) {
-    const __m256 lo_clamp = _mm256_set1_ps(-87.3365478515625f), zero = _mm256_setzero_ps();
-    const __m256 log2e = _mm256_set1_ps(1.44269504088896341f), magic = _mm256_set1_ps(12582912.0f);
-    const __m256i bias = _mm256_set1_epi32(127 - 0x4B400000);    /* 127 - bits of magic */
-    const __m256 ln2_hi = _mm256_set1_ps(0.693359375f), ln2_lo = _mm256_set1_ps(2.12194440e-4f);
-    const __m256 c0 = _mm256_set1_ps(1.9875691500e-4f), c1 = _mm256_set1_ps(1.3981999507e-3f);
-    const __m256 c2 = _mm256_set1_ps(8.3334519073e-3f), c3 = _mm256_set1_ps(4.1665795894e-2f);
-    const __m256 c4 = _mm256_set1_ps(1.6666665459e-1f), c5 = _mm256_set1_ps(5.0000001201e-1f);
-    const __m256 one = _mm256_set1_ps(1.0f);
+    const __m256 zero = _mm256_setzero_ps();
     for (Py_ssize_t r = 0; r < nq; r++) {
         float *row = s + r * ld;
         float mx = -INFINITY;
@@ -196,22 +213,8 @@ static void minnet_att_online_avx2(float *s, Py_ssize_t ld, Py_ssize_t nq, Py_ss
         __m256 s0 = zero, s1 = zero;
         for (c = 0; c + 16 <= nk; c += 16)
             for (int half = 0; half < 2; half++) {
-                __m256 x = _mm256_sub_ps(_mm256_loadu_ps(row + c + 8 * half), shift);
-                __m256 xc = _mm256_min_ps(zero, _mm256_max_ps(lo_clamp, x));
-                __m256 tt = _mm256_fmadd_ps(xc, log2e, magic);
-                __m256 n = _mm256_sub_ps(tt, magic);
-                __m256 sc = _mm256_castsi256_ps(
-                    _mm256_slli_epi32(_mm256_add_epi32(_mm256_castps_si256(tt), bias), 23));
-                __m256 rr = _mm256_fnmadd_ps(n, ln2_hi, xc);
-                rr = _mm256_fmadd_ps(n, ln2_lo, rr);
-                __m256 p = _mm256_fmadd_ps(c0, rr, c1);
-                p = _mm256_fmadd_ps(p, rr, c2);
-                p = _mm256_fmadd_ps(p, rr, c3);
-                p = _mm256_fmadd_ps(p, rr, c4);
-                p = _mm256_fmadd_ps(p, rr, c5);
-                __m256 y = _mm256_mul_ps(_mm256_add_ps(_mm256_fmadd_ps(_mm256_mul_ps(p, rr), rr, rr),
-                                                       one), sc);
-                y = _mm256_andnot_ps(_mm256_cmp_ps(x, lo_clamp, _CMP_LT_OQ), y);
+                __m256 y = minnet_att_exp8(_mm256_sub_ps(_mm256_loadu_ps(row + c + 8 * half),
+                                                         shift));
                 _mm256_storeu_ps(row + c + 8 * half, y);
                 if (half == 0) s0 = _mm256_add_ps(s0, y);
                 else s1 = _mm256_add_ps(s1, y);
