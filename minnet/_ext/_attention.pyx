@@ -29,8 +29,12 @@ stays -inf) gets output 0, ``lse = -inf`` and gradient 0.
 
 Layout: every array is 4-D ``(B, H, L, features)`` with any strides for B, H and L and a
 contiguous last axis, so Keras's ``(B, T, heads, dim)`` is passed as a transposed view and
-never copied. Block products go through single-threaded BLAS (``_blas.gemm``: operands
-read in place through their row strides).
+never copied. float32 block products run on _convgemm.h's register tiles (_attention.h's
+``minnet_att_mm``): the operand read in place is a block of scores or the query / dO rows,
+the other one is packed into the tile's column panels once per pair (Kᵀ in key blocks,
+V, Vᵀ, scale K) or once per query block (scale Q, dO), and the scale is folded into Q
+(for dQ into K). float64 block products go through single-threaded BLAS (``_blas.gemm``:
+operands read in place through their row strides).
 
 Threads: ``prange`` over the B*H pairs; one thread computes a whole pair, blocks in a fixed
 order, so every result is bit-identical for any thread count. The math, with the same
@@ -220,25 +224,22 @@ cdef void _forward_pair(const Problem* p, Py_ssize_t bh, Operand q, Operand k, O
     cdef floating* s = <floating*> w.s
     cdef floating* m = <floating*> w.m
     cdef floating* al = <floating*> w.al
-    cdef floating* kt = <floating*> w.kt
-    cdef floating* vk = <floating*> w.vk
-    cdef floating* qs = <floating*> w.qs
     cdef double* l = w.l
     cdef const floating* qi
     cdef Py_ssize_t i0, j0, nq, nk, r, end, q_sl
     cdef floating* orow
     cdef double inv
-    _pack_keys(p, _at(<floating*> k.base, k, p, bh), k.sl, p.E, kt)
+    _pack_keys(p, _at(<floating*> k.base, k, p, bh), k.sl, p.E, <floating*> w.kt)
     if floating is float:                   # V in panels over its Lk rows
-        minnet_att_pack_rows(vp, p.Lk, v.sl, p.Ev, 1, p.nr, vk)
+        minnet_att_pack_rows(vp, p.Lk, v.sl, p.Ev, 1, p.nr, <float*> w.vk)
     i0 = 0
     while i0 < p.Lq:
         nq = p.bq if p.Lq - i0 > p.bq else p.Lq - i0
         qi = qp + i0 * q.sl
         q_sl = q.sl
         if floating is float:               # scale Q_i, contiguous
-            minnet_att_pack_rows(qi, nq, q.sl, p.E, <float> p.scale, <int> p.E, qs)
-            qi = qs
+            minnet_att_pack_rows(qi, nq, q.sl, p.E, <float> p.scale, <int> p.E, <float*> w.qs)
+            qi = <floating*> w.qs
             q_sl = p.E
         for r in range(nq):
             m[r] = -INFINITY
@@ -249,7 +250,7 @@ cdef void _forward_pair(const Problem* p, Py_ssize_t bh, Operand q, Operand k, O
         while j0 + p.bk < end:
             j0 = j0 + p.bk
             nk = p.bk if end - j0 > p.bk else end - j0
-            _scores(p, b, h, qi, q_sl, kt, i0, nq, j0, nk, s)
+            _scores(p, b, h, qi, q_sl, <floating*> w.kt, i0, nq, j0, nk, s)
             if floating is float:
                 minnet_att_online_f(s, p.bk, nq, nk, m, l, al)
             else:
@@ -259,7 +260,7 @@ cdef void _forward_pair(const Problem* p, Py_ssize_t bh, Operand q, Operand k, O
                     _scale_row(op + (i0 + r) * o.sl, al[r], p.Ev)
             # O_i += P V_j
             if floating is float:
-                minnet_att_mm(<int> nq, <int> p.Ev, <int> nk, s, p.bk, 1, vk + j0 * p.nr,
+                minnet_att_mm(<int> nq, <int> p.Ev, <int> nk, s, p.bk, 1, <float*> w.vk + j0 * p.nr,
                               p.Lk * p.nr, op + i0 * o.sl, o.sl, 0)
             else:
                 gemm(False, False, <int> nq, <int> p.Ev, <int> nk, <floating> 1, s, p.bk,
@@ -297,12 +298,7 @@ cdef void _backward_pair(const Problem* p, Py_ssize_t bh, Operand q, Operand k, 
     cdef const floating* lp = lse + bh * p.Lq
     cdef floating* s = <floating*> w.s
     cdef floating* dp = <floating*> w.dp
-    cdef floating* kt = <floating*> w.kt
-    cdef floating* vt = <floating*> w.vt
-    cdef floating* ks = <floating*> w.vk
     cdef floating* qs = <floating*> w.qs
-    cdef floating* qsp = <floating*> w.qp
-    cdef floating* gop = <floating*> w.gp
     cdef double* dd = w.l
     cdef const floating* qi
     cdef Py_ssize_t i0, j0, nq, nk, r, c, end, q_sl
@@ -312,10 +308,10 @@ cdef void _backward_pair(const Problem* p, Py_ssize_t bh, Operand q, Operand k, 
     cdef const floating* grow
     cdef floating li, di
     cdef double acc
-    _pack_keys(p, kp, k.sl, p.E, kt)
-    _pack_keys(p, _at(<floating*> v.base, v, p, bh), v.sl, p.Ev, vt)
+    _pack_keys(p, kp, k.sl, p.E, <floating*> w.kt)
+    _pack_keys(p, _at(<floating*> v.base, v, p, bh), v.sl, p.Ev, <floating*> w.vt)
     if floating is float:                   # scale K in panels over its Lk rows
-        minnet_att_pack_rows(kp, p.Lk, k.sl, p.E, <float> p.scale, p.nr, ks)
+        minnet_att_pack_rows(kp, p.Lk, k.sl, p.E, <float> p.scale, p.nr, <float*> w.vk)
     _zero_rows(dqp, p.Lq, dq.sl, p.E)
     _zero_rows(dkp, p.Lk, dk.sl, p.E)
     _zero_rows(dvp, p.Lk, dv.sl, p.Ev)
@@ -328,8 +324,8 @@ cdef void _backward_pair(const Problem* p, Py_ssize_t bh, Operand q, Operand k, 
             # scale Q_i contiguous (A of S) and in panels (B of dK); dO_i in panels (B of dV);
             # D_i = <do_i, o_i>
             minnet_att_pack_rows(qi, nq, q.sl, p.E, <float> p.scale, <int> p.E, qs)
-            minnet_att_pack_rows(qi, nq, q.sl, p.E, <float> p.scale, p.nr, qsp)
-            minnet_att_pack_rows(gp + i0 * do.sl, nq, do.sl, p.Ev, 1, p.nr, gop)
+            minnet_att_pack_rows(qi, nq, q.sl, p.E, <float> p.scale, p.nr, <float*> w.qp)
+            minnet_att_pack_rows(gp + i0 * do.sl, nq, do.sl, p.Ev, 1, p.nr, <float*> w.gp)
             minnet_att_rowdot_f(op + i0 * o.sl, o.sl, gp + i0 * do.sl, do.sl, nq, p.Ev, dd)
             qi = qs
             q_sl = p.E
@@ -345,7 +341,7 @@ cdef void _backward_pair(const Problem* p, Py_ssize_t bh, Operand q, Operand k, 
         while j0 + p.bk < end:
             j0 = j0 + p.bk
             nk = p.bk if end - j0 > p.bk else end - j0
-            _scores(p, b, h, qi, q_sl, kt, i0, nq, j0, nk, s)
+            _scores(p, b, h, qi, q_sl, <floating*> w.kt, i0, nq, j0, nk, s)
             if floating is float:           # p_ij = exp(s_ij - lse_i)
                 minnet_att_probs_f(s, p.bk, nq, nk, lp + i0)
             for r in range(nq if floating is double else 0):
@@ -359,21 +355,21 @@ cdef void _backward_pair(const Problem* p, Py_ssize_t bh, Operand q, Operand k, 
             if floating is float:
                 # dV_j += P_ijᵀ dO_i;  dP = dO_i V_jᵀ;  dS = P ∘ (dP - D) over dP;
                 # dQ_i += dS (scale K_j);  dK_j += dSᵀ (scale Q_i)
-                minnet_att_mm(<int> nk, <int> p.Ev, <int> nq, s, 1, p.bk, gop, nq * p.nr,
+                minnet_att_mm(<int> nk, <int> p.Ev, <int> nq, s, 1, p.bk, <float*> w.gp, nq * p.nr,
                               dvp + j0 * dv.sl, dv.sl, 0)
                 minnet_att_mm(<int> nq, <int> nk, <int> p.Ev, gp + i0 * do.sl, do.sl, 1,
-                              vt + (j0 // p.bk) * minnet_att_tblock_size(p.bk, p.Ev, p.nr),
+                              <float*> w.vt + (j0 // p.bk) * minnet_att_tblock_size(p.bk, p.Ev, p.nr),
                               p.Ev * p.nr, dp, p.bk, 1)
                 minnet_att_dscores_f(s, dp, p.bk, nq, nk, dd)
-                minnet_att_mm(<int> nq, <int> p.E, <int> nk, dp, p.bk, 1, ks + j0 * p.nr,
+                minnet_att_mm(<int> nq, <int> p.E, <int> nk, dp, p.bk, 1, <float*> w.vk + j0 * p.nr,
                               p.Lk * p.nr, dqp + i0 * dq.sl, dq.sl, 0)
-                minnet_att_mm(<int> nk, <int> p.E, <int> nq, dp, 1, p.bk, qsp, nq * p.nr,
+                minnet_att_mm(<int> nk, <int> p.E, <int> nq, dp, 1, p.bk, <float*> w.qp, nq * p.nr,
                               dkp + j0 * dk.sl, dk.sl, 0)
                 continue
             gemm(True, False, <int> nk, <int> p.Ev, <int> nq, <floating> 1, s, p.bk,
                  gp + i0 * do.sl, <int> do.sl, <floating> 1, dvp + j0 * dv.sl, <int> dv.sl)
             gemm(False, False, <int> nq, <int> nk, <int> p.Ev, <floating> 1, gp + i0 * do.sl,
-                 <int> do.sl, vt + j0, <int> p.Lk, <floating> 0, dp, p.bk)
+                 <int> do.sl, <floating*> w.vt + j0, <int> p.Lk, <floating> 0, dp, p.bk)
             for r in range(nq):
                 row = s + r * p.bk
                 drow = dp + r * p.bk
@@ -448,48 +444,32 @@ cdef inline Scratch _aligned(Scratch w, size_t item) noexcept nogil:
     return w
 
 
-cdef int forward_kernel(const Problem* p, Operand q, Operand k, Operand v, Operand o,
-                        floating* lse, int n_threads) noexcept nogil:
-    """0, or -1 when a thread's scratch could not be allocated."""
+cdef int run_kernel(const Problem* p, bint backward, Operand q, Operand k, Operand v,
+                    Operand o, floating* lse, Operand do, Operand dq, Operand dk, Operand dv,
+                    int n_threads) noexcept nogil:
+    """The forward (``lse`` OUT; ``do``, ``dq``, ``dk``, ``dv`` unused) or the backward over
+    every pair, ``prange`` over the pairs; 0, or -1 when a thread's scratch could not be
+    allocated."""
     cdef Py_ssize_t bh, pairs = p.B * p.H
     cdef Scratch w
     cdef int failed = 0
     cdef int* failp = &failed
-    if pairs == 0 or p.Lq == 0:
+    if pairs == 0 or (p.Lq == 0 and not backward):
         return 0
     if n_threads > pairs:
         n_threads = <int> pairs
     with parallel(num_threads=n_threads):
-        w = _scratch(p, False, sizeof(floating))
+        w = _scratch(p, backward, sizeof(floating))
         if not w.ok:
             failp[0] = -1
         for bh in prange(pairs, schedule="dynamic"):
-            if w.ok:
-                _forward_pair(p, bh, q, k, v, o, lse, _aligned(w, sizeof(floating)))
-        _free_scratch(&w)
-    return failed
-
-
-cdef int backward_kernel(const Problem* p, Operand q, Operand k, Operand v, Operand o,
-                         const floating* lse, Operand do, Operand dq, Operand dk, Operand dv,
-                         int n_threads) noexcept nogil:
-    """0, or -1 when a thread's scratch could not be allocated."""
-    cdef Py_ssize_t bh, pairs = p.B * p.H
-    cdef Scratch w
-    cdef int failed = 0
-    cdef int* failp = &failed
-    if pairs == 0:
-        return 0
-    if n_threads > pairs:
-        n_threads = <int> pairs
-    with parallel(num_threads=n_threads):
-        w = _scratch(p, True, sizeof(floating))
-        if not w.ok:
-            failp[0] = -1
-        for bh in prange(pairs, schedule="dynamic"):
-            if w.ok:
+            if not w.ok:
+                continue
+            if backward:
                 _backward_pair(p, bh, q, k, v, o, lse, do, dq, dk, dv,
                                _aligned(w, sizeof(floating)))
+            else:
+                _forward_pair(p, bh, q, k, v, o, lse, _aligned(w, sizeof(floating)))
         _free_scratch(&w)
     return failed
 
@@ -628,10 +608,11 @@ def attention_forward(q, k, v, double scale, bint causal=False, kv_len=None, mas
     cdef int status
     if dtype == np.float32:
         with nogil:
-            status = forward_kernel[float](&p, oq, ok, ov, oo, <float*> lp, nt)
+            status = run_kernel[float](&p, False, oq, ok, ov, oo, <float*> lp, oo, oo, oo, oo, nt)
     else:
         with nogil:
-            status = forward_kernel[double](&p, oq, ok, ov, oo, <double*> lp, nt)
+            status = run_kernel[double](&p, False, oq, ok, ov, oo, <double*> lp, oo, oo, oo, oo,
+                                        nt)
     if status != 0:
         raise MemoryError("attention_forward: out of memory for the per-thread scratch")
     return out, lse
@@ -676,12 +657,12 @@ def attention_backward(q, k, v, out, lse, grad, double scale, bint causal=False,
     cdef int status
     if dtype == np.float32:
         with nogil:
-            status = backward_kernel[float](&p, oq, ok, ov, oo, <const float*> lp, og, odq, odk,
-                                            odv, nt)
+            status = run_kernel[float](&p, True, oq, ok, ov, oo, <float*> lp, og, odq, odk, odv,
+                                       nt)
     else:
         with nogil:
-            status = backward_kernel[double](&p, oq, ok, ov, oo, <const double*> lp, og, odq,
-                                             odk, odv, nt)
+            status = run_kernel[double](&p, True, oq, ok, ov, oo, <double*> lp, og, odq, odk, odv,
+                                        nt)
     if status != 0:
         raise MemoryError("attention_backward: out of memory for the per-thread scratch")
     return dq, dk, dv
