@@ -13,6 +13,13 @@
 
 #include "_convgemm.h"
 
+#if defined(__GNUC__) && defined(__x86_64__)
+/* The tile copy in use (_convgemm.h's choice, or a test's minnet_cg_set_isa). */
+static inline int minnet_att_isa(void) {
+    return minnet_cg_isa_level < 0 ? minnet_cg_set_isa(-1) : minnet_cg_isa_level;
+}
+#endif
+
 #ifndef MINNET_FAST_CLONES          /* _fastmath.pxd's block defines it first; a plain build otherwise */
 #define MINNET_FAST_CLONES
 #endif
@@ -242,7 +249,7 @@ static void minnet_att_online_avx2(float *s, Py_ssize_t ld, Py_ssize_t nq, Py_ss
 static void minnet_att_online_f(float *s, Py_ssize_t ld, Py_ssize_t nq, Py_ssize_t nk,
                                 float *m, double *l, float *alpha) {
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (minnet_cg_set_isa(-1) >= 1) {
+    if (minnet_att_isa() >= 1) {
         minnet_att_online_avx2(s, ld, nq, nk, m, l, alpha);
         return;
     }
@@ -324,13 +331,13 @@ MINNET_ATT_MM(avx512, __attribute__((target("avx512f,avx512vl,avx2,fma"))), 16, 
 MINNET_ATT_MM(avx2, __attribute__((target("avx2,fma"))), 8, 2, 6)
 MINNET_ATT_MM(base, , 4, 2, 4)
 static int minnet_att_nr(void) {
-    int level = minnet_cg_set_isa(-1);
+    int level = minnet_att_isa();
     return level == 2 ? 32 : level == 1 ? 16 : 8;
 }
 static void minnet_att_mm(int M, int N, int K, const float *A, int64_t sr, int64_t sk,
                           const float *Bp, int64_t ps, float *C, int64_t ldc, int zero) {
     if (M <= 0 || N <= 0) return;
-    int level = minnet_cg_set_isa(-1);
+    int level = minnet_att_isa();
     if (level == 2) minnet_att_mm_avx512(M, N, K, A, sr, sk, Bp, ps, C, ldc, zero);
     else if (level == 1) minnet_att_mm_avx2(M, N, K, A, sr, sk, Bp, ps, C, ldc, zero);
     else minnet_att_mm_base(M, N, K, A, sr, sk, Bp, ps, C, ldc, zero);
