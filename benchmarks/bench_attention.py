@@ -2,6 +2,7 @@
 
     python benchmarks/bench_attention.py [--threads 1,2] [--rounds 3] [--repeat 3]
                                          [--skip-memory] [--blas-env both|keep|unset]
+                                         [--coretype both|haswell|unset] [--shapes B,H,T,d ...]
 
 1. Self-attention forward + backward (gradients of q, k, v given the output's gradient),
    float32, at (batch 32, 8 heads, T 128, head dim 64) and (batch 4, 8 heads, T 1024, head
@@ -13,6 +14,9 @@
    count runs in a child process, once with the environment as it is (the machine's
    ``OPENBLAS_NUM_THREADS`` setting, if any) and once with ``OPENBLAS_NUM_THREADS`` unset
    (``--blas-env``); minnet pins the BLAS it calls either way (``mn.set_num_threads``).
+   ``--coretype``: each of those once with ``OPENBLAS_CORETYPE=Haswell`` and once with it
+   unset (the two OpenBLAS columns of docs/performance.md); every row names the kernel
+   OpenBLAS reports in that child (threadpoolctl) and the load average before and after.
 2. Forward memory: peak RSS growth of one forward at T = 1024, 2048, 4096 (batch 1, 8 heads,
    head dim 64, float32, q/k/v requiring gradients, so what backward keeps is allocated
    too), in a fresh process per size and framework: the resident set sampled every 0.5 ms
@@ -71,14 +75,22 @@ def _median_ms(fn, repeat):
     return float(np.median(times) * 1e3)
 
 
-def speed_child(threads, rounds, repeat):
+def _blas_kernel():
+    from threadpoolctl import threadpool_info
+    kernels = sorted({f"{d['internal_api']} {d.get('architecture')}" for d in threadpool_info()
+                      if d.get("user_api") == "blas"})
+    return ", ".join(kernels) or "unknown"
+
+
+def speed_child(threads, rounds, repeat, shapes):
     """Print one JSON list of rows: this process runs at ``threads`` threads."""
     import torch
     import minnet as mn
     mn.set_num_threads(threads)
     torch.set_num_threads(threads)
+    kernel = _blas_kernel()
     rows = []
-    for shape in SHAPES:
+    for shape in shapes:
         for causal in (False, True):
             ours, theirs = _steps(shape, causal)
             ours(), theirs()        # warm-up
@@ -91,7 +103,8 @@ def speed_child(threads, rounds, repeat):
             rows.append(dict(shape=list(shape), causal=causal, threads=threads, minnet_ms=m,
                              torch_ms=t, ratio=t / m, minnet_spread=[min(mine), max(mine)],
                              torch_spread=[min(torch_ms), max(torch_ms)],
-                             load_before=load, load_after=os.getloadavg()[0]))
+                             load_before=load, load_after=os.getloadavg()[0],
+                             blas_kernel=kernel))
     print(json.dumps(rows))
 
 
@@ -152,11 +165,16 @@ def main():
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--skip-memory", action="store_true")
     parser.add_argument("--blas-env", choices=("both", "keep", "unset"), default="both")
+    parser.add_argument("--coretype", choices=("both", "haswell", "unset"), default="both")
+    parser.add_argument("--shapes", nargs="+", default=None,
+                        help="B,H,T,d shapes of the speed rows (default: the two of the table)")
     parser.add_argument("--speed-child", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--memory-child", nargs=2, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    shapes = ([tuple(int(x) for x in sh.split(",")) for sh in args.shapes] if args.shapes
+              else SHAPES)
     if args.speed_child is not None:
-        return speed_child(args.speed_child, args.rounds, args.repeat)
+        return speed_child(args.speed_child, args.rounds, args.repeat, shapes)
     if args.memory_child is not None:
         return memory_child(args.memory_child[0], int(args.memory_child[1]))
 
@@ -169,20 +187,33 @@ def main():
     if args.blas_env in ("both", "unset") and (setting is not None or args.blas_env == "unset"):
         envs.append(("OPENBLAS_NUM_THREADS unset",
                      {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}))
+    cores = {"both": ("Haswell", None), "haswell": ("Haswell",), "unset": (None,)}[args.coretype]
     speed = []
-    print(f"{'env':34s} {'shape':>18s} {'causal':>6s} {'thr':>3s} {'minnet ms':>17s} "
-          f"{'torch ms':>17s} {'ratio':>6s}")
+    shape_args = ["--shapes"] + [",".join(map(str, sh)) for sh in shapes]
     for name, env in envs:
-        for threads in [int(t) for t in args.threads.split(",")]:
-            rows = json.loads(_child(["--speed-child", str(threads), "--rounds", str(args.rounds),
-                                      "--repeat", str(args.repeat)], env))
-            for row in rows:
-                row["blas_env"] = name
-                speed.append(row)
-                ms, ts = row["minnet_spread"], row["torch_spread"]
-                print(f"{name:34s} {str(tuple(row['shape'])):>18s} {str(row['causal']):>6s} "
-                      f"{threads:3d} {row['minnet_ms']:7.1f} ({ms[0]:.0f}-{ms[1]:.0f}) "
-                      f"{row['torch_ms']:7.1f} ({ts[0]:.0f}-{ts[1]:.0f}) {row['ratio']:6.2f}")
+        for core in cores:
+            child_env = {k: v for k, v in env.items() if k != "OPENBLAS_CORETYPE"}
+            if core is not None:
+                child_env["OPENBLAS_CORETYPE"] = core
+            column = f"OPENBLAS_CORETYPE={core if core else 'unset'}; {name}"
+            print(f"\n{column}")
+            print(f"{'shape':>18s} {'causal':>6s} {'thr':>3s} {'minnet ms (spread)':>22s} "
+                  f"{'torch ms (spread)':>22s} {'ratio':>6s} {'load':>10s}  OpenBLAS kernel")
+            for threads in [int(t) for t in args.threads.split(",")]:
+                rows = json.loads(_child(["--speed-child", str(threads), "--rounds",
+                                          str(args.rounds), "--repeat", str(args.repeat)]
+                                         + shape_args, child_env))
+                for row in rows:
+                    row["blas_env"] = name
+                    row["openblas_coretype"] = core
+                    speed.append(row)
+                    ms, ts = row["minnet_spread"], row["torch_spread"]
+                    mine = f"{row['minnet_ms']:.1f} ({ms[0]:.1f}-{ms[1]:.1f})"
+                    theirs = f"{row['torch_ms']:.1f} ({ts[0]:.1f}-{ts[1]:.1f})"
+                    load = f"{row['load_before']:.1f}-{row['load_after']:.1f}"
+                    print(f"{str(tuple(row['shape'])):>18s} {str(row['causal']):>6s} "
+                          f"{threads:3d} {mine:>22s} {theirs:>22s} {row['ratio']:6.2f} "
+                          f"{load:>10s}  {row['blas_kernel']}", flush=True)
     memory = []
     if not args.skip_memory:
         print(f"\n{'framework':10s} " + " ".join(f"{'T=' + str(t):>10s}" for t in MEMORY_T)

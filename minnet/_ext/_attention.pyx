@@ -29,8 +29,12 @@ stays -inf) gets output 0, ``lse = -inf`` and gradient 0.
 
 Layout: every array is 4-D ``(B, H, L, features)`` with any strides for B, H and L and a
 contiguous last axis, so Keras's ``(B, T, heads, dim)`` is passed as a transposed view and
-never copied. Block products go through single-threaded BLAS (``_blas.gemm``: operands
-read in place through their row strides).
+never copied. float32 block products run on _convgemm.h's register tiles (_attention.h's
+``minnet_att_mm``): the operand read in place is a block of scores or the query / dO rows,
+the other one is packed into the tile's column panels once per pair (Kᵀ in key blocks,
+V, Vᵀ, scale K) or once per query block (scale Q, dO), and the scale is folded into Q
+(for dQ into K). float64 block products go through single-threaded BLAS (``_blas.gemm``:
+operands read in place through their row strides).
 
 Threads: ``prange`` over the B*H pairs; one thread computes a whole pair, blocks in a fixed
 order, so every result is bit-identical for any thread count. The math, with the same
@@ -46,8 +50,7 @@ from libc.string cimport memset
 import numpy as np
 
 from minnet._ext._blas cimport floating, gemm
-from minnet._ext._fastmath cimport (minnet_exp_nonpos_f, minnet_row_max_f, minnet_exp_sum_f,
-                                    minnet_scale_f)
+from minnet._ext._fastmath cimport minnet_exp_nonpos_f, minnet_scale_f
 
 cdef extern from "_attention.h":
     void minnet_att_probs_f(float* s, Py_ssize_t ld, Py_ssize_t nq, Py_ssize_t nk,
@@ -58,8 +61,21 @@ cdef extern from "_attention.h":
                                const float* mask, Py_ssize_t m_sl) noexcept nogil
     void minnet_att_online_f(float* s, Py_ssize_t ld, Py_ssize_t nq, Py_ssize_t nk, float* m,
                              double* l, float* alpha) noexcept nogil
+    void minnet_att_online_d(double* s, Py_ssize_t ld, Py_ssize_t nq, Py_ssize_t nk, double* m,
+                             double* l, double* alpha) noexcept nogil
     void minnet_att_rowdot_f(const float* o, Py_ssize_t o_sl, const float* g, Py_ssize_t g_sl,
                              Py_ssize_t nq, Py_ssize_t n, double* D) noexcept nogil
+    int minnet_att_nr() noexcept nogil
+    int minnet_cg_set_isa(int level) noexcept nogil
+    void minnet_att_mm(int M, int N, int K, const float* A, int64_t sr, int64_t sk,
+                       const float* Bp, int64_t ps, float* C, int64_t ldc, int zero) noexcept nogil
+    int64_t minnet_att_panels_size(Py_ssize_t rows, Py_ssize_t cols, int nr) noexcept nogil
+    int64_t minnet_att_tblock_size(Py_ssize_t bk, Py_ssize_t cols, int nr) noexcept nogil
+    float* minnet_att_align(float* p) noexcept nogil
+    void minnet_att_pack_rows(const float* x, Py_ssize_t rows, Py_ssize_t sl, Py_ssize_t cols,
+                              float alpha, int nr, float* bp) noexcept nogil
+    void minnet_att_pack_t(const float* x, Py_ssize_t rows, Py_ssize_t sl, Py_ssize_t cols,
+                           Py_ssize_t bk, int nr, float* bp) noexcept nogil
 
 cnp.import_array()
 
@@ -77,10 +93,29 @@ cdef struct Problem:
     void* mask                 # additive mask of the arrays' dtype, or NULL
     Py_ssize_t m_sb, m_sh, m_sl, m_sc
     int bq, bk
+    int nr                     # float32: columns per packed panel of the tile (_attention.h)
 
 
-cdef inline Py_ssize_t _offset(Operand a, Py_ssize_t b, Py_ssize_t h) noexcept nogil:
-    return b * a.sb + h * a.sh
+cdef struct Scratch:
+    # One thread's buffers (float32 packed operands are aligned inside, see _scratch).
+    void* s                    # (bq, bk) scores / probabilities
+    void* dp                   # (bq, bk) dP, then dS (backward)
+    void* kt                   # Kᵀ: float32 key-blocked panels, float64 (E, Lk)
+    void* vt                   # Vᵀ like kt (backward)
+    void* vk                   # float32 panels over Lk rows: V (forward), scale K (backward)
+    void* qs                   # float32 (bq, E): scale Q of the query block
+    void* qp                   # float32 panels of scale Q of the query block (backward)
+    void* gp                   # float32 panels of dO of the query block (backward)
+    void* m                    # (bq,) running max (forward)
+    void* al                   # (bq,) rescale factors (forward)
+    double* l                  # (bq,) running sums (forward) / D = rowsum(dO ∘ O) (backward)
+    bint ok                    # every buffer allocated
+
+
+cdef inline floating* _at(floating* base, Operand a, const Problem* p,
+                          Py_ssize_t bh) noexcept nogil:
+    """The (batch, head) pair ``bh``'s rows of ``a`` (``base`` = a.base, typed)."""
+    return base + (bh // p.H) * a.sb + (bh % p.H) * a.sh
 
 
 cdef inline Py_ssize_t _key_end(const Problem* p, Py_ssize_t b, Py_ssize_t i0,
@@ -94,20 +129,14 @@ cdef inline Py_ssize_t _key_end(const Problem* p, Py_ssize_t b, Py_ssize_t i0,
     return end
 
 
-cdef inline void _scores(const Problem* p, Py_ssize_t b, Py_ssize_t h,
-                         const floating* qi, Py_ssize_t q_sl,      # IN  nq query rows
-                         const floating* kt,                       # IN  (E, Lk) kᵀ of the pair
-                         Py_ssize_t i0, Py_ssize_t nq, Py_ssize_t j0, Py_ssize_t nk,
-                         floating* s) noexcept nogil:              # OUT (nq, bk) block
-    """s = scale * q_i k_jᵀ + mask, -inf above the causal diagonal."""
+cdef inline void _mask_block(const Problem* p, Py_ssize_t b, Py_ssize_t h, Py_ssize_t i0,
+                             Py_ssize_t nq, Py_ssize_t j0, Py_ssize_t nk,
+                             floating* s) noexcept nogil:          # INOUT (nq, bk) scores
+    """s += mask; -inf above the causal diagonal."""
     cdef Py_ssize_t r, c, first
     cdef floating* row
     cdef const floating* mrow
     cdef const floating* mbase
-    # kᵀ, transposed once per pair: a plain (nq, E) @ (E, nk) product, which OpenBLAS runs
-    # through its small-matrix kernel without packing either operand
-    gemm(False, False, <int> nq, <int> nk, <int> p.E, <floating> p.scale, qi, <int> q_sl,
-         kt + j0, <int> p.Lk, 0, s, p.bk)
     if p.mask != NULL:
         mbase = (<const floating*> p.mask) + b * p.m_sb + h * p.m_sh + j0 * p.m_sc
         if floating is float:
@@ -133,6 +162,26 @@ cdef inline void _scores(const Problem* p, Py_ssize_t b, Py_ssize_t h,
                 row[c] = -INFINITY
 
 
+cdef inline void _scores(const Problem* p, Py_ssize_t b, Py_ssize_t h,
+                         const floating* qi, Py_ssize_t q_sl,      # IN  nq query rows
+                         const floating* kt,                       # IN  Kᵀ of the pair
+                         Py_ssize_t i0, Py_ssize_t nq, Py_ssize_t j0, Py_ssize_t nk,
+                         floating* s) noexcept nogil:              # OUT (nq, bk) block
+    """s = scale * q_i k_jᵀ + mask, -inf above the causal diagonal. float32: ``qi`` is
+    scale Q of the block (bq, E) and ``kt`` the key-blocked panels; float64: ``qi`` the
+    query rows and ``kt`` the (E, Lk) transpose."""
+    if floating is float:
+        minnet_att_mm(<int> nq, <int> nk, <int> p.E, qi, q_sl, 1,
+                      kt + (j0 // p.bk) * minnet_att_tblock_size(p.bk, p.E, p.nr), p.E * p.nr,
+                      s, p.bk, 1)
+    else:
+        # a plain (nq, E) @ (E, nk) product, which OpenBLAS runs through its small-matrix
+        # kernel without packing either operand
+        gemm(False, False, <int> nq, <int> nk, <int> p.E, <floating> p.scale, qi, <int> q_sl,
+             kt + j0, <int> p.Lk, 0, s, p.bk)
+    _mask_block(p, b, h, i0, nq, j0, nk, s)
+
+
 cdef inline void _transpose(const floating* a, Py_ssize_t rows, Py_ssize_t sl, Py_ssize_t cols,
                             floating* at) noexcept nogil:
     """at (cols, rows) = a (rows, cols; row stride sl)ᵀ."""
@@ -146,29 +195,13 @@ cdef inline void _transpose(const floating* a, Py_ssize_t rows, Py_ssize_t sl, P
         r0 = r1
 
 
-cdef inline floating _row_max(const floating* x, Py_ssize_t n) noexcept nogil:
-    cdef Py_ssize_t j
-    cdef floating mx = x[0]
+cdef inline void _pack_keys(const Problem* p, const floating* x, Py_ssize_t sl, Py_ssize_t cols,
+                            floating* xt) noexcept nogil:
+    """Kᵀ (or Vᵀ) of the pair: the B operand of the products over the keys' columns."""
     if floating is float:
-        return minnet_row_max_f(x, n)
-    for j in range(1, n):
-        if x[j] > mx:
-            mx = x[j]
-    return mx
-
-
-cdef inline double _exp_shift_sum(floating* x, floating shift, Py_ssize_t n) noexcept nogil:
-    """x[j] = exp(x[j] - shift) in place (shift >= every x[j]); returns the sum in double."""
-    cdef Py_ssize_t j
-    cdef double total = 0
-    cdef floating e
-    if floating is float:
-        return minnet_exp_sum_f(x, shift, x, n)
-    for j in range(n):
-        e = exp(x[j] - shift)
-        x[j] = e
-        total += e
-    return total
+        minnet_att_pack_t(x, p.Lk, sl, cols, p.bk, p.nr, xt)
+    else:
+        _transpose(x, p.Lk, sl, cols, xt)
 
 
 cdef inline void _scale_row(floating* x, floating a, Py_ssize_t n) noexcept nogil:
@@ -182,23 +215,32 @@ cdef inline void _scale_row(floating* x, floating a, Py_ssize_t n) noexcept nogi
 
 cdef void _forward_pair(const Problem* p, Py_ssize_t bh, Operand q, Operand k, Operand v,
                         Operand o, floating* lse,           # OUT o (Lq, Ev), lse (B*H*Lq,)
-                        floating* s, floating* m, double* l, floating* al,
-                        floating* kt) noexcept nogil:
+                        Scratch w) noexcept nogil:
     cdef Py_ssize_t b = bh // p.H, h = bh % p.H
-    cdef const floating* qp = (<floating*> q.base) + _offset(q, b, h)
-    cdef const floating* kp = (<floating*> k.base) + _offset(k, b, h)
-    cdef const floating* vp = (<floating*> v.base) + _offset(v, b, h)
-    cdef floating* op = (<floating*> o.base) + _offset(o, b, h)
+    cdef const floating* qp = _at(<floating*> q.base, q, p, bh)
+    cdef const floating* vp = _at(<floating*> v.base, v, p, bh)
+    cdef floating* op = _at(<floating*> o.base, o, p, bh)
     cdef floating* lp = lse + bh * p.Lq
-    cdef Py_ssize_t i0, j0, nq, nk, r, end
-    cdef floating mx, mnew, alpha
-    cdef floating* row
+    cdef floating* s = <floating*> w.s
+    cdef floating* m = <floating*> w.m
+    cdef floating* al = <floating*> w.al
+    cdef double* l = w.l
+    cdef const floating* qi
+    cdef Py_ssize_t i0, j0, nq, nk, r, end, q_sl
     cdef floating* orow
     cdef double inv
-    _transpose(kp, p.Lk, k.sl, p.E, kt)
+    _pack_keys(p, _at(<floating*> k.base, k, p, bh), k.sl, p.E, <floating*> w.kt)
+    if floating is float:                   # V in panels over its Lk rows
+        minnet_att_pack_rows(vp, p.Lk, v.sl, p.Ev, 1, p.nr, <float*> w.vk)
     i0 = 0
     while i0 < p.Lq:
         nq = p.bq if p.Lq - i0 > p.bq else p.Lq - i0
+        qi = qp + i0 * q.sl
+        q_sl = q.sl
+        if floating is float:               # scale Q_i, contiguous
+            minnet_att_pack_rows(qi, nq, q.sl, p.E, <float> p.scale, <int> p.E, <float*> w.qs)
+            qi = <floating*> w.qs
+            q_sl = p.E
         for r in range(nq):
             m[r] = -INFINITY
             l[r] = 0
@@ -208,26 +250,21 @@ cdef void _forward_pair(const Problem* p, Py_ssize_t bh, Operand q, Operand k, O
         while j0 + p.bk < end:
             j0 = j0 + p.bk
             nk = p.bk if end - j0 > p.bk else end - j0
-            _scores(p, b, h, qp + i0 * q.sl, q.sl, kt, i0, nq, j0, nk, s)
+            _scores(p, b, h, qi, q_sl, <floating*> w.kt, i0, nq, j0, nk, s)
             if floating is float:
                 minnet_att_online_f(s, p.bk, nq, nk, m, l, al)
-                for r in range(nq):
-                    if al[r] != 1:
-                        _scale_row(op + (i0 + r) * o.sl, al[r], p.Ev)
-            for r in range(nq if floating is double else 0):
-                row = s + r * p.bk
-                mx = _row_max(row, nk)
-                mnew = mx if mx > m[r] else m[r]
-                if mnew == -INFINITY:       # no allowed key in this row yet
-                    memset(row, 0, nk * sizeof(floating))
-                    continue
-                alpha = exp(m[r] - mnew) if m[r] != -INFINITY else 0
-                l[r] = l[r] * alpha + _exp_shift_sum(row, mnew, nk)
-                if alpha != 1:
-                    _scale_row(op + (i0 + r) * o.sl, alpha, p.Ev)
-                m[r] = mnew
-            gemm(False, False, <int> nq, <int> p.Ev, <int> nk, <floating> 1, s, p.bk,
-                 vp + j0 * v.sl, <int> v.sl, <floating> 1, op + i0 * o.sl, <int> o.sl)
+            else:
+                minnet_att_online_d(s, p.bk, nq, nk, m, l, al)
+            for r in range(nq):
+                if al[r] != 1:
+                    _scale_row(op + (i0 + r) * o.sl, al[r], p.Ev)
+            # O_i += P V_j
+            if floating is float:
+                minnet_att_mm(<int> nq, <int> p.Ev, <int> nk, s, p.bk, 1, <float*> w.vk + j0 * p.nr,
+                              p.Lk * p.nr, op + i0 * o.sl, o.sl, 0)
+            else:
+                gemm(False, False, <int> nq, <int> p.Ev, <int> nk, <floating> 1, s, p.bk,
+                     vp + j0 * v.sl, <int> v.sl, <floating> 1, op + i0 * o.sl, <int> o.sl)
         for r in range(nq):
             orow = op + (i0 + r) * o.sl
             if l[r] > 0:
@@ -249,35 +286,49 @@ cdef inline void _zero_rows(floating* a, Py_ssize_t rows, Py_ssize_t sl, Py_ssiz
 cdef void _backward_pair(const Problem* p, Py_ssize_t bh, Operand q, Operand k, Operand v,
                          Operand o, const floating* lse, Operand do,          # IN
                          Operand dq, Operand dk, Operand dv,                  # OUT
-                         floating* s, floating* dp, double* dd, floating* kt,
-                         floating* vt) noexcept nogil:
+                         Scratch w) noexcept nogil:
     cdef Py_ssize_t b = bh // p.H, h = bh % p.H
-    cdef const floating* qp = (<floating*> q.base) + _offset(q, b, h)
-    cdef const floating* kp = (<floating*> k.base) + _offset(k, b, h)
-    cdef const floating* vp = (<floating*> v.base) + _offset(v, b, h)
-    cdef const floating* op = (<floating*> o.base) + _offset(o, b, h)
-    cdef const floating* gp = (<floating*> do.base) + _offset(do, b, h)
-    cdef floating* dqp = (<floating*> dq.base) + _offset(dq, b, h)
-    cdef floating* dkp = (<floating*> dk.base) + _offset(dk, b, h)
-    cdef floating* dvp = (<floating*> dv.base) + _offset(dv, b, h)
+    cdef const floating* qp = _at(<floating*> q.base, q, p, bh)
+    cdef const floating* kp = _at(<floating*> k.base, k, p, bh)
+    cdef const floating* op = _at(<floating*> o.base, o, p, bh)
+    cdef const floating* gp = _at(<floating*> do.base, do, p, bh)
+    cdef floating* dqp = _at(<floating*> dq.base, dq, p, bh)
+    cdef floating* dkp = _at(<floating*> dk.base, dk, p, bh)
+    cdef floating* dvp = _at(<floating*> dv.base, dv, p, bh)
     cdef const floating* lp = lse + bh * p.Lq
-    cdef Py_ssize_t i0, j0, nq, nk, r, c, end
+    cdef floating* s = <floating*> w.s
+    cdef floating* dp = <floating*> w.dp
+    cdef floating* qs = <floating*> w.qs
+    cdef double* dd = w.l
+    cdef const floating* qi
+    cdef Py_ssize_t i0, j0, nq, nk, r, c, end, q_sl
     cdef floating* row
     cdef floating* drow
     cdef const floating* orow
     cdef const floating* grow
     cdef floating li, di
     cdef double acc
-    _transpose(kp, p.Lk, k.sl, p.E, kt)
-    _transpose(vp, p.Lk, v.sl, p.Ev, vt)
+    _pack_keys(p, kp, k.sl, p.E, <floating*> w.kt)
+    _pack_keys(p, _at(<floating*> v.base, v, p, bh), v.sl, p.Ev, <floating*> w.vt)
+    if floating is float:                   # scale K in panels over its Lk rows
+        minnet_att_pack_rows(kp, p.Lk, k.sl, p.E, <float> p.scale, p.nr, <float*> w.vk)
     _zero_rows(dqp, p.Lq, dq.sl, p.E)
     _zero_rows(dkp, p.Lk, dk.sl, p.E)
     _zero_rows(dvp, p.Lk, dv.sl, p.Ev)
     i0 = 0
     while i0 < p.Lq:
         nq = p.bq if p.Lq - i0 > p.bq else p.Lq - i0
-        if floating is float:               # D_i = <do_i, o_i>
+        qi = qp + i0 * q.sl
+        q_sl = q.sl
+        if floating is float:
+            # scale Q_i contiguous (A of S) and in panels (B of dK); dO_i in panels (B of dV);
+            # D_i = <do_i, o_i>
+            minnet_att_pack_rows(qi, nq, q.sl, p.E, <float> p.scale, <int> p.E, qs)
+            minnet_att_pack_rows(qi, nq, q.sl, p.E, <float> p.scale, p.nr, <float*> w.qp)
+            minnet_att_pack_rows(gp + i0 * do.sl, nq, do.sl, p.Ev, 1, p.nr, <float*> w.gp)
             minnet_att_rowdot_f(op + i0 * o.sl, o.sl, gp + i0 * do.sl, do.sl, nq, p.Ev, dd)
+            qi = qs
+            q_sl = p.E
         for r in range(nq if floating is double else 0):
             orow = op + (i0 + r) * o.sl
             grow = gp + (i0 + r) * do.sl
@@ -290,7 +341,7 @@ cdef void _backward_pair(const Problem* p, Py_ssize_t bh, Operand q, Operand k, 
         while j0 + p.bk < end:
             j0 = j0 + p.bk
             nk = p.bk if end - j0 > p.bk else end - j0
-            _scores(p, b, h, qp + i0 * q.sl, q.sl, kt, i0, nq, j0, nk, s)
+            _scores(p, b, h, qi, q_sl, <floating*> w.kt, i0, nq, j0, nk, s)
             if floating is float:           # p_ij = exp(s_ij - lse_i)
                 minnet_att_probs_f(s, p.bk, nq, nk, lp + i0)
             for r in range(nq if floating is double else 0):
@@ -301,21 +352,30 @@ cdef void _backward_pair(const Problem* p, Py_ssize_t bh, Operand q, Operand k, 
                     continue
                 for c in range(nk):
                     row[c] = exp(row[c] - li)
-            # dV_j += P_ijᵀ dO_i
+            if floating is float:
+                # dV_j += P_ijᵀ dO_i;  dP = dO_i V_jᵀ;  dS = P ∘ (dP - D) over dP;
+                # dQ_i += dS (scale K_j);  dK_j += dSᵀ (scale Q_i)
+                minnet_att_mm(<int> nk, <int> p.Ev, <int> nq, s, 1, p.bk, <float*> w.gp, nq * p.nr,
+                              dvp + j0 * dv.sl, dv.sl, 0)
+                minnet_att_mm(<int> nq, <int> nk, <int> p.Ev, gp + i0 * do.sl, do.sl, 1,
+                              <float*> w.vt + (j0 // p.bk) * minnet_att_tblock_size(p.bk, p.Ev, p.nr),
+                              p.Ev * p.nr, dp, p.bk, 1)
+                minnet_att_dscores_f(s, dp, p.bk, nq, nk, dd)
+                minnet_att_mm(<int> nq, <int> p.E, <int> nk, dp, p.bk, 1, <float*> w.vk + j0 * p.nr,
+                              p.Lk * p.nr, dqp + i0 * dq.sl, dq.sl, 0)
+                minnet_att_mm(<int> nk, <int> p.E, <int> nq, dp, 1, p.bk, <float*> w.qp, nq * p.nr,
+                              dkp + j0 * dk.sl, dk.sl, 0)
+                continue
             gemm(True, False, <int> nk, <int> p.Ev, <int> nq, <floating> 1, s, p.bk,
                  gp + i0 * do.sl, <int> do.sl, <floating> 1, dvp + j0 * dv.sl, <int> dv.sl)
-            # dP = dO_i V_jᵀ, then dS = P ∘ (dP - D) over it
             gemm(False, False, <int> nq, <int> nk, <int> p.Ev, <floating> 1, gp + i0 * do.sl,
-                 <int> do.sl, vt + j0, <int> p.Lk, <floating> 0, dp, p.bk)
-            if floating is float:
-                minnet_att_dscores_f(s, dp, p.bk, nq, nk, dd)
-            for r in range(nq if floating is double else 0):
+                 <int> do.sl, <floating*> w.vt + j0, <int> p.Lk, <floating> 0, dp, p.bk)
+            for r in range(nq):
                 row = s + r * p.bk
                 drow = dp + r * p.bk
                 di = <floating> dd[r]
                 for c in range(nk):
                     drow[c] = row[c] * (drow[c] - di)
-            # dQ_i += scale dS K_j;  dK_j += scale dSᵀ Q_i
             gemm(False, False, <int> nq, <int> p.E, <int> nk, <floating> p.scale, dp, p.bk,
                  kp + j0 * k.sl, <int> k.sl, <floating> 1, dqp + i0 * dq.sl, <int> dq.sl)
             gemm(True, False, <int> nk, <int> p.E, <int> nq, <floating> p.scale, dp, p.bk,
@@ -323,69 +383,95 @@ cdef void _backward_pair(const Problem* p, Py_ssize_t bh, Operand q, Operand k, 
         i0 = i0 + p.bq
 
 
-cdef void forward_kernel(const Problem* p, Operand q, Operand k, Operand v, Operand o,
-                         floating* lse, int n_threads) noexcept nogil:
+cdef Scratch _scratch(const Problem* p, bint backward, size_t item) noexcept nogil:
+    """One thread's buffers (``ok`` = 0 when one could not be allocated). float32 (item 4)
+    packs K, V (and Q, dO per block) for the tiles; float64 keeps plain transposes for BLAS."""
+    cdef size_t keys, vals, panels_k, panels_v, blocks
+    cdef Scratch w
+    memset(&w, 0, sizeof(Scratch))
+    if item == sizeof(float):
+        blocks = (p.Lk + p.bk - 1) // p.bk
+        keys = blocks * minnet_att_tblock_size(p.bk, p.E, p.nr) + 16
+        vals = blocks * minnet_att_tblock_size(p.bk, p.Ev, p.nr) + 16
+        panels_k = minnet_att_panels_size(p.Lk, p.E, p.nr)
+        panels_v = minnet_att_panels_size(p.Lk, p.Ev, p.nr)
+    else:
+        keys = p.Lk * p.E + 1
+        vals = p.Lk * p.Ev + 1
+        panels_k = panels_v = 1
+    w.s = malloc(p.bq * p.bk * item)
+    w.kt = malloc(keys * item)
+    w.l = <double*> malloc(p.bq * sizeof(double))
+    w.vk = malloc((panels_k if backward else panels_v) * item)
+    w.qs = malloc((p.bq * p.E + 1) * item)
+    w.ok = w.s != NULL and w.kt != NULL and w.l != NULL and w.vk != NULL and w.qs != NULL
+    if backward:
+        w.dp = malloc(p.bq * p.bk * item)
+        w.vt = malloc(vals * item)
+        w.qp = malloc(minnet_att_panels_size(p.bq, p.E, p.nr) * item)
+        w.gp = malloc(minnet_att_panels_size(p.bq, p.Ev, p.nr) * item)
+        w.ok = w.ok and w.dp != NULL and w.vt != NULL and w.qp != NULL and w.gp != NULL
+    else:
+        w.m = malloc(p.bq * item)
+        w.al = malloc(p.bq * item)
+        w.ok = w.ok and w.m != NULL and w.al != NULL
+    return w
+
+
+cdef void _free_scratch(Scratch* w) noexcept nogil:
+    """Free what _scratch allocated (before _aligned moved any pointer)."""
+    free(w.s)
+    free(w.dp)
+    free(w.kt)
+    free(w.vt)
+    free(w.vk)
+    free(w.qs)
+    free(w.qp)
+    free(w.gp)
+    free(w.m)
+    free(w.al)
+    free(w.l)
+
+
+cdef inline Scratch _aligned(Scratch w, size_t item) noexcept nogil:
+    """The float32 packed operands start on 64 bytes (the tiles' vector loads)."""
+    if item == sizeof(float):
+        w.kt = minnet_att_align(<float*> w.kt)
+        w.vt = minnet_att_align(<float*> w.vt) if w.vt != NULL else NULL
+        w.vk = minnet_att_align(<float*> w.vk)
+        w.qp = minnet_att_align(<float*> w.qp) if w.qp != NULL else NULL
+        w.gp = minnet_att_align(<float*> w.gp) if w.gp != NULL else NULL
+    return w
+
+
+cdef int run_kernel(const Problem* p, bint backward, Operand q, Operand k, Operand v,
+                    Operand o, floating* lse, Operand do, Operand dq, Operand dk, Operand dv,
+                    int n_threads) noexcept nogil:
+    """The forward (``lse`` OUT; ``do``, ``dq``, ``dk``, ``dv`` unused) or the backward over
+    every pair, ``prange`` over the pairs; 0, or -1 when a thread's scratch could not be
+    allocated."""
     cdef Py_ssize_t bh, pairs = p.B * p.H
-    cdef floating* s
-    cdef floating* m
-    cdef floating* al
-    cdef floating* kt
-    cdef double* l
-    kt = NULL
-    s = NULL
-    m = NULL
-    al = NULL
-    l = NULL
-    if pairs == 0 or p.Lq == 0:
-        return
+    cdef Scratch w
+    cdef int failed = 0
+    cdef int* failp = &failed
+    if pairs == 0 or (p.Lq == 0 and not backward):
+        return 0
     if n_threads > pairs:
         n_threads = <int> pairs
     with parallel(num_threads=n_threads):
-        s = <floating*> malloc(p.bq * p.bk * sizeof(floating))
-        m = <floating*> malloc(p.bq * sizeof(floating))
-        l = <double*> malloc(p.bq * sizeof(double))
-        al = <floating*> malloc(p.bq * sizeof(floating))
-        kt = <floating*> malloc((p.Lk * p.E + 1) * sizeof(floating))
+        w = _scratch(p, backward, sizeof(floating))
+        if not w.ok:
+            failp[0] = -1
         for bh in prange(pairs, schedule="dynamic"):
-            _forward_pair(p, bh, q, k, v, o, lse, s, m, l, al, kt)
-        free(s)
-        free(m)
-        free(l)
-        free(al)
-        free(kt)
-
-
-cdef void backward_kernel(const Problem* p, Operand q, Operand k, Operand v, Operand o,
-                          const floating* lse, Operand do, Operand dq, Operand dk, Operand dv,
-                          int n_threads) noexcept nogil:
-    cdef Py_ssize_t bh, pairs = p.B * p.H
-    cdef floating* s
-    cdef floating* dp
-    cdef double* dd
-    cdef floating* kt
-    cdef floating* vt
-    kt = NULL
-    vt = NULL
-    s = NULL
-    dp = NULL
-    dd = NULL
-    if pairs == 0:
-        return
-    if n_threads > pairs:
-        n_threads = <int> pairs
-    with parallel(num_threads=n_threads):
-        s = <floating*> malloc(p.bq * p.bk * sizeof(floating))
-        dp = <floating*> malloc(p.bq * p.bk * sizeof(floating))
-        dd = <double*> malloc(p.bq * sizeof(double))
-        kt = <floating*> malloc((p.Lk * p.E + 1) * sizeof(floating))
-        vt = <floating*> malloc((p.Lk * p.Ev + 1) * sizeof(floating))
-        for bh in prange(pairs, schedule="dynamic"):
-            _backward_pair(p, bh, q, k, v, o, lse, do, dq, dk, dv, s, dp, dd, kt, vt)
-        free(s)
-        free(dp)
-        free(dd)
-        free(kt)
-        free(vt)
+            if not w.ok:
+                continue
+            if backward:
+                _backward_pair(p, bh, q, k, v, o, lse, do, dq, dk, dv,
+                               _aligned(w, sizeof(floating)))
+            else:
+                _forward_pair(p, bh, q, k, v, o, lse, _aligned(w, sizeof(floating)))
+        _free_scratch(&w)
+    return failed
 
 
 # ---------------------------------------------------------------------------------------
@@ -448,6 +534,7 @@ cdef Problem _problem(object q, object k, object v, double scale, bint causal, o
         raise ValueError(f"Invalid argument `block`: expected two ints >= 1. Received: {block}")
     p.bq = int(bq)
     p.bk = int(bk)
+    p.nr = minnet_att_nr()
     if kv_len is not None:
         if not isinstance(kv_len, np.ndarray) or kv_len.dtype != np.int64 \
                 or kv_len.shape != (p.B,) or not kv_len.flags.c_contiguous:
@@ -469,6 +556,13 @@ cdef Problem _problem(object q, object k, object v, double scale, bint causal, o
         p.mask = cnp.PyArray_DATA(<cnp.ndarray> mask)
         p.m_sb, p.m_sh, p.m_sl, p.m_sc = [st // item for st in mask.strides]
     return p
+
+
+def _set_isa(int level):
+    """Tests only: run the float32 tiles and the online step as the copy of ``level`` (0
+    baseline SSE2, 1 AVX2+FMA, 2 AVX-512, capped at what this CPU runs; -1 keeps the
+    current one). Returns the level in use."""
+    return minnet_cg_set_isa(level)
 
 
 def _threads(n_threads):
@@ -511,12 +605,16 @@ def attention_forward(q, k, v, double scale, bint causal=False, kv_len=None, mas
     lse = np.empty((p.B, p.H, p.Lq), dtype=dtype)
     cdef int nt = _threads(n_threads)
     cdef void* lp = cnp.PyArray_DATA(<cnp.ndarray> lse)
+    cdef int status
     if dtype == np.float32:
         with nogil:
-            forward_kernel[float](&p, oq, ok, ov, oo, <float*> lp, nt)
+            status = run_kernel[float](&p, False, oq, ok, ov, oo, <float*> lp, oo, oo, oo, oo, nt)
     else:
         with nogil:
-            forward_kernel[double](&p, oq, ok, ov, oo, <double*> lp, nt)
+            status = run_kernel[double](&p, False, oq, ok, ov, oo, <double*> lp, oo, oo, oo, oo,
+                                        nt)
+    if status != 0:
+        raise MemoryError("attention_forward: out of memory for the per-thread scratch")
     return out, lse
 
 
@@ -556,10 +654,15 @@ def attention_backward(q, k, v, out, lse, grad, double scale, bint causal=False,
             raise ValueError(f"Invalid argument `{name}`: expected a writeable array")
     cdef int nt = _threads(n_threads)
     cdef void* lp = cnp.PyArray_DATA(<cnp.ndarray> lse)
+    cdef int status
     if dtype == np.float32:
         with nogil:
-            backward_kernel[float](&p, oq, ok, ov, oo, <const float*> lp, og, odq, odk, odv, nt)
+            status = run_kernel[float](&p, True, oq, ok, ov, oo, <float*> lp, og, odq, odk, odv,
+                                       nt)
     else:
         with nogil:
-            backward_kernel[double](&p, oq, ok, ov, oo, <const double*> lp, og, odq, odk, odv, nt)
+            status = run_kernel[double](&p, True, oq, ok, ov, oo, <double*> lp, og, odq, odk, odv,
+                                        nt)
+    if status != 0:
+        raise MemoryError("attention_backward: out of memory for the per-thread scratch")
     return dq, dk, dv

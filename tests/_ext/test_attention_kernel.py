@@ -117,6 +117,31 @@ def test_strided_operands_in_keras_layout(rng, dtype):
     np.testing.assert_allclose(view(out_b), ref, **TOL[dtype])
 
 
+@pytest.mark.parametrize("level", [0, 1, 2])
+@pytest.mark.parametrize("shape", SHAPES + [(2, 2, 150, 300, 64, 64, (64, 128))])
+def test_every_tile_copy_matches_numpy(rng, level, shape):
+    # float32 runs _convgemm.h's tiles (and the AVX2 online step from level 1): every copy
+    # this CPU can run, with causal + additive masks; the panels of K/V are NR = 8/16/32 wide
+    b, h, n_q, n_k, e, ev, block = shape
+    q, k, v, g = _data(rng, np.float32, b, h, n_q, n_k, e, ev)
+    mask = np.broadcast_to(rng.standard_normal((n_q, n_k)).astype(np.float32), (b, h, n_q, n_k))
+    best = A._set_isa(99)
+    try:
+        used = A._set_isa(level)
+        if used != level:
+            pytest.skip(f"this CPU runs tile copies up to level {best}")
+        out, lse = A.attention_forward(q, k, v, 0.3, True, None, mask, block=block)
+        dq, dk, dv = A.attention_backward(q, k, v, out, lse, g, 0.3, True, None, mask,
+                                          block=block)
+    finally:
+        A._set_isa(best)
+    ref, p = reference(q, k, v, 0.3, mask, True)
+    tol = TOL[np.float32]
+    np.testing.assert_allclose(out, ref, **tol)
+    for got, want in zip((dq, dk, dv), reference_grads(q, k, v, p, g, 0.3)):
+        np.testing.assert_allclose(got, want, rtol=tol["rtol"] * 10, atol=tol["atol"] * 10)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_results_do_not_depend_on_the_thread_count(rng, dtype):
     q, k, v, g = _data(rng, dtype, 3, 4, 40, 50, 8, 8)
