@@ -16,7 +16,7 @@ contiguity, so the ``nogil`` loops below run without bounds checks.
 """
 from cython.parallel cimport prange
 cimport numpy as cnp
-from libc.math cimport exp, expm1, expm1f, log, log1p, tanh, fabs, erf
+from libc.math cimport exp, expm1, log, log1p, tanh, fabs, erf
 
 from minnet._ext._blas cimport floating
 from minnet._ext._base cimport (BLOCK, as_rows, block_len, check_array, check_threads, data_ptr,
@@ -38,17 +38,6 @@ cdef extern from "_activations.h":
                                    Py_ssize_t n) noexcept nogil
     void minnet_tanh_backward_f(const float* y, const float* g, float* dx,
                                 Py_ssize_t n) noexcept nogil
-
-
-# ---------------------------------------------------------------------------------------
-# Scalar helpers: one name for the float and the double function.
-# ---------------------------------------------------------------------------------------
-
-cdef inline floating _expm1(floating v) noexcept nogil:
-    if floating is float:
-        return expm1f(v)
-    else:
-        return expm1(v)
 
 
 # ---------------------------------------------------------------------------------------
@@ -140,7 +129,7 @@ cdef inline void _elu_block(const floating* x, floating* y, Py_ssize_t n,
         if v > 0:
             y[i] = scale * v
         else:
-            y[i] = scale * alpha * _expm1(v if not (v >= 0) else 0)
+            y[i] = scale * alpha * expm1(v if not (v >= 0) else 0)     # float64 only
 
 
 cdef inline void _elu_backward_block(const floating* s, const floating* g, floating* dx,
