@@ -363,12 +363,11 @@ cdef inline void _chunk_sums(int64_t r0, int64_t r1, int64_t C, const floating* 
     # channel is still summed row by row, in order, from zero: the same sums as before.
     cdef double s[_BLOCK]
     cdef double m[_BLOCK]
-    cdef int64_t r, c0, q, nb, blk
+    cdef int64_t r, c0, q, nb
     cdef double d
     cdef const floating* p
-    for blk in range((C + _BLOCK - 1) // _BLOCK):
-        c0 = blk * _BLOCK
-        nb = C - c0 if C - c0 < _BLOCK else _BLOCK
+    for c0 in range(0, C, 64):                # 64 = _BLOCK (range needs a literal step)
+        nb = min(C - c0, _BLOCK)
         for q in range(nb):
             s[q] = 0
         if center == NULL:
@@ -437,12 +436,11 @@ cdef inline void _chunk_grad_sums(int64_t r0, int64_t r1, int64_t C, const float
     cdef double a[_BLOCK]
     cdef double b[_BLOCK]
     cdef double m[_BLOCK]
-    cdef int64_t r, c0, q, nb, blk
+    cdef int64_t r, c0, q, nb
     cdef const floating* pg
     cdef const floating* px
-    for blk in range((C + _BLOCK - 1) // _BLOCK):
-        c0 = blk * _BLOCK
-        nb = C - c0 if C - c0 < _BLOCK else _BLOCK
+    for c0 in range(0, C, 64):                # 64 = _BLOCK (range needs a literal step)
+        nb = min(C - c0, _BLOCK)
         for q in range(nb):
             a[q] = 0
             b[q] = 0
