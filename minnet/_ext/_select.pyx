@@ -278,6 +278,8 @@ cdef void concat_kernel(const intptr_t* src,      # IN  start of each input (n_i
         _copy_chunk(task, per_row, src, row_bytes, offset, first, out, out_row, n_inputs)
 
 
+# Alike by shape (duplicates): concat's checks of each input and _condition's of a mask
+# raise the same kinds of error for different expectations (dtype of arrays[0], bool).
 def concat(arrays, axis, out, n_threads=1):
     """Copy ``arrays`` into ``out``, their concatenation along ``axis``.
 

@@ -68,6 +68,9 @@ cdef inline double _softplus(double v) noexcept nogil:
     return v if v > 20 else log1p(exp(v))
 
 
+# Alike by shape (duplicates): one plain loop per op, the op tested once per block; a
+# per-element switch in one loop was 3-4x slower on the cheap float64 ops (relu6, hard
+# silu: the loop no longer vectorises; measured with the kernels' own wrappers, 2026-12-02).
 cdef void _unary_block(int op, const floating* x, floating* y, Py_ssize_t n) noexcept nogil:
     cdef Py_ssize_t i
     cdef floating v, t
