@@ -263,14 +263,11 @@ cdef void avg_pool2d_bwd(int64_t S, int H, int W, int K, int OH, int OW,
 
 # ------------------------------------------------------------- global average pool
 
-cdef inline void _sample_mean(int64_t L, int K, bint plane, const floating* x,
+cdef inline void _sample_mean(int64_t L, int K, const floating* x,
                               floating* out, double* acc) noexcept nogil:
     cdef int64_t l
     cdef int c
     cdef const floating* p
-    if plane:                                # an NCHW plane: four double accumulators
-        out[0] = <floating> (sum4(x, L) / L)
-        return
     for c in range(K):
         acc[c] = 0
     for l in range(L):
@@ -288,18 +285,21 @@ cdef void global_avg_pool2d_fwd(int64_t S, int64_t L, int K, bint planes,
                                 int n_threads) noexcept nogil:
     cdef int64_t s
     for s in prange(S, schedule="static", num_threads=n_threads):
-        _sample_mean(L, K, planes, x + s * L * K, out + s * K, work + threadid() * K)
+        if planes:                           # an NCHW plane: four double accumulators
+            out[s] = <floating> (sum4(x + s * L, L) / L)
+        else:
+            _sample_mean(L, K, x + s * L * K, out + s * K, work + threadid() * K)
+
+
+cdef inline void _fill(int64_t L, floating value, floating* out) noexcept nogil:
+    cdef int64_t l
+    for l in range(L):
+        out[l] = value
 
 
 cdef inline void _spread(int64_t L, int K, const floating* g, floating* dx) noexcept nogil:
     cdef int64_t l
     cdef int c
-    cdef floating one
-    if K == 1:                               # one value: a fill
-        one = g[0] / <floating> L
-        for l in range(L):
-            dx[l] = one
-        return
     for l in range(L):
         for c in range(K):
             dx[l * K + c] = g[c] / <floating> L
@@ -311,7 +311,10 @@ cdef void global_avg_pool2d_bwd(int64_t S, int64_t L, int K,
                                 int n_threads) noexcept nogil:
     cdef int64_t s
     for s in prange(S, schedule="static", num_threads=n_threads):
-        _spread(L, K, grad + s * K, dx + s * L * K)
+        if K == 1:                           # one value per sample: a fill
+            _fill(L, grad[s] / <floating> L, dx + s * L)
+        else:
+            _spread(L, K, grad + s * K, dx + s * L * K)
 
 
 # ---------------------------------------------------------------------------------
