@@ -16,7 +16,7 @@ contiguity, so the ``nogil`` loops below run without bounds checks.
 """
 from cython.parallel cimport prange
 cimport numpy as cnp
-from libc.math cimport exp, expm1, expm1f, log, log1p, tanh, fabs, erf
+from libc.math cimport exp, expm1, log, log1p, tanh, fabs, erf
 
 from minnet._ext._blas cimport floating
 from minnet._ext._base cimport (BLOCK, as_rows, block_len, check_array, check_threads, data_ptr,
@@ -38,17 +38,6 @@ cdef extern from "_activations.h":
                                    Py_ssize_t n) noexcept nogil
     void minnet_tanh_backward_f(const float* y, const float* g, float* dx,
                                 Py_ssize_t n) noexcept nogil
-
-
-# ---------------------------------------------------------------------------------------
-# Scalar helpers: one name for the float and the double function.
-# ---------------------------------------------------------------------------------------
-
-cdef inline floating _expm1(floating v) noexcept nogil:
-    if floating is float:
-        return expm1f(v)
-    else:
-        return expm1(v)
 
 
 # ---------------------------------------------------------------------------------------
@@ -140,7 +129,7 @@ cdef inline void _elu_block(const floating* x, floating* y, Py_ssize_t n,
         if v > 0:
             y[i] = scale * v
         else:
-            y[i] = scale * alpha * _expm1(v if not (v >= 0) else 0)
+            y[i] = scale * alpha * expm1(v if not (v >= 0) else 0)     # float64 only
 
 
 cdef inline void _elu_backward_block(const floating* s, const floating* g, floating* dx,
@@ -245,6 +234,26 @@ SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946
 
 
+def _forward(int op, x, out, n_threads, a=0, c=0):
+    """Check ``x``, take ``out`` or allocate ``y`` like ``x``, run ``op``; returns ``y``."""
+    check_array(x, "x")
+    y = output_like(out, x)
+    _call(op, is_f32(x), x, None, y, size_of(x), True, float(a), float(c), False,
+          check_threads(n_threads))
+    return y
+
+
+def _backward(int op, saved, grad, out, n_threads, name, a=0):
+    """Check ``saved`` (called ``name``) and ``grad``, take ``out`` or allocate ``dx``, run
+    ``op``; returns ``dx``."""
+    check_array(saved, name)
+    g, grad_block = grad_operand(grad, saved)
+    dx = output_like(out, saved)
+    _call(op, is_f32(saved), saved, g, dx, size_of(saved), grad_block, float(a), 0, False,
+          check_threads(n_threads))
+    return dx
+
+
 def sigmoid_forward(x, out=None, n_threads=1):
     """Logistic sigmoid ``y = 1 / (1 + exp(-x))``, elementwise, without overflow.
 
@@ -259,27 +268,18 @@ def sigmoid_forward(x, out=None, n_threads=1):
     Shape:
         x: ``(*)``; y: same as x.
     """
-    check_array(x, "x")
-    y = output_like(out, x)
-    _call(SIGMOID, is_f32(x), x, None, y, size_of(x), True, 0, 0, False,
-          check_threads(n_threads))
-    return y
+    return _forward(SIGMOID, x, out, n_threads)
 
 
-# Alike by shape (duplicates): the public wrappers, one per op and direction (docstring,
-# check, allocate, one _call): each is the documented entry point of its op.
+# Alike by shape (duplicates): the public wrappers, one per op and direction, each the
+# documented entry point of its op (a docstring and one call of _forward or _backward).
 def sigmoid_backward(y, grad, out=None, n_threads=1):
     """``dx = grad * y * (1 - y)`` from the saved sigmoid output ``y``.
 
     Shape:
         y, grad, dx: ``(*)``, all the same.
     """
-    check_array(y, "y")
-    g, grad_block = grad_operand(grad, y)
-    dx = output_like(out, y)
-    _call(SIGMOID_BACKWARD, is_f32(y), y, g, dx, size_of(y), grad_block, 0, 0, False,
-          check_threads(n_threads))
-    return dx
+    return _backward(SIGMOID_BACKWARD, y, grad, out, n_threads, "y")
 
 
 def tanh_forward(x, out=None, n_threads=1):
@@ -288,11 +288,7 @@ def tanh_forward(x, out=None, n_threads=1):
     Shape:
         x: ``(*)``; y: same as x.
     """
-    check_array(x, "x")
-    y = output_like(out, x)
-    _call(TANH, is_f32(x), x, None, y, size_of(x), True, 0, 0, False,
-          check_threads(n_threads))
-    return y
+    return _forward(TANH, x, out, n_threads)
 
 
 def tanh_backward(y, grad, out=None, n_threads=1):
@@ -301,12 +297,7 @@ def tanh_backward(y, grad, out=None, n_threads=1):
     Shape:
         y, grad, dx: ``(*)``, all the same.
     """
-    check_array(y, "y")
-    g, grad_block = grad_operand(grad, y)
-    dx = output_like(out, y)
-    _call(TANH_BACKWARD, is_f32(y), y, g, dx, size_of(y), grad_block, 0, 0, False,
-          check_threads(n_threads))
-    return dx
+    return _backward(TANH_BACKWARD, y, grad, out, n_threads, "y")
 
 
 def leaky_relu_forward(x, negative_slope=0.0, out=None, n_threads=1):
@@ -315,11 +306,7 @@ def leaky_relu_forward(x, negative_slope=0.0, out=None, n_threads=1):
     Shape:
         x: ``(*)``; y: same as x.
     """
-    check_array(x, "x")
-    y = output_like(out, x)
-    _call(LEAKY_RELU, is_f32(x), x, None, y, size_of(x), True, float(negative_slope), 0,
-          False, check_threads(n_threads))
-    return y
+    return _forward(LEAKY_RELU, x, out, n_threads, negative_slope)
 
 
 def leaky_relu_backward(saved, grad, negative_slope=0.0, out=None, n_threads=1):
@@ -331,12 +318,7 @@ def leaky_relu_backward(saved, grad, negative_slope=0.0, out=None, n_threads=1):
     Shape:
         saved, grad, dx: ``(*)``, all the same.
     """
-    check_array(saved, "saved")
-    g, grad_block = grad_operand(grad, saved)
-    dx = output_like(out, saved)
-    _call(LEAKY_RELU_BACKWARD, is_f32(saved), saved, g, dx, size_of(saved), grad_block,
-          float(negative_slope), 0, False, check_threads(n_threads))
-    return dx
+    return _backward(LEAKY_RELU_BACKWARD, saved, grad, out, n_threads, "saved", negative_slope)
 
 
 def elu_forward(x, alpha=1.0, scale=1.0, out=None, n_threads=1):
@@ -346,11 +328,7 @@ def elu_forward(x, alpha=1.0, scale=1.0, out=None, n_threads=1):
     Shape:
         x: ``(*)``; y: same as x.
     """
-    check_array(x, "x")
-    y = output_like(out, x)
-    _call(ELU, is_f32(x), x, None, y, size_of(x), True, float(alpha), float(scale),
-          False, check_threads(n_threads))
-    return y
+    return _forward(ELU, x, out, n_threads, alpha, scale)
 
 
 def elu_backward(saved, grad, alpha=1.0, scale=1.0, from_output=True, out=None,

@@ -16,18 +16,19 @@ Two ways to split the work over threads, chosen by shape:
   the parallel loop; the variance is a second pass around the mean (two-pass).
 
 Channels-last input (NHWC images, or any array whose channel axis is the last one) is
-seen as ``(M, C)`` rows and has kernels of its own (``channels_last=True`` in the
-wrappers): the rows are cut into fixed chunks of ``_CHUNK_ROWS``, each chunk's
+seen as ``(M, C)`` rows (``channels_last=True`` in the wrappers).  Its statistics have
+kernels of their own: the rows are cut into fixed chunks of ``_CHUNK_ROWS``, each chunk's
 per-channel partial sums (double, vectorised over the contiguous channels) go to its own
 row of a work buffer, and the partials are added in chunk order.  The chunking does not
-depend on the thread count, so neither do the results.
+depend on the thread count, so neither do the results.  The elementwise passes serve
+both layouts: the rows are the ``(N, C, L)`` input with ``L = 1``.
 
 In training, "by channel" also fuses each channel's two passes into one parallel region
 (``batch_norm_forward_training``: statistics then normalisation; ``batch_norm_backward_training``:
 the two sums then dx), which halves the thread synchronisations and re-reads the
 channel from cache.
 """
-from cython.parallel cimport prange, parallel, threadid
+from cython.parallel cimport prange, threadid
 from libc.math cimport sqrt
 from libc.stdint cimport int64_t
 
@@ -116,8 +117,35 @@ cdef inline void _plane_grad_sums(int64_t L, const floating* g, const floating* 
     dot[0] += (b0 + b1) + (b2 + b3)
 
 
-# Alike (duplicates, inside bn_stats): "by sample" is two-pass, the mean then the squared
-# deviations around it, each with per-thread partial sums reduced in thread order.
+cdef void _sample_sums(int64_t N, int64_t C, int64_t L, const floating* x, const double* center,
+                      double* work, double* out, double M, int n_threads) noexcept nogil:
+    # "By sample": out[c] = the sum over channel c of x (center NULL) or of (x - center[c])^2,
+    # divided by M; per-thread partial sums in work (n_threads, C), reduced in thread order.
+    cdef int64_t c, n, l, k, t
+    cdef double d, s
+    cdef const floating* row
+    for k in range(n_threads * C):
+        work[k] = 0
+    for n in prange(N, schedule="static", num_threads=n_threads):
+        t = threadid()
+        for c in range(C):
+            row = x + (n * C + c) * L
+            s = 0
+            if center == NULL:
+                for l in range(L):
+                    s = s + row[l]
+            else:
+                for l in range(L):
+                    d = row[l] - center[c]
+                    s = s + d * d
+            work[t * C + c] += s
+    for c in range(C):
+        s = 0
+        for k in range(n_threads):
+            s = s + work[k * C + c]
+        out[c] = s / M
+
+
 cdef void bn_stats(int64_t N, int64_t C, int64_t L,
                    const floating* x,                      # IN (N, C, L)
                    double* mean,                           # OUT (C,)
@@ -125,48 +153,16 @@ cdef void bn_stats(int64_t N, int64_t C, int64_t L,
                    double* work,                           # scratch (n_threads, C)
                    int n_threads) noexcept nogil:
     """Per-channel mean and biased variance over the N*L values of each channel."""
-    cdef int64_t c, n, l, k, t
-    cdef double d, s
+    cdef int64_t c
     cdef double M = <double> N * L
-    cdef const floating* row
     if _by_channel(C, L, n_threads):
         for c in prange(C, schedule="static", num_threads=n_threads):
             mean[c] = _channel_mean_m2(N, C, L, x, c, &var[c])
             var[c] = var[c] / M
         return
-    # "By sample": per-thread partial sums, reduced in thread order.
-    for k in range(n_threads * C):
-        work[k] = 0
-    with parallel(num_threads=n_threads):
-        t = threadid()
-        for n in prange(N, schedule="static"):
-            for c in range(C):
-                row = x + (n * C + c) * L
-                s = 0
-                for l in range(L):
-                    s = s + row[l]
-                work[t * C + c] += s
-    for c in range(C):
-        s = 0
-        for t in range(n_threads):
-            s = s + work[t * C + c]
-            work[t * C + c] = 0
-        mean[c] = s / M
-    with parallel(num_threads=n_threads):
-        t = threadid()
-        for n in prange(N, schedule="static"):
-            for c in range(C):
-                row = x + (n * C + c) * L
-                s = 0
-                for l in range(L):
-                    d = row[l] - mean[c]
-                    s = s + d * d
-                work[t * C + c] += s
-    for c in range(C):
-        s = 0
-        for t in range(n_threads):
-            s = s + work[t * C + c]
-        var[c] = s / M
+    # "By sample", two-pass: the mean, then the squared deviations around it.
+    _sample_sums(N, C, L, x, NULL, work, mean, M, n_threads)
+    _sample_sums(N, C, L, x, mean, work, var, M, n_threads)
 
 
 cdef void bn_grad_sums(int64_t N, int64_t C, int64_t L,
@@ -178,41 +174,61 @@ cdef void bn_grad_sums(int64_t N, int64_t C, int64_t L,
                        double* work,                       # scratch (n_threads, 2 * C)
                        int n_threads) noexcept nogil:
     """Per-channel sum(g) and sum(g * (x - mean)): the two reductions of the backward."""
-    cdef int64_t c, n, l, k, t, off
+    cdef int64_t c, n, k, t
     cdef double sg, sd
     if _by_channel(C, L, n_threads):
-        for c in prange(C, schedule="static", num_threads=n_threads):
-            sg = 0
-            sd = 0
-            for n in range(N):
-                _plane_grad_sums(L, grad + (n * C + c) * L, x + (n * C + c) * L, mean[c],
-                                 &sg, &sd)
-            sum_g[c] = sg
-            dot[c] = sd
+        bn_backward_train_by_channel(N, C, L, grad, x, mean, NULL, NULL, False, NULL, sum_g, dot,
+                                     n_threads)
         return
     for k in range(n_threads * 2 * C):
         work[k] = 0
-    with parallel(num_threads=n_threads):
+    for n in prange(N, schedule="static", num_threads=n_threads):
         t = threadid()
-        for n in prange(N, schedule="static"):
-            for c in range(C):
-                sg = 0
-                sd = 0
-                _plane_grad_sums(L, grad + (n * C + c) * L, x + (n * C + c) * L, mean[c],
-                                 &sg, &sd)
-                work[t * 2 * C + c] += sg
-                work[t * 2 * C + C + c] += sd
+        for c in range(C):
+            sg = 0
+            sd = 0
+            _plane_grad_sums(L, grad + (n * C + c) * L, x + (n * C + c) * L, mean[c],
+                             &sg, &sd)
+            work[t * 2 * C + c] += sg
+            work[t * 2 * C + C + c] += sd
     for c in range(C):
         sg = 0
         sd = 0
-        for t in range(n_threads):
-            sg = sg + work[t * 2 * C + c]
-            sd = sd + work[t * 2 * C + C + c]
+        for k in range(n_threads):
+            sg = sg + work[k * 2 * C + c]
+            sd = sd + work[k * 2 * C + C + c]
         sum_g[c] = sg
         dot[c] = sd
 
 
 # ------------------------------------------------------------- elementwise passes
+# L == 1 (features, and the (M, C) rows of channels-last input): rows in fixed chunks of
+# _CHUNK_ROWS, the inner loop over the contiguous channels; the same arithmetic per element.
+
+cdef inline int64_t _n_chunks(int64_t M) noexcept nogil:
+    return (M + _CHUNK_ROWS - 1) // _CHUNK_ROWS
+
+
+cdef inline void _affine_rows(int64_t r0, int64_t r1, int64_t C, const floating* x,
+                              const floating* a, const floating* b,
+                              floating* out) noexcept nogil:
+    cdef int64_t r, c
+    for r in range(r0, r1):
+        for c in range(C):
+            out[r * C + c] = x[r * C + c] * a[c] + b[c]
+
+
+cdef inline void _dx_rows(int64_t r0, int64_t r1, int64_t C, const floating* g,
+                          const floating* x, const floating* mu, const floating* mean_g,
+                          const floating* proj, const floating* k,
+                          floating* dx) noexcept nogil:
+    cdef int64_t r, c, i
+    for r in range(r0, r1):
+        for c in range(C):
+            i = r * C + c
+            dx[i] = (g[i] - mean_g[c] - (x[i] - mu[c]) * proj[c]) * k[c]
+
+
 
 cdef inline void _affine_plane(int64_t L, const floating* x, floating a, floating b,
                                floating* out) noexcept nogil:
@@ -228,8 +244,11 @@ cdef void bn_affine(int64_t N, int64_t C, int64_t L,
                     floating* out,                         # OUT (N, C, L)
                     int n_threads) noexcept nogil:
     """out[n, c, l] = x[n, c, l] * alpha[c] + beta[c] (normalise, scale and shift in one)."""
-    cdef int64_t p, n, c
-    if N >= n_threads or L < _MIN_PLANE:
+    cdef int64_t p, n, c, b
+    if L == 1:
+        for b in prange(_n_chunks(N), schedule="static", num_threads=n_threads):
+            _affine_rows(b * _CHUNK_ROWS, min(N, (b + 1) * _CHUNK_ROWS), C, x, alpha, beta, out)
+    elif N >= n_threads or L < _MIN_PLANE:
         for n in prange(N, schedule="static", num_threads=n_threads):
             for c in range(C):
                 _affine_plane(L, x + (n * C + c) * L, alpha[c], beta[c], out + (n * C + c) * L)
@@ -256,8 +275,12 @@ cdef void bn_backward_input(int64_t N, int64_t C, int64_t L,
                             floating* dx,                  # OUT (N, C, L)
                             int n_threads) noexcept nogil:
     """dx = (g - mean_g - (x - mean) * proj) * k, per channel constants."""
-    cdef int64_t p, n, c, off
-    if N >= n_threads or L < _MIN_PLANE:
+    cdef int64_t p, n, c, off, b
+    if L == 1:
+        for b in prange(_n_chunks(N), schedule="static", num_threads=n_threads):
+            _dx_rows(b * _CHUNK_ROWS, min(N, (b + 1) * _CHUNK_ROWS), C, grad, x, mean, mean_g,
+                     proj, k, dx)
+    elif N >= n_threads or L < _MIN_PLANE:
         for n in prange(N, schedule="static", num_threads=n_threads):
             for c in range(C):
                 off = (n * C + c) * L
@@ -331,10 +354,6 @@ cdef void bn_backward_train_by_channel(int64_t N, int64_t C, int64_t L,
 
 # ------------------------------------------------------- channels-last (M, C) kernels
 
-cdef inline int64_t _n_chunks(int64_t M) noexcept nogil:
-    return (M + _CHUNK_ROWS - 1) // _CHUNK_ROWS
-
-
 cdef inline void _chunk_sums(int64_t r0, int64_t r1, int64_t C, const floating* x,
                              const double* center, double* acc) noexcept nogil:
     # acc[c] = sum over rows r0..r1 of x[r, c] (center NULL) or of (x[r, c] - center[c])^2.
@@ -344,12 +363,11 @@ cdef inline void _chunk_sums(int64_t r0, int64_t r1, int64_t C, const floating* 
     # channel is still summed row by row, in order, from zero: the same sums as before.
     cdef double s[_BLOCK]
     cdef double m[_BLOCK]
-    cdef int64_t r, c0, q, nb, blk
+    cdef int64_t r, c0, q, nb
     cdef double d
     cdef const floating* p
-    for blk in range((C + _BLOCK - 1) // _BLOCK):
-        c0 = blk * _BLOCK
-        nb = C - c0 if C - c0 < _BLOCK else _BLOCK
+    for c0 in range(0, C, 64):                # 64 = _BLOCK (range needs a literal step)
+        nb = min(C - c0, _BLOCK)
         for q in range(nb):
             s[q] = 0
         if center == NULL:
@@ -418,12 +436,11 @@ cdef inline void _chunk_grad_sums(int64_t r0, int64_t r1, int64_t C, const float
     cdef double a[_BLOCK]
     cdef double b[_BLOCK]
     cdef double m[_BLOCK]
-    cdef int64_t r, c0, q, nb, blk
+    cdef int64_t r, c0, q, nb
     cdef const floating* pg
     cdef const floating* px
-    for blk in range((C + _BLOCK - 1) // _BLOCK):
-        c0 = blk * _BLOCK
-        nb = C - c0 if C - c0 < _BLOCK else _BLOCK
+    for c0 in range(0, C, 64):                # 64 = _BLOCK (range needs a literal step)
+        nb = min(C - c0, _BLOCK)
         for q in range(nb):
             a[q] = 0
             b[q] = 0
@@ -459,54 +476,6 @@ cdef void bn_grad_sums_rows(int64_t M, int64_t C,
         for c in range(C):
             sum_g[c] += work[k * 2 * C + c]
             dot[c] += work[k * 2 * C + C + c]
-
-
-cdef inline void _affine_rows(int64_t r0, int64_t r1, int64_t C, const floating* x,
-                              const floating* a, const floating* b,
-                              floating* out) noexcept nogil:
-    cdef int64_t r, c
-    for r in range(r0, r1):
-        for c in range(C):
-            out[r * C + c] = x[r * C + c] * a[c] + b[c]
-
-
-cdef void bn_affine_rows(int64_t M, int64_t C,
-                         const floating* x,                # IN (M, C)
-                         const floating* alpha,            # IN (C,)
-                         const floating* beta,             # IN (C,)
-                         floating* out,                    # OUT (M, C)
-                         int n_threads) noexcept nogil:
-    """out[r, c] = x[r, c] * alpha[c] + beta[c]."""
-    cdef int64_t k, K = _n_chunks(M)
-    for k in prange(K, schedule="static", num_threads=n_threads):
-        _affine_rows(k * _CHUNK_ROWS, min(M, (k + 1) * _CHUNK_ROWS), C, x, alpha, beta, out)
-
-
-cdef inline void _dx_rows(int64_t r0, int64_t r1, int64_t C, const floating* g,
-                          const floating* x, const floating* mu, const floating* mean_g,
-                          const floating* proj, const floating* k,
-                          floating* dx) noexcept nogil:
-    cdef int64_t r, c, i
-    for r in range(r0, r1):
-        for c in range(C):
-            i = r * C + c
-            dx[i] = (g[i] - mean_g[c] - (x[i] - mu[c]) * proj[c]) * k[c]
-
-
-cdef void bn_backward_input_rows(int64_t M, int64_t C,
-                                 const floating* grad,     # IN (M, C)
-                                 const floating* x,        # IN (M, C)
-                                 const floating* mean,     # IN (C,)
-                                 const floating* mean_g,   # IN (C,)
-                                 const floating* proj,     # IN (C,)
-                                 const floating* k,        # IN (C,)
-                                 floating* dx,             # OUT (M, C)
-                                 int n_threads) noexcept nogil:
-    """dx = (g - mean_g - (x - mean) * proj) * k, per channel constants."""
-    cdef int64_t b, K = _n_chunks(M)
-    for b in prange(K, schedule="static", num_threads=n_threads):
-        _dx_rows(b * _CHUNK_ROWS, min(M, (b + 1) * _CHUNK_ROWS), C, grad, x, mean, mean_g,
-                 proj, k, dx)
 
 
 # ---------------------------------------------------------------------------------
@@ -625,16 +594,12 @@ def batch_norm_affine(x, alpha, beta, n_threads=1, channels_last=False):
     C = xv.shape[1]
     a = _per_channel("alpha", alpha, C, xv.dtype)
     b = _per_channel("beta", beta, C, xv.dtype)
+    if channels_last:
+        xv = xv.reshape(xv.shape + (1,))            # (M, C) rows: (M, C, L = 1)
     out = np.empty_like(xv)
     if xv.size:
-        (_affine_r if channels_last else _affine)(xv, a, b, out, _threads(n_threads, xv.size))
+        _affine(xv, a, b, out, _threads(n_threads, xv.size))
     return out.reshape(np.shape(x))
-
-
-def _affine_r(const floating[:, ::1] x, const floating[::1] a, const floating[::1] b,
-              floating[:, ::1] out, int nt):
-    with nogil:
-        bn_affine_rows(x.shape[0], x.shape[1], &x[0, 0], &a[0], &b[0], &out[0, 0], nt)
 
 
 def _affine(const floating[:, :, ::1] x, const floating[::1] a, const floating[::1] b,
@@ -720,20 +685,12 @@ def batch_norm_backward_input(grad, x, mean, mean_g, proj, k, n_threads=1, chann
     C = xv.shape[1]
     consts = [_per_channel(name, v, C, xv.dtype) for name, v in
               (("mean", mean), ("mean_g", mean_g), ("proj", proj), ("k", k))]
+    if channels_last:                              # (M, C) rows: (M, C, L = 1)
+        xv, gv = xv.reshape(xv.shape + (1,)), gv.reshape(gv.shape + (1,))
     dx = np.empty_like(xv)
     if xv.size:
-        (_backward_input_r if channels_last else _backward_input)(gv, xv, *consts, dx,
-                                                                  _threads(n_threads, xv.size))
+        _backward_input(gv, xv, *consts, dx, _threads(n_threads, xv.size))
     return dx.reshape(np.shape(x))
-
-
-def _backward_input_r(const floating[:, ::1] g, const floating[:, ::1] x,
-                      const floating[::1] mean, const floating[::1] mean_g,
-                      const floating[::1] proj, const floating[::1] k,
-                      floating[:, ::1] dx, int nt):
-    with nogil:
-        bn_backward_input_rows(x.shape[0], x.shape[1], &g[0, 0], &x[0, 0], &mean[0], &mean_g[0],
-                               &proj[0], &k[0], &dx[0, 0], nt)
 
 
 def _backward_input(const floating[:, :, ::1] g, const floating[:, :, ::1] x,

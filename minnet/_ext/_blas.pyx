@@ -56,29 +56,23 @@ cdef void gemm_split(bint trans_a, bint trans_b, int m, int n, int k,
         gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
         return
     size = (dim + n_blocks - 1) // n_blocks
-    if m >= n:
-        # Row blocks of C: rows of op(A), all of op(B).
-        for block in prange(n_blocks, nogil=True, schedule="static", num_threads=n_threads):
-            start = block * size
-            stop = start + size
-            if stop > m:
-                stop = m
-            if start < stop:
-                gemm(trans_a, trans_b, stop - start, n, k, alpha,
-                     a + (start if trans_a else <long> start * lda), lda,
-                     b, ldb, beta, c + <long> start * ldc, ldc)
-    else:
-        # Column blocks of C: all of op(A), columns of op(B).  (Alike by shape, duplicates:
-        # the row-block loop above, with m and n, A and B in each other's places.)
-        for block in prange(n_blocks, nogil=True, schedule="static", num_threads=n_threads):
-            start = block * size
-            stop = start + size
-            if stop > n:
-                stop = n
-            if start < stop:
-                gemm(trans_a, trans_b, m, stop - start, k, alpha, a, lda,
-                     b + (<long> start * ldb if trans_b else start), ldb,
-                     beta, c + start, ldc)
+    for block in prange(n_blocks, nogil=True, schedule="static", num_threads=n_threads):
+        start = block * size
+        stop = start + size
+        if stop > dim:
+            stop = dim
+        if start >= stop:
+            pass
+        elif m >= n:
+            # Row blocks of C: rows of op(A), all of op(B).
+            gemm(trans_a, trans_b, stop - start, n, k, alpha,
+                 a + (start if trans_a else <long> start * lda), lda,
+                 b, ldb, beta, c + <long> start * ldc, ldc)
+        else:
+            # Column blocks of C: all of op(A), columns of op(B).
+            gemm(trans_a, trans_b, m, stop - start, k, alpha, a, lda,
+                 b + (<long> start * ldb if trans_b else start), ldb,
+                 beta, c + start, ldc)
 
 
 cdef void gemm_parallel(bint trans_a, bint trans_b, int m, int n, int k,

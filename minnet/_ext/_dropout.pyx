@@ -72,20 +72,6 @@ cdef inline void _dropout_block(int64_t lo, int64_t hi, const floating* x, uint6
         out[i] = x[i] * (scale * keep)
 
 
-cdef void dropout_fwd(int64_t n, const floating* x,                 # IN (n,)
-                      uint64_t seed, uint64_t offset, uint64_t threshold,
-                      floating scale,
-                      floating* out,                                 # OUT (n,)
-                      uint8_t* mask,                                 # OUT (n,)
-                      int n_threads) noexcept nogil:
-    """One fused pass: draw mask[i], out[i] = x[i] * scale if kept else 0."""
-    cdef int64_t blk
-    cdef uint64_t base = _mix64(seed)
-    for blk in prange(n_blocks(n), schedule="static", num_threads=_team(n, n_threads)):
-        _dropout_block(blk * BLOCK, min(n, (blk + 1) * BLOCK), x, base, offset, threshold,
-                       scale, out, mask)
-
-
 cdef inline void _alpha_block(int64_t lo, int64_t hi, const floating* x, uint64_t base,
                               uint64_t offset, uint64_t threshold, floating a, floating b,
                               floating dropped, floating* out, uint8_t* mask) noexcept nogil:
@@ -98,21 +84,25 @@ cdef inline void _alpha_block(int64_t lo, int64_t hi, const floating* x, uint64_
         out[i] = x[i] * (a * keep) + (b if keep else dropped)
 
 
-# Alike (duplicates): dropout_fwd and alpha_dropout_fwd draw the same mask per block; a
-# dropped element is 0 in one and `dropped` in the other, and dropout's `x * scale` must
-# not become `x * scale + 0` (that would turn -0.0 into +0.0).
-cdef void alpha_dropout_fwd(int64_t n, const floating* x,           # IN (n,)
-                            uint64_t seed, uint64_t offset, uint64_t threshold,
-                            floating a, floating b, floating dropped,
-                            floating* out,                           # OUT (n,)
-                            uint8_t* mask,                           # OUT (n,)
-                            int n_threads) noexcept nogil:
-    """out[i] = a * x[i] + b if kept else a * alpha' + b (= ``dropped``)."""
+cdef void dropout_fwd(int64_t n, const floating* x,                 # IN (n,)
+                      uint64_t seed, uint64_t offset, uint64_t threshold,
+                      bint alpha, floating a, floating b, floating dropped,
+                      floating* out,                                 # OUT (n,)
+                      uint8_t* mask,                                 # OUT (n,)
+                      int n_threads) noexcept nogil:
+    """One fused pass: draw mask[i]; dropout (``alpha`` false): out[i] = x[i] * a if kept
+    else 0; alpha dropout: out[i] = a * x[i] + b if kept else a * alpha' + b (= ``dropped``).
+    Two block loops: dropout's ``x * a`` must not become ``x * a + 0`` (that would turn
+    -0.0 into +0.0)."""
     cdef int64_t blk
     cdef uint64_t base = _mix64(seed)
     for blk in prange(n_blocks(n), schedule="static", num_threads=_team(n, n_threads)):
-        _alpha_block(blk * BLOCK, min(n, (blk + 1) * BLOCK), x, base, offset, threshold,
-                     a, b, dropped, out, mask)
+        if alpha:
+            _alpha_block(blk * BLOCK, min(n, (blk + 1) * BLOCK), x, base, offset, threshold,
+                         a, b, dropped, out, mask)
+        else:
+            _dropout_block(blk * BLOCK, min(n, (blk + 1) * BLOCK), x, base, offset, threshold,
+                           a, out, mask)
 
 
 cdef inline void _masked_block(int64_t lo, int64_t hi, const floating* grad,
@@ -141,20 +131,6 @@ cdef inline void _plane_scale(int64_t size, const floating* x, floating s,
         out[j] = x[j] * s
 
 
-cdef void channel_scale_kernel(int64_t n_planes, int64_t plane_size,
-                               const floating* x,                 # IN (n_planes, plane_size)
-                               const uint8_t* mask,               # IN (n_planes,)
-                               floating scale,
-                               floating* out,                     # OUT (n_planes, plane_size)
-                               int n_threads) noexcept nogil:
-    """out[p, :] = x[p, :] * scale if mask[p] else 0 (spatial dropout, fwd and bwd)."""
-    cdef int64_t p
-    for p in prange(n_planes, schedule="static",
-                   num_threads=_team(n_planes * plane_size, n_threads)):
-        _plane_scale(plane_size, x + p * plane_size, scale if mask[p] else 0,
-                     out + p * plane_size)
-
-
 cdef inline void _rows_scale(int64_t L, int64_t C, const floating* x, const uint8_t* mask,
                              floating scale, floating* out) noexcept nogil:
     cdef int64_t l, c
@@ -163,16 +139,20 @@ cdef inline void _rows_scale(int64_t L, int64_t C, const floating* x, const uint
             out[l * C + c] = x[l * C + c] * (scale if mask[c] else 0)
 
 
-cdef void channel_scale_last_kernel(int64_t N, int64_t L, int64_t C,
-                                    const floating* x,            # IN (N, L, C)
-                                    const uint8_t* mask,          # IN (N, C)
-                                    floating scale,
-                                    floating* out,                # OUT (N, L, C)
-                                    int n_threads) noexcept nogil:
-    """out[n, l, c] = x[n, l, c] * scale if mask[n, c] else 0 (NHWC spatial dropout)."""
+cdef void channel_scale_kernel(int64_t N, int64_t L, int64_t C,
+                               const floating* x,                 # IN (N, L, C)
+                               const uint8_t* mask,               # IN (N, C)
+                               floating scale,
+                               floating* out,                     # OUT (N, L, C)
+                               int n_threads) noexcept nogil:
+    """out[n, l, c] = x[n, l, c] * scale if mask[n, c] else 0 (spatial dropout, fwd and
+    bwd).  NHWC is (N, H*W, C); NCHW is (N*C, H*W, 1), its planes, with one multiplier each."""
     cdef int64_t n
     for n in prange(N, schedule="static", num_threads=_team(N * L * C, n_threads)):
-        _rows_scale(L, C, x + n * L * C, mask + n * C, scale, out + n * L * C)
+        if C == 1:
+            _plane_scale(L, x + n * L, scale if mask[n] else 0, out + n * L)
+        else:
+            _rows_scale(L, C, x + n * L * C, mask + n * C, scale, out + n * L * C)
 
 
 # ---------------------------------------------------------------------------------
@@ -237,25 +217,35 @@ def dropout_forward(x, rate, seed, offset, n_threads=1):
     Shape:
         x: (*), out: (*), mask: (*)
     """
+    return _masked_forward(x, rate, seed, offset, n_threads, False)
+
+
+def _masked_forward(x, rate, seed, offset, n_threads, bint alpha):
+    """Check ``x`` and ``rate``, then one pass of dropout_fwd; returns ``(out, mask)``."""
     check_strided(x, "x")
     x = np.ascontiguousarray(x)
     cdef uint64_t threshold = _threshold(rate)
     cdef uint64_t s = int(seed) & 0xFFFFFFFFFFFFFFFF, o = int(offset) & 0xFFFFFFFFFFFFFFFF
     cdef int nt = max(1, int(n_threads))
+    if alpha:
+        a, b, dropped = alpha_dropout_coefficients(rate)
+    else:
+        # 1/(1-p) in double, rounded once to the input dtype (as PyTorch's scalar multiply).
+        a, b, dropped = 1.0 / (1.0 - float(rate)), 0, 0
     out = np.empty_like(x)
     mask = np.empty(x.shape, dtype=np.uint8)
-    # 1/(1-p) in double, rounded once to the input dtype (as PyTorch's scalar multiply).
-    scale = 1.0 / (1.0 - float(rate))
     if x.size:
         _dropout_fwd(x.reshape(-1), out.reshape(-1), mask.reshape(-1), s, o,
-                            threshold, scale, nt)
+                     threshold, alpha, a, b, dropped, nt)
     return out, mask
 
 
 def _dropout_fwd(const floating[::1] x, floating[::1] out, uint8_t[::1] mask,
-                 uint64_t s, uint64_t o, uint64_t threshold, double scale, int nt):
+                 uint64_t s, uint64_t o, uint64_t threshold, bint alpha, double a, double b,
+                 double dropped, int nt):
     with nogil:
-        dropout_fwd(x.shape[0], &x[0], s, o, threshold, <floating> scale, &out[0], &mask[0], nt)
+        dropout_fwd(x.shape[0], &x[0], s, o, threshold, alpha, <floating> a, <floating> b,
+                    <floating> dropped, &out[0], &mask[0], nt)
 
 
 # PyTorch's alpha dropout constant: -alpha' = SELU's scale * alpha.
@@ -288,26 +278,7 @@ def alpha_dropout_forward(x, rate, seed, offset, n_threads=1):
     Shape:
         x: (*), out: (*), mask: (*)
     """
-    check_strided(x, "x")
-    x = np.ascontiguousarray(x)
-    cdef uint64_t threshold = _threshold(rate)
-    cdef uint64_t s = int(seed) & 0xFFFFFFFFFFFFFFFF, o = int(offset) & 0xFFFFFFFFFFFFFFFF
-    cdef int nt = max(1, int(n_threads))
-    a, b, dropped = alpha_dropout_coefficients(rate)
-    out = np.empty_like(x)
-    mask = np.empty(x.shape, dtype=np.uint8)
-    if x.size:
-        _alpha_fwd(x.reshape(-1), out.reshape(-1), mask.reshape(-1), s, o,
-                          threshold, a, b, dropped, nt)
-    return out, mask
-
-
-def _alpha_fwd(const floating[::1] x, floating[::1] out, uint8_t[::1] mask,
-               uint64_t s, uint64_t o, uint64_t threshold, double a, double b,
-               double dropped, int nt):
-    with nogil:
-        alpha_dropout_fwd(x.shape[0], &x[0], s, o, threshold, <floating> a, <floating> b,
-                          <floating> dropped, &out[0], &mask[0], nt)
+    return _masked_forward(x, rate, seed, offset, n_threads, True)
 
 
 def masked_scale_backward(grad, mask, scale, n_threads=1):
@@ -368,34 +339,20 @@ def channel_scale(x, mask, scale, n_threads=1, channels_last=False):
     if channels_last:
         N, C = x.shape[0], x.shape[x.ndim - 1]     # no negative index: wraparound is off
         _check_mask(mask, N * C)
-        mask = np.ascontiguousarray(mask).reshape(-1)
-        out = np.empty_like(x)
-        if x.size:
-            L = x.size // (N * C)
-            _channel_scale_last(x.reshape(N, L, C), mask, out.reshape(N, L, C),
-                                       scale, max(1, int(n_threads)))
-        return out
-    n_planes = x.shape[0] * x.shape[1]
-    _check_mask(mask, n_planes)
-    mask = np.ascontiguousarray(mask)
-    cdef int nt = max(1, int(n_threads))
+    else:
+        N, C = x.shape[0] * x.shape[1], 1             # the planes
+        _check_mask(mask, N)
+    mask = np.ascontiguousarray(mask).reshape(-1)
     out = np.empty_like(x)
     if x.size:
-        plane = x.size // n_planes
-        _channel_scale(x.reshape(n_planes, plane), mask.reshape(-1),
-                              out.reshape(n_planes, plane), scale, nt)
+        L = x.size // (N * C)
+        _channel_scale(x.reshape(N, L, C), mask, out.reshape(N, L, C), scale,
+                       max(1, int(n_threads)))
     return out
 
 
-def _channel_scale(const floating[:, ::1] x, const uint8_t[::1] mask, floating[:, ::1] out,
-                   double scale, int nt):
+def _channel_scale(const floating[:, :, ::1] x, const uint8_t[::1] mask,
+                   floating[:, :, ::1] out, double scale, int nt):
     with nogil:
-        channel_scale_kernel(x.shape[0], x.shape[1], &x[0, 0], &mask[0], <floating> scale,
-                      &out[0, 0], nt)
-
-
-def _channel_scale_last(const floating[:, :, ::1] x, const uint8_t[::1] mask,
-                        floating[:, :, ::1] out, double scale, int nt):
-    with nogil:
-        channel_scale_last_kernel(x.shape[0], x.shape[1], x.shape[2], &x[0, 0, 0], &mask[0],
-                                  <floating> scale, &out[0, 0, 0], nt)
+        channel_scale_kernel(x.shape[0], x.shape[1], x.shape[2], &x[0, 0, 0], &mask[0],
+                             <floating> scale, &out[0, 0, 0], nt)

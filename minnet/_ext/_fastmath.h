@@ -191,6 +191,8 @@ static double minnet_exp_sum_f(const float *x, float m, float *y, Py_ssize_t n) 
     return total;
 }
 
+/* Alike by shape (duplicates): minnet_exp_sum_f and minnet_dot_f are both lane-parallel
+ * double sums (the lane count and the term differ; each keeps its own fixed order). */
 /* sum_j a[j] * b[j] in double (b NULL: sum_j a[j]). */
 MINNET_FAST_CLONES
 static double minnet_dot_f(const float *a, const float *b, Py_ssize_t n) {

@@ -73,22 +73,6 @@ cdef inline void _ce_row(const floating* x, int64_t label, Py_ssize_t cols, doub
     lse[0] = row_lse
 
 
-cdef Py_ssize_t cross_entropy_kernel(const floating[:, ::1] logits,   # IN  (N, C)
-                                     const int64_t[::1] labels,       # IN  (N,), in [0, C)
-                                     double eps,                      # label smoothing
-                                     floating[::1] loss,              # OUT (N,) per-row loss
-                                     double[::1] lse,                 # OUT (N,) log-sum-exp
-                                     int n_threads) noexcept nogil:
-    """Returns the number of rows whose label is out of range (those rows are skipped)."""
-    cdef Py_ssize_t i, bad = 0, rows = logits.shape[0], cols = logits.shape[1]
-    for i in prange(rows, num_threads=_team(rows * cols, n_threads), schedule="static"):
-        if labels[i] < 0 or labels[i] >= cols:
-            bad += 1
-        else:
-            _ce_row(&logits[i, 0], labels[i], cols, eps, &loss[i], &lse[i])
-    return bad
-
-
 cdef inline void _ce_backward_row(const floating* x, int64_t label, double lse,
                                   floating g, Py_ssize_t cols, double eps,
                                   floating* dx) noexcept nogil:
@@ -102,22 +86,26 @@ cdef inline void _ce_backward_row(const floating* x, int64_t label, double lse,
     dx[label] = dx[label] - <floating> (1 - eps) * g
 
 
-# Alike (duplicates): the backward walks the rows as the forward does, skipping the same
-# out-of-range labels and counting them.
-cdef Py_ssize_t cross_entropy_backward_kernel(const floating[:, ::1] logits,   # IN  (N, C)
-                                              const int64_t[::1] labels,       # IN  (N,)
-                                              const double[::1] lse,           # IN  (N,) saved
-                                              const floating[::1] grad,        # IN  (N,) dL/dloss_i
-                                              double eps,
-                                              floating[:, ::1] dx,             # OUT (N, C)
-                                              int n_threads) noexcept nogil:
+# One walk over the rows for both directions: an out-of-range label skips its row and is
+# counted (the wrappers raise); dx NULL is the forward (loss, lse of each row), else the
+# backward (dx of each row from the saved lse and grad).
+cdef Py_ssize_t cross_entropy_kernel(const floating[:, ::1] logits,   # IN  (N, C)
+                                     const int64_t[::1] labels,       # IN  (N,), in [0, C)
+                                     double eps,                      # label smoothing
+                                     floating* loss,                  # OUT (N,) forward
+                                     double* lse,                     # OUT (N,) fwd, IN bwd
+                                     const floating* grad,            # IN  (N,) dL/dloss_i, bwd
+                                     floating* dx,                    # OUT (N, C) bwd, or NULL
+                                     int n_threads) noexcept nogil:
     """Returns the number of rows whose label is out of range (those rows are skipped)."""
     cdef Py_ssize_t i, bad = 0, rows = logits.shape[0], cols = logits.shape[1]
     for i in prange(rows, num_threads=_team(rows * cols, n_threads), schedule="static"):
         if labels[i] < 0 or labels[i] >= cols:
             bad += 1
+        elif dx == NULL:
+            _ce_row(&logits[i, 0], labels[i], cols, eps, &loss[i], &lse[i])
         else:
-            _ce_backward_row(&logits[i, 0], labels[i], lse[i], grad[i], cols, eps, &dx[i, 0])
+            _ce_backward_row(&logits[i, 0], labels[i], lse[i], grad[i], cols, eps, dx + i * cols)
     return bad
 
 
@@ -229,8 +217,10 @@ cdef void squared_error_backward_kernel(const floating[::1] p,    # IN  (n,)
 def _cross_entropy(const floating[:, ::1] logits, const int64_t[::1] labels, double eps,
                    floating[::1] loss, double[::1] lse, int n_threads):
     cdef Py_ssize_t bad
+    if loss.shape[0] == 0:
+        return 0
     with nogil:
-        bad = cross_entropy_kernel(logits, labels, eps, loss, lse, n_threads)
+        bad = cross_entropy_kernel(logits, labels, eps, &loss[0], &lse[0], NULL, NULL, n_threads)
     return bad
 
 
@@ -238,8 +228,11 @@ def _cross_entropy_backward(const floating[:, ::1] logits, const int64_t[::1] la
                             const double[::1] lse, const floating[::1] grad, double eps,
                             floating[:, ::1] dx, int n_threads):
     cdef Py_ssize_t bad
+    if dx.shape[0] == 0:
+        return 0
     with nogil:
-        bad = cross_entropy_backward_kernel(logits, labels, lse, grad, eps, dx, n_threads)
+        bad = cross_entropy_kernel(logits, labels, eps, NULL, <double*> &lse[0], &grad[0],
+                                   &dx[0, 0], n_threads)
     return bad
 
 

@@ -65,6 +65,14 @@ cdef inline void _fill_block(const unsigned char* c, const floating* a, floating
         out[i] = value if c[i] else va
 
 
+cdef inline void _select_block(const unsigned char* c, const floating* a, const floating* b,
+                               floating value, floating* out, Py_ssize_t n) noexcept nogil:
+    if b == NULL:
+        _fill_block(c, a, value, out, n)
+    else:
+        _where_block(c, a, b, out, n)
+
+
 cdef inline void _split_block(const unsigned char* c, const floating* g, floating* ga,
                               floating* gb, Py_ssize_t n) noexcept nogil:
     # ga = where(c, g, 0), gb = where(c, 0, g); either may be NULL (not needed)
@@ -85,34 +93,21 @@ cdef inline void _split_block(const unsigned char* c, const floating* g, floatin
             gb[i] = 0 if c[i] else v
 
 
-cdef void where_kernel(const unsigned char* c,   # IN  condition bytes (n,)
-                       const floating* a,        # IN  (n,)
-                       const floating* b,        # IN  (n,)
-                       floating* out,            # OUT (n,); may be a or b
-                       Py_ssize_t n, int n_threads) noexcept nogil:
+cdef void select_kernel(const unsigned char* c,  # IN  condition bytes (n,)
+                        const floating* a,       # IN  (n,)
+                        const floating* b,       # IN  (n,), or NULL: masked_fill
+                        floating value,          # masked_fill's value (b NULL)
+                        floating* out,           # OUT (n,); may be a or b
+                        Py_ssize_t n, int n_threads) noexcept nogil:
+    """where: out = a where c else b; masked_fill (b NULL): out = value where c else a."""
     cdef Py_ssize_t blk, start
     if _team(n, n_threads) == 1:
-        _where_block(c, a, b, out, n)
+        _select_block(c, a, b, value, out, n)
         return
     for blk in prange(n_blocks(n), num_threads=n_threads, schedule="dynamic"):
         start = blk * BLOCK
-        _where_block(c + start, a + start, b + start, out + start, block_len(n, start))
-
-
-# Alike by shape (duplicates): where_kernel and fill_kernel hand blocks to the threads the
-# same way; their block functions differ (two sources, or a source and a value).
-cdef void fill_kernel(const unsigned char* c,    # IN  mask bytes (n,)
-                      const floating* a,         # IN  (n,)
-                      floating value,
-                      floating* out,             # OUT (n,); may be a
-                      Py_ssize_t n, int n_threads) noexcept nogil:
-    cdef Py_ssize_t blk, start
-    if _team(n, n_threads) == 1:
-        _fill_block(c, a, value, out, n)
-        return
-    for blk in prange(n_blocks(n), num_threads=n_threads, schedule="dynamic"):
-        start = blk * BLOCK
-        _fill_block(c + start, a + start, value, out + start, block_len(n, start))
+        _select_block(c + start, a + start, b if b == NULL else b + start, value,
+                      out + start, block_len(n, start))
 
 
 cdef void where_backward_kernel(const unsigned char* c,  # IN  condition bytes (n,)
@@ -172,18 +167,25 @@ def where(condition, a, b, out=None, n_threads=1):
     check_array(b, "b", a.dtype, a.shape)
     _condition(condition, "condition", a.shape)
     out = output_like(out, a)
-    cdef int threads = check_threads(n_threads)
+    return _select(condition, a, b, 0, out, check_threads(n_threads))
+
+
+cdef object _select(c, a, b, double value, out, int threads):
+    """select_kernel on the checked arrays (``b`` None: masked_fill with ``value``)."""
     cdef Py_ssize_t n = size_of(a)
-    cdef const unsigned char* pc = <const unsigned char*> data_ptr(condition)
+    cdef const unsigned char* pc = <const unsigned char*> data_ptr(c)
     cdef void* pa = data_ptr(a)
-    cdef void* pb = data_ptr(b)
+    cdef void* pb = NULL if b is None else data_ptr(b)
     cdef void* po = data_ptr(out)
+    cdef float value_f = <float> value
     cdef bint f32 = is_f32(a)
     with nogil:
         if f32:
-            where_kernel(pc, <const float*> pa, <const float*> pb, <float*> po, n, threads)
+            select_kernel(pc, <const float*> pa, <const float*> pb, value_f, <float*> po, n,
+                          threads)
         else:
-            where_kernel(pc, <const double*> pa, <const double*> pb, <double*> po, n, threads)
+            select_kernel(pc, <const double*> pa, <const double*> pb, value, <double*> po, n,
+                          threads)
     return out
 
 
@@ -197,19 +199,7 @@ def masked_fill(a, mask, value, out=None, n_threads=1):
     _condition(mask, "mask", a.shape)
     out = output_like(out, a)
     cdef int threads = check_threads(n_threads)
-    cdef Py_ssize_t n = size_of(a)
-    cdef const unsigned char* pc = <const unsigned char*> data_ptr(mask)
-    cdef void* pa = data_ptr(a)
-    cdef void* po = data_ptr(out)
-    cdef float value_f = <float> float(value)
-    cdef double value_d = float(value)
-    cdef bint f32 = is_f32(a)
-    with nogil:
-        if f32:
-            fill_kernel(pc, <const float*> pa, value_f, <float*> po, n, threads)
-        else:
-            fill_kernel(pc, <const double*> pa, value_d, <double*> po, n, threads)
-    return out
+    return _select(mask, a, None, float(value), out, threads)
 
 
 def where_backward(condition, grad, need_a=True, need_b=True, n_threads=1):
@@ -288,6 +278,8 @@ cdef void concat_kernel(const intptr_t* src,      # IN  start of each input (n_i
         _copy_chunk(task, per_row, src, row_bytes, offset, first, out, out_row, n_inputs)
 
 
+# Alike by shape (duplicates): concat's checks of each input and _condition's of a mask
+# raise the same kinds of error for different expectations (dtype of arrays[0], bool).
 def concat(arrays, axis, out, n_threads=1):
     """Copy ``arrays`` into ``out``, their concatenation along ``axis``.
 
