@@ -748,6 +748,9 @@ class Layer(SymbolicLayer, PyTorchDeviceMethods):
     # (Dense, Dropout, Activation, ...); Layer.__call__ then attaches it to the output.
     supports_masking = False
     input_spec = None           # a custom layer's Keras InputSpec (layers/input_spec.py)
+    # What data-parallel fit asks every layer: sum its batch statistics over the ranks
+    # (BatchNormalization(synchronized=True)).
+    synchronized = False
 
     def register_forward_pre_hook(self, hook):
         """Call ``hook(layer, (x,))`` before each forward; it may return a replacement input.
