@@ -79,7 +79,7 @@ def _indexable(value):
 
 def is_dataset(value):
     """A data source other than arrays: a PyDataset, a generator or an iterable of batches."""
-    if isinstance(value, (str, bytes)) or is_array_data(value):
+    if isinstance(value, (dict, str, bytes)) or is_array_data(value):
         return False
     return _indexable(value) or isinstance(value, collections.abc.Iterable)
 

@@ -145,7 +145,9 @@ class Trainer:
 
     The model provides ``__call__``, ``parameters()``, ``train()``/``eval()``,
     ``output_names`` and ``structured_inputs``/``structured_outputs`` (whether a list
-    ``x``/``y`` means several inputs/outputs).
+    ``x``/``y`` means several inputs/outputs). What the loop asks of the optimizer, the
+    losses, the metrics, the layers and the data adapter is a protocol with defaults on
+    their base classes (docs/internals.md), asked without probing.
     """
 
     def _init_trainer(self):
