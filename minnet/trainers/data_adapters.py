@@ -16,6 +16,10 @@ without targets), for other sources the batch as the source yields it
   is refused with a message saying what to pass instead. Each batch is ``x``, ``(x,)``,
   ``(x, y)`` or ``(x, y, sample_weight)``; anything with a ``.numpy()`` method (a torch
   tensor) is converted (duck-typed: minnet never imports torch for it).
+
+This module is the boundary where a foreign source is recognised (``is_dataset``,
+``dataset_adapter``) and wrapped: past it, the epoch iterator and the distributed step ask
+only the ``DataAdapter`` protocol (docs/internals.md), never the source itself.
 """
 import collections
 import collections.abc
