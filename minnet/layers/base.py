@@ -748,6 +748,9 @@ class Layer(SymbolicLayer, PyTorchDeviceMethods):
     # (Dense, Dropout, Activation, ...); Layer.__call__ then attaches it to the output.
     supports_masking = False
     input_spec = None           # a custom layer's Keras InputSpec (layers/input_spec.py)
+    # What data-parallel fit asks every layer: sum its batch statistics over the ranks
+    # (BatchNormalization(synchronized=True)).
+    synchronized = False
 
     def register_forward_pre_hook(self, hook):
         """Call ``hook(layer, (x,))`` before each forward; it may return a replacement input.
@@ -813,6 +816,21 @@ class Layer(SymbolicLayer, PyTorchDeviceMethods):
         return cls(**config)
 
     # ------------------------------------------------------------------ helpers for subclasses
+    def _check_call_input(self, x):
+        """The layer's own contract on the input of a call, with its Keras-style message
+        (rank, channel count, the kernel fitting). A layer over a functional op runs it only
+        when the op refused the input (``_refused``): the op validates once, at the public
+        boundary, and the layer's message explains the refusal in the layer's terms."""
+
+    def _refused(self, error, x):
+        """The functional op refused ``x`` with ``error``: raise the layer's message when
+        ``_check_call_input`` explains the refusal (chained to the op's), else ``error``."""
+        try:
+            self._check_call_input(x)
+        except ValueError as layer_error:
+            raise layer_error from error
+        raise error
+
     def _check_input(self, x, ndim=None, axis=None, size=None, min_ndim=None):
         """Raise a ValueError naming the layer when ``x`` has the wrong rank or size on ``axis``."""
         shape = tuple(x.shape)

@@ -219,19 +219,26 @@ class Conv2D(Layer):
         return ops.conv(inputs, kernel, strides=self.strides, padding=self.padding,
                         data_format=self.data_format, dilation_rate=self.dilation_rate)
 
-    def call(self, x, training=False):
-        axis = 3 if self._channels_last else 1
-        self._check_input(x, ndim=4, axis=axis, size=self.in_channels)
+    def _check_call_input(self, x):
+        self._check_input(x, ndim=4, axis=3 if self._channels_last else 1, size=self.in_channels)
         self._check_shape(tuple(x.shape))
+
+    def call(self, x, training=False):
+        if x.ndim != 4:             # F.conv2d also takes one image without the batch axis
+            self._check_input(x, ndim=4)
         if type(self).convolution_op is not Conv2D.convolution_op:
+            self._check_call_input(x)           # a user's op: no boundary of ours below
             return self._overridden_convolution(x, self.kernel.permute(2, 3, 1, 0))
         padding = self.padding
         if padding == "same" and self.strides != (1, 1):
             _, _, spatial = self._split(tuple(x.shape))
             padding = same_padding(spatial, self.kernel_size, self.strides, self.dilation_rate)
-        y = F.conv2d(x, self.kernel, self.bias, stride=self.strides, padding=padding,
-                     dilation=self.dilation_rate, groups=self.groups,
-                     data_format=self.data_format)
+        try:                        # F.conv2d validates; the layer explains a refusal
+            y = F.conv2d(x, self.kernel, self.bias, stride=self.strides, padding=padding,
+                         dilation=self.dilation_rate, groups=self.groups,
+                         data_format=self.data_format)
+        except ValueError as error:
+            self._refused(error, x)
         return self.activation(y)
 
     def _overridden_convolution(self, x, keras_kernel):

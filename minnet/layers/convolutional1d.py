@@ -131,29 +131,35 @@ class Conv1D(Layer):
         super().build(input_shape)
 
     def call(self, x, training=False):
-        axis = 2 if self._channels_last else 1
-        if x.ndim != 3 or x.shape[axis] != self.in_channels:
-            self._check_input(x, ndim=3, axis=axis, size=self.in_channels)
+        if x.ndim != 3:
+            self._check_input(x, ndim=3)
         left, right = self._steps_padding(x)
         weight = self.kernel.reshape(self.filters, self.in_channels // self.groups, 1,
                                      self.kernel_size)
-        y = F.conv2d(to_ncl(x, self._channels_last), weight, self.bias,
-                     stride=(1, self.strides), padding=((0, 0), (left, right)),
-                     dilation=(1, self.dilation_rate), groups=self.groups)
+        try:                        # F.conv2d validates; the layer explains a refusal
+            y = F.conv2d(to_ncl(x, self._channels_last), weight, self.bias,
+                         stride=(1, self.strides), padding=((0, 0), (left, right)),
+                         dilation=(1, self.dilation_rate), groups=self.groups)
+        except ValueError as error:
+            self._refused(error, x)
         return self.activation(from_ncl(y, self._channels_last))
 
     def _steps_padding(self, x):
-        """(left, right) zeros on the step axis of ``x``, or a ValueError naming the layer when
-        the (dilated) kernel spans more steps than the padded input has."""
+        """(left, right) zeros on the step axis of ``x``."""
+        return conv1d_padding(self.padding, x.shape[1 if self._channels_last else 2],
+                              self.kernel_size, self.strides, self.dilation_rate)
+
+    def _check_call_input(self, x):
+        """The channels, then whether the (dilated) kernel spans more steps than the padded
+        input has, in the layer's words."""
+        self._check_input(x, ndim=3, axis=2 if self._channels_last else 1, size=self.in_channels)
         length = x.shape[1 if self._channels_last else 2]
-        left, right = conv1d_padding(self.padding, length, self.kernel_size, self.strides,
-                                    self.dilation_rate)
+        left, right = self._steps_padding(x)
         if length + left + right < self.dilation_rate * (self.kernel_size - 1) + 1:
             raise ValueError(f"Layer '{self.name}': the input has {length} steps, fewer than the "
                              f"kernel spans ({self.dilation_rate * (self.kernel_size - 1) + 1}) "
                              f"with padding={self.padding!r}. Received input shape "
                              f"{tuple(x.shape)}")
-        return left, right
 
     def compute_output_shape(self, input_shape):
         n, a, b = tuple(input_shape)

@@ -82,15 +82,17 @@ class SeparableConv1D(Conv1D):
         self._build_input_shape = input_shape
 
     def call(self, x, training=False):
-        axis = 2 if self._channels_last else 1
-        if x.ndim != 3 or x.shape[axis] != self.in_channels:
-            self._check_input(x, ndim=3, axis=axis, size=self.in_channels)
+        if x.ndim != 3:
+            self._check_input(x, ndim=3)
         left, right = self._steps_padding(x)
         middle = self.in_channels * self.depth_multiplier
-        h = F.conv2d(to_ncl(x, self._channels_last),
-                     self.depthwise_kernel.reshape(middle, 1, 1, self.kernel_size), None,
-                     stride=(1, self.strides), padding=((0, 0), (left, right)),
-                     dilation=(1, self.dilation_rate), groups=self.in_channels)
+        try:                        # F.conv2d validates; the layer explains a refusal
+            h = F.conv2d(to_ncl(x, self._channels_last),
+                         self.depthwise_kernel.reshape(middle, 1, 1, self.kernel_size), None,
+                         stride=(1, self.strides), padding=((0, 0), (left, right)),
+                         dilation=(1, self.dilation_rate), groups=self.in_channels)
+        except ValueError as error:
+            self._refused(error, x)
         y = F.conv2d(h, self.pointwise_kernel.reshape(self.filters, middle, 1, 1), self.bias)
         return self.activation(from_ncl(y, self._channels_last))
 

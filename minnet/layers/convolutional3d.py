@@ -111,15 +111,23 @@ class Conv3D(Layer):
             self.bias = self.add_weight("bias", (self.filters,), initializer=self.bias_initializer)
         super().build(input_shape)
 
-    def call(self, x, training=False):
+    def _check_call_input(self, x):
         self._check_input(x, ndim=5, axis=4 if self._channels_last else 1, size=self.in_channels)
+        self._out_sizes(self._split(tuple(x.shape))[2])
+
+    def call(self, x, training=False):
+        if x.ndim != 5:             # F.conv3d also takes one volume without the batch axis
+            self._check_input(x, ndim=5)
         _, _, spatial = self._split(tuple(x.shape))
-        self._out_sizes(spatial)
         padding = self.padding
         if padding == "same":            # Keras's pads (the odd plane at the end), any stride
             padding = same_padding(spatial, self.kernel_size, self.strides, self.dilation_rate)
-        y = F.conv3d(x, self.kernel, self.bias, stride=self.strides, padding=padding,
-                     dilation=self.dilation_rate, groups=self.groups, data_format=self.data_format)
+        try:                        # F.conv3d validates; the layer explains a refusal
+            y = F.conv3d(x, self.kernel, self.bias, stride=self.strides, padding=padding,
+                         dilation=self.dilation_rate, groups=self.groups,
+                         data_format=self.data_format)
+        except ValueError as error:
+            self._refused(error, x)
         return self.activation(y)
 
     def compute_output_shape(self, input_shape):
@@ -182,13 +190,17 @@ class Conv3DTranspose(Conv3D):
         self._build_input_shape = tuple(input_shape)
 
     def call(self, x, training=False):
-        self._check_input(x, ndim=5, axis=4 if self._channels_last else 1, size=self.in_channels)
+        if x.ndim != 5:
+            self._check_input(x, ndim=5)
         _, _, spatial = self._split(tuple(x.shape))
         geometry = self._geometry(spatial)
-        y = F.conv_transpose3d(x, self.kernel, self.bias, stride=self.strides,
-                               padding=tuple((top, bottom) for _, top, bottom, _ in geometry),
-                               output_padding=tuple(extra for *_, extra in geometry),
-                               dilation=self.dilation_rate, data_format=self.data_format)
+        try:
+            y = F.conv_transpose3d(x, self.kernel, self.bias, stride=self.strides,
+                                   padding=tuple((top, bottom) for _, top, bottom, _ in geometry),
+                                   output_padding=tuple(extra for *_, extra in geometry),
+                                   dilation=self.dilation_rate, data_format=self.data_format)
+        except ValueError as error:
+            self._refused(error, x)
         return self.activation(y)
 
     def get_config(self):

@@ -116,16 +116,18 @@ class SeparableConv2D(Conv2D):
         self._build_input_shape = tuple(input_shape)
 
     def call(self, x, training=False):
-        axis = 3 if self._channels_last else 1
-        self._check_input(x, ndim=4, axis=axis, size=self.in_channels)
-        self._check_shape(tuple(x.shape))
+        if x.ndim != 4:
+            self._check_input(x, ndim=4)
         padding = self.padding
         if padding == "same" and self.strides != (1, 1):
             _, _, spatial = self._split(tuple(x.shape))
             padding = same_padding(spatial, self.kernel_size, self.strides, self.dilation_rate)
-        h = F.conv2d(x, self.depthwise_kernel, None, stride=self.strides, padding=padding,
-                     dilation=self.dilation_rate, groups=self.in_channels,
-                     data_format=self.data_format)
+        try:
+            h = F.conv2d(x, self.depthwise_kernel, None, stride=self.strides, padding=padding,
+                         dilation=self.dilation_rate, groups=self.in_channels,
+                         data_format=self.data_format)
+        except ValueError as error:
+            self._refused(error, x)
         y = F.conv2d(h, self.pointwise_kernel, self.bias, data_format=self.data_format)
         return self.activation(y)
 
@@ -248,14 +250,18 @@ class Conv2DTranspose(Conv2D):
         self._build_input_shape = tuple(input_shape)
 
     def call(self, x, training=False):
-        axis = 3 if self._channels_last else 1
-        self._check_input(x, ndim=4, axis=axis, size=self.in_channels)
+        if x.ndim != 4:
+            self._check_input(x, ndim=4)
         _, _, spatial = self._split(tuple(x.shape))
         geometry = self._geometry(spatial)
         padding = tuple((top, bottom) for _, top, bottom, _ in geometry)
-        y = F.conv_transpose2d(x, self.kernel, self.bias, stride=self.strides, padding=padding,
-                               output_padding=tuple(extra for *_, extra in geometry),
-                               dilation=self.dilation_rate, data_format=self.data_format)
+        try:
+            y = F.conv_transpose2d(x, self.kernel, self.bias, stride=self.strides,
+                                   padding=padding,
+                                   output_padding=tuple(extra for *_, extra in geometry),
+                                   dilation=self.dilation_rate, data_format=self.data_format)
+        except ValueError as error:
+            self._refused(error, x)
         return self.activation(y)
 
     def compute_output_shape(self, input_shape):

@@ -236,10 +236,12 @@ class Dense(Layer):
                                         constraint=self.bias_constraint)
         super().build(input_shape)
 
+    def _check_call_input(self, x):
+        self._check_input(x, min_ndim=2, axis=-1, size=self.in_features)
+
     def call(self, x, training=False):
-        shape = x.shape
-        if len(shape) < 2 or shape[-1] != self.in_features:
-            self._check_input(x, min_ndim=2, axis=-1, size=self.in_features)
+        if x.ndim < 2:              # F.linear also takes one sample without the batch axis
+            self._check_input(x, min_ndim=2)
         activation = self.activation
         # No graph to record (predict, evaluate, no_grad): one kernel call, ReLU fused.
         y = F.linear_no_graph(x, self.kernel, self.bias, relu=activation is activations.relu)
@@ -247,7 +249,11 @@ class Dense(Layer):
             if activation is activations.relu or activation is activations.linear:
                 return y
             return activation(y)
-        return activation(F.linear(x, self.kernel, self.bias))
+        try:                        # F.linear validates; the layer explains a refusal
+            y = F.linear(x, self.kernel, self.bias)
+        except ValueError as error:
+            self._refused(error, x)
+        return activation(y)
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape)[:-1] + (self.units,)

@@ -136,22 +136,30 @@ class Conv1DTranspose(Layer):
             self.bias = self.add_weight("bias", (self.filters,), initializer=self.bias_initializer)
         super().build(input_shape)
 
+    def _check_call_input(self, x):
+        self._check_input(x, ndim=3, axis=2 if self.data_format == "channels_last" else 1,
+                          size=self.in_channels)
+
     def _window(self, length):
         k = self.dilation_rate * (self.kernel_size - 1) + 1
         return transpose_window(length, k, self.strides, self.padding, self.output_padding)
 
     def call(self, x, training=False):
         last = self.data_format == "channels_last"
-        self._check_input(x, ndim=3, axis=2 if last else 1, size=self.in_channels)
+        if x.ndim != 3:
+            self._check_input(x, ndim=3)
         h = x.transpose(0, 2, 1) if last else x
         length = h.shape[2]
         _, top, bottom, extra = self._window(length)
         h = h.reshape(h.shape[0], h.shape[1], 1, length)
-        y = F.conv_transpose2d(h, self.kernel.reshape(self.in_channels, self.filters, 1,
-                                                      self.kernel_size),
-                               self.bias, stride=(1, self.strides),
-                               padding=((0, 0), (top, bottom)), output_padding=(0, extra),
-                               dilation=(1, self.dilation_rate))
+        try:                        # F.conv_transpose2d checks the channels
+            y = F.conv_transpose2d(h, self.kernel.reshape(self.in_channels, self.filters, 1,
+                                                          self.kernel_size),
+                                   self.bias, stride=(1, self.strides),
+                                   padding=((0, 0), (top, bottom)), output_padding=(0, extra),
+                                   dilation=(1, self.dilation_rate))
+        except ValueError as error:
+            self._refused(error, x)
         y = y.reshape(y.shape[0], y.shape[1], y.shape[3])
         return self.activation(y.transpose(0, 2, 1) if last else y)
 

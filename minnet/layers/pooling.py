@@ -45,6 +45,9 @@ class _SpatialLayer(Layer):
                              f"found ndim={len(input_shape)}. Full shape received: {input_shape}")
         return input_shape
 
+    def _check_call_input(self, x):
+        self.compute_output_shape(x.shape)          # raises the layer's message
+
     def get_config(self):
         return {**super().get_config(), "data_format": self.data_format}
 
@@ -71,8 +74,10 @@ class _Pooling2D(_SpatialLayer):
         raise NotImplementedError
 
     def call(self, x, training=False):
-        self.compute_output_shape(x.shape)
-        return self._op(x)
+        try:                        # the functional op validates; the layer explains a refusal
+            return self._op(x)
+        except ValueError as error:
+            self._refused(error, x)
 
     def compute_output_shape(self, input_shape):
         input_shape = self._check_rank(input_shape)
@@ -198,8 +203,10 @@ class _GlobalPooling2D(_SpatialLayer):
         raise NotImplementedError
 
     def call(self, x, training=False):
-        self.compute_output_shape(x.shape)
-        out = self._op(x)
+        try:
+            out = self._op(x)
+        except ValueError as error:
+            self._refused(error, x)
         if self.keepdims:
             n, c = out.shape
             out = out.reshape(self._join(n, c, 1, 1))

@@ -27,17 +27,17 @@ class _BaseDropout(Layer):
                              f"Received: rate={rate!r}")
         self.rate = float(rate)
 
-    def _validate(self, x):
-        pass
-
     def _apply(self, x):
         raise NotImplementedError
 
     def call(self, x, training=False):
-        self._validate(x)
         if not training or self.rate == 0.0:
+            self._check_call_input(x)       # the op is not called: the layer checks its contract
             return x
-        return self._apply(x)
+        try:                                # the functional op validates
+            return self._apply(x)
+        except ValueError as error:
+            self._refused(error, x)
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape)
@@ -121,7 +121,7 @@ class SpatialDropout2D(_BaseDropout):
             check_user_layout(self, np.shape(x))
         return super().__call__(x, *args, **kwargs)
 
-    def _validate(self, x):
+    def _check_call_input(self, x):
         self._check_input(x, ndim=4)
 
     def _apply(self, x):

@@ -252,6 +252,16 @@ class Loss:
     default_name = None
     # "binary" / "one_hot" for the probability losses (see warn_if_swapped).
     _probability = None
+    # What fit asks of a loss (docs/internals.md): the label whose samples count for nothing
+    # (SparseCategoricalCrossentropy sets it), and whether targets are integer class ids.
+    ignore_class = None
+
+    @property
+    def sparse_labels(self):
+        """True when the targets are integer class ids (sparse categorical cross-entropy,
+        or a loss named so: a wrapped ``sparse_categorical_crossentropy`` function)."""
+        name = self.name.lower().replace("_", "")
+        return "sparse" in name and "crossentropy" in name
 
     def __init__(self, reduction="sum_over_batch_size", name=None, dtype=None):
         self.reduction = _check_reduction(reduction)

@@ -349,6 +349,7 @@ class SparseCategoricalCrossentropy(Loss):
     """
 
     default_name = "sparse_categorical_crossentropy"
+    sparse_labels = True
 
     def __init__(self, from_logits=False, ignore_class=None, reduction="sum_over_batch_size",
                  name=None, dtype=None):

@@ -311,9 +311,10 @@ class Model(Trainer, Layer):
                                   f"`Model(inputs, outputs)`.")
 
     def _layer_outputs(self, x):
-        """``(layer, output)`` pairs in order (functional models), for ``locate_nonfinite``."""
+        """``(layer, output)`` pairs in order (functional models), for ``locate_nonfinite``;
+        None for a subclassed model (its own output is checked)."""
         if self._graph is None:
-            return iter(())
+            return None
         return self._graph.layer_outputs(x, True)
 
     def get_build_config(self):

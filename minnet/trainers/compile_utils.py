@@ -19,25 +19,21 @@ import numpy as np
 from minnet import losses as losses_module
 from minnet import metrics as metrics_module
 from minnet.layers.base import get_keras_mask
+from minnet.trainers.data_adapters import leaf_data
 
-__all__ = ["CompileLoss", "CompileMetrics", "is_sparse_loss", "loss_display_name"]
-
-
-def loss_display_name(loss):
-    return (getattr(loss, "name", None) or getattr(loss, "__name__", None)
-            or type(loss).__name__).lower()
+__all__ = ["CompileLoss", "CompileMetrics", "is_sparse_loss"]
 
 
 def is_sparse_loss(loss):
-    """True for sparse categorical cross-entropy (integer class labels as targets)."""
-    if loss is None:
-        return False
-    name = type(loss).__name__ if not isinstance(loss, str) else loss
-    name = name.lower().replace("_", "")
-    if name in ("sparsecategoricalcrossentropy", "scce"):
-        return True
-    display = loss_display_name(loss).replace("_", "")
-    return "sparse" in display and "crossentropy" in display
+    """True for sparse categorical cross-entropy (integer class labels as targets): the
+    compiled ``Loss``'s ``sparse_labels`` (compile wraps a user's function in one), or a
+    loss name."""
+    if isinstance(loss, losses_module.Loss):
+        return loss.sparse_labels
+    if isinstance(loss, str):
+        name = loss.lower().replace("_", "")
+        return name == "scce" or "sparse" in name and "crossentropy" in name
+    return False
 
 
 def _per_output(value, output_names, argument, broadcast):
@@ -217,7 +213,7 @@ class CompileMetrics:
                 weight = sample_weight[index] if isinstance(sample_weight, list) else sample_weight
             prediction = y_pred[index]
             mask = get_keras_mask(prediction)
-            prediction = getattr(prediction, "data", prediction)
+            prediction = leaf_data(prediction)
             if mask is not None:
                 target, prediction, weight = _unmasked_steps(target, prediction, weight, mask)
             metric.update_state(target, prediction, sample_weight=weight)
@@ -226,13 +222,13 @@ class CompileMetrics:
 def _unmasked_steps(target, prediction, weight, mask):
     """The unmasked (batch, timesteps) entries of a masked output, flattened into one batch:
     metrics see only the real steps (the weighted mean Keras 3 gives with a sample weight)."""
-    target = np.asarray(getattr(target, "data", target))
+    target = np.asarray(leaf_data(target))
     if target.shape[:mask.ndim] != mask.shape or prediction.shape[:mask.ndim] != mask.shape:
         raise ValueError(f"The output carries a (batch, timesteps) mask of shape {mask.shape}, but "
                          f"the targets have shape {target.shape} and the predictions "
                          f"{prediction.shape}: expected both to start with {mask.shape}.")
     if weight is not None:
-        weight = np.asarray(getattr(weight, "data", weight), dtype=np.float64)
+        weight = np.asarray(leaf_data(weight), dtype=np.float64)
         if weight.ndim and weight.shape[-1] == 1 and weight.ndim > 1:
             weight = weight.reshape(weight.shape[:-1])
         weight = np.broadcast_to(weight.reshape(weight.shape + (1,) * (mask.ndim - weight.ndim))

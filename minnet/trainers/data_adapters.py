@@ -16,8 +16,13 @@ without targets), for other sources the batch as the source yields it
   is refused with a message saying what to pass instead. Each batch is ``x``, ``(x,)``,
   ``(x, y)`` or ``(x, y, sample_weight)``; anything with a ``.numpy()`` method (a torch
   tensor) is converted (duck-typed: minnet never imports torch for it).
+
+This module is the boundary where a foreign source is recognised (``is_dataset``,
+``dataset_adapter``) and wrapped: past it, the epoch iterator and the distributed step ask
+only the ``DataAdapter`` protocol (docs/internals.md), never the source itself.
 """
 import collections
+import collections.abc
 import concurrent.futures
 import warnings
 import weakref
@@ -25,12 +30,13 @@ import weakref
 import numpy as np
 
 from minnet import _random
+from minnet.autograd import Tensor
 from minnet.data import as_array
 from minnet.utils import pack_x_y_sample_weight, unpack_x_y_sample_weight
 
-__all__ = ["unpack_x_y_sample_weight", "pack_x_y_sample_weight", "to_numpy", "is_array_data",
-           "ArrayDataAdapter", "GeneratorDataAdapter", "PyDatasetAdapter", "flat_leaves",
-           "pack_leaves"]
+__all__ = ["unpack_x_y_sample_weight", "pack_x_y_sample_weight", "to_numpy", "leaf_data",
+           "is_array_data", "is_dataset", "dataset_adapter", "DataAdapter", "ArrayDataAdapter",
+           "GeneratorDataAdapter", "PyDatasetAdapter", "flat_leaves", "pack_leaves"]
 
 
 def to_numpy(value):
@@ -51,6 +57,11 @@ def to_numpy(value):
     return value
 
 
+def leaf_data(value):
+    """A Tensor's ndarray; any other value as it is."""
+    return value.data if isinstance(value, Tensor) else value
+
+
 def is_array_data(value):
     """True for an ndarray/Tensor/array-like, or a list/tuple/dict made only of them."""
     if value is None:
@@ -61,11 +72,31 @@ def is_array_data(value):
         return all(is_array_data(v) for v in value.values())
     if isinstance(value, (list, tuple)):
         return True
-    if hasattr(value, "requires_grad") and isinstance(getattr(value, "data", None), np.ndarray):
+    if isinstance(value, Tensor):
         return True
-    if hasattr(value, "__array__") or hasattr(value, "shape"):
-        return True
-    return False
+    return hasattr(value, "__array__") or hasattr(value, "shape")     # a foreign array-like
+
+
+def _indexable(value):
+    return hasattr(value, "__getitem__") and isinstance(value, collections.abc.Sized)
+
+
+def is_dataset(value):
+    """A data source other than arrays: a PyDataset, a generator or an iterable of batches."""
+    if isinstance(value, (dict, str, bytes)) or is_array_data(value):
+        return False
+    return _indexable(value) or isinstance(value, collections.abc.Iterable)
+
+
+def dataset_adapter(source, shuffle, seed):
+    """The adapter of a non-array source (``is_dataset``), chosen once, here: ``len`` and
+    ``[i]`` without being an iterator (and with ``on_epoch_end`` when it also iterates, as
+    Keras's PyDataset) -> ``PyDatasetAdapter``; anything else iterable ->
+    ``GeneratorDataAdapter``."""
+    if _indexable(source) and not isinstance(source, collections.abc.Iterator) and (
+            hasattr(source, "on_epoch_end") or not isinstance(source, collections.abc.Iterable)):
+        return PyDatasetAdapter(source, shuffle=shuffle, seed=seed)
+    return GeneratorDataAdapter(source)
 
 
 def flat_leaves(structure):
@@ -86,7 +117,35 @@ def pack_leaves(structure, leaves):
     return leaves[0]
 
 
-class ArrayDataAdapter:
+class DataAdapter:
+    """What the epoch iterator and the distributed step ask of a data source (the defaults).
+
+    A subclass yields the batches of an epoch (``epoch_batches``) and says how many there
+    are (``num_batches``, None when unknown); the rest has defaults: no shuffling, a source
+    that restarts every epoch (``one_shot = False``), nothing to do at an epoch end, and
+    no batches to keep when an epoch stops early (``give_back``).
+    """
+
+    prefetch_default = False    # read the next batch on a thread while a step runs
+    shuffle = False
+    seed = None
+    one_shot = False            # True: an iterator that continues where it stopped
+
+    @property
+    def num_batches(self):
+        raise NotImplementedError
+
+    def epoch_batches(self, epoch, shuffle=None):
+        raise NotImplementedError
+
+    def give_back(self, batches):
+        """Keep ``batches`` drawn ahead but not used (a one-shot source); default: drop them."""
+
+    def on_epoch_end(self):
+        """Called after every epoch."""
+
+
+class ArrayDataAdapter(DataAdapter):
     """Batches sliced from in-memory arrays (or lists/dicts of arrays).
 
     Args:
@@ -95,8 +154,6 @@ class ArrayDataAdapter:
         shuffle: a new permutation per epoch.
         seed: None (minnet's generator) or an int: epoch ``e`` uses ``default_rng([seed, e])``.
     """
-
-    prefetch_default = False
 
     def __init__(self, x, y=None, sample_weight=None, batch_size=32, shuffle=False, seed=None):
         self.x, self.y, self.sample_weight = x, y, sample_weight
@@ -134,11 +191,14 @@ class ArrayDataAdapter:
             yield self._slice(slice(start, stop) if order is None else order[start:stop])
 
 
-class PyDatasetAdapter:
+class PyDatasetAdapter(DataAdapter):
     """Batches from a ``PyDataset``: ``dataset[i]`` for ``i`` in ``range(len(dataset))``.
 
     ``on_epoch_end()`` is called after every epoch; with ``shuffle=True`` the batch order is
     a new permutation each epoch (the items themselves are what ``__getitem__`` returns).
+    Any object with ``len`` and ``[i]`` is accepted (a Keras PyDataset, a torch Dataset of
+    batches): its options ``workers``, ``max_queue_size`` and ``on_epoch_end``, where it has
+    them, are read once, here.
     """
 
     prefetch_default = True
@@ -147,6 +207,10 @@ class PyDatasetAdapter:
         self.dataset = dataset
         self.shuffle = bool(shuffle)
         self.seed = seed
+        workers = getattr(dataset, "workers", 1)
+        self._workers = workers if isinstance(workers, int) else 1
+        self._queue_size = getattr(dataset, "max_queue_size", 10)
+        self._epoch_end = getattr(dataset, "on_epoch_end", None)
 
     @property
     def num_batches(self):
@@ -160,12 +224,11 @@ class PyDatasetAdapter:
             generator = (np.random.default_rng([self.seed, epoch]) if self.seed is not None
                          else _random.generator())
             order = generator.permutation(n).tolist()
-        workers = getattr(self.dataset, "workers", 1)
-        if not isinstance(workers, int) or workers <= 1:
+        if self._workers <= 1:
             for index in order:
                 yield to_numpy(self.dataset[index])
             return
-        yield from self._parallel_batches(order, workers, getattr(self.dataset, "max_queue_size", 10))
+        yield from self._parallel_batches(order, self._workers, self._queue_size)
 
     def _parallel_batches(self, order, workers, depth):
         """``dataset[i]`` read by ``workers`` threads, at most ``depth`` ahead, yielded in order."""
@@ -185,12 +248,11 @@ class PyDatasetAdapter:
                     future.cancel()
 
     def on_epoch_end(self):
-        hook = getattr(self.dataset, "on_epoch_end", None)
-        if hook is not None:
-            hook()
+        if self._epoch_end is not None:
+            self._epoch_end()
 
 
-class GeneratorDataAdapter:
+class GeneratorDataAdapter(DataAdapter):
     """Batches from a generator, an iterator or a re-iterable (a DataLoader).
 
     A one-shot iterator (a generator: ``iter(g) is g``) continues where it stopped at the next

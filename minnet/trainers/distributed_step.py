@@ -33,8 +33,9 @@ import numpy as np
 from minnet import _random, config
 from minnet._version import __version__
 from minnet.autograd import AccumulateGrad
-from minnet.trainers.data_adapters import (ArrayDataAdapter, flat_leaves, pack_leaves,
-                                           pack_x_y_sample_weight, unpack_x_y_sample_weight)
+from minnet.trainers.data_adapters import (ArrayDataAdapter, DataAdapter, flat_leaves,
+                                           pack_leaves, pack_x_y_sample_weight,
+                                           unpack_x_y_sample_weight)
 
 __all__ = ["active", "errors_reach_all_ranks", "wrap_fit", "test_step_for", "predict_step_for",
            "gathered"]
@@ -60,7 +61,7 @@ def errors_reach_all_ranks():
     try:
         yield
     except BaseException as error:
-        if not getattr(error, "on_every_rank", False):     # the start-up check fails everywhere
+        if not isinstance(error, StartupMismatch):     # the start-up check fails everywhere
             dist.notify(error)       # a no-op when the error came from another rank
         raise
 
@@ -82,20 +83,24 @@ def _local_batch(batch, lo, hi):
     return pack_x_y_sample_weight(_cut(x, lo, hi), _cut(y, lo, hi), None if w is None else w[lo:hi])
 
 
-class _ByBatchIndex:
-    """An adapter's batches ``r, r + N, ...`` for rank r; an empty batch where a short last
-    global step leaves this rank none (every rank takes part in every step)."""
+class StartupMismatch(ValueError):
+    """The ranks disagree at the start-up check: every rank finds it, none needs telling."""
 
-    # Batches a stopped epoch drew ahead are not handed back to a one-shot source: they
-    # went through this rank's filter, and the next fit would filter them again.
-    give_back = None
+
+class _ByBatchIndex(DataAdapter):
+    """An adapter's batches ``r, r + N, ...`` for rank r; an empty batch where a short last
+    global step leaves this rank none (every rank takes part in every step).
+
+    Batches a stopped epoch drew ahead are not handed back to a one-shot source (the
+    default ``give_back``): they went through this rank's filter, and the next fit would
+    filter them again."""
 
     def __init__(self, adapter, dist):
         self._adapter = adapter
         self._dist = dist
-
-    def __getattr__(self, name):
-        return getattr(self._adapter, name)
+        self.prefetch_default = adapter.prefetch_default
+        self.one_shot = adapter.one_shot
+        self.on_epoch_end = adapter.on_epoch_end
 
     @property
     def num_batches(self):
@@ -205,7 +210,7 @@ def _metric_states(metrics):
             value = held.get(name)
             if isinstance(value, (int, float, np.ndarray)) and not isinstance(value, bool):
                 states.append((metric, name, value))
-        for variable in getattr(metric, "variables", ()):
+        for variable in metric.variables:
             states.append((variable, "data", variable.data))
     return states
 
@@ -257,7 +262,7 @@ class _DistributedTrainStep:
     def begin(self):
         """The start-up check, then rank 0's weights and optimizer state everywhere."""
         model, dist = self.model, self.dist
-        layout = [(getattr(w, "name", None), tuple(w.shape), str(w.dtype)) for w in model.weights]
+        layout = [(w.name, tuple(w.shape), str(w.dtype)) for w in model.weights]
         mine = {"minnet": __version__, "weights": layout,
                 "data": ("samples" if self.by_rows else "batches", self.length)}
         everyone = dist.allgather_object(mine, "the start-up check of model, version and data")
@@ -265,11 +270,10 @@ class _DistributedTrainStep:
             for key, label in (("minnet", "minnet version"), ("weights", "model structure (weights' "
                                "names, shapes, dtypes)"), ("data", "data-set length")):
                 if theirs[key] != everyone[0][key]:
-                    error = ValueError(f"Data-parallel fit: rank {rank}'s {label} differs from rank "
-                                       f"0's: {theirs[key]!r} != {everyone[0][key]!r}. Every rank "
-                                       f"must run the same script on the same data.")
-                    error.on_every_rank = True
-                    raise error
+                    raise StartupMismatch(
+                        f"Data-parallel fit: rank {rank}'s {label} differs from rank 0's: "
+                        f"{theirs[key]!r} != {everyone[0][key]!r}. Every rank must run the same "
+                        f"script on the same data.")
         _broadcast_weights(dist, model.weights)
         optimizer = model.optimizer
         state = dist.broadcast_object(optimizer.state_dict(), "the optimizer state")
@@ -277,7 +281,7 @@ class _DistributedTrainStep:
             optimizer.load_state_dict(state)
         params = [p for p in model.parameters() if p.requires_grad]
         self.buckets = _GradientBuckets(params, dist)
-        self.synchronized = any(getattr(layer, "synchronized", False) for layer in _layers(model))
+        self.synchronized = any(layer.synchronized for layer in _layers(model))
         self.buffers = model.non_trainable_weights
         # What benchmarks/bench_distributed.py reads: the steps, the gradient's size and buckets,
         # and the seconds optimizer.step waited for all-reduces backward had not finished.
@@ -354,7 +358,7 @@ def wrap_fit(model, adapter):
     dist = active()
     if dist is None:
         return adapter, model.train_step
-    if getattr(adapter, "shuffle", False) and adapter.seed is None:
+    if adapter.shuffle and adapter.seed is None:
         # One order for every rank, whatever their generators hold: rank 0 draws the seed.
         adapter.seed = dist.broadcast_object(int(_random.generator().integers(2 ** 31)),
                                              "the shuffling seed")

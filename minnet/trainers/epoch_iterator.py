@@ -166,8 +166,7 @@ class EpochIterator:
 
     def _source(self, epoch):
         """The iterator of batches for this epoch (a persistent one with steps_per_epoch)."""
-        one_shot = getattr(self.adapter, "one_shot", False)
-        if self.steps_per_epoch is not None and one_shot:
+        if self.steps_per_epoch is not None and self.adapter.one_shot:
             if self._persistent is None:
                 self._persistent = self._start(self.adapter.epoch_batches(epoch))
             elif self.prefetch:
@@ -185,9 +184,7 @@ class EpochIterator:
     def _close_prefetcher(self, prefetcher):
         unused = prefetcher.close()
         if unused:
-            give_back = getattr(self.adapter, "give_back", None)
-            if give_back is not None:
-                give_back(unused)
+            self.adapter.give_back(unused)
 
     def epoch(self, epoch):
         """Yield ``(step, batch)`` for one epoch."""
@@ -214,9 +211,7 @@ class EpochIterator:
             if source is not self._persistent and self._prefetcher is source:
                 self._close_prefetcher(source)
                 self._prefetcher = None
-        end = getattr(self.adapter, "on_epoch_end", None)
-        if end is not None:
-            end()
+        self.adapter.on_epoch_end()
 
     def close(self):
         """Stop the prefetch thread (if any)."""

@@ -5,6 +5,7 @@ import numbers
 import numpy as np
 
 from minnet.data import as_array
+from minnet.layers import IntegerLookup, StringLookup, TextVectorization
 from minnet.trainers.compile_utils import is_sparse_loss
 
 _INT64_MAX = np.iinfo(np.int64).max
@@ -155,7 +156,8 @@ def first_nonfinite_row(array, chunk_rows=4096):
 
 def string_input_hint(layers, array):
     """For strings given to a model that starts with a TextVectorization: what to do instead."""
-    if array.dtype.kind not in "USO" or not layers or not hasattr(layers[0], "get_vocabulary"):
+    if array.dtype.kind not in "USO" or not layers or not isinstance(
+            layers[0], (TextVectorization, StringLookup, IntegerLookup)):
         return ""
     return (". A minnet model takes numbers: apply the TextVectorization to the strings outside "
             "the model (`tokens = vectorizer(texts)`) and give the model the token ids")

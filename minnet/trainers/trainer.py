@@ -48,8 +48,9 @@ from minnet.layers.call_context import call_context
 from minnet.metrics import Mean
 from minnet.trainers import data_adapters, distributed_step
 from minnet.trainers.compile_utils import CompileLoss, CompileMetrics, is_sparse_loss
-from minnet.trainers.data_adapters import (ArrayDataAdapter, GeneratorDataAdapter, PyDatasetAdapter,
-                                           flat_leaves, pack_x_y_sample_weight,
+from minnet.trainers.data_adapters import (ArrayDataAdapter, GeneratorDataAdapter, dataset_adapter,
+                                           flat_leaves, is_dataset, leaf_data,
+                                           pack_x_y_sample_weight,
                                            unpack_x_y_sample_weight)
 from minnet.trainers.epoch_iterator import EpochIterator
 from minnet.trainers.interrupts import StepGuard
@@ -139,21 +140,14 @@ def _check_finite(leaf, label):
                          f"`check_finite=False` to train anyway.")
 
 
-def _is_dataset(value):
-    """A data source other than arrays: a PyDataset, a generator or an iterable of batches."""
-    if value is None or isinstance(value, (np.ndarray, list, tuple, dict, str, bytes)):
-        return False
-    if isinstance(value, Tensor) or hasattr(value, "__array__") or hasattr(value, "shape"):
-        return False
-    return hasattr(value, "__getitem__") and hasattr(value, "__len__") or hasattr(value, "__iter__")
-
-
 class Trainer:
     """The training loop shared by every model (a mixin of ``Model``).
 
     The model provides ``__call__``, ``parameters()``, ``train()``/``eval()``,
     ``output_names`` and ``structured_inputs``/``structured_outputs`` (whether a list
-    ``x``/``y`` means several inputs/outputs).
+    ``x``/``y`` means several inputs/outputs). What the loop asks of the optimizer, the
+    losses, the metrics, the layers and the data adapter is a protocol with defaults on
+    their base classes (docs/internals.md), asked without probing.
     """
 
     def _init_trainer(self):
@@ -215,8 +209,7 @@ class Trainer:
         if weighted_metrics:
             self._compile_identifiers["weighted_metrics"] = list(weighted_metrics) \
                 if isinstance(weighted_metrics, (list, tuple)) else weighted_metrics
-        self._optimizer_needs_params = not getattr(optimizer_object, "params", None) and not \
-            getattr(optimizer_object, "param_groups", None)
+        self._optimizer_needs_params = not optimizer_object.params
         if self._optimizer_needs_params and self.built:
             optimizer_object.set_parameters(self.parameters())
 
@@ -254,7 +247,7 @@ class Trainer:
 
     def _ensure_optimizer_params(self):
         if self.optimizer is not None and self._optimizer_needs_params and self.built \
-                and not getattr(self.optimizer, "params", None):
+                and not self.optimizer.params:
             self.optimizer.set_parameters(self.parameters())
 
     # ------------------------------------------------------------------ the steps
@@ -333,22 +326,27 @@ class Trainer:
         x, _, _ = unpack_x_y_sample_weight(data)
         return self(x, training=False)
 
+    def _layer_outputs(self, x):
+        """``(layer, output)`` pairs in order, or None (the default) for a model that cannot
+        list them: then ``locate_nonfinite`` checks the model's own output."""
+        return None
+
     def locate_nonfinite(self, x):
         """Name of the first layer whose output is NaN/inf for input ``x`` (None if none).
 
         The model class supplies ``_layer_outputs(x)`` (Sequential and functional models
-        do); for other models the answer is the model's own name when its output is not
-        finite.
+        do); for other models (None) the answer is the model's own name when its output is
+        not finite.
         """
-        outputs = getattr(self, "_layer_outputs", None)
         with no_grad():
+            outputs = self._layer_outputs(x)
             if outputs is not None:
-                for layer, value in outputs(x):
+                for layer, value in outputs:
                     if not np.isfinite(value.data).all():
                         return layer.name
                 return None
             out = self(x, training=True)
-        values = [getattr(v, "data", v) for v in self._flat_outputs(out)]
+        values = [leaf_data(v) for v in self._flat_outputs(out)]
         return None if all(np.isfinite(v).all() for v in values) else self.name
 
     # ------------------------------------------------------------------ data
@@ -440,7 +438,7 @@ class Trainer:
             return
         if not isinstance(n_classes, int) or y.size == 0:
             return
-        ignore = getattr(self.loss, "ignore_class", None)
+        ignore = self.loss.ignore_class
         labels = y if ignore is None else y[y != ignore]
         if labels.size and (labels.min() < 0 or labels.max() >= n_classes):
             bad = int(np.flatnonzero((y < 0) | (y >= n_classes) & (y != (ignore if ignore is not None else -1)))[0]) \
@@ -448,12 +446,6 @@ class Trainer:
             raise ValueError(f"Invalid value for argument `{name}`: expected class labels (the loss's "
                              f"y_true) in [0, {n_classes}) for a model with {n_classes} outputs. "
                              f"Received: {name}[{bad}]={int(y.flat[bad])}")
-
-    def _dataset_adapter(self, source, shuffle, seed):
-        if hasattr(source, "__getitem__") and hasattr(source, "__len__") and not hasattr(source, "__next__") \
-                and (hasattr(source, "on_epoch_end") or not hasattr(source, "__iter__")):
-            return PyDatasetAdapter(source, shuffle=shuffle, seed=seed)
-        return GeneratorDataAdapter(source)
 
     def _batch_preparer(self, class_weight=None):
         """A function applied to each batch of a non-array source (sparse labels, class weights)."""
@@ -564,7 +556,7 @@ class Trainer:
                                  else _check_batch_size(validation_batch_size))
 
         validation = None
-        if _is_dataset(x):
+        if is_dataset(x):
             if y is not None:
                 raise ValueError(f"Argument `y` must be None when `x` is a dataset or generator (it "
                                  f"yields the targets). Received: y of type {type(y).__name__}")
@@ -574,7 +566,7 @@ class Trainer:
             if validation_split:
                 raise ValueError("Argument `validation_split` only works with array data; pass "
                                  "`validation_data=` for a dataset or generator.")
-            adapter = self._dataset_adapter(x, shuffle, seed)
+            adapter = dataset_adapter(x, shuffle, seed)
             if isinstance(adapter, GeneratorDataAdapter) and adapter.one_shot \
                     and steps_per_epoch is None and adapter.num_batches is None:
                 raise ValueError(f"`x` is a generator (an iterator without a length), which may be "
@@ -657,7 +649,7 @@ class Trainer:
                     callback_list.on_epoch_end(epoch, epoch_logs)
                     if self.stop_training or iterator.exhausted:
                         break
-                getattr(self.optimizer, "finalize_variable_values", lambda: None)()   # Keras: use_ema
+                self.optimizer.finalize_variable_values()   # Keras: use_ema
                 callback_list.on_train_end(epoch_logs)
         finally:
             iterator.close()
@@ -709,7 +701,7 @@ class Trainer:
 
     def _validation_source(self, validation_data):
         """Check validation data before the first epoch: arrays fully, datasets as given."""
-        if _is_dataset(validation_data):
+        if is_dataset(validation_data):
             return ("dataset", validation_data)
         if not isinstance(validation_data, (tuple, list)) or len(validation_data) not in (2, 3):
             raise ValueError(f"Invalid value for argument `validation_data`: expected a tuple "
@@ -736,7 +728,7 @@ class Trainer:
             adapter = ArrayDataAdapter(*source, batch_size=batch_size)
             prepare = None
         else:
-            adapter = self._dataset_adapter(source, False, None)
+            adapter = dataset_adapter(source, False, None)
             prepare = self._batch_preparer()
         iterator = EpochIterator(adapter, steps_per_epoch=steps, prepare=prepare, prefetch=False)
         try:
@@ -761,11 +753,11 @@ class Trainer:
     # ------------------------------------------------------------------ evaluate / predict
     def _adapter_for(self, x, y, sample_weight, batch_size, need_y, steps):
         """(adapter, prepare, number of samples or None) for evaluate/predict."""
-        if _is_dataset(x):
+        if is_dataset(x):
             if y is not None:
                 raise ValueError(f"Argument `y` must be None when `x` is a dataset or generator. "
                                  f"Received: y of type {type(y).__name__}")
-            return self._dataset_adapter(x, False, None), self._batch_preparer()
+            return dataset_adapter(x, False, None), self._batch_preparer()
         x, y, n = self._check_arrays(x, y, need_y=need_y)
         weights = self._sample_weights(y, n, sample_weight, None)
         self._build_from(x)
@@ -844,7 +836,7 @@ class Trainer:
                                         f"return the model's outputs for the batch (a missing "
                                         f"`return`?).")
                     structure = out
-                    leaves = [np.asarray(getattr(v, "data", v)) for v in flat_leaves(out)]
+                    leaves = [np.asarray(leaf_data(v)) for v in flat_leaves(out)]
                     outputs.append(leaves)
                     callback_list.on_predict_batch_end(step, {"outputs": leaves[0] if len(leaves) == 1
                                                               else leaves})
@@ -886,7 +878,7 @@ class Trainer:
         x, _, _ = self._check_arrays(x, need_y=False)
         with call_context(training=False), no_grad():
             out = self.predict_step((x,))
-        leaves = [np.asarray(getattr(v, "data", v)) for v in flat_leaves(out)]
+        leaves = [np.asarray(leaf_data(v)) for v in flat_leaves(out)]
         return data_adapters.pack_leaves(out, leaves)
 
     def _batch_result(self, logs, return_dict):
