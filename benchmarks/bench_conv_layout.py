@@ -48,7 +48,9 @@ SHAPES = [  # (name, N, C, H, W, F, k, padding)
 
 def _minnet_step(x, w, b, padding, data_format, stride=1):
     def run():
-        xm = mn.tensor(x, requires_grad=True)
+        # from_numpy shares x's memory as torch's x.detach() does: mn.tensor would copy x
+        # on every step, a copy torch's step does not make.
+        xm = mn.from_numpy(x).requires_grad_(True)
         y = F.conv2d(xm, w, b, stride, padding, data_format=data_format)
         y.backward(np.ones(y.shape, np.float32))
         w.grad = None

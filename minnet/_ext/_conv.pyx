@@ -580,32 +580,22 @@ def conv2d_backward(x, weight, grad_output, stride=1, padding=0, dilation=1,
 
 
 cdef _conv_backward_entry(const floating[:, :, :, ::1] x, const floating[:, :, :, ::1] w,
-                          const floating[:, :, :, ::1] dy, object dx_obj, object dw_obj,
-                          object db_obj, Geometry g, int n_threads, bint batched, int chunk,
-                          int n_parts):
-    cdef floating[:, :, :, ::1] dx, dw
-    cdef floating[::1] db
+                          const floating[:, :, :, ::1] dy, floating[:, :, :, ::1] dx,
+                          floating[:, :, :, ::1] dw, floating[::1] db, Geometry g,
+                          int n_threads, bint batched, int chunk, int n_parts):
+    """dx, dw, db: the outputs, each None when not wanted."""
     cdef floating[:, ::1] ws, parts
     cdef floating[::1] big
-    cdef floating* pdx = NULL
-    cdef floating* pdw = NULL
+    cdef bint need_dx = dx is not None, need_dw = dw is not None, need_db = db is not None
+    cdef floating* pdx = &dx[0, 0, 0, 0] if need_dx else NULL
+    cdef floating* pdw = &dw[0, 0, 0, 0] if need_dw else NULL
     cdef floating* pbig = NULL
-    cdef bint need_dx = dx_obj is not None
-    cdef bint need_dw = dw_obj is not None
-    cdef bint need_db = db_obj is not None
     cdef double[:, ::1] db_parts
     cdef int n_run
     cdef long ws_stride
     dtype = np.float32 if floating is float else np.float64
-    if need_dx:
-        dx = dx_obj
-        pdx = &dx[0, 0, 0, 0]
-    if need_dw:
-        dw = dw_obj
-        pdw = &dw[0, 0, 0, 0]
     if batched:
         if need_db:
-            db = db_obj
             with nogil:
                 _bias_grad_nfl(&dy[0, 0, 0, 0], g.n, g.f, g.l, &db[0], n_threads)
         if not (need_dx or need_dw):
@@ -636,7 +626,6 @@ cdef _conv_backward_entry(const floating[:, :, :, ::1] x, const floating[:, :, :
         if need_dw:
             reduce_parts_transposed(&parts[0, 0], n_parts, g.k, g.f, pdw, n_threads)
     if need_db:
-        db = db_obj
         sum_parts(db_parts, db)
 
 

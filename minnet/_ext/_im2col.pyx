@@ -84,11 +84,11 @@ cdef void valid_range(int offset, int stride, int width, int out_w,
 
 
 cdef void _im2col_channel(const floating* plane,          # IN  (H, W) input plane
-                          int height, int width,
-                          int kh, int kw, int sh, int sw, int pt, int pl, int dh, int dw,
-                          int out_h, int out_w,
+                          Geometry g,
                           floating* col, long ld          # OUT kh*kw rows of row stride ld
                           ) noexcept nogil:
+    cdef int height = g.h, width = g.w, kh = g.kh, kw = g.kw, sh = g.sh, sw = g.sw
+    cdef int pt = g.pt, pl = g.pl, dh = g.dh, dw = g.dw, out_h = g.out_h, out_w = g.out_w
     cdef int i, j, oh, ow, row_lo, row_hi, lo, hi, offset
     cdef long in_row
     cdef floating* block
@@ -140,77 +140,43 @@ cdef void _im2col_channel(const floating* plane,          # IN  (H, W) input pla
 
 
 cdef void _col2im_channel(const floating* col, long ld,   # IN  kh*kw rows of row stride ld
-                          int height, int width,
-                          int kh, int kw, int sh, int sw, int pt, int pl, int dh, int dw,
-                          int out_h, int out_w,
+                          Geometry g,
                           floating* plane                 # INOUT (H, W), accumulated into
                           ) noexcept nogil:
     cdef int i, j, oh, ow, row_lo, row_hi, lo, hi, offset
     cdef long in_row
     cdef floating* dst
     cdef const floating* src
-    for i in range(kh):
-        valid_range(i * dh - pt, sh, height, out_h, &row_lo, &row_hi)
-        for j in range(kw):
-            offset = j * dw - pl
-            valid_range(offset, sw, width, out_w, &lo, &hi)
+    for i in range(g.kh):
+        valid_range(i * g.dh - g.pt, g.sh, g.h, g.out_h, &row_lo, &row_hi)
+        for j in range(g.kw):
+            offset = j * g.dw - g.pl
+            valid_range(offset, g.sw, g.w, g.out_w, &lo, &hi)
             for oh in range(row_lo, row_hi):
-                src = col + (i * kw + j) * ld + <long> oh * out_w
-                in_row = <long> (oh * sh - pt + i * dh) * width + offset
-                if sw == 1:
+                src = col + (i * g.kw + j) * ld + <long> oh * g.out_w
+                in_row = <long> (oh * g.sh - g.pt + i * g.dh) * g.w + offset
+                if g.sw == 1:
                     dst = plane + in_row
                     for ow in range(lo, hi):
                         dst[ow] += src[ow]
                 else:
                     for ow in range(lo, hi):
-                        plane[in_row + <long> ow * sw] += src[ow]
-
-
-cdef void _im2col_sample(const floating* x,                   # IN  (C, H, W)
-                         int channels, int height, int width,
-                         int kh, int kw, int sh, int sw, int pt, int pl, int dh, int dw,
-                         int out_h, int out_w,
-                         floating* col, long ld                 # OUT (K, L), row stride ld
-                         ) noexcept nogil:
-    cdef int c
-    cdef long plane = <long> height * width
-    for c in range(channels):
-        _im2col_channel(x + c * plane, height, width, kh, kw, sh, sw, pt, pl, dh, dw,
-                        out_h, out_w, col + <long> c * kh * kw * ld, ld)
-
-
-cdef void _col2im_sample(const floating* col, long ld,        # IN  (K, L), row stride ld
-                         int channels, int height, int width,
-                         int kh, int kw, int sh, int sw, int pt, int pl, int dh, int dw,
-                         int out_h, int out_w,
-                         floating* x                            # OUT (C, H, W)
-                         ) noexcept nogil:
-    """Zero the sample ``x`` (C, H, W) and accumulate the patches of ``col`` into it."""
-    cdef int c
-    cdef long plane = <long> height * width
-    memset(x, 0, channels * plane * sizeof(floating))
-    for c in range(channels):
-        _col2im_channel(col + <long> c * kh * kw * ld, ld, height, width, kh, kw, sh, sw,
-                        pt, pl, dh, dw, out_h, out_w, x + c * plane)
+                        plane[in_row + <long> ow * g.sw] += src[ow]
 
 
 cdef void im2col_nchw_sample(const floating* x, Geometry g,
                              floating* col, long ld) noexcept nogil:
     cdef int c
-    cdef long plane = <long> g.h * g.w
     for c in range(g.c):
-        _im2col_channel(x + c * plane, g.h, g.w, g.kh, g.kw, g.sh, g.sw, g.pt, g.pl, g.dh,
-                        g.dw, g.out_h, g.out_w, col + <long> c * g.kh * g.kw * ld, ld)
+        _im2col_channel(x + <long> c * g.h * g.w, g, col + <long> c * g.kh * g.kw * ld, ld)
 
 
 cdef void col2im_nchw_sample(const floating* col, long ld, Geometry g,
                              floating* x) noexcept nogil:
     cdef int c
-    cdef long plane = <long> g.h * g.w
-    memset(x, 0, g.c * plane * sizeof(floating))
+    memset(x, 0, <long> g.c * g.h * g.w * sizeof(floating))
     for c in range(g.c):
-        _col2im_channel(col + <long> c * g.kh * g.kw * ld, ld, g.h, g.w, g.kh, g.kw, g.sh,
-                        g.sw, g.pt, g.pl, g.dh, g.dw, g.out_h, g.out_w, x + c * plane)
+        _col2im_channel(col + <long> c * g.kh * g.kw * ld, ld, g, x + <long> c * g.h * g.w)
 
 
 cdef void im2col_nchw_batch(const floating* x, Geometry g,
@@ -218,29 +184,19 @@ cdef void im2col_nchw_batch(const floating* x, Geometry g,
                             int n_threads) noexcept nogil:
     """col of sample n starts at ``col + n * sample_stride`` with row stride ``ld``."""
     cdef long job
-    cdef int n, c
-    cdef long plane = <long> g.h * g.w
     for job in prange(<long> g.n * g.c, schedule="static", num_threads=n_threads):
-        n = job // g.c
-        c = job % g.c
-        _im2col_channel(x + job * plane, g.h, g.w, g.kh, g.kw, g.sh, g.sw, g.pt, g.pl,
-                        g.dh, g.dw, g.out_h, g.out_w,
-                        col + n * sample_stride + <long> c * g.kh * g.kw * ld, ld)
+        _im2col_channel(x + job * g.h * g.w, g, col + (job // g.c) * sample_stride
+                        + (job % g.c) * g.kh * g.kw * ld, ld)
 
 
 cdef void col2im_nchw_batch(const floating* col, long ld, long sample_stride,
                             Geometry g, floating* x, int n_threads) noexcept nogil:
     """Each (sample, channel) plane of ``x`` is written by exactly one thread."""
     cdef long job
-    cdef int n, c
-    cdef long plane = <long> g.h * g.w
     for job in prange(<long> g.n * g.c, schedule="static", num_threads=n_threads):
-        n = job // g.c
-        c = job % g.c
-        memset(x + job * plane, 0, plane * sizeof(floating))
-        _col2im_channel(col + n * sample_stride + <long> c * g.kh * g.kw * ld, ld,
-                        g.h, g.w, g.kh, g.kw, g.sh, g.sw, g.pt, g.pl, g.dh, g.dw,
-                        g.out_h, g.out_w, x + job * plane)
+        memset(x + job * g.h * g.w, 0, <long> g.h * g.w * sizeof(floating))
+        _col2im_channel(col + (job // g.c) * sample_stride + (job % g.c) * g.kh * g.kw * ld,
+                        ld, g, x + job * g.h * g.w)
 
 
 # ----------------------------------------------------------------------------------------

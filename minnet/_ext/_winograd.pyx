@@ -148,44 +148,6 @@ cdef inline void _winograd_sum_diff(const floating* a, const floating* b, long s
         out1[p] = b[p * step] - a[p * step]
 
 
-cdef void _winograd_output(const floating* m,     # IN  (16, F, rows * tiles_w)
-                           const floating* bias,  # IN  (F,) or NULL
-                           int f, int out_h, int out_w, int tiles_h, int tiles_w,
-                           long r0, int rows,
-                           floating* y,           # OUT (N, F, out_h, out_w)
-                           floating* buf          # OUT scratch, 8 * (2 * tiles_w + 2)
-                           ) noexcept nogil:
-    """Y_tile = A^T M A + b for the tile rows r0 .. r0 + rows - 1; each output written once."""
-    cdef long count = <long> rows * tiles_w, kstride = <long> f * count
-    cdef long plane = <long> out_h * out_w, gr
-    cdef int wp = 2 * tiles_w + 2
-    cdef int fi, row, s, th, i, tw, oh
-    cdef floating b
-    cdef floating* sr = buf              # s = A^T m: 2 rows x 4 columns per tile, (8, tiles_w)
-    cdef floating* out = buf + 8 * tiles_w   # 2 output rows of 2 * tiles_w
-    cdef const floating* src
-    cdef floating* dst
-    for fi in range(f):
-        b = bias[fi] if bias != NULL else 0
-        for row in range(rows):
-            gr = r0 + row
-            s = <int> (gr // tiles_h)
-            th = <int> (gr % tiles_h)
-            src = m + <long> fi * count + <long> row * tiles_w
-            for i in range(4):
-                _winograd_output_rows(src + i * kstride, src + (4 + i) * kstride,
-                                      src + (8 + i) * kstride, src + (12 + i) * kstride,
-                                      tiles_w, sr + i * tiles_w, sr + (4 + i) * tiles_w)
-            for i in range(2):
-                _winograd_output_cols(sr + 4 * i * tiles_w, tiles_w, b, out + 2 * i * tiles_w)
-            dst = y + <long> s * f * plane + <long> fi * plane
-            for i in range(2):
-                oh = 2 * th + i
-                if oh < out_h:
-                    memcpy(dst + <long> oh * out_w, out + 2 * i * tiles_w,
-                           out_w * sizeof(floating))
-
-
 cdef inline void _winograd_output_rows(const floating* m0, const floating* m1,
                                        const floating* m2, const floating* m3, int n,
                                        floating* s0,
@@ -197,19 +159,9 @@ cdef inline void _winograd_output_rows(const floating* m0, const floating* m1,
         s1[p] = m1[p] - m2[p] - m3[p]
 
 
-cdef inline void _winograd_output_cols(const floating* s, int n, floating b,
-                                       floating* out) noexcept nogil:
-    """One output row pair (s A + b): s holds 4 rows of n (the 4 columns of each tile)."""
-    cdef int p
-    for p in range(n):
-        out[2 * p] = s[p] + s[n + p] + s[2 * n + p] + b
-        out[2 * p + 1] = s[n + p] - s[2 * n + p] - s[3 * n + p] + b
-
-
 cdef void _winograd_conv(const floating* x,       # IN  (N, C, H, W), NHWC with nhwc
                          int n, int c, int h, int w,
-                         const floating* u,       # IN  (16, F, C) transformed kernel;
-                                                  #     nhwc: its transpose (16, C, F)
+                         const floating* u,       # IN  (16, C, F) transformed kernel, U_k^T
                          const floating* bias,    # IN  (F,) or NULL
                          int f, int pt, int pl, int out_h, int out_w,
                          floating* y,             # OUT (N, F, out_h, out_w), NHWC with nhwc
@@ -221,9 +173,11 @@ cdef void _winograd_conv(const floating* x,       # IN  (N, C, H, W), NHWC with 
     The N * tiles_h rows of 2x2 output tiles of the batch are cut into blocks of
     ``block_rows`` tile rows (a block may span samples); ``prange`` over the blocks: each
     thread transforms its block's input, runs the 16 single-threaded GEMMs into its own
-    scratch and writes the block's outputs.  Scratch per thread:
-    ``16 (C + F) block_rows tiles_w + 8 (2 tiles_w + 2)`` (nhwc: ``+ 8 (2 tiles_w + 2)
-    (C - 1) + 8 F``).
+    scratch and writes the block's outputs.  Both layouts run the GEMMs as
+    ``M_k (P, F) = V_k^T (P, C) @ U_k^T (C, F)`` (channels_first reads its ``(C, P)`` V_k
+    transposed in place), so the operand the GEMM packs is the small ``U_k^T``, not the
+    block of tiles.  Scratch per thread: ``16 (C + F) block_rows tiles_w + 8 (2 tiles_w + 2)
+    + 8 F + 4 tiles_w F`` (nhwc: ``+ 8 (2 tiles_w + 2) (C - 1)``).
     """
     cdef int tiles_h = (out_h + 1) // 2, tiles_w = (out_w + 1) // 2
     cdef long total = <long> n * tiles_h
@@ -246,15 +200,13 @@ cdef void _winograd_conv(const floating* x,       # IN  (N, C, H, W), NHWC with 
             for k in range(16):       # M_k (P, F) = V_k (P, C) @ U_k^T (C, F)
                 conv_gemm(False, False, count, f, c, v + <long> k * count * c, c,
                           u + <long> k * c * f, f, <floating> 0, m + <long> k * count * f, f)
-            _winograd_output_nhwc(m, bias, f, out_h, out_w, tiles_h, tiles_w, r0, rows, y,
-                                  buf)
         else:
             _winograd_input(x, c, h, w, pt, pl, tiles_h, tiles_w, r0, rows, v, buf)
-            for k in range(16):       # M_k (F, P) = U_k (F, C) @ V_k (C, P)
-                conv_gemm(False, False, f, count, c, u + <long> k * f * c, c,
-                          v + <long> k * c * count, count, <floating> 0,
-                          m + <long> k * f * count, count)
-            _winograd_output(m, bias, f, out_h, out_w, tiles_h, tiles_w, r0, rows, y, buf)
+            for k in range(16):       # M_k (P, F) = V_k^T (P, C) @ U_k^T (C, F)
+                conv_gemm(True, False, count, f, c, v + <long> k * c * count, count,
+                          u + <long> k * c * f, f, <floating> 0, m + <long> k * count * f, f)
+        _winograd_output_block(m, bias, f, out_h, out_w, tiles_h, tiles_w, r0, rows, y, buf,
+                               nhwc)
 
 
 # ----------------------------------------------------------------------------------------
@@ -311,44 +263,72 @@ cdef void _winograd_input_nhwc(const floating* x,  # IN  (N, H, W, C)
                                    dst + kstride, dst + 2 * kstride)
 
 
-cdef void _winograd_output_nhwc(const floating* m,   # IN  (16, rows * tiles_w, F)
-                                const floating* bias,  # IN  (F,) or NULL
-                                int f, int out_h, int out_w, int tiles_h, int tiles_w,
-                                long r0, int rows,
-                                floating* y,         # OUT (N, out_h, out_w, F)
-                                floating* buf        # OUT scratch, 8 * F
-                                ) noexcept nogil:
-    """Y_tile = A^T M A + b (as _winograd_output, NHWC); each output pixel written once."""
-    cdef long count = <long> rows * tiles_w, kstride = count * f
-    cdef int row, s, th, tw, i, j, oh, ow, q
-    cdef long gr
-    cdef const floating* src
+cdef void _winograd_output_block(const floating* m,   # IN  (16, rows * tiles_w, F)
+                                 const floating* bias,  # IN  (F,) or NULL
+                                 int f, int out_h, int out_w, int tiles_h, int tiles_w,
+                                 long r0, int rows,
+                                 floating* y,       # OUT (N, out_h, out_w, F), or NCHW
+                                 floating* buf,     # OUT scratch, 8 F (+ 2 out_w F NCHW)
+                                 bint nhwc) noexcept nogil:
+    """Y_tile = A^T M A + b for the tile rows r0 .. r0 + rows - 1; each output written once.
+
+    A tile row's output pixels are formed with the F channels innermost, straight into y
+    (NHWC) or into a ``(2, out_w, F)`` buffer that is then transposed into y's F planes
+    (NCHW): the same sums in the same order in both layouts."""
+    cdef long count = <long> rows * tiles_w, plane = <long> out_h * out_w, gr
+    cdef int row, s, th, i, fi, ow, n_rows
+    cdef floating* pixels = buf + 8 * f
     cdef floating* dst
-    cdef floating* sr
+    cdef const floating* src
     for row in range(rows):
         gr = r0 + row
         s = <int> (gr // tiles_h)
         th = <int> (gr % tiles_h)
-        for tw in range(tiles_w):
-            src = m + (<long> row * tiles_w + tw) * f
-            for j in range(4):       # s = A^T m: rows 0 and 1 of column j
-                _winograd_output_rows(src + j * kstride, src + (4 + j) * kstride,
-                                      src + (8 + j) * kstride, src + (12 + j) * kstride, f,
-                                      buf + j * f, buf + (4 + j) * f)
-            for i in range(2):
-                oh = 2 * th + i
-                if oh >= out_h:
-                    continue
-                sr = buf + 4 * i * f
-                ow = 2 * tw
-                dst = y + ((<long> s * out_h + oh) * out_w + ow) * f
+        n_rows = 2 if 2 * th + 1 < out_h else 1
+        if nhwc:
+            _winograd_output_row(m + <long> row * tiles_w * f, count * f, bias, f, tiles_w,
+                                 n_rows, out_w,
+                                 y + (<long> s * out_h + 2 * th) * out_w * f, buf)
+            continue
+        _winograd_output_row(m + <long> row * tiles_w * f, count * f, bias, f, tiles_w,
+                             n_rows, out_w, pixels, buf)
+        for i in range(n_rows):
+            for fi in range(f):
+                dst = y + (<long> s * f + fi) * plane + <long> (2 * th + i) * out_w
+                src = pixels + <long> i * out_w * f + fi
+                for ow in range(out_w):
+                    dst[ow] = src[<long> ow * f]
+
+
+cdef void _winograd_output_row(const floating* m,   # IN  the row's first tile, (16, ., F)
+                               long kstride,         # elements between M_k and M_k+1
+                               const floating* bias, int f, int tiles_w, int n_rows,
+                               int out_w,
+                               floating* dst,        # OUT (n_rows, out_w, F) pixels
+                               floating* buf         # OUT scratch, 8 F
+                               ) noexcept nogil:
+    """The 2x2 outputs of the tiles_w tiles of one tile row, F channels per pixel."""
+    cdef int tw, i, j, q, ow
+    cdef const floating* src
+    cdef floating* out
+    cdef floating* sr
+    for tw in range(tiles_w):
+        src = m + <long> tw * f
+        for j in range(4):       # s = A^T m: rows 0 and 1 of column j
+            _winograd_output_rows(src + j * kstride, src + (4 + j) * kstride,
+                                  src + (8 + j) * kstride, src + (12 + j) * kstride, f,
+                                  buf + j * f, buf + (4 + j) * f)
+        for i in range(n_rows):
+            sr = buf + 4 * i * f
+            ow = 2 * tw
+            out = dst + (<long> i * out_w + ow) * f
+            for q in range(f):
+                out[q] = sr[q] + sr[f + q] + sr[2 * f + q] + (bias[q] if bias != NULL else 0)
+            if ow + 1 < out_w:
+                out = out + f
                 for q in range(f):
-                    dst[q] = sr[q] + sr[f + q] + sr[2 * f + q] + (bias[q] if bias != NULL else 0)
-                if ow + 1 < out_w:
-                    dst = dst + f
-                    for q in range(f):
-                        dst[q] = (sr[f + q] - sr[2 * f + q] - sr[3 * f + q]
-                                  + (bias[q] if bias != NULL else 0))
+                    out[q] = (sr[f + q] - sr[2 * f + q] - sr[3 * f + q]
+                              + (bias[q] if bias != NULL else 0))
 
 
 # ----------------------------------------------------------------------------------------
@@ -413,9 +393,10 @@ cdef _winograd_entry(const floating[:, :, :, ::1] x, const floating[:, :, :, ::1
     cdef const floating* pb = NULL
     cdef floating[::1] u
     cdef floating[:, ::1] ws
-    cdef long ws_stride = 16 * <long> (cin + cout) * block * tiles_w + 8 * (2 * tiles_w + 2)
+    cdef long ws_stride = (16 * <long> (cin + cout) * block * tiles_w + 8 * (2 * tiles_w + 2)
+                           + 8 * cout + 4 * <long> tiles_w * cout)
     if nhwc:
-        ws_stride += 8 * (2 * tiles_w + 2) * <long> (cin - 1) + 8 * cout
+        ws_stride += 8 * (2 * tiles_w + 2) * <long> (cin - 1)
     dtype = np.float32 if floating is float else np.float64
     if bias is not None:
         b = bias
@@ -425,8 +406,8 @@ cdef _winograd_entry(const floating[:, :, :, ::1] x, const floating[:, :, :, ::1
     ws = np.empty((n_threads, ws_stride), dtype=dtype)
     with nogil:
         _winograd_weight(&w[0, 0, 0, 0], w.shape[0], w.shape[1], flip, &u[0])
-    if nhwc:      # U_k^T (C, F) for the GEMMs M_k = V_k @ U_k^T
-        u = np.ascontiguousarray(np.asarray(u).reshape(16, cout, cin).transpose(0, 2, 1)).ravel()
+    # U_k^T (C, F) for the GEMMs M_k = V_k @ U_k^T
+    u = np.ascontiguousarray(np.asarray(u).reshape(16, cout, cin).transpose(0, 2, 1)).ravel()
     with nogil:
         _winograd_conv(&x[0, 0, 0, 0], x.shape[0], cin, h, w_in, &u[0], pb, cout, pt, pl,
                        out_h, out_w, &y[0, 0, 0, 0], &ws[0, 0], ws_stride, block, nhwc,
