@@ -275,6 +275,7 @@ class build_ext_and_copy(build_ext):
         stamp = EXT_DIR / ".build_flavour"
         force = not stamp.exists() or stamp.read_text() != flavour
         jobs = (os.cpu_count() or 1) if self.parallel is True else max(int(self.parallel or 1), 1)
+        jobs = max(int(os.environ.get("MINNET_BUILD_JOBS", jobs)), 1)      # compiler jobs
         order = sorted(self.extensions, key=_cost, reverse=True)
         cython_seconds = 0.0
         with ThreadPoolExecutor(max_workers=jobs) as pool:
