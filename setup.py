@@ -17,6 +17,9 @@ something is compiled (``build_ext``), not when pip asks for metadata or an sdis
 * the Cython compiler directives are set once, below.  ``MINNET_DEBUG_BUILD=1`` turns
   bounds checking, wraparound and initialisation checks back on (a checked build for CI
   and for hunting out-of-bounds accesses);
+* Cython and the compiler run as a pipeline, the largest module first: the main thread
+  writes one module's C at a time and each goes to the compiler jobs (one per core) as
+  soon as it is written (``build_ext_and_copy``);
 * one line per compiled module (``minnet build: [3/24] minnet._ext._conv 4.2 s``), shown
   by ``pip install -v`` and ``python setup.py build_ext``;
 * ``MINNET_ONLY=_conv,_blas`` builds only the named modules (a developer convenience
@@ -36,6 +39,7 @@ import tempfile
 import textwrap
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from setuptools import Extension, setup
@@ -201,17 +205,38 @@ def _optimisation_flags():
 MODULE_FLAGS = {"_optim": ["-ffp-contract=off", "-fno-math-errno"]}
 
 
-class build_ext_and_copy(build_ext):
-    """Check the compiler, detect OpenMP, cythonize, compile (a line per module), copy back."""
+def _cost(ext):
+    """A module's expected compile time, to start the longest first: the shared utility
+    module (about 30,000 lines of C from no .pyx), then the .pyx files by size (the C that
+    Cython writes, and gcc's time, grow with it)."""
+    if ext.name == SHARED_UTILITY:
+        return float("inf")
+    pyx = [s for s in ext.sources if s.endswith(".pyx")]
+    return sum((HERE / s).stat().st_size for s in pyx) if pyx else 0
 
-    def finalize_options(self):
-        # Cythonize here, before setuptools finalises each Extension: build_ext then
-        # compiles the generated C like any other source.
+
+class build_ext_and_copy(build_ext):
+    """Check the compiler, detect OpenMP, cythonize, compile (a line per module), copy back.
+
+    Cython and the C compiler run as a pipeline: the main thread cythonizes one module at
+    a time, largest first, and each module's C goes to a pool of compiler jobs (one per
+    core) as soon as it is written, so gcc starts seconds into the build instead of after
+    all the C is generated, and the smallest modules come last (no core idles at the end
+    on one big module).  Nothing of this runs when pip only asks for metadata or an sdist.
+    """
+
+    def run(self):
+        self._done = 0
+        self._lock = threading.Lock()
+        started = time.perf_counter()
         self._prepare()
-        super().finalize_options()
+        super().run()
+        print(f"minnet build: {len(self.extensions)} modules cythonized and compiled in "
+              f"{time.perf_counter() - started:.1f} s", flush=True)
+        if not self.inplace:
+            self._copy_into_checkout()
 
     def _prepare(self):
-        from Cython.Build import cythonize
         from setuptools._distutils.ccompiler import new_compiler
         from setuptools._distutils.sysconfig import customize_compiler
 
@@ -224,44 +249,54 @@ class build_ext_and_copy(build_ext):
         print(f"minnet build: compiler {name}{f' ({version})' if version else ''}; OpenMP {openmp}; "
               f"debug (bounds-checked) build {'ON' if DEBUG_BUILD else 'OFF'}", flush=True)
         opt = _optimisation_flags()
-        for ext in self.distribution.ext_modules:
+        for ext in self.extensions:
             stem = ext.name.rsplit(".", 1)[-1]
             ext.define_macros.append(("MINNET_OPENMP", "1" if omp_compile else "0"))
             ext.extra_compile_args = opt + omp_compile + (
                 [] if sys.platform == "win32" else MODULE_FLAGS.get(stem, []))
             ext.extra_link_args = list(omp_link)
+
+    def _cythonize(self, ext, force):
+        """Write the C of one module (or of the shared utility module) unless it is up to
+        date; the Extension then compiles that C (with the include directories and
+        dependencies Cython found)."""
+        from Cython.Build import cythonize
+
+        (new,) = cythonize([ext], force=force, compiler_directives=COMPILER_DIRECTIVES,
+                           compile_time_env={"MINNET_DEBUG": DEBUG_BUILD}, quiet=True,
+                           shared_utility_qualified_name=SHARED_UTILITY)
+        ext.sources, ext.include_dirs, ext.depends = list(new.sources), list(new.include_dirs), list(new.depends)
+
+    def build_extensions(self):
+        self.check_extensions_list(self.extensions)
         # Regenerate the C files when the build flavour (debug or not) changed since the
         # last build in this tree: Cython only compares timestamps, not directives.
         flavour = f"debug={DEBUG_BUILD}"
         stamp = EXT_DIR / ".build_flavour"
         force = not stamp.exists() or stamp.read_text() != flavour
-        started = time.perf_counter()
-        self.distribution.ext_modules = cythonize(
-            self.distribution.ext_modules,
-            force=force,
-            compiler_directives=COMPILER_DIRECTIVES,
-            compile_time_env={"MINNET_DEBUG": DEBUG_BUILD},
-            nthreads=int(os.environ.get("MINNET_BUILD_JOBS", os.cpu_count() or 1)),
-            quiet=True,
-            shared_utility_qualified_name=SHARED_UTILITY,
-        )
+        jobs = (os.cpu_count() or 1) if self.parallel is True else max(int(self.parallel or 1), 1)
+        jobs = max(int(os.environ.get("MINNET_BUILD_JOBS", jobs)), 1)      # compiler jobs
+        order = sorted(self.extensions, key=_cost, reverse=True)
+        cython_seconds = 0.0
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            futures = []
+            for ext in order:
+                started = time.perf_counter()
+                self._cythonize(ext, force)
+                cython_seconds += time.perf_counter() - started
+                futures.append(pool.submit(self.build_extension, ext))
+            for future in futures:
+                future.result()
         stamp.write_text(flavour)
-        print(f"minnet build: Cython wrote the C of {len(self.distribution.ext_modules)} modules in "
-              f"{time.perf_counter() - started:.1f} s", flush=True)
-
-    def run(self):
-        self._done = 0
-        self._lock = threading.Lock()
-        started = time.perf_counter()
-        super().run()
-        print(f"minnet build: {len(self.extensions)} modules compiled in "
-              f"{time.perf_counter() - started:.1f} s", flush=True)
-        if not self.inplace:
-            self._copy_into_checkout()
+        print(f"minnet build: Cython's part {cython_seconds:.1f} s (one module at a time, "
+              f"beside {jobs} compiler job{'s' if jobs > 1 else ''})", flush=True)
 
     def build_extension(self, ext):
         started = time.perf_counter()
-        super().build_extension(ext)
+        # The compile itself (distutils' build_extension), not setuptools'/Cython's
+        # wrapper, which would run Cython again in this worker thread, concurrently with
+        # the main thread's Cython.
+        _plain_build_ext.build_extension(self, ext)
         with self._lock:
             self._done += 1
             print(f"minnet build: [{self._done}/{len(self.extensions)}] {ext.name} "
@@ -276,6 +311,17 @@ class build_ext_and_copy(build_ext):
                     shutil.copyfile(built, target)
                 except OSError:  # a read-only or busy checkout: the installed copy still works
                     pass
+
+
+def _plain_base():
+    """distutils' build_ext in build_ext_and_copy's bases (below Cython's and setuptools')."""
+    for klass in build_ext_and_copy.__mro__:
+        if klass.__module__.endswith("distutils.command.build_ext"):
+            return klass
+    return build_ext
+
+
+_plain_build_ext = _plain_base()
 
 
 setup(

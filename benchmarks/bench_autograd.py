@@ -11,6 +11,12 @@ interleaved rounds):
   sigmoid     the Sigmoid layer on 3.2 M floats, layer(x, training=True).sum().backward()
   relu/tanh/gelu/elu layer   the same hand-written loop for the other elementwise activation
               layers (ReLU, Tanh, Activation("gelu"), ELU against torch.nn.ReLU/Tanh/GELU/ELU)
+  dropout     the Dropout(0.5) layer the same way (against torch.nn.Dropout(0.5), training)
+  GB/s        for the layer rows: the bytes a fused implementation must move (LAYER_BYTES:
+              x read and y written forward, y read by the sum, y or x read and dx written
+              backward; dropout's 1-byte mask written and read) over minnet's time, beside the
+              machine's bandwidth measured first (NumPy copy and STREAM add of 256 MiB
+              arrays, split over 1 and 2 threads)
   ops table   the tensor operations a training step uses, on ~1 M-element inputs
 --split also times each op's forward alone and its backward alone (the graph is built
 outside the timed region).  Writes benchmarks/results/autograd.json (or --results).
@@ -22,6 +28,7 @@ process (docs/autograd.md, "Overhead").
 """
 import argparse
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -61,7 +68,45 @@ def layer_cases(torch):
             "relu layer 3.2M (fwd+bwd)": layer_case(torch, layers.ReLU(), torch.nn.ReLU()),
             "tanh layer 3.2M (fwd+bwd)": layer_case(torch, layers.Tanh(), torch.nn.Tanh()),
             "gelu layer 3.2M (fwd+bwd)": layer_case(torch, layers.Activation("gelu"), torch.nn.GELU()),
-            "elu layer 3.2M (fwd+bwd)": layer_case(torch, layers.ELU(), torch.nn.ELU())}
+            "elu layer 3.2M (fwd+bwd)": layer_case(torch, layers.ELU(), torch.nn.ELU()),
+            "dropout layer 3.2M (fwd+bwd)": layer_case(torch, layers.Dropout(0.5),
+                                                        torch.nn.Dropout(0.5).train())}
+
+
+# Bytes each layer workload must move at least (float32, n = 3.2 M): forward x read + y
+# written, the sum reads y, backward reads y (or x) and writes dx: 5 * 4n; dropout writes
+# and reads its 1-byte mask too (and its backward reads no y).
+_N_LAYER = 3_200_000
+LAYER_BYTES = {name: 5 * 4 * _N_LAYER for name in
+               ("sigmoid", "relu", "tanh", "gelu", "elu")}
+LAYER_BYTES["dropout"] = 4 * 4 * _N_LAYER + 2 * _N_LAYER
+
+
+def layer_bytes(name):
+    return LAYER_BYTES.get(name.split(" ", 1)[0])
+
+
+def bandwidth(threads, mib=256, repeat=7):
+    """The machine's memory bandwidth in GB/s as NumPy sees it: ``np.copyto`` (2 arrays)
+    and STREAM add ``np.add(b, c, out=a)`` (3 arrays) of ``mib`` MiB each, the arrays cut
+    into ``threads`` slices copied by that many threads (NumPy releases the GIL); best of
+    ``repeat``, bytes read + written (STREAM's count, no write-allocate)."""
+    n = mib * 2**20 // 4
+    a, b, c = (np.full(n, 1.0, np.float32) for _ in range(3))
+    cuts = np.linspace(0, n, threads + 1).astype(int)
+    parts = [slice(lo, hi) for lo, hi in zip(cuts[:-1], cuts[1:])]
+    kernels = {"copy": (lambda s: np.copyto(a[s], b[s]), 2),
+               "add": (lambda s: np.add(b[s], c[s], out=a[s]), 3)}
+    result = {}
+    with ThreadPoolExecutor(threads) as pool:
+        for name, (kernel, arrays) in kernels.items():
+            best = float("inf")
+            for _ in range(repeat):
+                start = time.perf_counter()
+                list(pool.map(kernel, parts))
+                best = min(best, time.perf_counter() - start)
+            result[name] = arrays * n * 4 / best / 1e9
+    return result
 
 
 def op_cases(torch):
@@ -159,14 +204,21 @@ def main():
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--quick", action="store_true", help="only the engine and activation-layer workloads")
     parser.add_argument("--ops", nargs="+", default=None, help="only these rows (names as printed)")
+    parser.add_argument("--layers", action="store_true", help="only the elementwise-layer rows")
     parser.add_argument("--split", action="store_true", help="also forward alone and backward alone")
     parser.add_argument("--results", default="autograd.json")
     args = parser.parse_args()
     import torch
     rows = []
+    peaks = {}
+    for threads in args.threads:
+        peaks[threads] = bandwidth(threads)
+        print(f"bandwidth, {threads} thread(s): copy {peaks[threads]['copy']:.1f} GB/s, "
+              f"add {peaks[threads]['add']:.1f} GB/s", flush=True)
     for threads in args.threads:
         mn.set_num_threads(threads)
         torch.set_num_threads(threads)
+        peak = max(peaks[threads].values())
         workloads = {"mlp100 (fwd+bwd)": {"fwd+bwd": mlp_case(torch)},
                      "chain1000 (fwd+bwd)": {"fwd+bwd": chain_case(torch)},
                      **{name: {"fwd+bwd": case} for name, case in layer_cases(torch).items()}}
@@ -174,8 +226,11 @@ def main():
             workloads.update(op_cases(torch))
         if args.ops:
             workloads = {k: v for k, v in workloads.items() if k in args.ops}
+        if args.layers:
+            workloads = {k: v for k, v in workloads.items() if layer_bytes(k)}
         print(f"threads={threads}")
-        print(f"  {'workload':32s} {'pass':8s} {'minnet ms':>10s} {'torch ms':>10s} {'ratio':>7s}  spread")
+        print(f"  {'workload':32s} {'pass':8s} {'minnet ms':>10s} {'torch ms':>10s} {'ratio':>7s}  "
+              f"{'spread':9s}  GB/s (of {peak:.1f})")
         for name, passes in workloads.items():
             for kind, (run_mn, run_torch) in passes.items():
                 if kind != "fwd+bwd" and not args.split:
@@ -183,13 +238,17 @@ def main():
                 timer = (lambda run, n: _median_backward_ms(run, n)) if kind == "bwd" else None
                 ms_mn, ms_torch, low, high = measure(run_mn, run_torch, args.repeat, timer)
                 ratio = ms_torch / ms_mn
+                moved = layer_bytes(name) if kind == "fwd+bwd" else None
+                gbs = None if moved is None else moved / ms_mn / 1e6
                 rows.append({"workload": name, "pass": kind, "threads": threads, "minnet_ms": ms_mn,
                              "torch_ms": ms_torch, "ratio_torch_over_minnet": ratio,
-                             "ratio_low": low, "ratio_high": high})
-                print(f"  {name:32s} {kind:8s} {ms_mn:10.3f} {ms_torch:10.3f} {ratio:7.2f}  {low:.2f}-{high:.2f}",
-                      flush=True)
+                             "ratio_low": low, "ratio_high": high, "minnet_gb_s": gbs,
+                             "bandwidth_gb_s": peak if gbs is not None else None})
+                speed = "" if gbs is None else f"  {gbs:5.1f} ({100 * gbs / peak:3.0f} %)"
+                print(f"  {name:32s} {kind:8s} {ms_mn:10.3f} {ms_torch:10.3f} {ratio:7.2f}  "
+                      f"{low:.2f}-{high:.2f}{speed}", flush=True)
     write_results(args.results, "autograd engine and tensor ops, forward+backward", rows, torch=torch,
-                  repeat=args.repeat)
+                  repeat=args.repeat, bandwidth_gb_s=peaks)
 
 
 if __name__ == "__main__":

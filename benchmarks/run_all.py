@@ -3,6 +3,8 @@
     python benchmarks/run_all.py                 # everything (about 10 minutes on 2 cores)
     python benchmarks/run_all.py --quick         # smaller training runs (about 4 minutes)
     python benchmarks/run_all.py --only training conv
+    python benchmarks/run_all.py --plots [--quick]   # also the scaling curves (bench_scaling.py)
+                                                     # drawn into docs/performance/*.png
 
 Each ``bench_*.py`` runs in its own process (so thread settings and memory do not leak
 from one to the next) with its default arguments; ``bench_training.py`` runs once per
@@ -48,6 +50,9 @@ def plan(args):
                  f"profile_t{max(args.threads)}.json"))
     for name, script, extra, result in KERNEL_BENCHMARKS:
         runs.append((name, [script] + extra, result))
+    if args.plots:
+        runs.append(("scaling", ["bench_scaling.py", "--plots"] + (["--quick"] if args.quick else []),
+                     "scaling.json"))
     # Keep the benchmarks that exist (a checkout may not have all of them yet).
     runs = [r for r in runs if os.path.exists(os.path.join(HERE, r[1][0]))]
     if args.only:
@@ -60,6 +65,9 @@ def main():
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2],
                         help="thread counts for the training benchmark (default: 1 2)")
     parser.add_argument("--quick", action="store_true", help="smaller training runs")
+    parser.add_argument("--plots", action="store_true",
+                        help="also run bench_scaling.py --plots: throughput vs batch, width and "
+                             "threads, minnet beside PyTorch, as PNGs in docs/performance/")
     parser.add_argument("--only", nargs="+", default=None,
                         help="run only the benchmarks whose name starts with one of these")
     args = parser.parse_args()
