@@ -20,9 +20,9 @@ something is compiled (``build_ext``), not when pip asks for metadata or an sdis
 * Cython and the compiler run as a pipeline, the largest module first: the main thread
   writes one module's C at a time and each goes to the compiler jobs (one per core) as
   soon as it is written (``build_ext_and_copy``);
-* one line per compiled module (``minnet build: [3/24] minnet._ext._conv 4.2 s``), shown
+* one line per compiled module (``minnet build: [3/24] minnet._ext.conv_kernels 4.2 s``), shown
   by ``pip install -v`` and ``python setup.py build_ext``;
-* ``MINNET_ONLY=_conv,_blas`` builds only the named modules (a developer convenience
+* ``MINNET_ONLY=conv_kernels,_blas`` builds only the named modules (a developer convenience
   for ``python setup.py build_ext --inplace``, after one full build);
 * a build from a source checkout (``pip install .``) also leaves a copy of each compiled
   module beside its ``.pyx``, so ``python -c "import minnet"`` run in the checkout (where
@@ -47,6 +47,7 @@ from setuptools.command.build_ext import build_ext
 
 HERE = Path(__file__).parent.resolve()
 EXT_DIR = HERE / "minnet" / "_ext"
+INCLUDE_DIR = EXT_DIR / "include"   # every C header of the kernels
 SHARED_UTILITY = "minnet._ext._cyutility"
 DEBUG_BUILD = os.environ.get("MINNET_DEBUG_BUILD", "0") not in ("", "0", "false", "False")
 
@@ -175,10 +176,11 @@ def _extensions():
         ("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"),
         ("MINNET_DEBUG_BUILD", "1" if DEBUG_BUILD else "0"),
     ]
-    headers = [str(h.relative_to(HERE)) for h in sorted(EXT_DIR.glob("*.h"))]
+    headers = [str(h.relative_to(HERE)) for h in sorted(INCLUDE_DIR.glob("*.h"))]
     extensions = [
         Extension(f"minnet._ext.{pyx.stem}", [str(pyx.relative_to(HERE))],
-                  include_dirs=[np.get_include()], depends=headers, define_macros=list(macros))
+                  include_dirs=[np.get_include(), str(INCLUDE_DIR.relative_to(HERE))],
+                  depends=headers, define_macros=list(macros))
         for pyx in sorted(EXT_DIR.glob("*.pyx")) if not only or pyx.stem in only
     ]
     if not only:
@@ -199,10 +201,10 @@ def _optimisation_flags():
             "-Wno-unreachable-code"]
 
 
-# Per-module flags. _optim: its update must round every operation as NumPy's ufuncs do
+# Per-module flags. optim_kernels: its update must round every operation as NumPy's ufuncs do
 # (no fused multiply-add), and its sqrt needs no errno check to vectorise (the module
 # calls no other libm function, so nothing else changes).
-MODULE_FLAGS = {"_optim": ["-ffp-contract=off", "-fno-math-errno"]}
+MODULE_FLAGS = {"optim_kernels": ["-ffp-contract=off", "-fno-math-errno"]}
 
 
 def _cost(ext):

@@ -7,7 +7,7 @@ For each thread count it times (median of --repeat runs after one warm-up):
 
 * ``minnet F.conv2d``: the functional op through autograd (``method="auto"``);
 * ``per_sample`` / ``batched``: the raw kernels ``conv2d_forward`` + ``conv2d_backward``
-  with each GEMM strategy (see minnet/_ext/_conv.pyx);
+  with each GEMM strategy (see minnet/_ext/conv_kernels.pyx);
 * ``torch``: ``torch.nn.functional.conv2d`` forward + backward at the same thread count
   (skipped when PyTorch is not installed).
 
@@ -21,7 +21,7 @@ import numpy as np
 import minnet as mn
 from _common import median_ms, write_results
 import minnet.functional as F
-from minnet._ext import _conv
+from minnet._ext import conv_kernels
 
 
 def main():
@@ -40,7 +40,7 @@ def main():
     x = rng.standard_normal((n, c, h, w)).astype(np.float32)
     weight = (rng.standard_normal((args.filters, c, k, k)) * 0.1).astype(np.float32)
     bias = np.zeros(args.filters, np.float32)
-    y_shape = _conv.conv2d_forward(x[:1], weight, bias, 1, args.padding).shape[1:]
+    y_shape = conv_kernels.conv2d_forward(x[:1], weight, bias, 1, args.padding).shape[1:]
     grad = rng.standard_normal((n,) + y_shape).astype(np.float32)
     try:
         import torch
@@ -62,9 +62,9 @@ def main():
             row["minnet_ms"] = median_ms(step_functional, args.repeat)
             for method in ("per_sample", "batched"):
                 def step_kernel(method=method):
-                    _conv.conv2d_forward(x, weight, bias, 1, args.padding, n_threads=threads,
+                    conv_kernels.conv2d_forward(x, weight, bias, 1, args.padding, n_threads=threads,
                                          method=method)
-                    _conv.conv2d_backward(x, weight, grad, 1, args.padding, n_threads=threads,
+                    conv_kernels.conv2d_backward(x, weight, grad, 1, args.padding, n_threads=threads,
                                           method=method)
                 row[f"{method}_ms"] = median_ms(step_kernel, args.repeat)
             if torch is not None:

@@ -14,7 +14,7 @@ gradients) in each minnet layout, against ``torch.nn.functional.conv2d`` on NCHW
 in its channels_last memory format (the faster of the two is the reference), all four
 interleaved call by call, ``--repeat`` rounds after a warm-up. Printed per thread count:
 the OpenBLAS kernel threadpoolctl reports, the sgemm 2048^2 GFLOP/s of NumPy's BLAS and of
-minnet's own conv GEMM (``_conv.gemm_f32``, _convgemm.h) measured in the same run, the load (uptime), and per
+minnet's own conv GEMM (``conv_kernels.gemm_f32``, convgemm_kernels.h) measured in the same run, the load (uptime), and per
 workload the median ms with min-max, the effective GFLOP/s (3 x 2 N F K L / time) and the
 ratio torch_best / minnet (> 1: minnet faster).  JSON -> benchmarks/results/conv_limit.json
 """
@@ -48,8 +48,8 @@ def _gemm_peak(threads, repeat=5):
     """GFLOP/s of numpy's sgemm (its BLAS, ``threads`` threads) and of minnet's conv GEMM
     (2 blocks of rows on ``threads`` threads) on 2048 x 2048 x 2048."""
     from threadpoolctl import threadpool_limits
-    from minnet._ext import _conv
-    _convgemm = getattr(_conv, "gemm_f32", None)
+    from minnet._ext import conv_kernels
+    _convgemm = getattr(conv_kernels, "gemm_f32", None)
     n = 2048
     a = np.random.default_rng(1).standard_normal((n, n)).astype(np.float32)
     b = a.T.copy()

@@ -1,12 +1,12 @@
 """Conv2D per phase against PyTorch, in CPU time, and the conv GEMM on the layers' shapes.
 
     python benchmarks/bench_conv_phases.py [--repeat 7] [--only mnist resnet] [--layout cf]
-    python benchmarks/bench_conv_phases.py --gemm          # _conv.gemm_f32 on the shapes
+    python benchmarks/bench_conv_phases.py --gemm          # conv_kernels.gemm_f32 on the shapes
 
 One thread, ``time.thread_time`` (the CPU time of the calling thread: on a machine shared with
 other jobs their time slices do not count, where wall time would), the calls interleaved,
 median of ``--repeat`` rounds after a warm-up. minnet's kernels are called directly
-(``_conv.conv2d_forward``; ``conv2d_backward`` with one gradient requested), the step goes
+(``conv_kernels.conv2d_forward``; ``conv2d_backward`` with one gradient requested), the step goes
 through autograd (bench_conv_layout's ``_minnet_step``); torch: ``F.conv2d`` under
 ``no_grad``, ``torch.autograd.grad`` for the input or the weight alone (each including its
 forward), and its step. Workloads: bench_conv_limit.py's. ``--gemm``: GFLOP/s of minnet's
@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 import minnet as mn
-from minnet._ext import _conv
+from minnet._ext import conv_kernels
 from bench_conv_layout import _minnet_step, _torch_step
 from bench_conv_limit import WORKLOADS
 
@@ -58,7 +58,7 @@ def phases(args, torch):
         w = (rng.standard_normal((f, c, 3, 3)) * 0.1).astype(np.float32)
         b = np.zeros(f, np.float32)
         xm = np.ascontiguousarray(x.transpose(0, 2, 3, 1)) if df == "channels_last" else x
-        y = _conv.conv2d_forward(xm, w, b, s, 1, data_format=df)
+        y = conv_kernels.conv2d_forward(xm, w, b, s, 1, data_format=df)
         dy = rng.standard_normal(y.shape).astype(np.float32)
         tx = torch.tensor(x)
         tw = torch.tensor(w, requires_grad=True)
@@ -70,7 +70,7 @@ def phases(args, torch):
             tdy = tdy.contiguous(memory_format=torch.channels_last)
 
         def backward(dx, dw, db):
-            return lambda: _conv.conv2d_backward(xm, w, dy, s, 1, 1, dx, dw, db, data_format=df)
+            return lambda: conv_kernels.conv2d_backward(xm, w, dy, s, 1, 1, dx, dw, db, data_format=df)
 
         def t_fwd():
             with torch.no_grad():
@@ -85,7 +85,7 @@ def phases(args, torch):
             out = torch.nn.functional.conv2d(tx, tw, None, stride=s, padding=1)
             torch.autograd.grad(out, tw, tdy)
 
-        fns = {"fwd": lambda: _conv.conv2d_forward(xm, w, b, s, 1, data_format=df),
+        fns = {"fwd": lambda: conv_kernels.conv2d_forward(xm, w, b, s, 1, data_format=df),
                "dX": backward(True, False, False), "dW": backward(False, True, False),
                "db": backward(False, False, True),
                "step": _minnet_step(xm, mn.Parameter(w), mn.Parameter(b), 1, df, s),
@@ -104,7 +104,7 @@ def gemm(args):
         b = rng.standard_normal((n, k) if tb else (k, n)).astype(np.float32)
         c = np.zeros((m, n), np.float32)
         calls = max(3, int(3e9 / (2 * m * n * k)))
-        res = _cpu_interleaved({"g": lambda: [_conv.gemm_f32(a, b, c, 1.0, ta, tb)
+        res = _cpu_interleaved({"g": lambda: [conv_kernels.gemm_f32(a, b, c, 1.0, ta, tb)
                                               for _ in range(calls)]}, 5)["g"]
         print(f"{m}x{n}x{k} trans_a={ta:d} trans_b={tb:d}: "
               f"{2 * m * n * k * calls / res[1] / 1e6:.1f} GFLOP/s (best of 5)", flush=True)

@@ -17,7 +17,7 @@
 arrangement through minnet's BLAS (``minnet._ext._blas.py_gemm``, scipy's OpenBLAS) and the
 same products through ``torch.matmul`` (MKL), CPU time of the calling thread at 1 thread,
 medians of 25 interleaved runs (the per-step ones are 50 calls); then the per-step products
-of minnet's float32 kernels through their own step GEMM (``_stepgemm.h``, the weights packed
+of minnet's float32 kernels through their own step GEMM (``stepgemm_kernels.h``, the weights packed
 once), with this CPU's best copy and, on an AVX-512 CPU, the AVX2 copy too.
 
 ``--clock thread`` times with ``time.thread_time()`` (CPU time of the calling thread)
@@ -224,9 +224,9 @@ def gemm_breakdown(torch, repeat=25):
         ("dX = dA W_ih", lambda: py_gemm(a["dA"], a["w_ih"], c=out["X"]),
          lambda: t["dA"] @ t["w_ih"]),
     ]
-    # minnet's float32 step GEMM (_stepgemm.h), weights packed once as the kernels do; the
+    # minnet's float32 step GEMM (stepgemm_kernels.h), weights packed once as the kernels do; the
     # torch column times the same products per step through torch.matmul
-    from minnet._ext import _stepgemm as R
+    from minnet._ext import stepgemm_kernels as R
     arr["xh"] = np.concatenate([arr["x_t"], arr["h"]], axis=1)
     arr["w_cat"] = np.concatenate([arr["w_ih"], arr["w_hh"]], axis=1)
     arr["bias"] = rng.standard_normal(G).astype(np.float32)

@@ -139,7 +139,7 @@ def torch_predict(torch, model, x):
     return len(x) / (time.perf_counter() - t)
 
 
-_KERNEL_MODULES = ("_conv", "_im2col", "_winograd", "_linear", "_activations", "_losses", "_batchnorm", "_pooling", "_dropout")
+_KERNEL_MODULES = ("conv_kernels", "im2col_kernels", "winograd_kernels", "linear_kernels", "activations_kernels", "losses_kernels", "batchnorm_kernels", "pooling_kernels", "dropout_kernels")
 
 
 def profile_split(name, mn, n, threads):

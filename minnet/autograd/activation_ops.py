@@ -11,8 +11,8 @@ backward (``y*(1-y)``, ``1-y**2``, ``y > 0``, ``y``); the math is in
 import numpy as np
 
 from minnet._config import get_num_threads
-from minnet._ext import _activations as _kernels
-from minnet._ext import _softmax
+from minnet._ext import activations_kernels as _kernels
+from minnet._ext import softmax_kernels
 from minnet.autograd.function import Function
 
 from minnet.autograd.op_helpers import exp, from_rows, norm_dim, rows_along
@@ -117,7 +117,7 @@ def _grad_rows(g, d, rows_shape):
 
 
 class Softmax(Function):
-    """Along ``dim``, on the row kernels of ``_ext._softmax`` (float32/float64)."""
+    """Along ``dim``, on the row kernels of ``_ext.softmax_kernels`` (float32/float64)."""
 
     log_output = False
 
@@ -126,7 +126,7 @@ class Softmax(Function):
         d = ctx.dim = norm_dim(dim, a.ndim)
         if a.dtype in _KERNEL_DTYPES:
             rows, moved_shape = rows_along(a, d)
-            y = _softmax.softmax_forward(rows, cls.log_output, n_threads=get_num_threads())
+            y = softmax_kernels.softmax_forward(rows, cls.log_output, n_threads=get_num_threads())
             y = from_rows(y, moved_shape, d)
         else:
             shifted = a - np.max(a, axis=d, keepdims=True)
@@ -149,7 +149,7 @@ class Softmax(Function):
             # itself when d is the last axis: a gradient that is not a view is the engine's
             # to keep, not copied again into .grad (benchmarks/bench_autograd.py, "softmax dim -1")
             dx = np.empty(moved_shape, dtype=y.dtype)
-            _softmax.softmax_backward(y_rows, g_rows, cls.log_output, out=dx.reshape(y_rows.shape),
+            softmax_kernels.softmax_backward(y_rows, g_rows, cls.log_output, out=dx.reshape(y_rows.shape),
                                       n_threads=get_num_threads())
             return dx if d == y.ndim - 1 else np.moveaxis(dx, -1, d)
         return cls.backward_graph(ctx, g)

@@ -10,8 +10,8 @@ import math
 import numpy as np
 
 from minnet._config import get_num_threads
-from minnet._ext import _indexing as _kernels
-from minnet._ext import _select
+from minnet._ext import indexing_kernels as _kernels
+from minnet._ext import select_kernels
 
 from .function import Function
 from .op_helpers import is_tensor, norm_dim, raw, shape_of, unbroadcast, zeros_like
@@ -63,7 +63,7 @@ def _index_into(g, key, shape):
 
 
 # --------------------------------------------------------------------------- the kernels
-# float32/float64 go to minnet._ext._indexing (threaded, the same result for any thread
+# float32/float64 go to minnet._ext.indexing_kernels (threaded, the same result for any thread
 # count); other dtypes to NumPy.
 
 _KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
@@ -204,7 +204,7 @@ def _scatter_index(g, key, shape):
 
 
 def _select_ready(condition, *arrays):
-    """True when ``_select``'s kernels take these: a C-contiguous bool condition and
+    """True when ``select_kernels``'s kernels take these: a C-contiguous bool condition and
     C-contiguous float32/float64 ndarrays of its shape and one dtype (broadcasting, other
     dtypes and strided arrays take NumPy's path)."""
     if type(condition) is not np.ndarray or not condition.flags.c_contiguous:
@@ -220,7 +220,7 @@ def _select_ready(condition, *arrays):
 
 
 def _grad_ready(condition, g):
-    """True when ``_select.where_backward`` takes ``g``: C-contiguous, or one value broadcast
+    """True when ``select_kernels.where_backward`` takes ``g``: C-contiguous, or one value broadcast
     to the condition's shape (what ``.sum().backward()`` sends)."""
     return type(condition) is np.ndarray and condition.flags.c_contiguous \
         and type(g) is np.ndarray and g.dtype in _SELECT_DTYPES and g.shape == condition.shape \
@@ -232,7 +232,7 @@ _SELECT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 class Where(Function):
     """``a`` where ``condition`` else ``b``; backward ``ga = where(c, g, 0)``,
-    ``gb = where(c, 0, g)`` (one pass of ``_select.where_backward``), each summed over the
+    ``gb = where(c, 0, g)`` (one pass of ``select_kernels.where_backward``), each summed over the
     axes its operand was broadcast along."""
 
     @staticmethod
@@ -243,7 +243,7 @@ class Where(Function):
         ctx.condition = condition
         ctx.shapes = (shape_of(a), shape_of(b))
         if _select_ready(condition, a, b):
-            return _select.where(condition, a, b, n_threads=get_num_threads())
+            return select_kernels.where(condition, a, b, n_threads=get_num_threads())
         return np.asarray(np.where(condition, a, b))
 
     @staticmethod
@@ -251,7 +251,7 @@ class Where(Function):
         sa, sb = ctx.shapes
         _, na, nb = ctx.needs_input_grad
         if _grad_ready(ctx.condition, g):
-            ga, gb = _select.where_backward(ctx.condition, g, need_a=na, need_b=nb,
+            ga, gb = select_kernels.where_backward(ctx.condition, g, need_a=na, need_b=nb,
                                             n_threads=get_num_threads())
         else:
             ga = np.where(ctx.condition, g, 0) if na else None
@@ -280,7 +280,7 @@ class MaskedFill(Function):
             raise TypeError(f"masked_fill expected `mask` to be a boolean tensor. Received: dtype={mask.dtype}")
         ctx.mask = mask
         if np.ndim(value) == 0 and _select_ready(mask, a):
-            return _select.masked_fill(a, mask, value, n_threads=get_num_threads())
+            return select_kernels.masked_fill(a, mask, value, n_threads=get_num_threads())
         out = np.where(mask, np.asarray(value, dtype=a.dtype), a)
         if out.shape != a.shape:
             raise RuntimeError(f"masked_fill: the mask of shape {mask.shape} must broadcast to the "
@@ -290,7 +290,7 @@ class MaskedFill(Function):
     @staticmethod
     def backward(ctx, g):
         if _grad_ready(ctx.mask, g):
-            return _select.where_backward(ctx.mask, g, need_a=False,
+            return select_kernels.where_backward(ctx.mask, g, need_a=False,
                                           n_threads=get_num_threads())[1], None
         return np.where(ctx.mask, 0, g), None
 

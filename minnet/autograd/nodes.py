@@ -11,7 +11,7 @@ import weakref
 import numpy as np
 
 from minnet._config import get_num_threads
-from minnet._ext import _select
+from minnet._ext import select_kernels
 
 __all__ = ["Node", "AccumulateGrad", "HookDict", "RemovableHandle", "TENSOR_CLASS", "register_tensor_class"]
 
@@ -85,11 +85,11 @@ class Node:
 def _own_copy(grad):
     """A copy of ``grad`` the leaf can keep.  A large view whose last axis is contiguous or
     broadcast (the gradient ``sum``/``expand`` send back) is copied row by row on the
-    threads (``_select.materialize``; NumPy copies a strided view on one thread:
+    threads (``select_kernels.materialize``; NumPy copies a strided view on one thread:
     benchmarks/bench_autograd.py, "sum dim 0" and "stack"); anything else keeps NumPy's
     copy in the view's own memory order."""
     if grad.ndim >= 2 and grad.strides[-1] in (0, grad.itemsize) and grad.nbytes >= 1 << 20:
-        return _select.materialize(grad, n_threads=get_num_threads())
+        return select_kernels.materialize(grad, n_threads=get_num_threads())
     return np.array(grad, order="K")
 
 class AccumulateGrad(Node):

@@ -9,9 +9,9 @@ import math
 import numpy as np
 
 from minnet._config import get_num_threads
-from minnet._ext import _indexing
-from minnet._ext import _reduce
-from minnet._ext import _softmax
+from minnet._ext import indexing_kernels
+from minnet._ext import reduce_kernels
+from minnet._ext import softmax_kernels
 
 from .function import Function
 from .indexing_ops import where
@@ -55,7 +55,7 @@ def _cumsum(x, dim, reverse=False):
         return flip(np.cumsum(flip(x, (dim,)), axis=dim), (dim,)) if reverse else np.cumsum(x, axis=dim)
     out = np.empty(x.shape, dtype=x.dtype)
     outer, inner = math.prod(x.shape[:dim]), math.prod(x.shape[dim + 1:])
-    _indexing.cumsum(x.reshape(outer, x.shape[dim], inner), out.reshape(outer, x.shape[dim], inner),
+    indexing_kernels.cumsum(x.reshape(outer, x.shape[dim], inner), out.reshape(outer, x.shape[dim], inner),
                  reverse=reverse, n_threads=get_num_threads())
     return out
 
@@ -63,12 +63,12 @@ def _cumsum(x, dim, reverse=False):
 def _sum(a, dims, keepdims, mean=False, dtype=None):
     """``np.sum`` (``np.mean`` when ``mean``) over ``dims`` (None = all).  A C-contiguous
     float32/float64 array reduced over one axis or all of them runs on the threaded kernel
-    of ``_ext._reduce`` (the same result for any thread count; over an axis that is not the
+    of ``_ext.reduce_kernels`` (the same result for any thread count; over an axis that is not the
     last, NumPy's bit for bit); NumPy's single-thread reduction otherwise
     (benchmarks/bench_autograd.py, "sum dim 0" and "mean")."""
     if (type(a) is np.ndarray and a.dtype in _KERNEL_DTYPES and (dtype is None or dtype == a.dtype)
             and a.size and a.flags.c_contiguous and (dims is None or (len(dims) == 1 and a.ndim))):
-        out = _reduce.sum_axis(a, None if dims is None else dims[0], mean, n_threads=get_num_threads())
+        out = reduce_kernels.sum_axis(a, None if dims is None else dims[0], mean, n_threads=get_num_threads())
         if keepdims:
             out = out.reshape(tuple(1 if dims is None or i in dims else s for i, s in enumerate(a.shape)))
         return out
@@ -217,7 +217,7 @@ class Norm(Function):
 
 class LogSumExp(Function):
     """``log(sum(exp(a)))`` over ``axis``. Over one axis of a float32/float64 array it runs
-    the row kernel of ``_ext._softmax`` (the one log-softmax uses; prange over rows) and
+    the row kernel of ``_ext.softmax_kernels`` (the one log-softmax uses; prange over rows) and
     its backward ``g * exp(a - out)`` one fused pass of the same module from the saved
     output: NumPy's four passes over the data did not run in parallel
     (benchmarks/bench_autograd.py, "logsumexp dim 1")."""
@@ -229,7 +229,7 @@ class LogSumExp(Function):
         if dims is not None and len(dims) == 1 and a.dtype in _KERNEL_DTYPES and a.size:
             d = dims[0]
             rows, moved_shape = rows_along(a, d)
-            out = _softmax.logsumexp_rows(rows, n_threads=get_num_threads())
+            out = softmax_kernels.logsumexp_rows(rows, n_threads=get_num_threads())
             out = np.expand_dims(out.reshape(moved_shape[:-1]), d)
         else:
             m = np.max(a, axis=dims, keepdims=True)
@@ -250,7 +250,7 @@ class LogSumExp(Function):
             # an array of the moved shape, returned itself when d is last (not a view: the
             # engine keeps it as .grad without a copy)
             dx = np.empty(moved_shape, dtype=a.dtype)
-            _softmax.logsumexp_backward(rows, out.reshape(-1), g.reshape(-1), out=dx.reshape(rows.shape),
+            softmax_kernels.logsumexp_backward(rows, out.reshape(-1), g.reshape(-1), out=dx.reshape(rows.shape),
                                         n_threads=get_num_threads())
             return dx if d == a.ndim - 1 else np.moveaxis(dx, -1, d)
         return LogSumExp.backward_graph(ctx, g)

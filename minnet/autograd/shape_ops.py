@@ -6,7 +6,7 @@ cat/stack); the math is in ``docs/math/autograd_ops.md``.
 import numpy as np
 
 from minnet._config import get_num_threads
-from minnet._ext import _select
+from minnet._ext import select_kernels
 
 from .function import Function
 from .op_helpers import is_tensor, norm_dim, norm_dims, unbroadcast
@@ -143,7 +143,7 @@ _PARALLEL_COPY_BYTES = 1 << 17
 
 def _concat(arrays, axis):
     """``np.concatenate(arrays, axis)``; with more than one thread, C-contiguous arrays of one
-    dtype and matching shapes are copied by ``_select.concat`` (the copy shared among the
+    dtype and matching shapes are copied by ``select_kernels.concat`` (the copy shared among the
     threads; benchmarks/bench_autograd.py, "cat" and "stack"), anything else by NumPy (which
     also raises the errors)."""
     n_threads = get_num_threads()
@@ -157,7 +157,7 @@ def _concat(arrays, axis):
                 break
         else:
             out = np.empty(head + (sum(a.shape[axis] for a in arrays),) + tail, dtype=first.dtype)
-            return _select.concat(arrays, axis, out, n_threads=n_threads)
+            return select_kernels.concat(arrays, axis, out, n_threads=n_threads)
     return np.concatenate(arrays, axis=axis)
 
 

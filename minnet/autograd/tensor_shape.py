@@ -10,7 +10,7 @@ import collections
 import numpy as np
 
 from minnet._config import get_num_threads
-from minnet._ext import _sort
+from minnet._ext import sort_kernels
 
 from . import elementwise_ops, indexing_ops, op_helpers, reduction_ops, shape_ops
 from .op_helpers import is_tensor, raw
@@ -280,10 +280,10 @@ def _arg_extreme(t, dim, keepdim, fn):
 
 def _argsort(a, d, descending):
     """Stable argsort along ``d`` (equal elements keep their order, also when descending),
-    int64.  float32/float64 run on the threaded radix sort of ``_ext._sort``; NumPy's stable
+    int64.  float32/float64 run on the threaded radix sort of ``_ext.sort_kernels``; NumPy's stable
     sort (one thread) otherwise (benchmarks/bench_autograd.py, "sort dim 1")."""
     if a.ndim and (a.dtype == np.float32 or a.dtype == np.float64):
-        return _sort.argsort_along(a, d, descending, n_threads=get_num_threads())
+        return sort_kernels.argsort_along(a, d, descending, n_threads=get_num_threads())
     if not descending:
         return np.argsort(a, axis=d, kind="stable").astype(np.int64)
     n = a.shape[d] if a.ndim else 1

@@ -2,8 +2,8 @@
 log_softmax, and gelu, silu, softplus, softsign, relu6, hardsigmoid, hardswish, mish
 (PyTorch's names and meanings).
 
-Each op is a ``Function`` over the kernels of ``minnet._ext`` (``_activations``,
-``_unary``; softmax is autograd's, on ``_softmax``) and keeps only what its backward needs: sigmoid, tanh, relu,
+Each op is a ``Function`` over the kernels of ``minnet._ext`` (``activations_kernels``,
+``unary_kernels``; softmax is autograd's, on ``softmax_kernels``) and keeps only what its backward needs: sigmoid, tanh, relu,
 elu/selu and (log-)softmax keep their OUTPUT (their derivatives are functions of it:
 ``y*(1-y)``, ``1-y**2``, ``y > 0``, ``y + alpha``, ...), so the input can be freed as soon as the next layer is done with
 it.  The math, with the shapes, is in ``docs/math/activations.md``.
@@ -14,8 +14,8 @@ import numbers
 import numpy as np
 
 from minnet._config import get_num_threads
-from minnet._ext import _activations as _kernels
-from minnet._ext import _unary
+from minnet._ext import activations_kernels as _kernels
+from minnet._ext import unary_kernels
 from minnet.functional._common import as_float_input as _as_float_input
 from minnet.autograd import Function
 from minnet.autograd.activation_ops import LogSoftmax, Relu, Sigmoid, Softmax, Tanh, as_kernel_grad
@@ -262,7 +262,7 @@ def selu(x):
 
 
 # ---------------------------------------------------------------------------------------
-# The unary family (one fused kernel pair in _ext/_unary.pyx, chosen by `_op`):
+# The unary family (one fused kernel pair in _ext/unary_kernels.pyx, chosen by `_op`):
 # forward saves the input x, backward computes g * f'(x) in one pass.
 # ---------------------------------------------------------------------------------------
 
@@ -272,14 +272,14 @@ class _Unary(Function):
     @classmethod
     def forward(cls, ctx, x):
         x = _contiguous(x, x.dtype)
-        y = _unary.unary_forward(x, cls._op, n_threads=get_num_threads())
+        y = unary_kernels.unary_forward(x, cls._op, n_threads=get_num_threads())
         ctx.save_for_backward(x)
         return y
 
     @classmethod
     def backward(cls, ctx, grad):
         (x,) = ctx.saved_tensors
-        return _unary.unary_backward(x, as_kernel_grad(grad, x.dtype), cls._op,
+        return unary_kernels.unary_backward(x, as_kernel_grad(grad, x.dtype), cls._op,
                                        n_threads=get_num_threads())
 
 
@@ -520,7 +520,7 @@ def prelu_broadcast(x, alpha):
 # ---------------------------------------------------------------------------------------
 
 # Softmax and LogSoftmax are the autograd operations behind ``Tensor.softmax`` /
-# ``Tensor.log_softmax`` (autograd/activation_ops.py, on the row kernels of _ext/_softmax);
+# ``Tensor.log_softmax`` (autograd/activation_ops.py, on the row kernels of _ext/softmax_kernels);
 # the functions below add the public argument checks.
 
 

@@ -1,5 +1,5 @@
 """Scaled dot-product attention: PyTorch's ``scaled_dot_product_attention`` and Keras's
-``ops.dot_product_attention`` on the fused kernel of ``minnet._ext._attention``.
+``ops.dot_product_attention`` on the fused kernel of ``minnet._ext.attention_kernels``.
 
 ``softmax(q kᵀ * scale + mask) v`` per batch and head. The fused path never stores the
 (L, S) scores: forward keeps the output and one log-sum-exp per query row, backward
@@ -22,7 +22,7 @@ import numbers
 import numpy as np
 
 from minnet._config import get_num_threads
-from minnet._ext import _attention as _kernels
+from minnet._ext import attention_kernels as _kernels
 from minnet.autograd import Function, Tensor
 from minnet.functional._common import as_float_input
 from minnet.functional._dropout import dropout

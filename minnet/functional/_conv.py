@@ -1,6 +1,6 @@
 """Differentiable ``conv2d`` in both image layouts (the math is in docs/math/convolution.md).
 
-A thin ``Function`` over the Cython kernels in ``minnet._ext._conv``: this module
+A thin ``Function`` over the Cython kernels in ``minnet._ext.conv_kernels``: this module
 validates the arguments, resolves padding and output size, casts the input to the
 weight's dtype, and keeps for backward only what backward will read.  The argument
 helpers at the top are shared with ``functional/_linear.py``.
@@ -11,7 +11,7 @@ import numpy as np
 
 from minnet._checks import check_int_tuple, check_pad_pairs
 from minnet._config import get_num_threads
-from minnet._ext import _conv as _kernels
+from minnet._ext import conv_kernels as _kernels
 from minnet.autograd import Function, Tensor
 
 __all__ = ["conv2d", "conv_transpose2d", "Convolution", "as_input", "cast", "check_cast_source", "data",

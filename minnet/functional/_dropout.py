@@ -1,6 +1,6 @@
 """Differentiable dropout, alpha dropout and spatial (channel) dropout.
 
-The math is in docs/math/dropout.md.  Masks come from ``minnet._ext._dropout``: a
+The math is in docs/math/dropout.md.  Masks come from ``minnet._ext.dropout_kernels``: a
 counter-based hash keyed by ``minnet._random.dropout_key(n)``, so a seeded run draws the
 same masks whatever the thread count.  Each op keeps only its ``uint8`` mask (1 byte per
 element, or per channel for spatial dropout) for backward.
@@ -10,7 +10,7 @@ import numbers
 from minnet import _random
 from minnet._checks import check_choice
 from minnet._config import get_num_threads
-from minnet._ext import _dropout as _kernels
+from minnet._ext import dropout_kernels as _kernels
 from minnet.functional._common import as_float_input
 from minnet.autograd import Function, Tensor
 

@@ -2,7 +2,7 @@
 zero padding, in either layout (``data_format="channels_last"`` ``(N, H, W, C)`` or
 ``"channels_first"`` ``(N, C, H, W)``), plus PyTorch's ``interpolate`` and ``pad`` spellings.
 
-A channels_first batch is handed to the channels_last kernels of ``minnet._ext._image`` as
+A channels_first batch is handed to the channels_last kernels of ``minnet._ext.image_kernels`` as
 ``(N * C, H, W, 1)`` (the same memory): one kernel serves both layouts. The math is in
 ``docs/math/image.md``.
 """
@@ -12,7 +12,7 @@ import numpy as np
 
 from minnet._checks import check_int_tuple
 from minnet._config import get_num_threads
-from minnet._ext import _image as _kernels
+from minnet._ext import image_kernels as _kernels
 from minnet.autograd import Function
 from minnet.functional._common import as_float_input
 

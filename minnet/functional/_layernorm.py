@@ -1,6 +1,6 @@
 """Differentiable layer and group normalisation (PyTorch's ``F.layer_norm``/``F.group_norm``).
 
-Both run the fused row kernels of ``minnet._ext._layernorm``: layer norm normalises each
+Both run the fused row kernels of ``minnet._ext.layernorm_kernels``: layer norm normalises each
 row of the trailing ``normalized_shape`` block; group norm views ``(N, C, *)`` as
 ``(N * groups, C / groups * prod(*))`` rows (a reshape, no copy), normalises them without an
 affine step, and applies its per-channel ``weight``/``bias`` with tensor operations. The
@@ -11,7 +11,7 @@ import numbers
 import numpy as np
 
 from minnet._config import get_num_threads
-from minnet._ext import _layernorm as _kernels
+from minnet._ext import layernorm_kernels as _kernels
 from minnet.autograd import Function, Tensor
 from minnet.functional._common import as_float_input
 

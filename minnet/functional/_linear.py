@@ -1,14 +1,14 @@
 """Differentiable ``linear`` (the math is in docs/math/linear.md).
 
 One ``Function`` (``Linear``, with or without bias) over the kernels in
-``minnet._ext._linear``, plus ``linear_no_graph``: Dense's path when no graph is recorded
+``minnet._ext.linear_kernels``, plus ``linear_no_graph``: Dense's path when no graph is recorded
 (one kernel call, the ReLU fused).  This module validates the arguments, casts the input to
 the weight's dtype, and keeps for backward only what backward will read.
 """
 import numpy as np
 
 from minnet._config import get_num_threads
-from minnet._ext import _linear as _kernels
+from minnet._ext import linear_kernels as _kernels
 from minnet.autograd import Function, Tensor
 from minnet.autograd.grad_mode import anomaly_state, grad_state
 from minnet.functional._conv import as_input, cast, check_cast_source, data, float_dtype

@@ -3,7 +3,7 @@ l1_loss, huber_loss, binary_cross_entropy, binary_cross_entropy_with_logits.
 
 Semantics follow ``torch.nn.functional`` (reductions ``"mean"``, ``"sum"``, ``"none"``;
 label smoothing; BCE's log clamped at -100).  Cross-entropy and the MSE sum run in the
-kernels of ``minnet._ext._losses``; the others are a few NumPy expressions.  Each op keeps
+kernels of ``minnet._ext.losses_kernels``; the others are a few NumPy expressions.  Each op keeps
 only what its backward needs: cross-entropy its logits and one log-sum-exp per row (not
 the softmax), the elementwise losses their two inputs.  The math is in
 ``docs/math/losses.md``.
@@ -14,8 +14,8 @@ import numpy as np
 
 from minnet._checks import check_labels
 from minnet._config import get_num_threads
-from minnet._ext import _activations as _act_kernels
-from minnet._ext import _losses as _kernels
+from minnet._ext import activations_kernels as _act_kernels
+from minnet._ext import losses_kernels as _kernels
 from minnet.autograd import Function, Tensor
 from minnet.functional._common import as_float_input as _as_float_input
 

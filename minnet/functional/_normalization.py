@@ -1,6 +1,6 @@
 """Differentiable batch normalisation (the math is in docs/math/batchnorm.md).
 
-``NativeBatchNorm`` is a thin ``Function`` over ``minnet._ext._batchnorm``.  For backward
+``NativeBatchNorm`` is a thin ``Function`` over ``minnet._ext.batchnorm_kernels``.  For backward
 it keeps the input ``x`` (already referenced by the graph) and two per-channel float64
 vectors ``mean`` and ``inv_std``, not ``x_hat``: ``x_hat`` would be a second array the
 size of the input held until backward, while recomputing ``(x - mean) * inv_std`` costs
@@ -16,7 +16,7 @@ import numpy as np
 
 from minnet._checks import check_choice
 from minnet._config import get_num_threads
-from minnet._ext import _batchnorm as _kernels
+from minnet._ext import batchnorm_kernels as _kernels
 from minnet.autograd import Function, Tensor
 from minnet.functional._conv import float_dtype
 

@@ -8,7 +8,7 @@ the geometry; global average pooling keeps the input shape.
 
 from minnet._checks import check_choice, check_int_tuple, check_padding
 from minnet._config import get_num_threads
-from minnet._ext import _pooling as _kernels
+from minnet._ext import pooling_kernels as _kernels
 from minnet.functional._common import as_float_input
 from minnet.autograd import Function
 

@@ -1,7 +1,7 @@
 """Recurrent ops: ``lstm``, ``gru``, ``rnn`` over whole sequences (PyTorch's layouts and gate orders).
 
 Each op is one ``Function`` whose forward and backward are one call each into the fused
-sequence kernels of ``minnet._ext._recurrent`` (the time loop runs in C). Inputs are
+sequence kernels of ``minnet._ext.recurrent_kernels`` (the time loop runs in C). Inputs are
 batch-first, ``(N, T, I)``. Weights are PyTorch's: ``weight_ih`` (G*H, I), ``weight_hh``
 (G*H, H), ``bias_ih``/``bias_hh`` (G*H,), with G = 4 (LSTM: i, f, g, o), 3 (GRU: r, z, n)
 or 1 (RNN). The math is in docs/math/recurrent.md.
@@ -14,8 +14,8 @@ import numpy as np
 
 from minnet._config import get_num_threads
 from minnet._checks import check_choice, invalid
-from minnet._ext import _embedding
-from minnet._ext import _recurrent as _kernels
+from minnet._ext import embedding_kernels
+from minnet._ext import recurrent_kernels as _kernels
 from minnet.autograd import Function, Tensor
 
 __all__ = ["lstm", "gru", "rnn", "embedding", "reverse_sequence", "concat_features"]
@@ -286,7 +286,7 @@ class Embedding(Function):
             return None, None
         indices = ctx.indices
         d = grad.shape[-1]
-        dw = _embedding.embedding_backward(indices.reshape(-1), grad.reshape(-1, d),
+        dw = embedding_kernels.embedding_backward(indices.reshape(-1), grad.reshape(-1, d),
                                           ctx.input_dim, get_num_threads())
         return dw, None
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from minnet._checks import check_choice, invalid
 from minnet._config import get_num_threads
-from minnet._ext import _image as _kernels
+from minnet._ext import image_kernels as _kernels
 from minnet.autograd import Tensor
 from minnet.layers.augmentation_color import (AugmentationLayer, is_number, keras_factor,
                                               keras_value_range, plain_number)

@@ -1,6 +1,6 @@
 """LayerNormalization and GroupNormalization (Keras's arguments and defaults).
 
-Both run the fused row kernels of ``minnet._ext._layernorm`` through
+Both run the fused row kernels of ``minnet._ext.layernorm_kernels`` through
 ``minnet.functional.layer_norm`` / ``group_norm`` (math in ``docs/math/layernorm.md``).
 The variance is the biased one (as Keras and PyTorch); ``epsilon`` defaults to Keras's 1e-3
 (PyTorch's ``nn.LayerNorm`` uses 1e-5).

@@ -9,7 +9,7 @@
   Their random numbers come from minnet's generator (``mn.manual_seed``), or from the
   layer's own generator when given a ``seed``.
 
-The image work runs the Cython kernels of ``minnet._ext._image`` (bilinear or nearest
+The image work runs the Cython kernels of ``minnet._ext.image_kernels`` (bilinear or nearest
 sampling, ``nogil``, ``prange`` over the batch, results independent of the thread count).
 Augmentations act on the data only: no gradient flows through them (they sit at the input
 of a model). Image layers take ``data_format`` (None: ``mn.config.image_data_format()``).
@@ -23,7 +23,7 @@ from minnet import _random, config
 from minnet import functional as F
 from minnet._checks import check_choice, check_float, check_int, invalid
 from minnet._config import get_num_threads
-from minnet._ext import _image as _kernels
+from minnet._ext import image_kernels as _kernels
 from minnet.autograd import Tensor, einsum
 from minnet.layers.base import Layer
 

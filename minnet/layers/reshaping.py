@@ -1,7 +1,7 @@
 """Reshaping layers: UpSampling2D, ZeroPadding2D, Cropping2D, Permute, RepeatVector.
 
 Image layers take Keras's ``data_format`` (None: ``mn.config.image_data_format()``); the
-resampling and padding run the kernels of ``minnet._ext._image`` through
+resampling and padding run the kernels of ``minnet._ext.image_kernels`` through
 ``minnet.functional`` (math in ``docs/math/image.md``).
 """
 import numpy as np

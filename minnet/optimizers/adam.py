@@ -4,7 +4,7 @@ import math
 import numpy as np
 
 from minnet._config import get_num_threads
-from minnet._ext import _optim
+from minnet._ext import optim_kernels
 from minnet.optimizers.optimizer import Optimizer, check_bool, check_number, fusable
 
 __all__ = ["Adam", "AdamW", "lerp_"]
@@ -88,7 +88,7 @@ class Adam(Optimizer):
                 state["max_exp_avg_sq"] = v_max = np.zeros_like(data)
         if fusable(data, grad, m, v, v_max):
             # the same operations in one pass (bit for bit; benchmarks/bench_optimizers.py)
-            _optim.adam_step(data, grad, m, v, v_max, 1.0 - self.beta_1, self.beta_2,
+            optim_kernels.adam_step(data, grad, m, v, v_max, 1.0 - self.beta_1, self.beta_2,
                              bias_correction2_sqrt, self.epsilon, step_size,
                              n_threads=get_num_threads())
             return

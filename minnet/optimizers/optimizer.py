@@ -109,7 +109,7 @@ def _flatten_groups(params):
 
 
 def fusable(data, *arrays):
-    """True when a fused update of ``_ext._optim`` can take these arrays: float32/float64,
+    """True when a fused update of ``_ext.optim_kernels`` can take these arrays: float32/float64,
     C-contiguous, one dtype and shape, ``data`` writeable (None entries are absent state).
     Anything else runs the NumPy calls of the optimizer's ``_update``."""
     dtype = data.dtype

@@ -2,7 +2,7 @@
 import numpy as np
 
 from minnet._config import get_num_threads
-from minnet._ext import _optim
+from minnet._ext import optim_kernels
 from minnet.optimizers.optimizer import Optimizer, check_bool, check_number, fusable
 
 __all__ = ["SGD"]
@@ -65,7 +65,7 @@ class SGD(Optimizer):
                 first = True
         if fusable(data, grad, buf):
             # the same operations in one pass (bit for bit; benchmarks/bench_optimizers.py)
-            _optim.sgd_step(data, grad, buf, self.momentum, self.dampening, self.nesterov,
+            optim_kernels.sgd_step(data, grad, buf, self.momentum, self.dampening, self.nesterov,
                             not first, lr, n_threads=get_num_threads())
             return
         if buf is not None:

@@ -1,10 +1,10 @@
-"""minnet._ext._activations against plain NumPy references (float32 and float64)."""
+"""minnet._ext.activations_kernels against plain NumPy references (float32 and float64)."""
 import numpy as np
 import pytest
 
-from minnet._ext import _activations as K
-from minnet._ext import _softmax as S
-from minnet._ext import _unary as U
+from minnet._ext import activations_kernels as K
+from minnet._ext import softmax_kernels as S
+from minnet._ext import unary_kernels as U
 
 from _harness import TOLERANCES
 

@@ -1,11 +1,11 @@
-"""minnet._ext._attention against a NumPy reference: softmax(q kᵀ scale + mask) v, its
+"""minnet._ext.attention_kernels against a NumPy reference: softmax(q kᵀ scale + mask) v, its
 gradients, masks (causal, key lengths, additive, fully masked rows), odd sizes and block
 sizes that do not divide the sequence, strided (Keras-layout) operands, thread counts."""
 import numpy as np
 import pytest
 
 from _harness import TOLERANCES
-from minnet._ext import _attention as A
+from minnet._ext import attention_kernels as A
 
 TOL = TOLERANCES["gemm"]
 
@@ -120,7 +120,7 @@ def test_strided_operands_in_keras_layout(rng, dtype):
 @pytest.mark.parametrize("level", [0, 1, 2])
 @pytest.mark.parametrize("shape", SHAPES + [(2, 2, 150, 300, 64, 64, (64, 128))])
 def test_every_tile_copy_matches_numpy(rng, level, shape):
-    # float32 runs _convgemm.h's tiles (and the AVX2 online step from level 1): every copy
+    # float32 runs convgemm_kernels.h's tiles (and the AVX2 online step from level 1): every copy
     # this CPU can run, with causal + additive masks; the panels of K/V are NR = 8/16/32 wide
     b, h, n_q, n_k, e, ev, block = shape
     q, k, v, g = _data(rng, np.float32, b, h, n_q, n_k, e, ev)

@@ -8,7 +8,7 @@ import pytest
 
 import minnet as mn
 import minnet.functional as F
-from minnet._ext import _base, _conv, _linear
+from minnet._ext import _base, conv_kernels, linear_kernels
 
 EXT = Path(mn.__file__).parent / "_ext"
 
@@ -53,16 +53,16 @@ def test_kernels_refuse_strided_operands_and_the_public_ops_convert(rng):
     x = rng.standard_normal((4, 5))
     w_t = rng.standard_normal((5, 3)).T          # (3, 5), not C-contiguous
     with pytest.raises(ValueError, match="`weight`: expected a C-contiguous"):
-        _linear.linear_forward(x, w_t)
+        linear_kernels.linear_forward(x, w_t)
     np.testing.assert_array_equal(F.linear(x, w_t).numpy(),
-                                  _linear.linear_forward(x, np.ascontiguousarray(w_t)))
+                                  linear_kernels.linear_forward(x, np.ascontiguousarray(w_t)))
     xi = rng.standard_normal((2, 5, 5, 3))
     w = rng.standard_normal((4, 3, 3, 3))[:, :, ::-1]   # a reversed view
     with pytest.raises(ValueError, match="`weight`: expected a C-contiguous"):
-        _conv.conv2d_forward(xi.transpose(0, 3, 1, 2).copy(), w)
+        conv_kernels.conv2d_forward(xi.transpose(0, 3, 1, 2).copy(), w)
     np.testing.assert_array_equal(
         F.conv2d(xi, w, data_format="channels_last").numpy(),
-        _conv.conv2d_forward(xi, np.ascontiguousarray(w), data_format="channels_last"))
+        conv_kernels.conv2d_forward(xi, np.ascontiguousarray(w), data_format="channels_last"))
 
 
 def test_check_threads():
@@ -81,7 +81,7 @@ def test_set_deterministic_is_the_config_flag():
         mn.config.set_deterministic(False)
 
 
-SOURCES = sorted(p for p in EXT.iterdir() if p.suffix in (".pyx", ".pxd", ".h", ".py"))
+SOURCES = sorted(p for p in EXT.rglob("*") if p.suffix in (".pyx", ".pxd", ".h", ".py"))
 
 
 @pytest.mark.parametrize("pattern, home", [

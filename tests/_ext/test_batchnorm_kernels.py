@@ -1,8 +1,8 @@
-"""minnet._ext._batchnorm against plain NumPy (float64 references)."""
+"""minnet._ext.batchnorm_kernels against plain NumPy (float64 references)."""
 import numpy as np
 import pytest
 
-from minnet._ext import _batchnorm as B
+from minnet._ext import batchnorm_kernels as B
 
 from _harness import TOLERANCES
 

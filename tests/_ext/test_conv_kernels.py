@@ -1,10 +1,10 @@
-"""Kernels of minnet._ext._conv and _im2col (channels_first) against plain NumPy references
+"""Kernels of minnet._ext.conv_kernels and im2col_kernels (channels_first) against plain NumPy references
 (float32 and float64); channels_last in test_conv_nhwc_kernels.py."""
 import numpy as np
 import pytest
 
 from minnet._config import get_num_threads
-from minnet._ext import _conv, _im2col, _linear, _winograd
+from minnet._ext import conv_kernels, im2col_kernels, linear_kernels, winograd_kernels
 
 from _harness import TOLERANCES
 
@@ -122,10 +122,10 @@ def test_direct_loop_reference_agrees_with_fancy_indexing(rng):
 def test_im2col_col2im(case, dtype, rng):
     x, weight, _, _, s, p, d, out = _make(case, dtype, rng)
     kh, kw = weight.shape[2:]
-    cols = _im2col.im2col(x, (kh, kw), s, p, d, out, n_threads=2)
+    cols = im2col_kernels.im2col(x, (kh, kw), s, p, d, out, n_threads=2)
     assert cols.dtype == dtype
     np.testing.assert_array_equal(cols, im2col_ref(x, kh, kw, s, p, d, out))
-    back = _im2col.col2im(cols, x.shape, (kh, kw), s, p, d, out, n_threads=2)
+    back = im2col_kernels.col2im(cols, x.shape, (kh, kw), s, p, d, out, n_threads=2)
     np.testing.assert_allclose(back, col2im_ref(cols, x.shape, kh, kw, s, p, d, out), **TOL[dtype])
 
 
@@ -134,10 +134,10 @@ def test_im2col_col2im(case, dtype, rng):
 @pytest.mark.parametrize("case", CASES)
 def test_conv2d_forward_backward(case, dtype, method, rng):
     x, weight, bias, dy, s, p, d, out = _make(case, dtype, rng)
-    y = _conv.conv2d_forward(x, weight, bias, s, p, d, out, n_threads=2, method=method)
+    y = conv_kernels.conv2d_forward(x, weight, bias, s, p, d, out, n_threads=2, method=method)
     assert y.dtype == dtype and y.shape == (x.shape[0], weight.shape[0], *out)
     np.testing.assert_allclose(y, conv_ref(x, weight, bias, s, p, d, out), **TOL[dtype])
-    dx, dw, db = _conv.conv2d_backward(x, weight, dy, s, p, d, n_threads=2, method=method)
+    dx, dw, db = conv_kernels.conv2d_backward(x, weight, dy, s, p, d, n_threads=2, method=method)
     ref = conv_grads_ref(x, weight, dy, s, p, d, out)
     for got, want in zip((dx, dw, db), ref):
         assert got.dtype == dtype
@@ -159,9 +159,9 @@ THREADED_CASES = [
 @pytest.mark.parametrize("method", ["per_sample", "batched"])
 def test_conv2d_threaded_matches_reference(case, method, rng):
     x, weight, bias, dy, s, p, d, out = _make(case, np.float64, rng)
-    y = _conv.conv2d_forward(x, weight, bias, s, p, d, out, n_threads=2, method=method)
+    y = conv_kernels.conv2d_forward(x, weight, bias, s, p, d, out, n_threads=2, method=method)
     np.testing.assert_allclose(y, conv_ref(x, weight, bias, s, p, d, out), **TOL[np.float64])
-    got = _conv.conv2d_backward(x, weight, dy, s, p, d, n_threads=2, method=method)
+    got = conv_kernels.conv2d_backward(x, weight, dy, s, p, d, n_threads=2, method=method)
     for g, want in zip(got, conv_grads_ref(x, weight, dy, s, p, d, out)):
         np.testing.assert_allclose(g, want, rtol=1e-9, atol=1e-10)
 
@@ -172,8 +172,8 @@ def test_conv2d_thread_count_independent(case, method, rng):
     x, weight, bias, dy, s, p, d, out = _make(case, np.float32, rng)
     results = []
     for n_threads in (1, 2, 3):
-        y = _conv.conv2d_forward(x, weight, bias, s, p, d, out, n_threads=n_threads, method=method)
-        results.append((y,) + _conv.conv2d_backward(x, weight, dy, s, p, d, n_threads=n_threads,
+        y = conv_kernels.conv2d_forward(x, weight, bias, s, p, d, out, n_threads=n_threads, method=method)
+        results.append((y,) + conv_kernels.conv2d_backward(x, weight, dy, s, p, d, n_threads=n_threads,
                                                      method=method))
     for other in results[1:]:
         for a, b in zip(results[0], other):
@@ -183,9 +183,9 @@ def test_conv2d_thread_count_independent(case, method, rng):
 
 def test_conv2d_partial_gradients(rng):
     x, weight, bias, dy, s, p, d, out = _make(CASES[0], np.float64, rng)
-    full = _conv.conv2d_backward(x, weight, dy, s, p, d)
+    full = conv_kernels.conv2d_backward(x, weight, dy, s, p, d)
     for mask in [(True, False, False), (False, True, False), (False, False, True)]:
-        got = _conv.conv2d_backward(x, weight, dy, s, p, d, *mask)
+        got = conv_kernels.conv2d_backward(x, weight, dy, s, p, d, *mask)
         for want, g, needed in zip(full, got, mask):
             if needed:
                 np.testing.assert_allclose(g, want, rtol=1e-12, atol=1e-12)
@@ -195,7 +195,7 @@ def test_conv2d_partial_gradients(rng):
 
 def test_conv2d_without_bias(rng):
     x, weight, _, _, s, p, d, out = _make(CASES[3], np.float64, rng)
-    y = _conv.conv2d_forward(x, weight, None, s, p, d, out)
+    y = conv_kernels.conv2d_forward(x, weight, None, s, p, d, out)
     np.testing.assert_allclose(y, conv_ref(x, weight, None, s, p, d, out), rtol=1e-10, atol=1e-12)
 
 
@@ -205,9 +205,9 @@ def test_bias_sum_float32_uses_double_accumulator():
     dy[0, 0, 0, 0] = 2.0 ** 24
     x = np.zeros((1, 1, 1, 4097), np.float32)
     w = np.zeros((1, 1, 1, 1), np.float32)
-    _, _, db = _conv.conv2d_backward(x, w, dy)
+    _, _, db = conv_kernels.conv2d_backward(x, w, dy)
     assert db[0] == np.float32(2.0 ** 24 + 4096)
-    _, _, db = _linear.linear_backward(np.zeros((4097, 1), np.float32), np.zeros((1, 1), np.float32),
+    _, _, db = linear_kernels.linear_backward(np.zeros((4097, 1), np.float32), np.zeros((1, 1), np.float32),
                                      dy.reshape(4097, 1))
     assert db[0] == np.float32(2.0 ** 24 + 4096)
 
@@ -216,40 +216,40 @@ def test_kernel_wrappers_validate(rng):
     x = rng.standard_normal((2, 3, 5, 5))
     w = rng.standard_normal((4, 3, 3, 3))
     with pytest.raises(TypeError, match="`weight`"):
-        _conv.conv2d_forward(x, w.astype(np.float32))
+        conv_kernels.conv2d_forward(x, w.astype(np.float32))
     with pytest.raises(TypeError, match="`x`"):
-        _conv.conv2d_forward(x.astype(np.int64), w)
+        conv_kernels.conv2d_forward(x.astype(np.int64), w)
     with pytest.raises(ValueError, match="input channels"):
-        _conv.conv2d_forward(x, np.ascontiguousarray(w[:, :2]))
+        conv_kernels.conv2d_forward(x, np.ascontiguousarray(w[:, :2]))
     with pytest.raises(ValueError, match="`weight`: expected a C-contiguous"):
-        _conv.conv2d_forward(x, w[:, :2])      # the kernels refuse; F.conv2d converts
+        conv_kernels.conv2d_forward(x, w[:, :2])      # the kernels refuse; F.conv2d converts
     with pytest.raises(ValueError, match="`stride`"):
-        _conv.conv2d_forward(x, w, stride=0)
+        conv_kernels.conv2d_forward(x, w, stride=0)
     with pytest.raises(ValueError, match="`padding`"):
-        _conv.conv2d_forward(x, w, padding=-1)
+        conv_kernels.conv2d_forward(x, w, padding=-1)
     with pytest.raises(ValueError, match="`out_size`"):
-        _conv.conv2d_forward(x, w, out_size=(0, 3))
+        conv_kernels.conv2d_forward(x, w, out_size=(0, 3))
     with pytest.raises(ValueError, match="`method`"):
-        _conv.conv2d_forward(x, w, method="fast")
+        conv_kernels.conv2d_forward(x, w, method="fast")
     with pytest.raises(ValueError, match="`n_threads`"):
-        _conv.conv2d_forward(x, w, n_threads=0)
+        conv_kernels.conv2d_forward(x, w, n_threads=0)
     with pytest.raises(ValueError, match="`bias`"):
-        _conv.conv2d_forward(x, w, np.zeros(3))
+        conv_kernels.conv2d_forward(x, w, np.zeros(3))
     with pytest.raises(ValueError, match="`grad_output`"):
-        _conv.conv2d_backward(x, w, np.zeros((2, 5, 3, 3)))
+        conv_kernels.conv2d_backward(x, w, np.zeros((2, 5, 3, 3)))
     with pytest.raises(ValueError, match="`cols`"):
-        _im2col.col2im(np.zeros((2, 27, 8)), x.shape, 3)
+        im2col_kernels.col2im(np.zeros((2, 27, 8)), x.shape, 3)
     with pytest.raises(ValueError, match="`weight`"):
-        _linear.linear_forward(np.zeros((2, 3)), np.zeros((4, 5)))
+        linear_kernels.linear_forward(np.zeros((2, 3)), np.zeros((4, 5)))
 
 
 def test_out_of_range_geometry_is_safe(rng):
     # Output sizes far beyond the input only read zeros (never out of bounds).
     x = rng.standard_normal((1, 1, 2, 2))
     w = np.ones((1, 1, 2, 2))
-    y = _conv.conv2d_forward(x, w, None, 1, (1, 1), 1, (6, 6))
+    y = conv_kernels.conv2d_forward(x, w, None, 1, (1, 1), 1, (6, 6))
     np.testing.assert_allclose(y, conv_ref(x, w, None, (1, 1), (1, 1), (1, 1), (6, 6)))
-    dx, dw, _ = _conv.conv2d_backward(x, w, np.ones((1, 1, 6, 6)), 1, (1, 1), 1)
+    dx, dw, _ = conv_kernels.conv2d_backward(x, w, np.ones((1, 1, 6, 6)), 1, (1, 1), 1)
     want = conv_grads_ref(x, w, np.ones((1, 1, 6, 6)), (1, 1), (1, 1), (1, 1), (6, 6))
     np.testing.assert_allclose(dx, want[0])
     np.testing.assert_allclose(dw, want[1])
@@ -257,11 +257,11 @@ def test_out_of_range_geometry_is_safe(rng):
 
 def test_im2col_matches_torch_unfold(torch, rng):
     x = rng.standard_normal((2, 3, 9, 8))
-    cols = _im2col.im2col(x, (2, 3), (2, 1), (1, 2), (2, 1))
+    cols = im2col_kernels.im2col(x, (2, 3), (2, 1), (1, 2), (2, 1))
     want = torch.nn.functional.unfold(torch.tensor(x), (2, 3), dilation=(2, 1), padding=(1, 2),
                                       stride=(2, 1)).numpy()
     np.testing.assert_array_equal(cols, want)
-    back = _im2col.col2im(cols, x.shape, (2, 3), (2, 1), (1, 2), (2, 1))
+    back = im2col_kernels.col2im(cols, x.shape, (2, 3), (2, 1), (1, 2), (2, 1))
     want = torch.nn.functional.fold(torch.tensor(cols), (9, 8), (2, 3), dilation=(2, 1),
                                     padding=(1, 2), stride=(2, 1)).numpy()
     np.testing.assert_allclose(back, want, rtol=1e-12, atol=1e-12)
@@ -271,8 +271,8 @@ def test_im2col_matches_torch_unfold(torch, rng):
 def force_chunks(monkeypatch):
     # Widen every per-sample GEMM as far as the batch allows (several samples per GEMM,
     # with a shorter last chunk when the batch does not divide), whatever the image size.
-    monkeypatch.setattr(_conv, "_SMALL_GEMM", 0)
-    monkeypatch.setattr(_conv, "_MIN_COLUMNS", 10**9)
+    monkeypatch.setattr(conv_kernels, "_SMALL_GEMM", 0)
+    monkeypatch.setattr(conv_kernels, "_MIN_COLUMNS", 10**9)
 
 
 @pytest.mark.parametrize("n_threads", [1, 2])
@@ -280,22 +280,22 @@ def force_chunks(monkeypatch):
 @pytest.mark.parametrize("case", CASES)
 def test_conv2d_chunked_samples_match_reference(case, dtype, n_threads, force_chunks, rng):
     x, weight, bias, dy, s, p, d, out = _make(case, dtype, rng)
-    y = _conv.conv2d_forward(x, weight, bias, s, p, d, out, n_threads=n_threads,
+    y = conv_kernels.conv2d_forward(x, weight, bias, s, p, d, out, n_threads=n_threads,
                              method="per_sample")
     np.testing.assert_allclose(y, conv_ref(x, weight, bias, s, p, d, out), **TOL[dtype])
-    got = _conv.conv2d_backward(x, weight, dy, s, p, d, n_threads=n_threads, method="per_sample")
+    got = conv_kernels.conv2d_backward(x, weight, dy, s, p, d, n_threads=n_threads, method="per_sample")
     for g, want in zip(got, conv_grads_ref(x, weight, dy, s, p, d, out)):
         np.testing.assert_allclose(g, want, **TOL[dtype])
     # Each gradient alone (the scratch layout depends on which are requested).
     for mask, want in zip([(True, False, False), (False, True, False), (False, False, True)], got):
-        alone = _conv.conv2d_backward(x, weight, dy, s, p, d, *mask, n_threads=n_threads,
+        alone = conv_kernels.conv2d_backward(x, weight, dy, s, p, d, *mask, n_threads=n_threads,
                                       method="per_sample")
         np.testing.assert_allclose(alone[mask.index(True)], want, **TOL[dtype])
 
 
 def _plan(n, c, h, w, f, k=3, pad=1, channels_last=False, method="auto"):
-    g = _im2col.geometry((n, c, h, w), f, k, 1, pad, 1)
-    return _conv._plan(method, g, channels_last, 4)
+    g = im2col_kernels.geometry((n, c, h, w), f, k, 1, pad, 1)
+    return conv_kernels._plan(method, g, channels_last, 4)
 
 
 def test_plan_rule():
@@ -305,7 +305,7 @@ def test_plan_rule():
     assert _plan(64, 16, 8, 8, 32)[:2] == ("per_sample", 1)
     # ... narrow but large ones (7x7 images, 128 filters) are widened to >= 256 columns,
     strategy, chunk, parts = _plan(64, 64, 7, 7, 128)
-    assert chunk > 1 and chunk * 49 >= _conv._MIN_COLUMNS and parts == -(-64 // chunk)
+    assert chunk > 1 and chunk * 49 >= conv_kernels._MIN_COLUMNS and parts == -(-64 // chunk)
     # never beyond the batch; one sample runs batched (threads split the GEMMs).
     assert _plan(5, 64, 7, 7, 128)[1] <= 5
     assert _plan(1, 64, 7, 7, 128) == ("batched", 1, 1)
@@ -314,10 +314,10 @@ def test_plan_rule():
     strategy, chunk, parts = _plan(64, 16, 14, 14, 32, channels_last=True)
     assert strategy == "per_sample" and chunk == 1 and parts == 16
     strategy, chunk, parts = _plan(64, 16, 7, 7, 32, channels_last=True)
-    assert chunk * 49 >= _conv._NHWC_MIN_ROWS_LONG_PATCH and (chunk - 1) * 49 < 128
+    assert chunk * 49 >= conv_kernels._NHWC_MIN_ROWS_LONG_PATCH and (chunk - 1) * 49 < 128
     # ... a short one about _NHWC_MIN_ROWS, with at least 8 chunks,
     strategy, chunk, parts = _plan(64, 3, 28, 28, 32, channels_last=True)
-    assert strategy == "per_sample" and chunk * 784 >= _conv._NHWC_MIN_ROWS and 64 // chunk >= 8
+    assert strategy == "per_sample" and chunk * 784 >= conv_kernels._NHWC_MIN_ROWS and 64 // chunk >= 8
     assert parts == min(16, -(-64 // chunk))
     # and one input channel takes the channels_first plane im2col ("planes"), unless forced.
     assert _plan(64, 1, 28, 28, 16, channels_last=True)[0] == "planes"
@@ -327,7 +327,7 @@ def test_plan_rule():
 
 def test_plan_never_depends_on_the_thread_count():
     import inspect
-    assert "thread" not in str(inspect.signature(_conv._plan))
+    assert "thread" not in str(inspect.signature(conv_kernels._plan))
 
 
 def test_conv2d_widened_gemm_real_shape(rng):
@@ -339,9 +339,9 @@ def test_conv2d_widened_gemm_real_shape(rng):
     dy = rng.standard_normal((7, 128, 7, 7))
     assert _plan(7, 64, 7, 7, 128)[1] > 1
     args = ((1, 1), (1, 1), (1, 1), (7, 7))
-    y = _conv.conv2d_forward(x, weight, bias, *args, n_threads=2)
+    y = conv_kernels.conv2d_forward(x, weight, bias, *args, n_threads=2)
     np.testing.assert_allclose(y, conv_ref(x, weight, bias, *args), rtol=1e-10, atol=1e-10)
-    got = _conv.conv2d_backward(x, weight, dy, *args[:3], n_threads=2)
+    got = conv_kernels.conv2d_backward(x, weight, dy, *args[:3], n_threads=2)
     for g, want in zip(got, conv_grads_ref(x, weight, dy, *args)):
         np.testing.assert_allclose(g, want, rtol=1e-9, atol=1e-9)
 
@@ -365,16 +365,16 @@ WINOGRAD_CASES = [
 @pytest.mark.parametrize("case", WINOGRAD_CASES)
 def test_winograd_matches_reference(case, dtype, n_threads, rng):
     x, weight, bias, dy, s, p, d, out = _make(case, dtype, rng)
-    y = _conv.conv2d_forward(x, weight, bias, s, p, d, out, n_threads=n_threads,
+    y = conv_kernels.conv2d_forward(x, weight, bias, s, p, d, out, n_threads=n_threads,
                              method="winograd")
     assert y.dtype == dtype and y.shape == (x.shape[0], weight.shape[0], *out)
     np.testing.assert_allclose(y, conv_ref(x, weight, bias, s, p, d, out), **TOL[dtype])
-    got = _conv.conv2d_backward(x, weight, dy, s, p, d, n_threads=n_threads, method="winograd")
+    got = conv_kernels.conv2d_backward(x, weight, dy, s, p, d, n_threads=n_threads, method="winograd")
     for g, want in zip(got, conv_grads_ref(x, weight, dy, s, p, d, out)):
         assert g.dtype == dtype
         np.testing.assert_allclose(g, want, **TOL[dtype])
     # dX alone (Winograd only, no im2col pass afterwards).
-    dx, dw, db = _conv.conv2d_backward(x, weight, dy, s, p, d, True, False, False,
+    dx, dw, db = conv_kernels.conv2d_backward(x, weight, dy, s, p, d, True, False, False,
                                        n_threads=n_threads, method="winograd")
     assert dw is None and db is None
     np.testing.assert_allclose(dx, got[0], **TOL[dtype])
@@ -383,14 +383,14 @@ def test_winograd_matches_reference(case, dtype, n_threads, rng):
 @pytest.mark.parametrize("block", [1, 3, 10**6])
 def test_winograd_block_sizes(block, monkeypatch, rng):
     # One tile row per block, blocks cutting across samples, and the whole batch in one block.
-    monkeypatch.setattr(_winograd, "BLOCK_TILES", block)
+    monkeypatch.setattr(winograd_kernels, "BLOCK_TILES", block)
     case = (3, 4, 9, 6, 5, 3, 3, (1, 1), (1, 1), (1, 1), None)
     x, weight, bias, dy, s, p, d, out = _make(case, np.float64, rng)
     for n_threads in (1, 2):
-        y = _conv.conv2d_forward(x, weight, bias, s, p, d, out, n_threads=n_threads,
+        y = conv_kernels.conv2d_forward(x, weight, bias, s, p, d, out, n_threads=n_threads,
                                  method="winograd")
         np.testing.assert_allclose(y, conv_ref(x, weight, bias, s, p, d, out), **TOL[np.float64])
-        got = _conv.conv2d_backward(x, weight, dy, s, p, d, n_threads=n_threads,
+        got = conv_kernels.conv2d_backward(x, weight, dy, s, p, d, n_threads=n_threads,
                                     method="winograd")
         for g, want in zip(got, conv_grads_ref(x, weight, dy, s, p, d, out)):
             np.testing.assert_allclose(g, want, **TOL[np.float64])
@@ -403,11 +403,11 @@ def test_winograd_auto_rule_and_real_shape(monkeypatch, rng):
     weight = (rng.standard_normal((32, 32, 3, 3)) * 0.1).astype(np.float32)
     bias = rng.standard_normal(32).astype(np.float32)
     dy = rng.standard_normal((3, 32, 14, 14)).astype(np.float32)
-    y_auto = _conv.conv2d_forward(x, weight, bias, 1, 1, n_threads=2)
-    g_auto = _conv.conv2d_backward(x, weight, dy, 1, 1, n_threads=2)
-    monkeypatch.setattr(_winograd, "WINOGRAD", False)
-    y_gemm = _conv.conv2d_forward(x, weight, bias, 1, 1, n_threads=2)
-    g_gemm = _conv.conv2d_backward(x, weight, dy, 1, 1, n_threads=2)
+    y_auto = conv_kernels.conv2d_forward(x, weight, bias, 1, 1, n_threads=2)
+    g_auto = conv_kernels.conv2d_backward(x, weight, dy, 1, 1, n_threads=2)
+    monkeypatch.setattr(winograd_kernels, "WINOGRAD", False)
+    y_gemm = conv_kernels.conv2d_forward(x, weight, bias, 1, 1, n_threads=2)
+    g_gemm = conv_kernels.conv2d_backward(x, weight, dy, 1, 1, n_threads=2)
     np.testing.assert_allclose(y_auto, y_gemm, **TOL[np.float32])
     for a, b in zip(g_auto, g_gemm):
         np.testing.assert_allclose(a, b, **TOL[np.float32])
@@ -424,13 +424,13 @@ def test_winograd_matches_torch(torch, rng):
     x = rng.standard_normal((2, 6, 11, 9)).astype(np.float32)
     weight = rng.standard_normal((5, 6, 3, 3)).astype(np.float32)
     bias = rng.standard_normal(5).astype(np.float32)
-    y = _conv.conv2d_forward(x, weight, bias, 1, (2, 1), n_threads=2, method="winograd")
+    y = conv_kernels.conv2d_forward(x, weight, bias, 1, (2, 1), n_threads=2, method="winograd")
     tx = torch.tensor(x, requires_grad=True)
     ty = torch.nn.functional.conv2d(tx, torch.tensor(weight), torch.tensor(bias), padding=(2, 1))
     np.testing.assert_allclose(y, ty.detach().numpy(), rtol=2e-4, atol=2e-5)
     dy = rng.standard_normal(y.shape).astype(np.float32)
     ty.backward(torch.tensor(dy))
-    dx, _, _ = _conv.conv2d_backward(x, weight, dy, 1, (2, 1), n_threads=2, method="winograd")
+    dx, _, _ = conv_kernels.conv2d_backward(x, weight, dy, 1, (2, 1), n_threads=2, method="winograd")
     np.testing.assert_allclose(dx, tx.grad.numpy(), rtol=2e-4, atol=2e-5)
 
 
@@ -440,6 +440,6 @@ def test_winograd_rejects_other_geometries(rng):
                             ((3, 2, 5, 5), {}), ((3, 2, 3, 2), {})]:
         w = rng.standard_normal(w_shape)
         with pytest.raises(ValueError, match="`method`.*'winograd'"):
-            _conv.conv2d_forward(x, w, method="winograd", **kwargs)
+            conv_kernels.conv2d_forward(x, w, method="winograd", **kwargs)
 
 

@@ -1,10 +1,10 @@
-"""channels_last (NHWC) kernels of minnet._ext._im2col and _conv against plain NumPy
+"""channels_last (NHWC) kernels of minnet._ext.im2col_kernels and conv_kernels against plain NumPy
 references (float32 and float64), and thread-count determinism of both layouts."""
 import numpy as np
 import pytest
 
 from minnet._config import get_num_threads
-from minnet._ext import _conv, _im2col, _winograd
+from minnet._ext import conv_kernels, im2col_kernels, winograd_kernels
 
 from _harness import TOLERANCES
 
@@ -114,7 +114,7 @@ NHWC = dict(data_format="channels_last")
 def test_reference_agrees_with_the_nchw_kernels(rng):
     # The NHWC reference, checked once against the channels_first kernel on the same data.
     x, weight, bias, _, s, p, d, out = _make(CASES[0], np.float64, rng)
-    y_nchw = _conv.conv2d_forward(np.ascontiguousarray(x.transpose(0, 3, 1, 2)), weight, bias,
+    y_nchw = conv_kernels.conv2d_forward(np.ascontiguousarray(x.transpose(0, 3, 1, 2)), weight, bias,
                                   s, p, d, out)
     np.testing.assert_allclose(conv_ref(x, weight, bias, s, p, d, out),
                                y_nchw.transpose(0, 2, 3, 1), rtol=1e-12, atol=1e-12)
@@ -125,17 +125,17 @@ def test_reference_agrees_with_the_nchw_kernels(rng):
 def test_im2col_col2im_nhwc(case, dtype, rng):
     x, weight, _, _, s, p, d, out = _make(case, dtype, rng)
     kh, kw = weight.shape[2:]
-    cols = _im2col.im2col(x, (kh, kw), s, p, d, out, n_threads=2, **NHWC)
+    cols = im2col_kernels.im2col(x, (kh, kw), s, p, d, out, n_threads=2, **NHWC)
     assert cols.dtype == dtype and cols.shape == (x.shape[0], out[0] * out[1], kh * kw * x.shape[3])
     np.testing.assert_array_equal(cols, im2col_ref(x, kh, kw, s, p, d, out))
-    back = _im2col.col2im(cols, x.shape, (kh, kw), s, p, d, out, n_threads=2, **NHWC)
+    back = im2col_kernels.col2im(cols, x.shape, (kh, kw), s, p, d, out, n_threads=2, **NHWC)
     np.testing.assert_allclose(back, col2im_ref(cols, x.shape, kh, kw, s, p, d, out), **TOL[dtype])
 
 
 def test_im2col_nhwc_is_the_nchw_patches_reordered(rng):
     x = rng.standard_normal((2, 9, 8, 3))
-    cols = _im2col.im2col(x, (2, 3), (2, 1), (1, 2), (2, 1), **NHWC)
-    nchw = _im2col.im2col(np.ascontiguousarray(x.transpose(0, 3, 1, 2)), (2, 3), (2, 1), (1, 2), (2, 1))
+    cols = im2col_kernels.im2col(x, (2, 3), (2, 1), (1, 2), (2, 1), **NHWC)
+    nchw = im2col_kernels.im2col(np.ascontiguousarray(x.transpose(0, 3, 1, 2)), (2, 3), (2, 1), (1, 2), (2, 1))
     # NCHW row (c*kh + i)*kw + j == NHWC column (i*kw + j)*C + c
     want = nchw.reshape(2, 3, 2, 3, -1).transpose(0, 4, 2, 3, 1).reshape(cols.shape)
     np.testing.assert_array_equal(cols, want)
@@ -147,16 +147,16 @@ def test_im2col_nhwc_is_the_nchw_patches_reordered(rng):
 @pytest.mark.parametrize("case", CASES)
 def test_conv2d_nhwc_forward_backward(case, dtype, n_threads, method, rng):
     x, weight, bias, dy, s, p, d, out = _make(case, dtype, rng)
-    y = _conv.conv2d_forward(x, weight, bias, s, p, d, out, n_threads=n_threads, method=method,
+    y = conv_kernels.conv2d_forward(x, weight, bias, s, p, d, out, n_threads=n_threads, method=method,
                              **NHWC)
     assert y.shape == (x.shape[0], *out, weight.shape[0]) and y.dtype == dtype
     np.testing.assert_allclose(y, conv_ref(x, weight, bias, s, p, d, out), **TOL[dtype])
-    got = _conv.conv2d_backward(x, weight, dy, s, p, d, n_threads=n_threads, method=method, **NHWC)
+    got = conv_kernels.conv2d_backward(x, weight, dy, s, p, d, n_threads=n_threads, method=method, **NHWC)
     for g, want in zip(got, conv_grads_ref(x, weight, dy, s, p, d, out)):
         assert g.dtype == dtype
         np.testing.assert_allclose(g, want, **TOL[dtype])
     for mask, want in zip([(True, False, False), (False, True, False), (False, False, True)], got):
-        alone = _conv.conv2d_backward(x, weight, dy, s, p, d, *mask, n_threads=n_threads,
+        alone = conv_kernels.conv2d_backward(x, weight, dy, s, p, d, *mask, n_threads=n_threads,
                                       method=method, **NHWC)
         assert [a is None for a in alone] == [not m for m in mask]
         np.testing.assert_array_equal(alone[mask.index(True)], want)
@@ -168,10 +168,10 @@ def test_one_channel_planes_path_matches_the_patch_rows_path(dtype, rng):
     # two GEMM orders, so equal to rounding.
     x, weight, bias, dy, s, p, d, out = _make((6, 13, 11, 1, 5, 3, 3, (1, 1), (1, 1), (1, 1), None),
                                               dtype, rng)
-    assert _conv._plan("auto", _im2col.geometry((6, 1, 13, 11), 5, 3, 1, 1, 1), True, 4)[0] == "planes"
+    assert conv_kernels._plan("auto", im2col_kernels.geometry((6, 1, 13, 11), 5, 3, 1, 1, 1), True, 4)[0] == "planes"
     for method in ("auto", "per_sample"):
-        y = _conv.conv2d_forward(x, weight, bias, s, p, d, out, method=method, **NHWC)
-        grads = _conv.conv2d_backward(x, weight, dy, s, p, d, method=method, **NHWC)
+        y = conv_kernels.conv2d_forward(x, weight, bias, s, p, d, out, method=method, **NHWC)
+        grads = conv_kernels.conv2d_backward(x, weight, dy, s, p, d, method=method, **NHWC)
         if method == "auto":
             ref = (y,) + grads
         else:
@@ -181,7 +181,7 @@ def test_one_channel_planes_path_matches_the_patch_rows_path(dtype, rng):
 
 def test_conv2d_nhwc_without_bias(rng):
     x, weight, _, _, s, p, d, out = _make(CASES[3], np.float64, rng)
-    y = _conv.conv2d_forward(x, weight, None, s, p, d, out, **NHWC)
+    y = conv_kernels.conv2d_forward(x, weight, None, s, p, d, out, **NHWC)
     np.testing.assert_allclose(y, conv_ref(x, weight, None, s, p, d, out), rtol=1e-10, atol=1e-12)
 
 
@@ -189,15 +189,15 @@ def test_conv2d_nhwc_validation(rng):
     x = rng.standard_normal((2, 5, 5, 3))
     w = rng.standard_normal((4, 3, 3, 3))
     with pytest.raises(ValueError, match="input channels"):
-        _conv.conv2d_forward(x, np.ascontiguousarray(w[:, :2]), **NHWC)
+        conv_kernels.conv2d_forward(x, np.ascontiguousarray(w[:, :2]), **NHWC)
     with pytest.raises(ValueError, match="`data_format`"):
-        _conv.conv2d_forward(x, w, data_format="NHWC")
+        conv_kernels.conv2d_forward(x, w, data_format="NHWC")
     with pytest.raises(ValueError, match="'winograd'"):
-        _conv.conv2d_forward(x, rng.standard_normal((4, 3, 2, 2)), method="winograd", **NHWC)
+        conv_kernels.conv2d_forward(x, rng.standard_normal((4, 3, 2, 2)), method="winograd", **NHWC)
     with pytest.raises(ValueError, match="`grad_output`"):
-        _conv.conv2d_backward(x, w, np.zeros((2, 3, 3, 5)), **NHWC)
+        conv_kernels.conv2d_backward(x, w, np.zeros((2, 3, 3, 5)), **NHWC)
     with pytest.raises(ValueError, match="`cols`"):
-        _im2col.col2im(np.zeros((2, 27, 9)), x.shape, 3, **NHWC)
+        im2col_kernels.col2im(np.zeros((2, 27, 9)), x.shape, 3, **NHWC)
 
 
 @pytest.mark.parametrize("data_format", ["channels_first", "channels_last"])
@@ -219,8 +219,8 @@ def test_kernels_bit_identical_for_any_thread_count(shape, method, data_format, 
     kwargs = dict(method=method, data_format=data_format)
     ref = None
     for n_threads in (1, 2, 3, 4, 7):
-        y = _conv.conv2d_forward(x, weight, bias, 1, k // 2, n_threads=n_threads, **kwargs)
-        grads = _conv.conv2d_backward(x, weight, np.cos(y), 1, k // 2, n_threads=n_threads,
+        y = conv_kernels.conv2d_forward(x, weight, bias, 1, k // 2, n_threads=n_threads, **kwargs)
+        grads = conv_kernels.conv2d_backward(x, weight, np.cos(y), 1, k // 2, n_threads=n_threads,
                                       **kwargs)
         got = (y,) + grads
         if ref is None:
@@ -229,7 +229,7 @@ def test_kernels_bit_identical_for_any_thread_count(shape, method, data_format, 
             np.testing.assert_array_equal(a, b)
 
 
-# Winograd F(2x2, 3x3) in channels_last (_winograd.pyx): 3x3, stride 1, dilation 1.
+# Winograd F(2x2, 3x3) in channels_last (winograd_kernels.pyx): 3x3, stride 1, dilation 1.
 WINOGRAD_CASES = [  # (N, H, W, C, F, (pad_top, pad_left), out_size or None)
     (2, 7, 9, 3, 4, (1, 1), None),        # odd output: half-empty edge tiles
     (3, 7, 10, 4, 5, (2, 2), None),       # padding 2, C and F odd
@@ -245,7 +245,7 @@ def _winograd_operands(case, dtype, rng):
     x = rng.standard_normal((n, h, w, c)).astype(dtype)
     weight = rng.standard_normal((f, c, 3, 3)).astype(dtype)
     bias = rng.standard_normal(f).astype(dtype)
-    y = _conv.conv2d_forward(x, weight, bias, 1, p, 1, out, **NHWC)
+    y = conv_kernels.conv2d_forward(x, weight, bias, 1, p, 1, out, **NHWC)
     dy = rng.standard_normal(y.shape).astype(dtype)
     return x, weight, bias, dy, p, out, (y.shape[1], y.shape[2])
 
@@ -256,34 +256,34 @@ def _winograd_operands(case, dtype, rng):
 def test_winograd_nhwc_matches_reference_and_channels_first(case, dtype, n_threads, rng):
     x, weight, bias, dy, p, out, size = _winograd_operands(case, dtype, rng)
     kw = dict(n_threads=n_threads, method="winograd")
-    y = _conv.conv2d_forward(x, weight, bias, 1, p, 1, out, **kw, **NHWC)
+    y = conv_kernels.conv2d_forward(x, weight, bias, 1, p, 1, out, **kw, **NHWC)
     np.testing.assert_allclose(y, conv_ref(x, weight, bias, (1, 1), p, (1, 1), size), **TOL[dtype])
-    got = _conv.conv2d_backward(x, weight, dy, 1, p, 1, **kw, **NHWC)
+    got = conv_kernels.conv2d_backward(x, weight, dy, 1, p, 1, **kw, **NHWC)
     for g, want in zip(got, conv_grads_ref(x, weight, dy, (1, 1), p, (1, 1), size)):
         assert g.dtype == dtype
         np.testing.assert_allclose(g, want, **TOL[dtype])
-    dx, dw, db = _conv.conv2d_backward(x, weight, dy, 1, p, 1, True, False, False, **kw, **NHWC)
+    dx, dw, db = conv_kernels.conv2d_backward(x, weight, dy, 1, p, 1, True, False, False, **kw, **NHWC)
     assert dw is None and db is None
     np.testing.assert_array_equal(dx, got[0])
     if dtype == np.float32:
         # The same products summed in the same order as channels_first Winograd: same bits.
         x_cf = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
         dy_cf = np.ascontiguousarray(dy.transpose(0, 3, 1, 2))
-        y_cf = _conv.conv2d_forward(x_cf, weight, bias, 1, p, 1, out, **kw)
+        y_cf = conv_kernels.conv2d_forward(x_cf, weight, bias, 1, p, 1, out, **kw)
         np.testing.assert_array_equal(y, y_cf.transpose(0, 2, 3, 1))
-        dx_cf = _conv.conv2d_backward(x_cf, weight, dy_cf, 1, p, 1, True, False, False, **kw)[0]
+        dx_cf = conv_kernels.conv2d_backward(x_cf, weight, dy_cf, 1, p, 1, True, False, False, **kw)[0]
         np.testing.assert_array_equal(dx, dx_cf.transpose(0, 2, 3, 1))
 
 
 @pytest.mark.parametrize("block", [1, 3, 10**6])
 def test_winograd_nhwc_block_sizes_and_threads(block, monkeypatch, rng):
-    monkeypatch.setattr(_winograd, "BLOCK_TILES", block)
+    monkeypatch.setattr(winograd_kernels, "BLOCK_TILES", block)
     x, weight, bias, dy, p, out, size = _winograd_operands(WINOGRAD_CASES[5], np.float32, rng)
     first = None
     for n_threads in (1, 2, 3):
         kw = dict(n_threads=n_threads, method="winograd", **NHWC)
-        got = (_conv.conv2d_forward(x, weight, bias, 1, p, 1, out, **kw),
-               _conv.conv2d_backward(x, weight, dy, 1, p, 1, True, False, False, **kw)[0])
+        got = (conv_kernels.conv2d_forward(x, weight, bias, 1, p, 1, out, **kw),
+               conv_kernels.conv2d_backward(x, weight, dy, 1, p, 1, True, False, False, **kw)[0])
         first = first or got
         for a, b in zip(got, first):
             np.testing.assert_array_equal(a, b)
@@ -296,11 +296,11 @@ def test_winograd_nhwc_auto_rule(monkeypatch, rng):
     x = rng.standard_normal((3, 14, 14, 32)).astype(np.float32)
     weight = (rng.standard_normal((32, 32, 3, 3)) * 0.1).astype(np.float32)
     dy = rng.standard_normal((3, 14, 14, 32)).astype(np.float32)
-    y_auto = _conv.conv2d_forward(x, weight, None, 1, 1, n_threads=2, **NHWC)
-    g_auto = _conv.conv2d_backward(x, weight, dy, 1, 1, n_threads=2, **NHWC)
-    monkeypatch.setattr(_winograd, "WINOGRAD", False)
-    y_gemm = _conv.conv2d_forward(x, weight, None, 1, 1, n_threads=2, **NHWC)
-    g_gemm = _conv.conv2d_backward(x, weight, dy, 1, 1, n_threads=2, **NHWC)
+    y_auto = conv_kernels.conv2d_forward(x, weight, None, 1, 1, n_threads=2, **NHWC)
+    g_auto = conv_kernels.conv2d_backward(x, weight, dy, 1, 1, n_threads=2, **NHWC)
+    monkeypatch.setattr(winograd_kernels, "WINOGRAD", False)
+    y_gemm = conv_kernels.conv2d_forward(x, weight, None, 1, 1, n_threads=2, **NHWC)
+    g_gemm = conv_kernels.conv2d_backward(x, weight, dy, 1, 1, n_threads=2, **NHWC)
     np.testing.assert_allclose(y_auto, y_gemm, **TOL[np.float32])
     np.testing.assert_allclose(g_auto[0], g_gemm[0], **TOL[np.float32])
     assert not np.array_equal(y_auto, y_gemm)
@@ -315,6 +315,6 @@ def test_winograd_rounding_within_twice_im2col(rng):
     weight = (rng.standard_normal((64, 64, 3, 3)) * 0.1).astype(np.float32)
     want = conv_ref(x.astype(np.float64), weight.astype(np.float64), None, (1, 1), (1, 1),
                     (1, 1), (16, 16))
-    errors = {m: np.abs(_conv.conv2d_forward(x, weight, None, 1, 1, method=m, **NHWC)
+    errors = {m: np.abs(conv_kernels.conv2d_forward(x, weight, None, 1, 1, method=m, **NHWC)
                         - want).max() for m in ("winograd", "per_sample")}
     assert errors["winograd"] <= 2 * errors["per_sample"], errors

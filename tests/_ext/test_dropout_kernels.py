@@ -1,8 +1,8 @@
-"""minnet._ext._dropout against a plain NumPy transcription of the documented hash."""
+"""minnet._ext.dropout_kernels against a plain NumPy transcription of the documented hash."""
 import numpy as np
 import pytest
 
-from minnet._ext import _dropout as D
+from minnet._ext import dropout_kernels as D
 
 from _harness import TOLERANCES
 

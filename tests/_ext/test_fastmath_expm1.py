@@ -7,7 +7,7 @@ kernel returns ``(1.0f * 1.0f) * expm1(x)``, i.e. the approximation itself, bit 
 import numpy as np
 import pytest
 
-from minnet._ext import _activations as K
+from minnet._ext import activations_kernels as K
 
 LN2 = np.log(2.0)
 

@@ -8,7 +8,7 @@ import pytest
 import minnet as mn
 
 EXT = Path(mn.__file__).parent / "_ext"
-TEXTS = {p.name: p.read_text() for p in sorted(EXT.iterdir()) if p.suffix in (".pyx", ".pxd", ".h")}
+TEXTS = {p.name: p.read_text() for p in sorted(EXT.rglob("*")) if p.suffix in (".pyx", ".pxd", ".h")}
 
 
 def _definitions(name, texts=TEXTS):

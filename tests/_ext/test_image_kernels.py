@@ -1,9 +1,9 @@
-"""minnet._ext._image kernels against NumPy references, both dtypes, thread independence."""
+"""minnet._ext.image_kernels kernels against NumPy references, both dtypes, thread independence."""
 import numpy as np
 import pytest
 
 import minnet  # noqa: F401  (compiled modules)
-from minnet._ext import _image as K
+from minnet._ext import image_kernels as K
 
 DTYPES = [np.float32, np.float64]
 

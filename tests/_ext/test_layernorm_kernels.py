@@ -1,9 +1,9 @@
-"""minnet._ext._layernorm against NumPy, both dtypes, with and without the affine step."""
+"""minnet._ext.layernorm_kernels against NumPy, both dtypes, with and without the affine step."""
 import numpy as np
 import pytest
 
 import minnet  # noqa: F401
-from minnet._ext import _layernorm as K
+from minnet._ext import layernorm_kernels as K
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -1,9 +1,9 @@
-"""Kernels of minnet._ext._linear against plain NumPy references (float32 and float64)."""
+"""Kernels of minnet._ext.linear_kernels against plain NumPy references (float32 and float64)."""
 import numpy as np
 import pytest
 
 from minnet._config import get_num_threads
-from minnet._ext import _linear
+from minnet._ext import linear_kernels
 
 from _harness import TOLERANCES
 
@@ -25,11 +25,11 @@ def test_linear(shape, dtype, rng):
     b = rng.standard_normal(n_out).astype(dtype)
     dy = rng.standard_normal((n, n_out)).astype(dtype)
     for n_threads in (1, 2):
-        y = _linear.linear_forward(x, w, b, n_threads=n_threads)
+        y = linear_kernels.linear_forward(x, w, b, n_threads=n_threads)
         np.testing.assert_allclose(y, x.astype(np.float64) @ w.T + b, **TOL[dtype])
-        np.testing.assert_allclose(_linear.linear_forward(x, w, None, n_threads=n_threads),
+        np.testing.assert_allclose(linear_kernels.linear_forward(x, w, None, n_threads=n_threads),
                                    x.astype(np.float64) @ w.T, **TOL[dtype])
-        dx, dw, db = _linear.linear_backward(x, w, dy, n_threads=n_threads)
+        dx, dw, db = linear_kernels.linear_backward(x, w, dy, n_threads=n_threads)
         np.testing.assert_allclose(dx, dy.astype(np.float64) @ w, **TOL[dtype])
         np.testing.assert_allclose(dw, dy.astype(np.float64).T @ x, **TOL[dtype])
         np.testing.assert_allclose(db, dy.astype(np.float64).sum(0), **TOL[dtype])
@@ -39,14 +39,14 @@ def test_linear(shape, dtype, rng):
 @pytest.mark.parametrize("n_threads", [1, 2])
 @pytest.mark.parametrize("shape", [(64, 784, 256), (33, 600, 130), (2, 1000, 70), (17, 129, 1025)])
 def test_linear_forward_transposed_path_matches_numpy(dtype, n_threads, shape):
-    # out_features * in_features >= _linear.TRANSPOSED_MIN: computed as (W X^T)^T + b
+    # out_features * in_features >= linear_kernels.TRANSPOSED_MIN: computed as (W X^T)^T + b
     n, k, m = shape
-    assert m * k >= _linear.TRANSPOSED_MIN
+    assert m * k >= linear_kernels.TRANSPOSED_MIN
     rng = np.random.default_rng(n + k + m)
     x = rng.standard_normal((n, k)).astype(dtype)
     w = rng.standard_normal((m, k)).astype(dtype)
     b = rng.standard_normal(m).astype(dtype)
-    y = _linear.linear_forward(x, w, b, n_threads=n_threads)
+    y = linear_kernels.linear_forward(x, w, b, n_threads=n_threads)
     ref = x.astype(np.float64) @ w.T.astype(np.float64) + b
     tol = 1e-4 if dtype == np.float32 else 1e-11
     assert y.shape == (n, m) and y.dtype == dtype and y.flags.c_contiguous
@@ -77,8 +77,8 @@ def test_linear_forward_fused_relu_is_relu_of_linear(dtype, n_threads, shape):
         w[m // 2] = 0.0                        # one output column of exactly the bias ...
     b[m // 2] = -0.0                           # ... which is -0.0: stays -0.0
     for bias in (b, None):
-        y = _linear.linear_forward(x, w, bias, n_threads=n_threads)
-        yr = _linear.linear_forward(x, w, bias, n_threads=n_threads, relu=True)
+        y = linear_kernels.linear_forward(x, w, bias, n_threads=n_threads)
+        yr = linear_kernels.linear_forward(x, w, bias, n_threads=n_threads, relu=True)
         expected = np.where(y < 0, 0, y).astype(dtype)
         assert yr.dtype == dtype and yr.shape == (n, m) and yr.flags.c_contiguous
         np.testing.assert_array_equal(yr, expected)
@@ -89,5 +89,5 @@ def test_linear_forward_fused_relu_is_relu_of_linear(dtype, n_threads, shape):
     ref = np.maximum(ref, 0)
     tol = 1e-4 if dtype == np.float32 else 1e-11
     rows = [i for i in range(n) if i != n // 2] if k else list(range(n))
-    np.testing.assert_allclose(_linear.linear_forward(x, w, b, n_threads=n_threads, relu=True)[rows],
+    np.testing.assert_allclose(linear_kernels.linear_forward(x, w, b, n_threads=n_threads, relu=True)[rows],
                                ref[rows], rtol=tol, atol=tol * np.sqrt(max(k, 1)))

@@ -1,8 +1,8 @@
-"""minnet._ext._losses against plain NumPy references (float32 and float64)."""
+"""minnet._ext.losses_kernels against plain NumPy references (float32 and float64)."""
 import numpy as np
 import pytest
 
-from minnet._ext import _losses as K
+from minnet._ext import losses_kernels as K
 
 from _harness import TOLERANCES
 

@@ -1,10 +1,10 @@
-"""The fused Adam kernel (_ext/_optim.pyx): the same numbers as Adam's NumPy calls, bit for
+"""The fused Adam kernel (_ext/optim_kernels.pyx): the same numbers as Adam's NumPy calls, bit for
 bit, for any thread count; clear errors for arrays it cannot take."""
 import numpy as np
 import pytest
 
 import minnet as mn
-from minnet._ext import _optim
+from minnet._ext import optim_kernels
 from minnet.optimizers import adam as adam_module
 
 
@@ -19,13 +19,13 @@ def _take_path(monkeypatch, module, kernel, fused):
     if not fused:
         monkeypatch.setattr(module, "fusable", lambda *a: False)
         return
-    real = getattr(_optim, kernel)
+    real = getattr(optim_kernels, kernel)
 
     def counted(*args, **kwargs):
         counted.calls += 1
         return real(*args, **kwargs)
     counted.calls = 0
-    monkeypatch.setattr(_optim, kernel, counted)
+    monkeypatch.setattr(optim_kernels, kernel, counted)
     return counted
 
 
@@ -58,7 +58,7 @@ def test_fused_adam_is_the_numpy_path_bit_for_bit(monkeypatch, dtype, amsgrad, b
     monkeypatch.undo()
     for threads in (1, 2, 3):
         got = _run(monkeypatch, True, dtype, amsgrad, beta_1, threads=threads)
-        assert _optim.adam_step.calls == 4          # every step took the kernel
+        assert optim_kernels.adam_step.calls == 4          # every step took the kernel
         monkeypatch.undo()
         for a, b in zip(got, ref):
             np.testing.assert_array_equal(a, b)
@@ -72,7 +72,7 @@ def test_fused_adam_is_taken_and_matches_a_plain_formula():
     m = np.zeros_like(p)
     v = np.zeros_like(p)
     expected = p - 0.1 / 0.1 * (0.1 * g) / (np.sqrt(0.001 * g * g) / np.sqrt(0.001) + 1e-8)
-    _optim.adam_step(p, g, m, v, None, 0.1, 0.999, np.sqrt(0.001), 1e-8, 0.1 / 0.1)
+    optim_kernels.adam_step(p, g, m, v, None, 0.1, 0.999, np.sqrt(0.001), 1e-8, 0.1 / 0.1)
     np.testing.assert_allclose(p, expected, rtol=1e-12)
     np.testing.assert_allclose(m, 0.1 * g, rtol=1e-15)
     np.testing.assert_allclose(v, 0.001 * g * g, rtol=1e-12)   # 1 - 0.999 is not 0.001 exactly
@@ -83,13 +83,13 @@ def test_amsgrad_keeps_nan_as_numpy_maximum_does():
     g = np.array([np.nan, 1.0, 2.0, 3.0])
     m, v = np.zeros(4), np.zeros(4)
     vmax = np.array([0.0, np.nan, 0.0, 0.0])
-    _optim.adam_step(p, g, m, v, vmax, 0.1, 0.999, 0.1, 1e-8, 1.0)
+    optim_kernels.adam_step(p, g, m, v, vmax, 0.1, 0.999, 0.1, 1e-8, 1.0)
     assert np.isnan(vmax[0]) and np.isnan(vmax[1]) and vmax[2] == v[2]
 
 
 def test_non_contiguous_or_mixed_arrays_take_the_numpy_path(monkeypatch):
     calls = []
-    monkeypatch.setattr(_optim, "adam_step", lambda *a, **k: calls.append(1))
+    monkeypatch.setattr(optim_kernels, "adam_step", lambda *a, **k: calls.append(1))
     p = mn.Parameter(np.ones((4, 6), np.float32))
     opt = mn.optimizers.Adam([p], learning_rate=0.1)
     p.grad = np.ones((6, 4), np.float32).T          # a transposed view: not C-contiguous
@@ -111,7 +111,7 @@ def test_bad_arrays_name_the_argument(bad, match):
     args = dict(p=np.zeros(4), g=np.zeros(4), m=np.zeros(4), v=np.zeros(4), vmax=None)
     args.update(bad)
     with pytest.raises((TypeError, ValueError), match=match):
-        _optim.adam_step(args["p"], args["g"], args["m"], args["v"], args["vmax"],
+        optim_kernels.adam_step(args["p"], args["g"], args["m"], args["v"], args["vmax"],
                          0.1, 0.999, 0.1, 1e-8, 1.0)
 
 
@@ -143,7 +143,7 @@ def test_fused_sgd_is_the_numpy_path_bit_for_bit(monkeypatch, dtype, kw):
     monkeypatch.undo()
     for threads in (1, 2, 3):
         got = _run_sgd(monkeypatch, True, dtype, kw, threads=threads)
-        assert _optim.sgd_step.calls == 4           # every step took the kernel
+        assert optim_kernels.sgd_step.calls == 4           # every step took the kernel
         monkeypatch.undo()
         assert len(got) == len(ref)
         for a, b in zip(got, ref):
@@ -154,8 +154,8 @@ def test_sgd_step_plain_formula():
     p = np.arange(5.0)
     g = np.ones(5)
     buf = np.full(5, 2.0)
-    _optim.sgd_step(p, g, buf, 0.5, 0.0, False, True, 0.1)
+    optim_kernels.sgd_step(p, g, buf, 0.5, 0.0, False, True, 0.1)
     np.testing.assert_array_equal(buf, np.full(5, 2.0))          # 2 * 0.5 + 1
     np.testing.assert_allclose(p, np.arange(5.0) - 0.2)
     with pytest.raises(ValueError, match="`buf`.*shape"):
-        _optim.sgd_step(p, g, np.zeros(4), 0.5, 0.0, False, True, 0.1)
+        optim_kernels.sgd_step(p, g, np.zeros(4), 0.5, 0.0, False, True, 0.1)

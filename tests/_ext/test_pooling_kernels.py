@@ -1,8 +1,8 @@
-"""minnet._ext._pooling against plain-loop NumPy references."""
+"""minnet._ext.pooling_kernels against plain-loop NumPy references."""
 import numpy as np
 import pytest
 
-from minnet._ext import _pooling as P
+from minnet._ext import pooling_kernels as P
 
 from _harness import TOLERANCES
 

@@ -1,8 +1,8 @@
-"""minnet._ext._recurrent: the fused sequence kernels against a plain NumPy reference."""
+"""minnet._ext.recurrent_kernels: the fused sequence kernels against a plain NumPy reference."""
 import numpy as np
 import pytest
 
-from minnet._ext import _base, _embedding, _recurrent as R
+from minnet._ext import _base, embedding_kernels, recurrent_kernels as R
 
 from _harness import TOLERANCES
 
@@ -119,7 +119,7 @@ def test_results_do_not_depend_on_thread_count(mode, dtype, deterministic):
     # default one thread keeps the batch whole (a part per thread from 2 threads on) and the
     # BLAS GEMMs split by the thread count, so float64's last bits may differ
     # (docs/guide.md, "Reproducibility and threads"). float32's time loop runs on the step
-    # GEMM (_stepgemm.h), whose sums have one order however rows or panels are split: only
+    # GEMM (stepgemm_kernels.h), whose sums have one order however rows or panels are split: only
     # its weight gradients (one OpenBLAS GEMM after the loop) may differ there.
     import minnet as mn
     mn.config.set_deterministic(deterministic)
@@ -202,7 +202,7 @@ def test_embedding_backward_is_a_deterministic_scatter_add(dtype):
     expected = np.zeros((7, 37), dtype)
     for i, row in enumerate(idx):      # in order, as the kernel sums
         expected[row] += grad[i]
-    outs = [_embedding.embedding_backward(idx, grad, 7, n) for n in (1, 2, 3)]
+    outs = [embedding_kernels.embedding_backward(idx, grad, 7, n) for n in (1, 2, 3)]
     for out in outs:
         np.testing.assert_array_equal(out, expected)
 

@@ -1,9 +1,9 @@
-"""The select and copy kernels (minnet/_ext/_select.pyx): where, masked_fill, where's fused
+"""The select and copy kernels (minnet/_ext/select_kernels.pyx): where, masked_fill, where's fused
 backward and concat, against NumPy, bit for bit at any thread count, and their errors."""
 import numpy as np
 import pytest
 
-from minnet._ext import _base, _select
+from minnet._ext import _base, select_kernels
 
 RNG = np.random.default_rng(11)
 DTYPES = [np.float32, np.float64]
@@ -31,7 +31,7 @@ def _values(shape, dtype):
 def test_where_matches_numpy_bit_for_bit(shape, dtype, n_threads, parallel_always):
     cond = RNG.random(shape) > 0.5
     a, b = _values(shape, dtype), _values(shape, dtype)
-    out = _select.where(cond, a, b, n_threads=n_threads)
+    out = select_kernels.where(cond, a, b, n_threads=n_threads)
     assert out.dtype == dtype and out.shape == shape
     assert out.tobytes() == np.where(cond, a, b).tobytes()
 
@@ -41,7 +41,7 @@ def test_where_writes_in_place_into_a_or_b(dtype, parallel_always):
     cond = RNG.random((20, 30)) > 0.3
     a, b = _values((20, 30), dtype), _values((20, 30), dtype)
     expected = np.where(cond, a, b)
-    assert _select.where(cond, a, b, out=b, n_threads=2) is b
+    assert select_kernels.where(cond, a, b, out=b, n_threads=2) is b
     assert b.tobytes() == expected.tobytes()
 
 
@@ -52,9 +52,9 @@ def test_masked_fill_matches_numpy(shape, dtype, n_threads, parallel_always):
     mask = RNG.random(shape) > 0.5
     a = _values(shape, dtype)
     value = 0.1                               # not exact in float32: rounded as NumPy does
-    out = _select.masked_fill(a, mask, value, n_threads=n_threads)
+    out = select_kernels.masked_fill(a, mask, value, n_threads=n_threads)
     assert out.tobytes() == np.where(mask, np.asarray(value, dtype=dtype), a).tobytes()
-    assert _select.masked_fill(a, mask, -np.inf).tobytes() == np.where(mask, -np.inf, a).astype(dtype).tobytes()
+    assert select_kernels.masked_fill(a, mask, -np.inf).tobytes() == np.where(mask, -np.inf, a).astype(dtype).tobytes()
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -65,23 +65,23 @@ def test_where_backward_splits_the_gradient(shape, dtype, n_threads, broadcast, 
     cond = RNG.random(shape) > 0.5
     grad = (np.broadcast_to(np.asarray(1.5, dtype=dtype), shape) if broadcast
             else _values(shape, dtype))
-    ga, gb = _select.where_backward(cond, grad, n_threads=n_threads)
+    ga, gb = select_kernels.where_backward(cond, grad, n_threads=n_threads)
     assert ga.tobytes() == np.where(cond, grad, 0).astype(dtype).tobytes()
     assert gb.tobytes() == np.where(cond, 0, grad).astype(dtype).tobytes()
-    only_b = _select.where_backward(cond, grad, need_a=False, n_threads=n_threads)
+    only_b = select_kernels.where_backward(cond, grad, need_a=False, n_threads=n_threads)
     assert only_b[0] is None and only_b[1].tobytes() == gb.tobytes()
-    only_a = _select.where_backward(cond, grad, need_b=False, n_threads=n_threads)
+    only_a = select_kernels.where_backward(cond, grad, need_b=False, n_threads=n_threads)
     assert only_a[1] is None and only_a[0].tobytes() == ga.tobytes()
-    assert _select.where_backward(cond, grad, need_a=False, need_b=False) == (None, None)
+    assert select_kernels.where_backward(cond, grad, need_a=False, need_b=False) == (None, None)
 
 
 def test_selects_are_bit_identical_at_any_thread_count(parallel_always):
     shape = (97, 1013)                        # ragged blocks
     cond = RNG.random(shape) > 0.5
     a, b = _values(shape, np.float32), _values(shape, np.float32)
-    runs = [(_select.where(cond, a, b, n_threads=t).tobytes(),
-             _select.masked_fill(a, cond, 2.0, n_threads=t).tobytes(),
-             [g.tobytes() for g in _select.where_backward(cond, a, n_threads=t)])
+    runs = [(select_kernels.where(cond, a, b, n_threads=t).tobytes(),
+             select_kernels.masked_fill(a, cond, 2.0, n_threads=t).tobytes(),
+             [g.tobytes() for g in select_kernels.where_backward(cond, a, n_threads=t)])
             for t in (1, 2, 4)]
     assert runs[1] == runs[0] and runs[2] == runs[0]
 
@@ -90,29 +90,29 @@ def test_select_errors_name_the_argument():
     a = np.zeros((3, 4), np.float32)
     cond = np.zeros((3, 4), bool)
     with pytest.raises(TypeError, match="`condition`.*bool.*int64"):
-        _select.where(np.zeros((3, 4), np.int64), a, a)
+        select_kernels.where(np.zeros((3, 4), np.int64), a, a)
     with pytest.raises(TypeError, match="`condition`.*list"):
-        _select.where([[True]], a, a)
+        select_kernels.where([[True]], a, a)
     with pytest.raises(ValueError, match="`condition`.*shape \\(3, 4\\).*\\(4, 3\\)"):
-        _select.where(np.zeros((4, 3), bool), a, a)
+        select_kernels.where(np.zeros((4, 3), bool), a, a)
     with pytest.raises(ValueError, match="`condition`.*C-contiguous"):
-        _select.where(np.zeros((4, 3), bool).T, a, a)
+        select_kernels.where(np.zeros((4, 3), bool).T, a, a)
     with pytest.raises(ValueError, match="`a`.*C-contiguous"):
-        _select.where(np.zeros((4, 3), bool), np.zeros((3, 4), np.float32).T, a.T)
+        select_kernels.where(np.zeros((4, 3), bool), np.zeros((3, 4), np.float32).T, a.T)
     with pytest.raises(TypeError, match="`b`.*float32.*float64"):
-        _select.where(cond, a, a.astype(np.float64))
+        select_kernels.where(cond, a, a.astype(np.float64))
     with pytest.raises(TypeError, match="`a`.*int32"):
-        _select.where(cond, a.astype(np.int32), a)
+        select_kernels.where(cond, a.astype(np.int32), a)
     with pytest.raises(ValueError, match="`n_threads`"):
-        _select.where(cond, a, a, n_threads=0)
+        select_kernels.where(cond, a, a, n_threads=0)
     with pytest.raises(ValueError, match="`out`"):
-        _select.where(cond, a, a, out=np.zeros((3, 5), np.float32))
+        select_kernels.where(cond, a, a, out=np.zeros((3, 5), np.float32))
     with pytest.raises(TypeError, match="`mask`.*bool"):
-        _select.masked_fill(a, np.zeros((3, 4), np.uint8), 1.0)
+        select_kernels.masked_fill(a, np.zeros((3, 4), np.uint8), 1.0)
     with pytest.raises(ValueError, match="`grad`.*C-contiguous"):
-        _select.where_backward(cond, np.zeros((4, 3), np.float32).T)
+        select_kernels.where_backward(cond, np.zeros((4, 3), np.float32).T)
     with pytest.raises(TypeError, match="`grad`"):
-        _select.where_backward(cond, "g")
+        select_kernels.where_backward(cond, "g")
 
 
 # --------------------------------------------------------------------------- concat
@@ -137,39 +137,39 @@ def test_concat_matches_numpy(shapes, axis, dtype, n_threads, parallel_always):
     arrays = [(RNG.standard_normal(s) * 10).astype(dtype) for s in shapes]
     expected = np.concatenate(arrays, axis)
     out = np.empty(expected.shape, dtype)
-    assert _select.concat(arrays, axis, out, n_threads=n_threads) is out
+    assert select_kernels.concat(arrays, axis, out, n_threads=n_threads) is out
     assert out.tobytes() == expected.tobytes()
 
 
 def test_concat_copies_into_the_stacking_shape(parallel_always):
     arrays = [RNG.standard_normal((5, 7)) for _ in range(3)]
     out = np.empty((5, 3, 7))
-    _select.concat([a.reshape(5, 1, 7) for a in arrays], 1, out, n_threads=2)
+    select_kernels.concat([a.reshape(5, 1, 7) for a in arrays], 1, out, n_threads=2)
     assert out.tobytes() == np.stack(arrays, 1).tobytes()
 
 
 def test_concat_errors_name_the_argument():
     a = np.zeros((2, 3), np.float32)
     with pytest.raises(ValueError, match="`arrays`.*at least one"):
-        _select.concat([], 0, a)
+        select_kernels.concat([], 0, a)
     with pytest.raises(TypeError, match="`arrays\\[1\\]`.*float32.*float64"):
-        _select.concat([a, a.astype(np.float64)], 0, np.zeros((4, 3), np.float32))
+        select_kernels.concat([a, a.astype(np.float64)], 0, np.zeros((4, 3), np.float32))
     with pytest.raises(TypeError, match="`arrays\\[0\\]`.*list"):
-        _select.concat([[1.0]], 0, a)
+        select_kernels.concat([[1.0]], 0, a)
     with pytest.raises(ValueError, match="`arrays\\[1\\]`.*C-contiguous"):
-        _select.concat([a, np.zeros((3, 2), np.float32).T], 0, np.zeros((4, 3), np.float32))
+        select_kernels.concat([a, np.zeros((3, 2), np.float32).T], 0, np.zeros((4, 3), np.float32))
     with pytest.raises(ValueError, match="`arrays\\[1\\]`.*every dimension but 0.*\\(2, 4\\)"):
-        _select.concat([a, np.zeros((2, 4), np.float32)], 0, np.zeros((4, 3), np.float32))
+        select_kernels.concat([a, np.zeros((2, 4), np.float32)], 0, np.zeros((4, 3), np.float32))
     with pytest.raises(ValueError, match="`axis`.*\\[0, 2\\).*axis=2"):
-        _select.concat([a, a], 2, np.zeros((2, 6), np.float32))
+        select_kernels.concat([a, a], 2, np.zeros((2, 6), np.float32))
     with pytest.raises(ValueError, match="`out`.*\\(4, 3\\).*out.shape=\\(3, 4\\)"):
-        _select.concat([a, a], 0, np.zeros((3, 4), np.float32))
+        select_kernels.concat([a, a], 0, np.zeros((3, 4), np.float32))
     with pytest.raises(ValueError, match="`out`.*writeable"):
         read_only = np.zeros((4, 3), np.float32)
         read_only.flags.writeable = False
-        _select.concat([a, a], 0, read_only)
+        select_kernels.concat([a, a], 0, read_only)
     with pytest.raises(ValueError, match="`n_threads`"):
-        _select.concat([a, a], 0, np.zeros((4, 3), np.float32), n_threads=0)
+        select_kernels.concat([a, a], 0, np.zeros((4, 3), np.float32), n_threads=0)
 
 
 # --------------------------------------------------------------------------- materialize
@@ -192,7 +192,7 @@ def _views():
 def test_materialize_copies_any_view_into_a_new_c_array(view, threads):
     old = _base.set_parallel_min(0)
     try:
-        out = _select.materialize(view, n_threads=threads)
+        out = select_kernels.materialize(view, n_threads=threads)
     finally:
         _base.set_parallel_min(old)
     assert out.flags.c_contiguous and out.flags.writeable and out.dtype == view.dtype
@@ -203,11 +203,11 @@ def test_materialize_copies_any_view_into_a_new_c_array(view, threads):
 def test_materialize_falls_back_for_what_it_does_not_take():
     a = np.arange(24.0).reshape(4, 6)
     for view in (a.T, a[:, ::-1], np.arange(5.0), np.array(3.0), a.astype(object)):
-        out = _select.materialize(view, n_threads=2)
+        out = select_kernels.materialize(view, n_threads=2)
         np.testing.assert_array_equal(out, view)
         assert out.flags.c_contiguous
     with pytest.raises(TypeError, match="`a`"):
-        _select.materialize([1.0, 2.0])
+        select_kernels.materialize([1.0, 2.0])
 
 
 def test_a_leaf_keeps_its_own_copy_of_a_broadcast_gradient():

@@ -1,11 +1,11 @@
-"""Softmax backward on gradient views (minnet/_ext/_softmax.pyx reads a gradient whose rows
+"""Softmax backward on gradient views (minnet/_ext/softmax_kernels.pyx reads a gradient whose rows
 are contiguous or one value without copying it) and the fused logsumexp backward: float64
 references, the same bits as a contiguous copy where the arithmetic is the same, the same
 bits for any thread count, and named errors."""
 import numpy as np
 import pytest
 
-from minnet._ext import _softmax as S
+from minnet._ext import softmax_kernels as S
 
 DTYPES = [np.float32, np.float64]
 TOL = {np.float32: dict(rtol=1e-5, atol=1e-6), np.float64: dict(rtol=1e-12, atol=1e-13)}

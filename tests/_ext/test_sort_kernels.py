@@ -1,10 +1,10 @@
-"""The stable radix argsort (minnet/_ext/_sort.pyx): NumPy's stable argsort as the
+"""The stable radix argsort (minnet/_ext/sort_kernels.pyx): NumPy's stable argsort as the
 reference (ties, NaN, signed zeros, infinities), descending order, every axis, the same
 result for any thread count, and named errors."""
 import numpy as np
 import pytest
 
-from minnet._ext import _base, _sort
+from minnet._ext import _base, sort_kernels
 
 DTYPES = [np.float32, np.float64]
 SHAPES = [((1,), 0), ((7,), 0), ((6, 9), 1), ((6, 9), 0), ((3, 7, 4), 1), ((2, 5, 300), 2),
@@ -42,10 +42,10 @@ def _descending_reference(x, d):
 @pytest.mark.parametrize("shape,dim", SHAPES)
 def test_matches_numpy_stable_argsort(rng, dtype, shape, dim):
     x = _awkward(rng, shape, dtype)
-    got = _sort.argsort_along(x, dim)
+    got = sort_kernels.argsort_along(x, dim)
     assert got.dtype == np.int64 and got.shape == x.shape
     np.testing.assert_array_equal(got, np.argsort(x, axis=dim, kind="stable"))
-    np.testing.assert_array_equal(_sort.argsort_along(x, dim, descending=True),
+    np.testing.assert_array_equal(sort_kernels.argsort_along(x, dim, descending=True),
                                   _descending_reference(x, dim))
 
 
@@ -53,19 +53,19 @@ def test_matches_numpy_stable_argsort(rng, dtype, shape, dim):
 def test_non_contiguous_input(rng, dtype):
     x = _awkward(rng, (8, 30), dtype).T[::2]         # (15, 8), strided both ways
     for dim in (0, 1):
-        np.testing.assert_array_equal(_sort.argsort_along(x, dim),
+        np.testing.assert_array_equal(sort_kernels.argsort_along(x, dim),
                                       np.argsort(x, axis=dim, kind="stable"))
 
 
 def test_all_equal_and_sorted_rows_keep_their_order():
     for dtype in DTYPES:
         n = 1000
-        np.testing.assert_array_equal(_sort.argsort_along(np.full(n, 3.0, dtype), 0), np.arange(n))
-        np.testing.assert_array_equal(_sort.argsort_along(np.full(n, 3.0, dtype), 0, descending=True),
+        np.testing.assert_array_equal(sort_kernels.argsort_along(np.full(n, 3.0, dtype), 0), np.arange(n))
+        np.testing.assert_array_equal(sort_kernels.argsort_along(np.full(n, 3.0, dtype), 0, descending=True),
                                       np.arange(n))
         up = np.arange(n, dtype=dtype)
-        np.testing.assert_array_equal(_sort.argsort_along(up, 0), np.arange(n))
-        np.testing.assert_array_equal(_sort.argsort_along(up, 0, descending=True), np.arange(n)[::-1])
+        np.testing.assert_array_equal(sort_kernels.argsort_along(up, 0), np.arange(n))
+        np.testing.assert_array_equal(sort_kernels.argsort_along(up, 0, descending=True), np.arange(n)[::-1])
 
 
 def test_extreme_magnitudes_order():
@@ -73,7 +73,7 @@ def test_extreme_magnitudes_order():
         info = np.finfo(dtype)
         x = np.array([info.max, -info.max, info.tiny, -info.tiny, info.smallest_subnormal,
                       -info.smallest_subnormal, 1.0, -1.0, 0.0], dtype)
-        np.testing.assert_array_equal(_sort.argsort_along(x, 0), np.argsort(x, kind="stable"))
+        np.testing.assert_array_equal(sort_kernels.argsort_along(x, 0), np.argsort(x, kind="stable"))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -81,28 +81,28 @@ def test_thread_count_does_not_change_results(rng, parallel_always, dtype):
     for shape, dim in [((50, 301), 1), ((301, 50), 0), ((5, 40, 30), 1)]:
         x = _awkward(rng, shape, dtype)
         for descending in (False, True):
-            one = _sort.argsort_along(x, dim, descending, n_threads=1)
+            one = sort_kernels.argsort_along(x, dim, descending, n_threads=1)
             for threads in (2, 3):
-                np.testing.assert_array_equal(_sort.argsort_along(x, dim, descending, n_threads=threads), one)
+                np.testing.assert_array_equal(sort_kernels.argsort_along(x, dim, descending, n_threads=threads), one)
 
 
 def test_empty_and_zero_dim():
     for dtype in DTYPES:
-        assert _sort.argsort_along(np.empty((0, 5), dtype), 1).shape == (0, 5)
-        assert _sort.argsort_along(np.empty((3, 0), dtype), 1).shape == (3, 0)
-        assert _sort.argsort_along(np.empty((3, 0), dtype), 0).shape == (3, 0)
-        assert _sort.argsort_along(np.array(2.0, dtype), 0).shape == ()
+        assert sort_kernels.argsort_along(np.empty((0, 5), dtype), 1).shape == (0, 5)
+        assert sort_kernels.argsort_along(np.empty((3, 0), dtype), 1).shape == (3, 0)
+        assert sort_kernels.argsort_along(np.empty((3, 0), dtype), 0).shape == (3, 0)
+        assert sort_kernels.argsort_along(np.array(2.0, dtype), 0).shape == ()
 
 
 def test_bad_arguments_raise_named_errors():
     x = np.zeros((2, 3), np.float32)
     with pytest.raises(TypeError, match="`a`.*numpy.ndarray"):
-        _sort.argsort_along([1.0, 2.0], 0)
+        sort_kernels.argsort_along([1.0, 2.0], 0)
     with pytest.raises(TypeError, match="`a`.*float32 or float64"):
-        _sort.argsort_along(np.zeros(3, np.int64), 0)
+        sort_kernels.argsort_along(np.zeros(3, np.int64), 0)
     with pytest.raises(ValueError, match="`dim`.*Received: dim=2"):
-        _sort.argsort_along(x, 2)
+        sort_kernels.argsort_along(x, 2)
     with pytest.raises(ValueError, match="`n_threads`"):
-        _sort.argsort_along(x, 1, n_threads=0)
+        sort_kernels.argsort_along(x, 1, n_threads=0)
     with pytest.raises(ValueError, match="`out`.*expected shape"):
-        _sort.argsort(x.reshape(1, 2, 3), np.empty((1, 3, 2), np.int64))
+        sort_kernels.argsort(x.reshape(1, 2, 3), np.empty((1, 3, 2), np.int64))

@@ -1,11 +1,11 @@
-"""_stepgemm.h, the recurrent layers' per-step GEMM on a weight packed once: against a float64
+"""stepgemm_kernels.h, the recurrent layers' per-step GEMM on a weight packed once: against a float64
 NumPy product, for every instruction-set copy this CPU runs, and bit-identical however the
 rows or the column panels are split (the property the batch parts and threads rely on; the
 recurrent layers' thread-count test is in test_recurrent_kernels.py)."""
 import numpy as np
 import pytest
 
-from minnet._ext import _base, _stepgemm as R
+from minnet._ext import _base, stepgemm_kernels as R
 
 BEST_ISA = R._stepgemm_isa(99)      # the best copy this CPU runs (capped); restored below
 ISAS = list(range(BEST_ISA + 1))

@@ -1,11 +1,11 @@
-"""The gather / scatter-add / index-select / index-add / cumsum kernels (minnet/_ext/_indexing.pyx)
+"""The gather / scatter-add / index-select / index-add / cumsum kernels (minnet/_ext/indexing_kernels.pyx)
 and the ops on them: NumPy reference, float64 gradcheck, PyTorch parity, and the same bits
 for any thread count."""
 import numpy as np
 import pytest
 
 import minnet as mn
-from minnet._ext import _base, _indexing
+from minnet._ext import _base, indexing_kernels
 
 RNG = np.random.default_rng(7)
 DTYPES = [np.float32, np.float64]
@@ -50,12 +50,12 @@ def test_gather_and_scatter_add_kernels_match_numpy(shape, dim, dtype, parallel_
     index_shape = shape[:dim] + (shape[dim] + 3,) + shape[dim + 1:]
     index = RNG.integers(-shape[dim], shape[dim], index_shape)        # negatives and repeats
     out = np.empty(index_shape, dtype)
-    assert _indexing.gather(_as_3d(src, dim), _as_3d(index, dim), _as_3d(out, dim), n_threads=2) == 0
+    assert indexing_kernels.gather(_as_3d(src, dim), _as_3d(index, dim), _as_3d(out, dim), n_threads=2) == 0
     np.testing.assert_array_equal(out, np.take_along_axis(src, index % shape[dim], axis=dim))
 
     grad = RNG.standard_normal(index_shape).astype(dtype)
     acc = np.zeros(shape, dtype)
-    assert _indexing.scatter_add(_as_3d(grad, dim), _as_3d(index, dim), _as_3d(acc, dim), n_threads=2) == 0
+    assert indexing_kernels.scatter_add(_as_3d(grad, dim), _as_3d(index, dim), _as_3d(acc, dim), n_threads=2) == 0
     tol = 1e-5 if dtype == np.float32 else 1e-12
     np.testing.assert_allclose(acc, _reference_scatter_add(np.zeros(shape), dim, index, grad), rtol=tol, atol=tol)
 
@@ -66,20 +66,20 @@ def test_index_select_index_add_and_cumsum_kernels_match_numpy(shape, dim, dtype
     src = RNG.standard_normal(shape).astype(dtype)
     index = RNG.integers(0, shape[dim], 2 * shape[dim] + 1)
     out = np.empty(shape[:dim] + (index.size,) + shape[dim + 1:], dtype)
-    _indexing.index_select(_as_3d(src, dim), index, _as_3d(out, dim), n_threads=2)
+    indexing_kernels.index_select(_as_3d(src, dim), index, _as_3d(out, dim), n_threads=2)
     np.testing.assert_array_equal(out, np.take(src, index, axis=dim))
 
     acc = np.zeros(shape, dtype)
-    _indexing.index_add(_as_3d(out, dim), index, _as_3d(acc, dim), n_threads=2)
+    indexing_kernels.index_add(_as_3d(out, dim), index, _as_3d(acc, dim), n_threads=2)
     expected = np.zeros(shape)
     np.add.at(np.moveaxis(expected, dim, 0), index, np.moveaxis(out.astype(np.float64), dim, 0))
     tol = 1e-5 if dtype == np.float32 else 1e-12
     np.testing.assert_allclose(acc, expected, rtol=tol, atol=tol)
 
     running = np.empty(shape, dtype)
-    _indexing.cumsum(_as_3d(src, dim), _as_3d(running, dim), reverse=False, n_threads=2)
+    indexing_kernels.cumsum(_as_3d(src, dim), _as_3d(running, dim), reverse=False, n_threads=2)
     np.testing.assert_allclose(running, np.cumsum(src.astype(np.float64), axis=dim), rtol=tol, atol=tol)
-    _indexing.cumsum(_as_3d(src, dim), _as_3d(running, dim), reverse=True, n_threads=2)
+    indexing_kernels.cumsum(_as_3d(src, dim), _as_3d(running, dim), reverse=True, n_threads=2)
     flipped = np.flip(np.cumsum(np.flip(src.astype(np.float64), dim), axis=dim), dim)
     np.testing.assert_allclose(running, flipped, rtol=tol, atol=tol)
 
@@ -89,14 +89,14 @@ def test_kernels_read_strided_and_broadcast_inputs_as_they_are():
     transposed = base.T                                      # (6, 8), strides swapped
     index = RNG.integers(0, 6, (6, 8))
     out = np.empty((6, 8))
-    _indexing.gather(_as_3d(transposed, 0), _as_3d(index, 0), _as_3d(out, 0))
+    indexing_kernels.gather(_as_3d(transposed, 0), _as_3d(index, 0), _as_3d(out, 0))
     np.testing.assert_array_equal(out, np.take_along_axis(transposed, index, 0))
     ones = np.broadcast_to(2.0, (6, 8))                      # stride 0, read-only
     acc = np.zeros((6, 8))
-    _indexing.index_add(ones.reshape(1, 6, 8), np.array([1, 1, 0, 5, 5, 5]), acc.reshape(1, 6, 8))
+    indexing_kernels.index_add(ones.reshape(1, 6, 8), np.array([1, 1, 0, 5, 5, 5]), acc.reshape(1, 6, 8))
     np.testing.assert_array_equal(acc[:, 0], [2.0, 4.0, 0.0, 0.0, 0.0, 6.0])
     running = np.empty((6, 8))
-    _indexing.cumsum(ones.reshape(1, 6, 8), running.reshape(1, 6, 8), reverse=True)
+    indexing_kernels.cumsum(ones.reshape(1, 6, 8), running.reshape(1, 6, 8), reverse=True)
     np.testing.assert_array_equal(running[:, 3], [12.0, 10.0, 8.0, 6.0, 4.0, 2.0])
 
 
@@ -104,8 +104,8 @@ def test_out_of_range_indices_are_counted_and_the_ops_raise():
     src = np.arange(12.0).reshape(3, 4)
     index = np.array([[0, 4], [-5, 1], [3, -1]])
     out = np.empty((3, 2))
-    assert _indexing.gather(_as_3d(src, 1), _as_3d(index, 1), _as_3d(out, 1)) == 2
-    assert _indexing.scatter_add(_as_3d(out, 1), _as_3d(index, 1), _as_3d(np.zeros((3, 4)), 1)) == 2
+    assert indexing_kernels.gather(_as_3d(src, 1), _as_3d(index, 1), _as_3d(out, 1)) == 2
+    assert indexing_kernels.scatter_add(_as_3d(out, 1), _as_3d(index, 1), _as_3d(np.zeros((3, 4)), 1)) == 2
     x = mn.tensor(src, requires_grad=True)
     with pytest.raises(IndexError, match="gather.*dimension 1 with size 4"):
         x.gather(1, index)
@@ -151,7 +151,7 @@ def test_scatter_add_with_many_repeats_is_the_same_at_any_thread_count(parallel_
     outs = []
     for threads in (1, 2, 4):
         acc = np.zeros((1, 3), np.float32)
-        _indexing.scatter_add(_as_3d(src, 1), _as_3d(index, 1), _as_3d(acc, 1), n_threads=threads)
+        indexing_kernels.scatter_add(_as_3d(src, 1), _as_3d(index, 1), _as_3d(acc, 1), n_threads=threads)
         outs.append(acc.tobytes())
     assert outs[0] == outs[1] == outs[2]
 

@@ -1,5 +1,5 @@
-"""sum/mean (threaded kernel of minnet/_ext/_reduce.pyx), sort/argsort/topk (radix argsort
-of minnet/_ext/_sort.pyx), softmax/log-softmax backward on gradient views and the fused
+"""sum/mean (threaded kernel of minnet/_ext/reduce_kernels.pyx), sort/argsort/topk (radix argsort
+of minnet/_ext/sort_kernels.pyx), softmax/log-softmax backward on gradient views and the fused
 logsumexp backward, as Tensor operations: NumPy reference, PyTorch parity, float64
 gradcheck and gradgradcheck, and the same bits for any thread count."""
 import numpy as np

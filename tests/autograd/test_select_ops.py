@@ -1,4 +1,4 @@
-"""where, masked_fill, cat, stack and bmm on their kernels (minnet/_ext/_select.pyx,
+"""where, masked_fill, cat, stack and bmm on their kernels (minnet/_ext/select_kernels.pyx,
 _blas.gemm_batched) and on the NumPy fallbacks (broadcast, strided, other dtypes): NumPy
 reference, float64 gradcheck, PyTorch parity, double backward, and the same bits for any
 thread count."""
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import minnet as mn
-from minnet._ext import _base, _select
+from minnet._ext import _base, select_kernels
 
 RNG = np.random.default_rng(23)
 DTYPES = [np.float32, np.float64]

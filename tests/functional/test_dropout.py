@@ -4,7 +4,7 @@ import pytest
 
 import minnet as mn
 import minnet.functional as F
-from minnet._ext import _dropout as D
+from minnet._ext import dropout_kernels as D
 
 
 def test_dropout_forward_backward_reuses_mask():

@@ -23,7 +23,7 @@ import pytest
 
 import minnet as mn
 import minnet.functional as F
-from minnet._ext import _conv as _conv_kernels
+from minnet._ext import conv_kernels as _conv_kernels
 from minnet import layers, losses, optimizers
 
 

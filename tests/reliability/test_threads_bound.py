@@ -7,7 +7,7 @@ import pytest
 
 import minnet as mn
 from minnet import _config
-from minnet._ext import _conv, _openmp
+from minnet._ext import conv_kernels, _openmp
 
 
 @pytest.fixture(autouse=True)
@@ -59,8 +59,8 @@ def test_the_bound_itself_is_accepted_and_kernels_run():
     assert mn.get_num_threads() == bound and _openmp.omp_get_max_threads() == bound
     x = np.random.default_rng(0).standard_normal((4, 2, 9, 9)).astype(np.float32)
     w = np.ones((3, 2, 3, 3), np.float32)
-    y = _conv.conv2d_forward(x, w, None, 1, 1, n_threads=bound)
-    np.testing.assert_array_equal(y, _conv.conv2d_forward(x, w, None, 1, 1, n_threads=1))
+    y = conv_kernels.conv2d_forward(x, w, None, 1, 1, n_threads=bound)
+    np.testing.assert_array_equal(y, conv_kernels.conv2d_forward(x, w, None, 1, 1, n_threads=1))
     relu = mn.functional.relu(mn.tensor(np.linspace(-1, 1, 1 << 16, dtype=np.float32)))
     assert relu.data.min() == 0
 
@@ -73,6 +73,6 @@ def test_the_requested_count_really_runs():
     # enough work for every thread (the kernels use at most one thread per MFLOP)
     x = np.random.default_rng(0).standard_normal((32, 8, 16, 16)).astype(np.float32)
     w = np.ones((16, 8, 3, 3), np.float32)
-    _conv.conv2d_forward(x, w, None, 1, 1, n_threads=mn.get_num_threads())
+    conv_kernels.conv2d_forward(x, w, None, 1, 1, n_threads=mn.get_num_threads())
     # libgomp keeps its team's threads alive between regions: the process now has >= n
     assert len(os.listdir("/proc/self/task")) >= n

@@ -1,0 +1,264 @@
+"""Linear (fully connected) kernels: ``Y = X W^T + b`` forward and backward.
+
+``X`` is ``(N, in)``, ``W`` is ``(out, in)`` (PyTorch's ``Linear`` layout), see
+docs/math/linear.md::
+
+    forward:   Y  = X @ W^T + b            (optionally max(., 0): Dense's fused ReLU)
+    backward:  dX = dY @ W,   dW = dY^T @ X,   db = sum_n dY[n]
+
+The GEMMs are split into blocks by ``gemm_blocks`` (shape-only rule) and every bias
+column is summed by one thread in row order, so the results do not depend on the thread
+count.
+"""
+from cython.parallel cimport prange
+from libc.string cimport memcpy, memset
+cimport numpy as cnp
+
+from minnet._ext._base cimport check_nd, check_threads, parallel_min
+from minnet._ext._blas cimport floating, gemm_blocks
+
+cdef extern from "transpose_kernels.h" nogil:
+    void minnet_transpose_bias_f32(const float* src, const float* bias, float* dst,
+                                   Py_ssize_t n, Py_ssize_t m, int relu,
+                                   Py_ssize_t i_begin, Py_ssize_t i_end)
+    void minnet_transpose_bias_f64(const double* src, const double* bias, double* dst,
+                                   Py_ssize_t n, Py_ssize_t m, int relu,
+                                   Py_ssize_t i_begin, Py_ssize_t i_end, Py_ssize_t j_begin)
+
+import numpy as np
+
+cnp.import_array()
+
+# ----------------------------------------------------------------------------------------
+# bias sums
+# ----------------------------------------------------------------------------------------
+
+cdef void _bias_grad_rows(const floating* dy, long n, long f, floating* db,
+                          int n_threads) noexcept nogil:
+    """db[j] = sum_i dy[i, j] (dy is (n, f)): a block of columns per thread."""
+    cdef long block, n_blocks, start, stop, size
+    n_blocks = n_threads if f >= n_threads else f
+    if n_blocks < 1:
+        return
+    if n_blocks == 1 or n * f < parallel_min():   # (benchmarks/bench_autograd.py, mlp100)
+        _sum_columns(dy, n, f, 0, f, db)     # each column is summed alike either way
+        return
+    size = (f + n_blocks - 1) // n_blocks
+    for block in prange(n_blocks, schedule="static", num_threads=n_threads):
+        start = block * size
+        stop = start + size
+        if stop > f:
+            stop = f
+        if start < stop:
+            _sum_columns(dy, n, f, start, stop, db)
+
+
+cdef void _sum_columns(const floating* dy, long n, long f, long start, long stop,
+                       floating* out) noexcept nogil:
+    """out[j] = sum_i dy[i, j] for j in [start, stop), in double, 256 columns at a time."""
+    cdef double acc[256]
+    cdef long j0, j1, j, i
+    cdef const floating* row
+    j0 = start
+    while j0 < stop:
+        j1 = j0 + 256
+        if j1 > stop:
+            j1 = stop
+        for j in range(j1 - j0):
+            acc[j] = 0
+        for i in range(n):
+            row = dy + i * f
+            for j in range(j0, j1):
+                acc[j - j0] += row[j]
+        for j in range(j0, j1):
+            out[j] = <floating> acc[j - j0]
+        j0 = j1
+
+
+cdef inline void* _data(object a):
+    return cnp.PyArray_DATA(<cnp.ndarray> a)
+
+
+def linear_forward(x, weight, bias=None, n_threads=1, relu=False):
+    """``Y = X @ W^T + b``, or ``max(X @ W^T + b, 0)`` with ``relu=True``.
+
+    The fused ReLU is what ``Dense(..., activation="relu")`` runs when no graph is
+    recorded (``predict``, ``no_grad``): the same numbers as ``relu(linear(x))``, one pass
+    over ``Y`` fewer.  ``0 if v < 0 else v``, as ``relu``: NaN and -0.0 pass through.
+
+    Args:
+        x: ``(N, in_features)`` float32/float64 array.
+        weight: ``(out_features, in_features)``, same dtype.
+        bias: ``(out_features,)`` or None.
+        n_threads: threads for the blocked GEMM.
+        relu: apply ``max(., 0)`` to the result.
+
+    Returns:
+        ``(N, out_features)`` array.
+    """
+    check_nd(x, "x", 2)
+    check_nd(weight, "weight", 2, x.dtype)
+    cdef cnp.npy_intp* x_dims = cnp.PyArray_DIMS(<cnp.ndarray> x)
+    cdef cnp.npy_intp* w_dims = cnp.PyArray_DIMS(<cnp.ndarray> weight)
+    if w_dims[1] != x_dims[1]:
+        raise ValueError(f"Invalid argument `weight`: expected shape (out_features, "
+                         f"{x.shape[1]}) for x of shape {x.shape}. Received: shape={weight.shape}")
+    if bias is not None:
+        check_nd(bias, "bias", 1, x.dtype)
+        if cnp.PyArray_DIMS(<cnp.ndarray> bias)[0] != w_dims[0]:
+            raise ValueError(f"Invalid argument `bias`: expected shape ({weight.shape[0]},). "
+                             f"Received: shape={bias.shape}")
+    cdef int threads = check_threads(n_threads)
+    cdef bint fuse_relu = bool(relu)
+    cdef int n = x_dims[0], k = x_dims[1], m = w_dims[0]
+    cdef bint f32 = cnp.PyArray_TYPE(<cnp.ndarray> x) == cnp.NPY_FLOAT32
+    if _transposed_forward(n, k, m, bias is not None):
+        yt = np.empty((m, n), dtype=x.dtype)
+        y = np.empty((n, m), dtype=x.dtype)
+        _linear_forward_transposed(x, weight, bias, yt, y, fuse_relu, threads)
+        return y
+    y = np.empty((n, m), dtype=x.dtype)
+    if n == 0 or m == 0:
+        return y
+    cdef const void* pb = NULL if bias is None else _data(bias)
+    cdef const void* px = _data(x)
+    cdef const void* pw = _data(weight)
+    cdef void* py = _data(y)
+    with nogil:
+        if f32:
+            _linear_forward_entry[float](<const float*> px, <const float*> pw, <const float*> pb,
+                                  <float*> py, n, k, m, fuse_relu, threads)
+        else:
+            _linear_forward_entry[double](<const double*> px, <const double*> pw, <const double*> pb,
+                                  <double*> py, n, k, m, fuse_relu, threads)
+    return y
+
+
+# Layers at least this big (out_features * in_features) compute Y^T = W X^T.
+TRANSPOSED_MIN = 128 * 512
+
+
+def _transposed_forward(n, k, m, has_bias):
+    """The forward's one fast-path choice: ``Y^T = W X^T`` then a transpose fused with the
+    bias (and ReLU), or ``Y = X W^T`` directly.  OpenBLAS runs the wide-output product
+    faster for layers like 784 -> 256 by more than the transpose costs; measured with
+    benchmarks/bench_training.py (the MLP workload, Dense forward)."""
+    return m * k >= TRANSPOSED_MIN and n > 1 and has_bias
+
+
+cdef void _linear_forward_entry(const floating* x,      # IN  (N, K)
+                                const floating* w,      # IN  (M, K)
+                                const floating* bias,   # IN  (M,) or NULL
+                                floating* y,            # OUT (N, M)
+                                int n, int k, int m, bint fuse_relu, int n_threads) noexcept nogil:
+    cdef Py_ssize_t i, size = <Py_ssize_t> n * m
+    cdef floating v
+    # Y starts as the bias in every row (zeros without one); the GEMM adds X W^T to it.
+    if bias == NULL:
+        memset(y, 0, size * sizeof(floating))
+    else:
+        for i in range(n):
+            memcpy(y + i * m, bias, m * sizeof(floating))
+    if k > 0:    # k == 0: Y is the bias alone
+        gemm_blocks(False, True, n, m, k, <floating> 1, x, k, w, k, <floating> 1, y, m, n_threads)
+    if fuse_relu:
+        for i in range(size):
+            v = y[i]
+            y[i] = 0 if v < 0 else v
+
+
+def _linear_forward_transposed(const floating[:, ::1] x, const floating[:, ::1] w,
+                               const floating[::1] bias,       # IN  (M,)
+                                floating[:, ::1] yt,             # scratch (M, N)
+                                floating[:, ::1] y,              # OUT (N, M)
+                                bint fuse_relu,
+                                int n_threads):
+    cdef int n = x.shape[0], k = x.shape[1], m = w.shape[0]
+    cdef int i0
+    with nogil:
+        # Y^T (M, N) = W (M, K) @ X^T (K, N)
+        gemm_blocks(False, True, m, n, k, <floating> 1, &w[0, 0], k, &x[0, 0], k,
+                      <floating> 0, &yt[0, 0], n, n_threads)
+        # Y = relu?((Y^T)^T + b), 16 output rows per task
+        for i0 in prange(0, n, 16, schedule="static", num_threads=n_threads if n * m >= 65536 else 1):
+            _transpose_bias_rows(&yt[0, 0], &bias[0], &y[0, 0], n, m, fuse_relu,
+                                 i0, i0 + 16 if i0 + 16 < n else n)
+
+
+cdef inline void _transpose_bias_rows(const floating* src,   # IN  Y^T (M, N)
+                                      const floating* b,     # IN  (M,)
+                                      floating* dst,         # OUT Y (N, M), rows [i0, i1)
+                                      int n, int m, bint fuse_relu, int i0, int i1) noexcept nogil:
+    # transpose_kernels.h: SSE 4 x 4 register transposes for float32, 16 x 16 scalar tiles for
+    # float64; the same add and select either way.
+    if floating is float:
+        minnet_transpose_bias_f32(src, b, dst, n, m, fuse_relu, i0, i1)
+    else:
+        minnet_transpose_bias_f64(src, b, dst, n, m, fuse_relu, i0, i1, 0)
+
+
+def linear_backward(x, weight, grad_output, need_input_grad=True, need_weight_grad=True,
+                    need_bias_grad=True, n_threads=1):
+    """Gradients of :func:`linear_forward`: ``dX = dY W``, ``dW = dY^T X``, ``db = sum_n dY``.
+
+    Args:
+        x: ``(N, in_features)``, the forward input.
+        weight: ``(out_features, in_features)``.
+        grad_output: ``(N, out_features)``.
+        need_input_grad, need_weight_grad, need_bias_grad: compute only these.
+        n_threads: threads for the blocked GEMMs and the bias sum.
+
+    Returns:
+        ``(grad_x, grad_weight, grad_bias)``, each None when not requested.
+    """
+    check_nd(x, "x", 2)
+    check_nd(weight, "weight", 2, x.dtype)
+    check_nd(grad_output, "grad_output", 2, x.dtype)
+    cdef cnp.npy_intp* x_dims = cnp.PyArray_DIMS(<cnp.ndarray> x)
+    cdef cnp.npy_intp* w_dims = cnp.PyArray_DIMS(<cnp.ndarray> weight)
+    cdef cnp.npy_intp* g_dims = cnp.PyArray_DIMS(<cnp.ndarray> grad_output)
+    if w_dims[1] != x_dims[1] or g_dims[0] != x_dims[0] or g_dims[1] != w_dims[0]:
+        raise ValueError(f"Invalid arguments: expected x (N, in), weight (out, in) and "
+                         f"grad_output (N, out). Received: x {x.shape}, weight {weight.shape}, "
+                         f"grad_output {grad_output.shape}")
+    cdef int threads = check_threads(n_threads)
+    cdef int n = x_dims[0], k = x_dims[1], m = w_dims[0]
+    dtype = x.dtype
+    # Every output is fully overwritten (GEMMs with beta = 0), except for empty operands.
+    cdef bint empty = n == 0 or k == 0 or m == 0
+    alloc = np.zeros if empty else np.empty
+    dx = alloc((n, k), dtype=dtype) if need_input_grad else None
+    dw = alloc((m, k), dtype=dtype) if need_weight_grad else None
+    db = alloc((m,), dtype=dtype) if need_bias_grad else None
+    if empty:
+        return dx, dw, db
+    cdef void* pdx = NULL if dx is None else _data(dx)
+    cdef void* pdw = NULL if dw is None else _data(dw)
+    cdef void* pdb = NULL if db is None else _data(db)
+    cdef const void* px = _data(x)
+    cdef const void* pw = _data(weight)
+    cdef const void* pg = _data(grad_output)
+    cdef bint f32 = cnp.PyArray_TYPE(<cnp.ndarray> x) == cnp.NPY_FLOAT32
+    with nogil:
+        if f32:
+            _linear_backward_entry[float](<const float*> px, <const float*> pw, <const float*> pg,
+                                   <float*> pdx, <float*> pdw, <float*> pdb, n, k, m, threads)
+        else:
+            _linear_backward_entry[double](<const double*> px, <const double*> pw, <const double*> pg,
+                                   <double*> pdx, <double*> pdw, <double*> pdb, n, k, m, threads)
+    return dx, dw, db
+
+
+cdef void _linear_backward_entry(const floating* x,    # IN  (N, K)
+                                 const floating* w,    # IN  (M, K)
+                                 const floating* dy,   # IN  (N, M)
+                                 floating* dx,         # OUT (N, K) or NULL
+                                 floating* dw,         # OUT (M, K) or NULL
+                                 floating* db,         # OUT (M,) or NULL
+                                 int n, int k, int m, int n_threads) noexcept nogil:
+    if dx != NULL:   # dX (N, in) = dY (N, out) @ W (out, in)
+        gemm_blocks(False, False, n, k, m, <floating> 1, dy, m, w, k, <floating> 0, dx, k, n_threads)
+    if dw != NULL:   # dW (out, in) = dY^T (out, N) @ X (N, in)
+        gemm_blocks(True, False, m, k, n, <floating> 1, dy, m, x, k, <floating> 0, dw, k, n_threads)
+    if db != NULL:
+        _bias_grad_rows(dy, n, m, db, n_threads)

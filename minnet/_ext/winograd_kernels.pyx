@@ -1,0 +1,414 @@
+"""Winograd F(2x2, 3x3) convolution: 3x3 kernels, stride 1, dilation 1, both layouts.
+
+Used by ``minnet._ext.conv_kernels`` for the forward and for the input gradient of the large 3x3
+layers (``use_winograd`` below decides; the weight gradient stays on im2col).  The math
+and the measurement behind the rule are in docs/math/convolution.md.  Every output is
+written once, by one thread, from GEMMs whose shapes depend only on the geometry, so the
+result does not depend on the thread count.
+"""
+from cython.parallel cimport prange, threadid
+from libc.string cimport memcpy, memset
+
+from minnet._ext._blas cimport floating
+from minnet._ext.convgemm_kernels cimport conv_gemm
+
+import numpy as np
+
+
+# ----------------------------------------------------------------------------------------
+# Winograd F(2x2, 3x3): 3x3 kernels, stride 1, dilation 1 (docs/math/convolution.md)
+# ----------------------------------------------------------------------------------------
+#
+# Each 2x2 block of outputs ("tile") is computed from the 4x4 block of input under it:
+#     Y_tile = A^T [ (G g G^T) * (B^T d B) ] A        (* elementwise, summed over channels)
+# with
+#     B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]
+#     G   = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]
+#     A^T = [1 1 1 0; 0 1 -1 -1]
+# The sum over channels of the 16 elementwise products is 16 GEMMs
+#     M_k (F, P) = U_k (F, C) @ V_k (C, P),   k = 0..15, P = tiles in the block
+# with U = G g G^T (per filter and channel) and V = B^T d B (per channel and tile).
+
+cdef void _winograd_weight(const floating* w,     # IN  (F, C, 3, 3)
+                           int f, int c, bint flip,
+                           floating* u            # OUT (16, F, C), or (16, C, F) when flip
+                           ) noexcept nogil:
+    """U = G g G^T for every (filter, channel); with ``flip`` from the kernel rotated by 180
+    degrees with its two channel axes swapped (the kernel of the input gradient)."""
+    cdef int fi, ci, i, j, k
+    cdef double g[9]
+    cdef double t[12]     # G g: (4, 3)
+    cdef double a, b, e
+    cdef const floating* src
+    for fi in range(f):
+        for ci in range(c):
+            src = w + (<long> fi * c + ci) * 9
+            for i in range(9):
+                g[i] = src[8 - i] if flip else src[i]
+            for j in range(3):
+                a = g[j]
+                b = g[3 + j]
+                e = g[6 + j]
+                t[j] = a
+                t[3 + j] = 0.5 * (a + b + e)
+                t[6 + j] = 0.5 * (a - b + e)
+                t[9 + j] = e
+            for i in range(4):
+                a = t[3 * i]
+                b = t[3 * i + 1]
+                e = t[3 * i + 2]
+                k = 4 * i
+                if flip:
+                    u[(<long> k * c + ci) * f + fi] = <floating> a
+                    u[(<long> (k + 1) * c + ci) * f + fi] = <floating> (0.5 * (a + b + e))
+                    u[(<long> (k + 2) * c + ci) * f + fi] = <floating> (0.5 * (a - b + e))
+                    u[(<long> (k + 3) * c + ci) * f + fi] = <floating> e
+                else:
+                    u[(<long> k * f + fi) * c + ci] = <floating> a
+                    u[(<long> (k + 1) * f + fi) * c + ci] = <floating> (0.5 * (a + b + e))
+                    u[(<long> (k + 2) * f + fi) * c + ci] = <floating> (0.5 * (a - b + e))
+                    u[(<long> (k + 3) * f + fi) * c + ci] = <floating> e
+
+
+cdef void _winograd_input(const floating* x,      # IN  (N, C, H, W)
+                          int c, int h, int w, int pt, int pl, int tiles_h, int tiles_w,
+                          long r0, int rows,
+                          floating* v,            # OUT (16, C, rows * tiles_w)
+                          floating* buf           # OUT scratch, 8 * (2 * tiles_w + 2)
+                          ) noexcept nogil:
+    """V = B^T d B for the tile rows r0 .. r0 + rows - 1 (numbered over the whole batch).
+
+    Per (channel, tile row): the 4 input rows under it are copied into zero-padded row
+    buffers, ``t = B^T d`` is taken on whole rows, then ``t B`` per tile (contiguous in p).
+    """
+    cdef int wp = 2 * tiles_w + 2
+    cdef long count = <long> rows * tiles_w, kstride = <long> c * count, plane = <long> h * w
+    cdef int ci, row, s, th, i, q, lo, hi, iy
+    cdef long gr
+    cdef floating* d = buf               # 4 rows of wp
+    cdef floating* t = buf + 4 * wp      # 4 rows of wp
+    cdef floating* dst
+    cdef const floating* src
+    # input columns q = j - pl for j in [0, wp): valid j in [lo, hi)
+    lo = pl if pl > 0 else 0
+    hi = w + pl if w + pl < wp else wp
+    if hi < lo:
+        hi = lo
+    for ci in range(c):
+        for row in range(rows):
+            gr = r0 + row
+            s = <int> (gr // tiles_h)
+            th = <int> (gr % tiles_h)
+            src = x + (<long> s * c + ci) * plane
+            for i in range(4):
+                iy = 2 * th - pt + i
+                if iy < 0 or iy >= h or hi == lo:
+                    memset(d + i * wp, 0, wp * sizeof(floating))
+                else:
+                    for q in range(lo):
+                        d[i * wp + q] = 0
+                    memcpy(d + i * wp + lo, src + <long> iy * w + lo - pl,
+                           (hi - lo) * sizeof(floating))
+                    for q in range(hi, wp):
+                        d[i * wp + q] = 0
+            # t = B^T d on whole rows: t0 = d0 - d2, t1 = d1 + d2, t2 = d2 - d1, t3 = d1 - d3
+            _winograd_pair(d, d + 2 * wp, d + wp, d + 3 * wp, 1, wp, t, t + 3 * wp)
+            _winograd_sum_diff(d + wp, d + 2 * wp, 1, wp, t + wp, t + 2 * wp)
+            dst = v + <long> ci * count + <long> row * tiles_w
+            for i in range(4):
+                _winograd_input_row(t + i * wp, tiles_w, dst + 4 * i * kstride, kstride)
+
+
+cdef inline void _winograd_input_row(const floating* t, int tiles_w,
+                                     floating* dst, long kstride) noexcept nogil:
+    """One row of t B for every tile of a tile row: 4 outputs per tile, kstride apart.
+
+    Split in two loops with two outputs each, so that the compiler's runtime aliasing
+    checks stay few enough for it to vectorise them."""
+    _winograd_pair(t, t + 2, t + 1, t + 3, 2, tiles_w, dst, dst + 3 * kstride)
+    _winograd_sum_diff(t + 1, t + 2, 2, tiles_w, dst + kstride, dst + 2 * kstride)
+
+
+cdef inline void _winograd_pair(const floating* a, const floating* b, const floating* c,
+                                const floating* d, long step, long n,
+                                floating* out0, floating* out1) noexcept nogil:
+    """out0[p] = a[p*step] - b[p*step]; out1[p] = c[p*step] - d[p*step]."""
+    cdef long p
+    for p in range(n):
+        out0[p] = a[p * step] - b[p * step]
+        out1[p] = c[p * step] - d[p * step]
+
+
+cdef inline void _winograd_sum_diff(const floating* a, const floating* b, long step, long n,
+                                    floating* out0, floating* out1) noexcept nogil:
+    """out0[p] = a[p*step] + b[p*step]; out1[p] = b[p*step] - a[p*step]."""
+    cdef long p
+    for p in range(n):
+        out0[p] = a[p * step] + b[p * step]
+        out1[p] = b[p * step] - a[p * step]
+
+
+cdef inline void _winograd_output_rows(const floating* m0, const floating* m1,
+                                       const floating* m2, const floating* m3, int n,
+                                       floating* s0,
+                                       floating* s1) noexcept nogil:
+    """Column i of A^T m for n tiles: s0 = m0 + m1 + m2, s1 = m1 - m2 - m3."""
+    cdef int p
+    for p in range(n):
+        s0[p] = m0[p] + m1[p] + m2[p]
+        s1[p] = m1[p] - m2[p] - m3[p]
+
+
+cdef void _winograd_conv(const floating* x,       # IN  (N, C, H, W), NHWC with nhwc
+                         int n, int c, int h, int w,
+                         const floating* u,       # IN  (16, C, F) transformed kernel, U_k^T
+                         const floating* bias,    # IN  (F,) or NULL
+                         int f, int pt, int pl, int out_h, int out_w,
+                         floating* y,             # OUT (N, F, out_h, out_w), NHWC with nhwc
+                         floating* workspace,     # OUT per-thread scratch (ws_stride each)
+                         long ws_stride, int block_rows, bint nhwc,
+                         int n_threads) noexcept nogil:
+    """3x3 / stride 1 / dilation 1 correlation; ``pt``, ``pl`` may be negative.
+
+    The N * tiles_h rows of 2x2 output tiles of the batch are cut into blocks of
+    ``block_rows`` tile rows (a block may span samples); ``prange`` over the blocks: each
+    thread transforms its block's input, runs the 16 single-threaded GEMMs into its own
+    scratch and writes the block's outputs.  Both layouts run the GEMMs as
+    ``M_k (P, F) = V_k^T (P, C) @ U_k^T (C, F)`` (channels_first reads its ``(C, P)`` V_k
+    transposed in place), so the operand the GEMM packs is the small ``U_k^T``, not the
+    block of tiles.  Scratch per thread: ``16 (C + F) block_rows tiles_w + 8 (2 tiles_w + 2)
+    + 8 F + 4 tiles_w F`` (nhwc: ``+ 8 (2 tiles_w + 2) (C - 1)``).
+    """
+    cdef int tiles_h = (out_h + 1) // 2, tiles_w = (out_w + 1) // 2
+    cdef long total = <long> n * tiles_h
+    cdef long n_jobs = (total + block_rows - 1) // block_rows
+    cdef long cap = <long> block_rows * tiles_w
+    cdef long job, r0
+    cdef int rows, k, count
+    cdef floating* v
+    cdef floating* m
+    cdef floating* buf
+    for job in prange(n_jobs, schedule="static", num_threads=n_threads):
+        v = workspace + threadid() * ws_stride
+        m = v + 16 * <long> c * cap
+        buf = m + 16 * <long> f * cap
+        r0 = job * block_rows
+        rows = <int> (total - r0 if total - r0 < block_rows else block_rows)
+        count = rows * tiles_w
+        if nhwc:
+            _winograd_input_nhwc(x, c, h, w, pt, pl, tiles_h, tiles_w, r0, rows, v, buf)
+            for k in range(16):       # M_k (P, F) = V_k (P, C) @ U_k^T (C, F)
+                conv_gemm(False, False, count, f, c, v + <long> k * count * c, c,
+                          u + <long> k * c * f, f, <floating> 0, m + <long> k * count * f, f)
+        else:
+            _winograd_input(x, c, h, w, pt, pl, tiles_h, tiles_w, r0, rows, v, buf)
+            for k in range(16):       # M_k (P, F) = V_k^T (P, C) @ U_k^T (C, F)
+                conv_gemm(True, False, count, f, c, v + <long> k * c * count, count,
+                          u + <long> k * c * f, f, <floating> 0, m + <long> k * count * f, f)
+        _winograd_output_block(m, bias, f, out_h, out_w, tiles_h, tiles_w, r0, rows, y, buf,
+                               nhwc)
+
+
+# ----------------------------------------------------------------------------------------
+# channels_last (NHWC): the same transforms with the channels innermost
+# ----------------------------------------------------------------------------------------
+#
+# V_k (P, C) and M_k (P, F) hold a tile per row and the channels along it, so the
+# transforms run on whole rows of channels (contiguous, vectorised over C or F), the 16
+# GEMMs are M_k = V_k @ U_k^T (the same products summed in the same channel order as the
+# channels_first M_k = U_k @ V_k), and the output transform writes NHWC pixels directly.
+
+cdef void _winograd_input_nhwc(const floating* x,  # IN  (N, H, W, C)
+                               int c, int h, int w, int pt, int pl, int tiles_h,
+                               int tiles_w, long r0, int rows,
+                               floating* v,         # OUT (16, rows * tiles_w, C)
+                               floating* buf        # OUT scratch, 8 * (2 * tiles_w + 2) * C
+                               ) noexcept nogil:
+    """V = B^T d B for the tile rows r0 .. r0 + rows - 1 (as _winograd_input, NHWC)."""
+    cdef int wp = 2 * tiles_w + 2
+    cdef long n = <long> wp * c, count = <long> rows * tiles_w, kstride = count * c
+    cdef int row, s, th, i, tw, iy, lo, hi
+    cdef long gr
+    cdef floating* d = buf               # 4 padded input rows of wp pixels x C
+    cdef floating* t = buf + 4 * n       # t = B^T d, 4 rows
+    cdef floating* dst
+    cdef floating* tr
+    lo = pl if pl > 0 else 0             # padded columns j in [lo, hi) hold input j - pl
+    hi = w + pl if w + pl < wp else wp
+    if hi < lo:
+        hi = lo
+    for row in range(rows):
+        gr = r0 + row
+        s = <int> (gr // tiles_h)
+        th = <int> (gr % tiles_h)
+        for i in range(4):
+            iy = 2 * th - pt + i
+            if iy < 0 or iy >= h or hi == lo:
+                memset(d + i * n, 0, n * sizeof(floating))
+            else:
+                memset(d + i * n, 0, <long> lo * c * sizeof(floating))
+                memcpy(d + i * n + <long> lo * c,
+                       x + ((<long> s * h + iy) * w + lo - pl) * c,
+                       <long> (hi - lo) * c * sizeof(floating))
+                memset(d + i * n + <long> hi * c, 0, <long> (wp - hi) * c * sizeof(floating))
+        _winograd_pair(d, d + 2 * n, d + n, d + 3 * n, 1, n, t, t + 3 * n)
+        _winograd_sum_diff(d + n, d + 2 * n, 1, n, t + n, t + 2 * n)
+        for i in range(4):
+            tr = t + i * n
+            for tw in range(tiles_w):
+                dst = v + 4 * i * kstride + (<long> row * tiles_w + tw) * c
+                _winograd_pair(tr + (2 * tw) * c, tr + (2 * tw + 2) * c, tr + (2 * tw + 1) * c,
+                               tr + (2 * tw + 3) * c, 1, c, dst, dst + 3 * kstride)
+                _winograd_sum_diff(tr + (2 * tw + 1) * c, tr + (2 * tw + 2) * c, 1, c,
+                                   dst + kstride, dst + 2 * kstride)
+
+
+cdef void _winograd_output_block(const floating* m,   # IN  (16, rows * tiles_w, F)
+                                 const floating* bias,  # IN  (F,) or NULL
+                                 int f, int out_h, int out_w, int tiles_h, int tiles_w,
+                                 long r0, int rows,
+                                 floating* y,       # OUT (N, out_h, out_w, F), or NCHW
+                                 floating* buf,     # OUT scratch, 8 F (+ 2 out_w F NCHW)
+                                 bint nhwc) noexcept nogil:
+    """Y_tile = A^T M A + b for the tile rows r0 .. r0 + rows - 1; each output written once.
+
+    A tile row's output pixels are formed with the F channels innermost, straight into y
+    (NHWC) or into a ``(2, out_w, F)`` buffer that is then transposed into y's F planes
+    (NCHW): the same sums in the same order in both layouts."""
+    cdef long count = <long> rows * tiles_w, plane = <long> out_h * out_w, gr
+    cdef int row, s, th, i, fi, ow, n_rows
+    cdef floating* pixels = buf + 8 * f
+    cdef floating* dst
+    cdef const floating* src
+    for row in range(rows):
+        gr = r0 + row
+        s = <int> (gr // tiles_h)
+        th = <int> (gr % tiles_h)
+        n_rows = 2 if 2 * th + 1 < out_h else 1
+        if nhwc:
+            _winograd_output_row(m + <long> row * tiles_w * f, count * f, bias, f, tiles_w,
+                                 n_rows, out_w,
+                                 y + (<long> s * out_h + 2 * th) * out_w * f, buf)
+            continue
+        _winograd_output_row(m + <long> row * tiles_w * f, count * f, bias, f, tiles_w,
+                             n_rows, out_w, pixels, buf)
+        for i in range(n_rows):
+            for fi in range(f):
+                dst = y + (<long> s * f + fi) * plane + <long> (2 * th + i) * out_w
+                src = pixels + <long> i * out_w * f + fi
+                for ow in range(out_w):
+                    dst[ow] = src[<long> ow * f]
+
+
+cdef void _winograd_output_row(const floating* m,   # IN  the row's first tile, (16, ., F)
+                               long kstride,         # elements between M_k and M_k+1
+                               const floating* bias, int f, int tiles_w, int n_rows,
+                               int out_w,
+                               floating* dst,        # OUT (n_rows, out_w, F) pixels
+                               floating* buf         # OUT scratch, 8 F
+                               ) noexcept nogil:
+    """The 2x2 outputs of the tiles_w tiles of one tile row, F channels per pixel."""
+    cdef int tw, i, j, q, ow
+    cdef const floating* src
+    cdef floating* out
+    cdef floating* sr
+    for tw in range(tiles_w):
+        src = m + <long> tw * f
+        for j in range(4):       # s = A^T m: rows 0 and 1 of column j
+            _winograd_output_rows(src + j * kstride, src + (4 + j) * kstride,
+                                  src + (8 + j) * kstride, src + (12 + j) * kstride, f,
+                                  buf + j * f, buf + (4 + j) * f)
+        for i in range(n_rows):
+            sr = buf + 4 * i * f
+            ow = 2 * tw
+            out = dst + (<long> i * out_w + ow) * f
+            for q in range(f):
+                out[q] = sr[q] + sr[f + q] + sr[2 * f + q] + (bias[q] if bias != NULL else 0)
+            if ow + 1 < out_w:
+                out = out + f
+                for q in range(f):
+                    out[q] = (sr[f + q] - sr[2 * f + q] - sr[3 * f + q]
+                              + (bias[q] if bias != NULL else 0))
+
+
+# ----------------------------------------------------------------------------------------
+# The choice, and the Python-visible entry
+# ----------------------------------------------------------------------------------------
+
+# With ``WINOGRAD`` on, ``method="auto"`` uses Winograd for the forward and for the input
+# gradient when the image computed (output for the forward, input for dX) has at least
+# ``MIN_PIXELS`` pixels and both channel counts are at least ``MIN_CHANNELS``;
+# ``method="winograd"`` forces it.  Measured at 1 thread with benchmarks/bench_conv.py
+# (docs/math/convolution.md): with fewer channels the transforms cost more than the 2.25x
+# fewer multiplications save, and on small images OpenBLAS's small-matrix GEMMs on im2col
+# are as fast.
+WINOGRAD = True
+MIN_PIXELS = 196
+MIN_CHANNELS = 32
+# Output tiles per block (about the GEMM column count; whole rows of tiles, at least one):
+# a function of the geometry only, never of the thread count.  Scratch per thread:
+# 16 * (C + F) * block.
+BLOCK_TILES = 256
+
+
+def use_winograd(method, kh, kw, sh, sw, dh, dw, c, f, pixels):
+    """Whether a conv runs Winograd; ``method="winograd"`` on another geometry raises."""
+    fits = kh == 3 and kw == 3 and sh == 1 and sw == 1 and dh == 1 and dw == 1
+    if method == "winograd":
+        if not fits:
+            raise ValueError(f"Invalid value for argument `method`: 'winograd' needs a 3x3 "
+                             f"kernel with stride 1 and dilation 1. Received: kernel "
+                             f"{(kh, kw)}, stride {(sh, sw)}, dilation {(dh, dw)}")
+        return True
+    return (method == "auto" and WINOGRAD and fits and pixels >= MIN_PIXELS
+            and min(c, f) >= MIN_CHANNELS)
+
+
+def winograd_conv2d(x, w, bias, y, int pt, int pl, bint flip, int n_threads,
+                    bint channels_last=False):
+    """``y = x (*) w`` (3x3 correlation, NCHW, or NHWC with ``channels_last``) by Winograd,
+    written into ``y``.
+
+    ``flip``: with ``w`` rotated by 180 degrees and its channel axes swapped (``w`` is then
+    ``(C_in, C_out, 3, 3)``, the kernel of the input gradient).  ``pt``, ``pl`` may be
+    negative.  The caller has checked shapes and dtypes.
+    """
+    if x.dtype == np.float32:
+        _winograd_entry[float](x, w, bias, y, pt, pl, flip, n_threads, channels_last)
+    else:
+        _winograd_entry[double](x, w, bias, y, pt, pl, flip, n_threads, channels_last)
+    return y
+
+
+cdef _winograd_entry(const floating[:, :, :, ::1] x, const floating[:, :, :, ::1] w,
+                     object bias, floating[:, :, :, ::1] y, int pt, int pl, bint flip,
+                     int n_threads, bint nhwc):
+    cdef int cin = x.shape[3 if nhwc else 1], cout = y.shape[3 if nhwc else 1]
+    cdef int h = x.shape[1 if nhwc else 2], w_in = x.shape[2 if nhwc else 3]
+    cdef int out_h = y.shape[1 if nhwc else 2], out_w = y.shape[2 if nhwc else 3]
+    cdef int tiles_w = (out_w + 1) // 2
+    cdef long total = <long> y.shape[0] * ((out_h + 1) // 2)    # tile rows
+    cdef int block = <int> min(max(1, BLOCK_TILES // tiles_w), total)
+    cdef const floating[::1] b
+    cdef const floating* pb = NULL
+    cdef floating[::1] u
+    cdef floating[:, ::1] ws
+    cdef long ws_stride = (16 * <long> (cin + cout) * block * tiles_w + 8 * (2 * tiles_w + 2)
+                           + 8 * cout + 4 * <long> tiles_w * cout)
+    if nhwc:
+        ws_stride += 8 * (2 * tiles_w + 2) * <long> (cin - 1)
+    dtype = np.float32 if floating is float else np.float64
+    if bias is not None:
+        b = bias
+        pb = &b[0]
+    n_threads = <int> max(1, min(n_threads, -(-total // block)))
+    u = np.empty(16 * cin * cout, dtype=dtype)
+    ws = np.empty((n_threads, ws_stride), dtype=dtype)
+    with nogil:
+        _winograd_weight(&w[0, 0, 0, 0], w.shape[0], w.shape[1], flip, &u[0])
+    # U_k^T (C, F) for the GEMMs M_k = V_k @ U_k^T
+    u = np.ascontiguousarray(np.asarray(u).reshape(16, cout, cin).transpose(0, 2, 1)).ravel()
+    with nogil:
+        _winograd_conv(&x[0, 0, 0, 0], x.shape[0], cin, h, w_in, &u[0], pb, cout, pt, pl,
+                       out_h, out_w, &y[0, 0, 0, 0], &ws[0, 0], ws_stride, block, nhwc,
+                       n_threads)
