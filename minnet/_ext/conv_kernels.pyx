@@ -327,8 +327,8 @@ _MAX_CHUNK_BYTES = 1 << 20
 # channels_last GEMMs get about this many patch rows per chunk (samples side by side cost
 # no copy there), within the same scratch budget: many for a short patch (K < 64: the
 # first layers), one sample's worth for longer ones, where OpenBLAS runs the (rows, K) x
-# (K, F) product 1.4x faster on 196 rows than on 588 (benchmarks/bench_conv_layout.py,
-# "cnn conv2 16->32 @14"; "cnn conv1 1->16 @28" gains 1.9x from 784 to 3136 rows).
+# (K, F) product faster on 196 rows than on 588 (benchmarks/bench_conv_layout.py, row
+# "cnn conv2 16->32 @14"; row "cnn conv1 1->16 @28" for 784 against 3136 rows).
 _NHWC_MIN_ROWS = 2048
 _NHWC_MIN_ROWS_LONG_PATCH = 128
 _NHWC_LONG_PATCH = 64
@@ -373,7 +373,7 @@ def _plan(method, g_obj, channels_last, itemsize):
     n_parts = min(n_chunks, _MAX_PARTS, max(1, _MAX_PART_ELEMENTS // max(1, g.k * g.f)))
     if channels_last and method == "auto" and g.c == 1 and not g.identity:
         # One input channel: the patch-row copies are kw values long, and the channels_first
-        # plane im2col is 4-8x faster (benchmarks/bench_conv_layout.py, "cnn conv1 1->16").
+        # plane im2col is faster (benchmarks/bench_conv_layout.py, row "cnn conv1 1->16 @28").
         return "planes", chunk, n_parts
     return "per_sample", chunk, n_parts
 

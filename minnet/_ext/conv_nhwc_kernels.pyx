@@ -189,7 +189,7 @@ cdef void _nhwc_backward_chunk(const floating* x, const floating* w2, const floa
     if need_dw:
         col = _nhwc_patches(x + n0 * sample, g, count, ws)
         # dW2^T_t (K, F) += col^T (K, rows) @ dY_chunk (rows, F): this orientation is
-        # 1.3x faster in OpenBLAS than dY^T @ col (benchmarks/bench_conv_layout.py)
+        # faster in OpenBLAS than dY^T @ col (benchmarks/bench_conv_layout.py, part 1, the convolutions)
         conv_gemm(True, False, <int> g.k, g.f, <int> rows, col, <int> g.k, dyc,
                   g.f, <floating> 1, dw_parts + <long> part * g.f * g.k, g.f)
     if need_dx:

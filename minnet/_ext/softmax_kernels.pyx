@@ -218,7 +218,7 @@ def softmax_forward(x, log=False, out=None, n_threads=1):
     """Softmax (or log-softmax when ``log``) of each row, stable (row max subtracted).
 
     Args:
-        x: float32/float64 C-contiguous 2-D array ``(rows, cols)``; the functional layer
+        x: float32/float64 C-contiguous 2-D array ``(rows, cols)``; the functional op
            moves any axis to the end and reshapes.
         log: return ``log_softmax`` instead.
         out: optional output array like ``x``.

@@ -1,7 +1,7 @@
 """Models: ``Model`` (functional and subclassed), ``Sequential``, loading and cloning.
 
 Every model is a ``Model`` and trains through ``minnet.trainers.Trainer``; this package only
-describes structure (``model.py``: layers, summary, config; ``functional.py``: the graph;
+describes structure (``model.py``: layers, summary, config; ``layer_graph.py``: a functional model's graph;
 ``sequential.py``: the stack; ``cloning.py``: ``clone_model``).
 """
 import json

@@ -3,7 +3,7 @@
 Three kinds, one trainer (``minnet.trainers.Trainer``, inherited unchanged):
 
 - **functional**: ``mn.Model(inputs, outputs)`` over symbolic tensors from ``mn.Input``;
-  the graph is sorted once at construction (``models/functional.py``);
+  the graph is sorted once at construction (``models/layer_graph.py``);
 - **subclassed**: ``class Net(mn.Model)`` creating layers in ``__init__`` (attributes, also
   inside lists and dicts, are tracked) and computing in ``call(x, training=False)``;
 - **Sequential** (``models/sequential.py``): a stack of layers.
@@ -27,7 +27,7 @@ from minnet.layers.base import Layer
 from minnet.layers import call_spec
 from minnet.layers.call_context import call_context, current_training
 from minnet.layers.core import InputLayer
-from minnet.models.functional import (FunctionalGraph, decode_value, encode_value, operation_path,
+from minnet.models.layer_graph import (FunctionalGraph, decode_value, encode_value, operation_path,
                                      resolve_operation, resolve_spec, structure_spec)
 from minnet.models.summary_table import SummaryTable, show_table
 from minnet.trainers import Trainer

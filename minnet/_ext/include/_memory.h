@@ -3,9 +3,9 @@
  * Why: a training step allocates the same large buffers every step (activations, their
  * gradients, im2col workspaces, masks) and frees them at its end.  glibc returns big
  * freed blocks to the kernel (munmap, or trimming the heap top), so the next step
- * faults every page in again, and the kernel zeroes each one: measured on the CNN of
- * benchmarks/bench_training.py, 3,864 minor page faults per step, and 2,842 samples/s
- * against 5,043 once they were gone (1 thread).
+ * faults every page in again, and the kernel zeroes each one: the CNN of
+ * benchmarks/bench_training.py --threads 1 (page faults per step and samples/s, with and
+ * without the cache: docs/performance.md, "Page faults").
  *
  * What: blocks of at least MINNET_CACHE_MIN_BYTES (256 KiB; smaller ones are reused by
  * malloc itself) that are freed while a minnet loop (fit / evaluate / predict) runs are

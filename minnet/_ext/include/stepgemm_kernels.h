@@ -4,8 +4,8 @@
  * A recurrent layer multiplies by the same weight matrix (W_hh, or [W_ih | W_hh]) at each
  * of T steps. A BLAS call copies ("packs") both operands into its own layout on every call,
  * so a 50-step LSTM(128) re-packs W_hh 100 times (forward and backward); in the profile of
- * benchmarks/bench_recurrent.py (LSTM(128), 1 thread) OpenBLAS's copy routines took 19 % of
- * the time. Here B is packed once into panels of 32 columns:
+ * benchmarks/bench_recurrent.py (LSTM(128), 1 thread) OpenBLAS's copy routines took a large
+ * share of the time. Here B is packed once into panels of 32 columns:
  *
  *     Bp[p][k][j] = B[k][32 p + j]        (0 where 32 p + j >= n)
  *
@@ -96,9 +96,10 @@ typedef float minnet_sg_v4 __attribute__((vector_size(16), aligned(4)));
  * tiles wide — and the rest of the rows in tiles of 4, 2 and 1 row. `mr` is a constant in
  * every call of the tile function, so the compiler unrolls the row and vector loops and keeps
  * acc[][] in registers: MR NV accumulators + NV loaded vectors + 1 broadcast must fit the
- * register file (AVX2 with 3 rows x 4 ymm spilled the accumulators and ran at 12 GFLOP/s on
- * this machine, 6 rows x 2 ymm at 65-73). Loads and stores go through the aligned(4) vector
- * types, not memcpy (GCC 12 copied those through the stack: 4-5x slower). */
+ * register file (AVX2 with 3 rows x 4 ymm spilled the accumulators and ran several times
+ * slower than 6 rows x 2 ymm: benchmarks/bench_recurrent.py --gemms). Loads and stores go
+ * through the aligned(4) vector types, not memcpy (GCC 12 copied those through the stack,
+ * slower in the same benchmark). */
 #define MINNET_SG_KERNEL(SUFFIX, TARGET, VT, W, NV, MR)                                   \
 TARGET static inline __attribute__((always_inline))                                       \
 void minnet_sg_tile_##SUFFIX(const minnet_sg_args *a, const int mr, int m0, int p, int q) { \

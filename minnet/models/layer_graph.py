@@ -1,4 +1,5 @@
-"""The functional graph: the nodes between symbolic inputs and outputs, sorted once.
+"""A functional model's graph of layer calls: the nodes between symbolic inputs and outputs,
+sorted once.
 
 ``FunctionalGraph(inputs, outputs)`` walks back from the outputs through the recorded
 ``Node``s (``minnet.layers.symbolic``), checks that every path ends at one of the given
