@@ -283,6 +283,9 @@ cdef inline void _zero_rows(floating* a, Py_ssize_t rows, Py_ssize_t sl, Py_ssiz
         memset(a + r * sl, 0, n * sizeof(floating))
 
 
+# Alike (duplicates): the key-block loop head of _forward_pair (the same fixed block
+# order, which the backward must repeat to recompute the forward's scores exactly); the
+# bodies differ (online softmax there, the gradients here).
 cdef void _backward_pair(const Problem* p, Py_ssize_t bh, Operand q, Operand k, Operand v,
                          Operand o, const floating* lse, Operand do,          # IN
                          Operand dq, Operand dk, Operand dv,                  # OUT

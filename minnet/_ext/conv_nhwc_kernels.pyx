@@ -203,6 +203,9 @@ cdef void _nhwc_backward_chunk(const floating* x, const floating* w2, const floa
                 col2im_nhwc_sample(ws + <long> j * g.l * g.k, g, dx + (n0 + j) * sample)
 
 
+# Alike (duplicates): the parts loop of conv_kernels._nchw_backward_parts, kept per layout
+# because each calls its own layout's chunk (typed fused pointers cannot be passed as one
+# function pointer without losing the inlining).
 cdef void _nhwc_backward_parts(const floating* x, const floating* w2, const floating* w2t,
                                const floating* dy, floating* dx, floating* dw_parts,
                                double* db_parts, floating* workspace, long ws_stride,

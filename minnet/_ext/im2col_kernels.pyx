@@ -281,6 +281,9 @@ cdef inline void _im2col_nhwc_row(const floating* x, Geometry g, int oh,
             dst += run
 
 
+# Alike by shape (duplicates): the adjoint walks the patches in exactly the order of
+# _im2col_nhwc_row (that fixed order is what makes the sum deterministic); one copies,
+# the other accumulates, so they stay two loops.
 cdef inline void _col2im_nhwc_row(const floating* col, Geometry g, int oh,
                                   floating* x) noexcept nogil:
     """Accumulate the patches of output row ``oh`` into one sample ``x`` (H, W, C): the

@@ -93,6 +93,10 @@ typedef float minnet_cg_v4 __attribute__((vector_size(16), aligned(4)));
 
 /* MINNET_CG_KERNEL(SUFFIX, TARGET, VT, W, NV, MR) defines minnet_cg_run_SUFFIX: the blocked
  * driver with tiles of MR rows x NV vectors of W floats (NR = W NV columns). */
+/* Alike by shape (duplicates, boilerplate): the FMA inner loop of stepgemm_kernels.h's
+ * register tile. Kept apart: the step GEMM reads an unpacked A row by row for the recurrent
+ * cells, this one packed panels with a stride; sharing it would tie the two headers'
+ * blocking together. */
 #define MINNET_CG_KERNEL(SUFFIX, TARGET, VT, W, NV, MR)                                    \
 TARGET static inline __attribute__((always_inline))                                        \
 void minnet_cg_tile_##SUFFIX(int kc, const float *const *arow, int64_t sk, const float *bp,  \
