@@ -819,17 +819,14 @@ class Layer(SymbolicLayer, PyTorchDeviceMethods):
     def _check_call_input(self, x):
         """The layer's own contract on the input of a call, with its Keras-style message
         (rank, channel count, the kernel fitting). A layer over a functional op runs it only
-        when the op refused the input (``_refused``): the op validates once, at the public
+        when the op refused the input (``_explaining_refusal``): the op validates once, at the public
         boundary, and the layer's message explains the refusal in the layer's terms."""
 
-    def _refused(self, error, x):
-        """The functional op refused ``x`` with ``error``: raise the layer's message when
-        ``_check_call_input`` explains the refusal (chained to the op's), else ``error``."""
-        try:
-            self._check_call_input(x)
-        except ValueError as layer_error:
-            raise layer_error from error
-        raise error
+    def _explaining_refusal(self, x):
+        """``with self._explaining_refusal(x): y = F.op(x, ...)``: the functional op validates;
+        when it refuses ``x`` (a ValueError), the layer's message is raised instead where
+        ``_check_call_input`` explains the refusal (chained to the op's), else the op's own."""
+        return _ExplainRefusal(self, x)
 
     def _check_input(self, x, ndim=None, axis=None, size=None, min_ndim=None):
         """Raise a ValueError naming the layer when ``x`` has the wrong rank or size on ``axis``."""
@@ -861,3 +858,23 @@ class Layer(SymbolicLayer, PyTorchDeviceMethods):
             lines.extend("  " + line for line in repr(layer).splitlines())
         lines.append("])")
         return "\n".join(lines)
+
+
+class _ExplainRefusal:
+    """The context of ``Layer._explaining_refusal`` (a class, not a generator: it sits on
+    every call of the layers over a functional op)."""
+    __slots__ = ("layer", "x")
+
+    def __init__(self, layer, x):
+        self.layer, self.x = layer, x
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, traceback):
+        if kind is not None and issubclass(kind, ValueError):
+            try:
+                self.layer._check_call_input(self.x)
+            except ValueError as layer_error:
+                raise layer_error from error
+        return False

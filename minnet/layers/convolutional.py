@@ -233,12 +233,10 @@ class Conv2D(Layer):
         if padding == "same" and self.strides != (1, 1):
             _, _, spatial = self._split(tuple(x.shape))
             padding = same_padding(spatial, self.kernel_size, self.strides, self.dilation_rate)
-        try:                        # F.conv2d validates; the layer explains a refusal
+        with self._explaining_refusal(x):   # the functional op validates
             y = F.conv2d(x, self.kernel, self.bias, stride=self.strides, padding=padding,
                          dilation=self.dilation_rate, groups=self.groups,
                          data_format=self.data_format)
-        except ValueError as error:
-            self._refused(error, x)
         return self.activation(y)
 
     def _overridden_convolution(self, x, keras_kernel):

@@ -136,12 +136,10 @@ class Conv1D(Layer):
         left, right = self._steps_padding(x)
         weight = self.kernel.reshape(self.filters, self.in_channels // self.groups, 1,
                                      self.kernel_size)
-        try:                        # F.conv2d validates; the layer explains a refusal
+        with self._explaining_refusal(x):   # the functional op validates
             y = F.conv2d(to_ncl(x, self._channels_last), weight, self.bias,
                          stride=(1, self.strides), padding=((0, 0), (left, right)),
                          dilation=(1, self.dilation_rate), groups=self.groups)
-        except ValueError as error:
-            self._refused(error, x)
         return self.activation(from_ncl(y, self._channels_last))
 
     def _steps_padding(self, x):

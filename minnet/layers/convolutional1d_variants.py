@@ -86,13 +86,11 @@ class SeparableConv1D(Conv1D):
             self._check_input(x, ndim=3)
         left, right = self._steps_padding(x)
         middle = self.in_channels * self.depth_multiplier
-        try:                        # F.conv2d validates; the layer explains a refusal
+        with self._explaining_refusal(x):   # the functional op validates
             h = F.conv2d(to_ncl(x, self._channels_last),
                          self.depthwise_kernel.reshape(middle, 1, 1, self.kernel_size), None,
                          stride=(1, self.strides), padding=((0, 0), (left, right)),
                          dilation=(1, self.dilation_rate), groups=self.in_channels)
-        except ValueError as error:
-            self._refused(error, x)
         y = F.conv2d(h, self.pointwise_kernel.reshape(self.filters, middle, 1, 1), self.bias)
         return self.activation(from_ncl(y, self._channels_last))
 

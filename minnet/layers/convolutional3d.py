@@ -122,12 +122,10 @@ class Conv3D(Layer):
         padding = self.padding
         if padding == "same":            # Keras's pads (the odd plane at the end), any stride
             padding = same_padding(spatial, self.kernel_size, self.strides, self.dilation_rate)
-        try:                        # F.conv3d validates; the layer explains a refusal
+        with self._explaining_refusal(x):   # the functional op validates
             y = F.conv3d(x, self.kernel, self.bias, stride=self.strides, padding=padding,
                          dilation=self.dilation_rate, groups=self.groups,
                          data_format=self.data_format)
-        except ValueError as error:
-            self._refused(error, x)
         return self.activation(y)
 
     def compute_output_shape(self, input_shape):
@@ -194,13 +192,11 @@ class Conv3DTranspose(Conv3D):
             self._check_input(x, ndim=5)
         _, _, spatial = self._split(tuple(x.shape))
         geometry = self._geometry(spatial)
-        try:
+        with self._explaining_refusal(x):   # the functional op validates
             y = F.conv_transpose3d(x, self.kernel, self.bias, stride=self.strides,
                                    padding=tuple((top, bottom) for _, top, bottom, _ in geometry),
                                    output_padding=tuple(extra for *_, extra in geometry),
                                    dilation=self.dilation_rate, data_format=self.data_format)
-        except ValueError as error:
-            self._refused(error, x)
         return self.activation(y)
 
     def get_config(self):

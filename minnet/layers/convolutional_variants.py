@@ -122,12 +122,10 @@ class SeparableConv2D(Conv2D):
         if padding == "same" and self.strides != (1, 1):
             _, _, spatial = self._split(tuple(x.shape))
             padding = same_padding(spatial, self.kernel_size, self.strides, self.dilation_rate)
-        try:
+        with self._explaining_refusal(x):   # the functional op validates
             h = F.conv2d(x, self.depthwise_kernel, None, stride=self.strides, padding=padding,
                          dilation=self.dilation_rate, groups=self.in_channels,
                          data_format=self.data_format)
-        except ValueError as error:
-            self._refused(error, x)
         y = F.conv2d(h, self.pointwise_kernel, self.bias, data_format=self.data_format)
         return self.activation(y)
 
@@ -255,13 +253,11 @@ class Conv2DTranspose(Conv2D):
         _, _, spatial = self._split(tuple(x.shape))
         geometry = self._geometry(spatial)
         padding = tuple((top, bottom) for _, top, bottom, _ in geometry)
-        try:
+        with self._explaining_refusal(x):   # the functional op validates
             y = F.conv_transpose2d(x, self.kernel, self.bias, stride=self.strides,
                                    padding=padding,
                                    output_padding=tuple(extra for *_, extra in geometry),
                                    dilation=self.dilation_rate, data_format=self.data_format)
-        except ValueError as error:
-            self._refused(error, x)
         return self.activation(y)
 
     def compute_output_shape(self, input_shape):

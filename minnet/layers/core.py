@@ -249,10 +249,8 @@ class Dense(Layer):
             if activation is activations.relu or activation is activations.linear:
                 return y
             return activation(y)
-        try:                        # F.linear validates; the layer explains a refusal
+        with self._explaining_refusal(x):   # the functional op validates
             y = F.linear(x, self.kernel, self.bias)
-        except ValueError as error:
-            self._refused(error, x)
         return activation(y)
 
     def compute_output_shape(self, input_shape):

@@ -152,14 +152,12 @@ class Conv1DTranspose(Layer):
         length = h.shape[2]
         _, top, bottom, extra = self._window(length)
         h = h.reshape(h.shape[0], h.shape[1], 1, length)
-        try:                        # F.conv_transpose2d checks the channels
+        with self._explaining_refusal(x):   # the functional op validates
             y = F.conv_transpose2d(h, self.kernel.reshape(self.in_channels, self.filters, 1,
                                                           self.kernel_size),
                                    self.bias, stride=(1, self.strides),
                                    padding=((0, 0), (top, bottom)), output_padding=(0, extra),
                                    dilation=(1, self.dilation_rate))
-        except ValueError as error:
-            self._refused(error, x)
         y = y.reshape(y.shape[0], y.shape[1], y.shape[3])
         return self.activation(y.transpose(0, 2, 1) if last else y)
 

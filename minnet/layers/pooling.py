@@ -74,10 +74,8 @@ class _Pooling2D(_SpatialLayer):
         raise NotImplementedError
 
     def call(self, x, training=False):
-        try:                        # the functional op validates; the layer explains a refusal
+        with self._explaining_refusal(x):   # the functional op validates
             return self._op(x)
-        except ValueError as error:
-            self._refused(error, x)
 
     def compute_output_shape(self, input_shape):
         input_shape = self._check_rank(input_shape)
@@ -203,10 +201,8 @@ class _GlobalPooling2D(_SpatialLayer):
         raise NotImplementedError
 
     def call(self, x, training=False):
-        try:
+        with self._explaining_refusal(x):   # the functional op validates
             out = self._op(x)
-        except ValueError as error:
-            self._refused(error, x)
         if self.keepdims:
             n, c = out.shape
             out = out.reshape(self._join(n, c, 1, 1))

@@ -34,10 +34,8 @@ class _BaseDropout(Layer):
         if not training or self.rate == 0.0:
             self._check_call_input(x)       # the op is not called: the layer checks its contract
             return x
-        try:                                # the functional op validates
+        with self._explaining_refusal(x):   # the functional op validates
             return self._apply(x)
-        except ValueError as error:
-            self._refused(error, x)
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape)
