@@ -68,17 +68,18 @@ def _torch_step(torch, x, w, b, padding, stride=1):
     return run
 
 
-def _interleaved(fns, repeat, spread=None):
+def _interleaved(fns, repeat, spread=None, clock=time.perf_counter):
     """Median ms of each fn over ``repeat`` rounds, one call of each per round (``spread``,
-    a dict, receives each fn's (min, max) ms)."""
+    a dict, receives each fn's (min, max) ms; ``clock``: wall time, or e.g.
+    ``time.thread_time`` for CPU time)."""
     for fn in fns.values():
         fn()
     times = {k: [] for k in fns}
     for _ in range(repeat):
         for k, fn in fns.items():
-            t = time.perf_counter()
+            t = clock()
             fn()
-            times[k].append(time.perf_counter() - t)
+            times[k].append(clock() - t)
     if spread is not None:
         spread.update({k: (min(v) * 1e3, max(v) * 1e3) for k, v in times.items()})
     return {k: float(np.median(v) * 1e3) for k, v in times.items()}

@@ -19,7 +19,7 @@ import numpy as np
 
 import minnet as mn
 from minnet._ext import conv_kernels
-from bench_conv_layout import _minnet_step, _torch_step
+from bench_conv_layout import _interleaved, _minnet_step, _torch_step
 from bench_conv_limit import WORKLOADS
 
 GEMM_SHAPES = [  # (M, N, K, trans_a, trans_b): the product and the layer it belongs to
@@ -37,15 +37,9 @@ GEMM_SHAPES = [  # (M, N, K, trans_a, trans_b): the product and the layer it bel
 
 def _cpu_interleaved(fns, repeat):
     """Median and (min, max) CPU ms of each fn, one call of each per round."""
-    for fn in fns.values():
-        fn()
-    times = {k: [] for k in fns}
-    for _ in range(repeat):
-        for k, fn in fns.items():
-            t = time.thread_time()
-            fn()
-            times[k].append((time.thread_time() - t) * 1e3)
-    return {k: (float(np.median(v)), min(v), max(v)) for k, v in times.items()}
+    spread = {}
+    median = _interleaved(fns, repeat, spread, clock=time.thread_time)
+    return {k: (median[k], *spread[k]) for k in fns}
 
 
 def phases(args, torch):
