@@ -17,13 +17,7 @@ cimport numpy as cnp
 from minnet._ext._base cimport check_nd, check_threads, parallel_min
 from minnet._ext._blas cimport floating, gemm_blocks
 
-cdef extern from "transpose_kernels.h" nogil:
-    void minnet_transpose_bias_f32(const float* src, const float* bias, float* dst,
-                                   Py_ssize_t n, Py_ssize_t m, int relu,
-                                   Py_ssize_t i_begin, Py_ssize_t i_end)
-    void minnet_transpose_bias_f64(const double* src, const double* bias, double* dst,
-                                   Py_ssize_t n, Py_ssize_t m, int relu,
-                                   Py_ssize_t i_begin, Py_ssize_t i_end, Py_ssize_t j_begin)
+from minnet._ext.transpose_kernels cimport transpose_rows
 
 import numpy as np
 
@@ -181,20 +175,8 @@ def _linear_forward_transposed(const floating[:, ::1] x, const floating[:, ::1] 
                       <floating> 0, &yt[0, 0], n, n_threads)
         # Y = relu?((Y^T)^T + b), 16 output rows per task
         for i0 in prange(0, n, 16, schedule="static", num_threads=n_threads if n * m >= 65536 else 1):
-            _transpose_bias_rows(&yt[0, 0], &bias[0], &y[0, 0], n, m, fuse_relu,
-                                 i0, i0 + 16 if i0 + 16 < n else n)
-
-
-cdef inline void _transpose_bias_rows(const floating* src,   # IN  Y^T (M, N)
-                                      const floating* b,     # IN  (M,)
-                                      floating* dst,         # OUT Y (N, M), rows [i0, i1)
-                                      int n, int m, bint fuse_relu, int i0, int i1) noexcept nogil:
-    # transpose_kernels.h: SSE 4 x 4 register transposes for float32, 16 x 16 scalar tiles for
-    # float64; the same add and select either way.
-    if floating is float:
-        minnet_transpose_bias_f32(src, b, dst, n, m, fuse_relu, i0, i1)
-    else:
-        minnet_transpose_bias_f64(src, b, dst, n, m, fuse_relu, i0, i1, 0)
+            transpose_rows(&yt[0, 0], n, &bias[0], &y[0, 0], m, m, fuse_relu,
+                           i0, i0 + 16 if i0 + 16 < n else n)
 
 
 def linear_backward(x, weight, grad_output, need_input_grad=True, need_weight_grad=True,

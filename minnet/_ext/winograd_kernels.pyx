@@ -11,6 +11,7 @@ from libc.string cimport memcpy, memset
 
 from minnet._ext._blas cimport floating
 from minnet._ext.convgemm_kernels cimport conv_gemm
+from minnet._ext.transpose_kernels cimport transpose_rows
 
 import numpy as np
 
@@ -276,10 +277,8 @@ cdef void _winograd_output_block(const floating* m,   # IN  (16, rows * tiles_w,
     (NHWC) or into a ``(2, out_w, F)`` buffer that is then transposed into y's F planes
     (NCHW): the same sums in the same order in both layouts."""
     cdef long count = <long> rows * tiles_w, plane = <long> out_h * out_w, gr
-    cdef int row, s, th, i, fi, ow, n_rows
+    cdef int row, s, th, i, n_rows
     cdef floating* pixels = buf + 8 * f
-    cdef floating* dst
-    cdef const floating* src
     for row in range(rows):
         gr = r0 + row
         s = <int> (gr // tiles_h)
@@ -292,12 +291,10 @@ cdef void _winograd_output_block(const floating* m,   # IN  (16, rows * tiles_w,
             continue
         _winograd_output_row(m + <long> row * tiles_w * f, count * f, bias, f, tiles_w,
                              n_rows, out_w, pixels, buf)
-        for i in range(n_rows):
-            for fi in range(f):
-                dst = y + (<long> s * f + fi) * plane + <long> (2 * th + i) * out_w
-                src = pixels + <long> i * out_w * f + fi
-                for ow in range(out_w):
-                    dst[ow] = src[<long> ow * f]
+        for i in range(n_rows):      # (out_w, F) pixels -> row 2 th + i of the F planes
+            transpose_rows(pixels + <long> i * out_w * f, f, <floating*> NULL,
+                           y + <long> s * f * plane + <long> (2 * th + i) * out_w, plane,
+                           out_w, False, 0, f)
 
 
 cdef void _winograd_output_row(const floating* m,   # IN  the row's first tile, (16, ., F)
