@@ -2,6 +2,7 @@
 
     python benchmarks/bench_conv_phases.py [--repeat 7] [--only mnist resnet] [--layout cf]
     python benchmarks/bench_conv_phases.py --gemm          # conv_kernels.gemm_f32 on the shapes
+    python benchmarks/bench_conv_phases.py --dw            # dW: im2col against Winograd
 
 One thread, ``time.thread_time`` (the CPU time of the calling thread: on a machine shared with
 other jobs their time slices do not count, where wall time would), the calls interleaved,
@@ -11,6 +12,9 @@ through autograd (bench_conv_layout's ``_minnet_step``); torch: ``F.conv2d`` und
 ``no_grad``, ``torch.autograd.grad`` for the input or the weight alone (each including its
 forward), and its step. Workloads: bench_conv_limit.py's. ``--gemm``: GFLOP/s of minnet's
 conv GEMM on the products those layers run (docs/performance.md, issue #30 round three).
+``--dw``: the weight gradient alone by im2col (``method="per_sample"``) and by Winograd
+(``method="winograd"``) on DW_SHAPES, both layouts (docs/math/convolution.md, "dW by
+Winograd": the rule ``MIN_PIXELS_DW``).
 """
 import argparse
 import time
@@ -33,6 +37,8 @@ GEMM_SHAPES = [  # (M, N, K, trans_a, trans_b): the product and the layer it bel
     (576, 128, 256, False, True),       # dW^T
     (576, 256, 128, True, False),       # dX columns
 ]
+
+DW_SHAPES = [(64, 32, 28, 64), (128, 64, 32, 128), (64, 64, 16, 64), (64, 16, 14, 32)]  # N, C, H=W, F
 
 
 def _cpu_interleaved(fns, repeat):
@@ -63,8 +69,9 @@ def phases(args, torch):
             tw = tw.detach().to(memory_format=torch.channels_last).requires_grad_(True)
             tdy = tdy.contiguous(memory_format=torch.channels_last)
 
-        def backward(dx, dw, db):
-            return lambda: conv_kernels.conv2d_backward(xm, w, dy, s, 1, 1, dx, dw, db, data_format=df)
+        def backward(dx, dw, db, method="auto"):
+            return lambda: conv_kernels.conv2d_backward(xm, w, dy, s, 1, 1, dx, dw, db,
+                                                        method=method, data_format=df)
 
         def t_fwd():
             with torch.no_grad():
@@ -81,6 +88,7 @@ def phases(args, torch):
 
         fns = {"fwd": lambda: conv_kernels.conv2d_forward(xm, w, b, s, 1, data_format=df),
                "dX": backward(True, False, False), "dW": backward(False, True, False),
+               "dW im2col": backward(False, True, False, "per_sample"),
                "db": backward(False, False, True),
                "step": _minnet_step(xm, mn.Parameter(w), mn.Parameter(b), 1, df, s),
                "torch fwd": t_fwd, "torch fwd+dX": t_dx, "torch fwd+dW": t_dw,
@@ -89,6 +97,27 @@ def phases(args, torch):
         print(f"{name} {args.layout}: " + " | ".join(
             f"{k} {m:.1f} ({lo:.1f}-{hi:.1f})" for k, (m, lo, hi) in res.items()) + " ms CPU",
             flush=True)
+
+
+def weight_grad(args):
+    rng = np.random.default_rng(0)
+    for n, c, h, f in DW_SHAPES:
+        for df in ("channels_first", "channels_last"):
+            x = rng.standard_normal((n, c, h, h)).astype(np.float32)
+            if df == "channels_last":
+                x = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+            w = (rng.standard_normal((f, c, 3, 3)) * 0.1).astype(np.float32)
+            dy = rng.standard_normal(conv_kernels.conv2d_forward(x, w, None, 1, 1,
+                                                                 data_format=df).shape)
+            dy = dy.astype(np.float32)
+            fns = {m: (lambda m=m: conv_kernels.conv2d_backward(
+                       x, w, dy, 1, 1, 1, False, True, False, method=m, data_format=df))
+                   for m in ("per_sample", "winograd")}
+            res = _cpu_interleaved(fns, args.repeat)
+            (a, alo, ahi), (b, blo, bhi) = res["per_sample"], res["winograd"]
+            print(f"dW {n}x{c}x{h}->{f} {df}: im2col {a:.1f} ({alo:.1f}-{ahi:.1f}) | "
+                  f"winograd {b:.1f} ({blo:.1f}-{bhi:.1f}) ms CPU | im2col/winograd "
+                  f"{a / b:.2f}", flush=True)
 
 
 def gemm(args):
@@ -110,10 +139,11 @@ def main():
     parser.add_argument("--only", nargs="+", default=None, help="workload name prefixes")
     parser.add_argument("--layout", choices=("cf", "cl"), default="cf")
     parser.add_argument("--gemm", action="store_true")
+    parser.add_argument("--dw", action="store_true")
     args = parser.parse_args()
     mn.set_num_threads(1)
-    if args.gemm:
-        gemm(args)
+    if args.gemm or args.dw:
+        (gemm if args.gemm else weight_grad)(args)
         return
     import torch
     torch.set_num_threads(1)

@@ -48,7 +48,8 @@ import numpy as np
 
 from minnet._ext.conv_nhwc_kernels import nhwc_backward, nhwc_forward
 from minnet._ext.im2col_kernels import check_data_format, conv_output_size, geometry
-from minnet._ext.winograd_kernels import use_winograd, winograd_conv2d
+from minnet._ext.winograd_kernels import (use_winograd, use_winograd_weight_grad, winograd_conv2d,
+                                          winograd_conv2d_weight_grad)
 
 __all__ = ["conv2d_forward", "conv2d_backward", "conv_output_size"]
 
@@ -551,30 +552,34 @@ def conv2d_backward(x, weight, grad_output, stride=1, padding=0, dilation=1,
             if arr is not None:
                 arr.fill(0)
         return dx, dw, db
-    dx_obj = dx
+    dx_obj, dw_obj = dx, dw
     if need_input_grad and use_winograd(method, g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.c,
                                         g.f, <long> g.h * g.w):
         # dX = dY correlated with the kernel rotated by 180 degrees, channels swapped,
-        # padding 2 - pad (docs/math/convolution.md); dW and db stay on im2col.
+        # padding 2 - pad (docs/math/convolution.md).
         winograd_conv2d(grad_output, weight, None, dx, 2 - g.pt, 2 - g.pl, True, n_threads,
                         nhwc)
-        if not (need_weight_grad or need_bias_grad):
-            return dx, dw, db
         dx_obj = None
+    if need_weight_grad and use_winograd_weight_grad(method, g.kh, g.kw, g.sh, g.sw, g.dh,
+                                                     g.dw, g.c, g.f, g.l):
+        winograd_conv2d_weight_grad(x, grad_output, dw, g.pt, g.pl, n_threads, nhwc)
+        dw_obj = None
+    if dx_obj is None and dw_obj is None and not need_bias_grad:
+        return dx, dw, db
     if nhwc:
         w2 = _permuted_weight(weight)
         w2t = _permuted_weight_t(weight)
-        dw2 = np.empty((g.f, g.kh, g.kw, g.c), dtype=dtype) if need_weight_grad else None
+        dw2 = np.empty((g.f, g.kh, g.kw, g.c), dtype=dtype) if dw_obj is not None else None
         nhwc_backward(x, w2, w2t, grad_output, dx_obj, dw2, db, g_obj, n_threads,
                       strategy == "batched", chunk, n_parts, strategy == "planes")
-        if need_weight_grad:
+        if dw2 is not None:
             dw[...] = dw2.transpose(0, 3, 1, 2)
         return dx, dw, db
     if dtype == np.float32:
-        _conv_backward_entry[float](x, weight, grad_output, dx_obj, dw, db, g, n_threads,
+        _conv_backward_entry[float](x, weight, grad_output, dx_obj, dw_obj, db, g, n_threads,
                                     strategy == "batched", chunk, n_parts)
     else:
-        _conv_backward_entry[double](x, weight, grad_output, dx_obj, dw, db, g, n_threads,
+        _conv_backward_entry[double](x, weight, grad_output, dx_obj, dw_obj, db, g, n_threads,
                                      strategy == "batched", chunk, n_parts)
     return dx, dw, db
 

@@ -329,6 +329,158 @@ cdef void _winograd_output_row(const floating* m,   # IN  the row's first tile, 
 
 
 # ----------------------------------------------------------------------------------------
+# The weight gradient by Winograd (docs/math/convolution.md, "dW by Winograd")
+# ----------------------------------------------------------------------------------------
+#
+# From Y_tile = A^T (U * V) A with U = G g G^T:  dL/dU = (A dY_tile A^T) * V  (4x4, per
+# filter, channel and tile), so  dL/dg = G^T [ sum over tiles (A dY A^T) * V ] G.  The sum
+# over the tiles P of the 16 elementwise products is again 16 GEMMs
+#     M_k (F, C) = sum_p Yh_k (F, P) V_k (C, P)^T,   k = 0..15,  Yh = A dY A^T
+# accumulated block after block (beta = 1) into the partial of the block's part; the
+# partials are added in part order and dW = G^T M G.
+
+cdef void _winograd_dy(const floating* dy,       # IN  (N, F, out_h, out_w), NHWC with nhwc
+                       int f, int out_h, int out_w, int tiles_h, int tiles_w, long r0,
+                       int rows, bint nhwc,
+                       floating* yh,             # OUT (16, F, P), (16, P, F) with nhwc
+                       floating* buf             # OUT scratch, 6 * 2 tiles_w (* F with nhwc)
+                       ) noexcept nogil:
+    """Yh = A dY A^T of every 2x2 tile of dY in tile rows r0 .. r0 + rows - 1 (a tile that
+    runs past the output's edge reads zeros there).
+
+    Per tile row (and filter, channels_first): the 2 rows of dY are copied into zero-padded
+    row buffers, ``t = A dY`` is taken on whole rows (t0 = d0, t1 = d0 + d1, t2 = d0 - d1,
+    t3 = -d1), then ``t A^T`` per tile: (u, u + v, u - v, -v) for the tile's two columns
+    u, v of each row of t (contiguous in p, or along F with nhwc)."""
+    cdef long count = <long> rows * tiles_w, kstride = count * f, plane = <long> out_h * out_w
+    cdef int unit = f if nhwc else 1        # values per pixel in the row buffers
+    cdef long n = 2 * <long> tiles_w * unit, valid = <long> out_w * unit
+    cdef long gr, q
+    cdef int row, s, th, i, fi, tw, n_f = 1 if nhwc else f
+    cdef floating* d0 = buf
+    cdef floating* d1 = buf + n
+    cdef floating* t = buf + 2 * n          # 4 rows of n
+    cdef floating* dst
+    cdef const floating* src
+    for fi in range(n_f):
+        for row in range(rows):
+            gr = r0 + row
+            s = <int> (gr // tiles_h)
+            th = <int> (gr % tiles_h)
+            if nhwc:
+                src = dy + (<long> s * out_h + 2 * th) * valid
+            else:
+                src = dy + (<long> s * f + fi) * plane + <long> (2 * th) * out_w
+            memcpy(d0, src, valid * sizeof(floating))
+            memset(d0 + valid, 0, (n - valid) * sizeof(floating))
+            if 2 * th + 1 < out_h:
+                memcpy(d1, src + valid, valid * sizeof(floating))
+                memset(d1 + valid, 0, (n - valid) * sizeof(floating))
+            else:
+                memset(d1, 0, n * sizeof(floating))
+            for q in range(n):
+                t[q] = d0[q]
+                t[n + q] = d0[q] + d1[q]
+                t[2 * n + q] = d0[q] - d1[q]
+                t[3 * n + q] = -d1[q]
+            for i in range(4):
+                if nhwc:
+                    for tw in range(tiles_w):
+                        dst = yh + 4 * i * kstride + (<long> row * tiles_w + tw) * f
+                        _winograd_dy_row(t + i * n + 2 * tw * unit, 1, f, dst, kstride)
+                else:
+                    dst = yh + 4 * i * kstride + <long> fi * count + <long> row * tiles_w
+                    _winograd_dy_row(t + i * n, 2, tiles_w, dst, kstride)
+
+
+cdef inline void _winograd_dy_row(const floating* t, long step, long n, floating* dst,
+                                  long kstride) noexcept nogil:
+    """One row of t A^T for n tiles (step 2: a tile's u, v side by side; step 1 with nhwc:
+    u's F values then v's): dst[j kstride + p] = (u, u + v, u - v, -v)[j]."""
+    cdef long p
+    cdef const floating* v = t + (1 if step == 2 else n)
+    for p in range(n):
+        dst[p] = t[p * step]
+        dst[kstride + p] = t[p * step] + v[p * step]
+        dst[2 * kstride + p] = t[p * step] - v[p * step]
+        dst[3 * kstride + p] = -v[p * step]
+
+
+cdef void _winograd_dw(const floating* x, const floating* dy, int n, int c, int h, int w,
+                       int f, int pt, int pl, int out_h, int out_w,
+                       floating* partials,       # OUT (n_parts, 16, F, C)
+                       floating* workspace, long ws_stride, long ws_buf, int block_rows,
+                       int n_parts, bint nhwc, int n_threads) noexcept nogil:
+    """M = sum over the tiles of Yh_k V_k^T, one partial per part of the tile-row blocks
+    (part t takes blocks t, t + n_parts, ...: a function of the shapes only)."""
+    cdef int tiles_h = (out_h + 1) // 2, tiles_w = (out_w + 1) // 2
+    cdef long total = <long> n * tiles_h
+    cdef long n_jobs = (total + block_rows - 1) // block_rows
+    cdef long cap = <long> block_rows * tiles_w
+    cdef long job, r0
+    cdef int part, rows, k, count
+    cdef floating* v
+    cdef floating* yh
+    cdef floating* buf
+    cdef floating* m
+    cdef floating beta
+    for part in prange(n_parts, schedule="static", num_threads=n_threads):
+        v = workspace + threadid() * ws_stride
+        yh = v + 16 * <long> c * cap
+        buf = yh + 16 * <long> f * cap
+        m = partials + <long> part * 16 * f * c
+        beta = 0
+        job = part
+        while job < n_jobs:
+            r0 = job * block_rows
+            rows = <int> (total - r0 if total - r0 < block_rows else block_rows)
+            count = rows * tiles_w
+            _winograd_dy(dy, f, out_h, out_w, tiles_h, tiles_w, r0, rows, nhwc, yh,
+                         buf + ws_buf)
+            if nhwc:
+                _winograd_input_nhwc(x, c, h, w, pt, pl, tiles_h, tiles_w, r0, rows, v, buf)
+                for k in range(16):   # M_k (F, C) += Yh_k^T (F, P) @ V_k (P, C)
+                    conv_gemm(True, False, f, c, count, yh + <long> k * count * f, f,
+                              v + <long> k * count * c, c, beta, m + <long> k * f * c, c)
+            else:
+                _winograd_input(x, c, h, w, pt, pl, tiles_h, tiles_w, r0, rows, v, buf)
+                for k in range(16):   # M_k (F, C) += Yh_k (F, P) @ V_k^T (P, C)
+                    conv_gemm(False, True, f, c, count, yh + <long> k * f * count, count,
+                              v + <long> k * c * count, count, beta, m + <long> k * f * c, c)
+            beta = 1
+            job = job + n_parts
+        if beta == 0:                 # a part with no block (more parts than blocks)
+            memset(m, 0, 16 * <long> f * c * sizeof(floating))
+
+
+cdef void _winograd_dw_output(const floating* partials, int n_parts, int f, int c,
+                              floating* dw              # OUT (F, C, 3, 3)
+                              ) noexcept nogil:
+    """dW = G^T (sum of the partials, in part order) G for every (filter, channel)."""
+    cdef long fc, k, t, stride = <long> f * c
+    cdef int i, j
+    cdef double mm[16]
+    cdef double r[12]     # G^T M: (3, 4)
+    cdef floating acc
+    for fc in range(stride):
+        for k in range(16):
+            acc = partials[k * stride + fc]
+            for t in range(1, n_parts):
+                acc = acc + partials[(t * 16 + k) * stride + fc]
+            mm[k] = acc
+        # G^T = [1 1/2 1/2 0; 0 1/2 -1/2 0; 0 1/2 1/2 1]
+        for j in range(4):
+            r[j] = mm[j] + 0.5 * (mm[4 + j] + mm[8 + j])
+            r[4 + j] = 0.5 * (mm[4 + j] - mm[8 + j])
+            r[8 + j] = 0.5 * (mm[4 + j] + mm[8 + j]) + mm[12 + j]
+        for i in range(3):
+            dw[fc * 9 + 3 * i] = <floating> (r[4 * i] + 0.5 * (r[4 * i + 1] + r[4 * i + 2]))
+            dw[fc * 9 + 3 * i + 1] = <floating> (0.5 * (r[4 * i + 1] - r[4 * i + 2]))
+            dw[fc * 9 + 3 * i + 2] = <floating> (0.5 * (r[4 * i + 1] + r[4 * i + 2])
+                                                 + r[4 * i + 3])
+
+
+# ----------------------------------------------------------------------------------------
 # The choice, and the Python-visible entry
 # ----------------------------------------------------------------------------------------
 
@@ -342,6 +494,10 @@ cdef void _winograd_output_row(const floating* m,   # IN  the row's first tile, 
 WINOGRAD = True
 MIN_PIXELS = 196
 MIN_CHANNELS = 32
+# The weight gradient from 28 x 28 output pixels on: 1 thread, float32, Winograd dW against
+# im2col dW (benchmarks/bench_conv_phases.py, "dW" column): 16 x 16 images ran 1.3x slower
+# channels_first (1.06x faster channels_last), 28 x 28 0.9x of the time, 32 x 32 0.7x.
+MIN_PIXELS_DW = 784
 # Output tiles per block (about the GEMM column count; whole rows of tiles, at least one):
 # a function of the geometry only, never of the thread count.  Scratch per thread:
 # 16 * (C + F) * block.
@@ -361,6 +517,13 @@ def use_winograd(method, kh, kw, sh, sw, dh, dw, c, f, pixels):
             and min(c, f) >= MIN_CHANNELS)
 
 
+def use_winograd_weight_grad(method, kh, kw, sh, sw, dh, dw, c, f, pixels):
+    """Whether the weight gradient runs Winograd: as :func:`use_winograd`, from
+    ``MIN_PIXELS_DW`` output pixels (``pixels``) on."""
+    return (use_winograd(method, kh, kw, sh, sw, dh, dw, c, f, pixels)
+            and (method == "winograd" or pixels >= MIN_PIXELS_DW))
+
+
 def winograd_conv2d(x, w, bias, y, int pt, int pl, bint flip, int n_threads,
                     bint channels_last=False):
     """``y = x (*) w`` (3x3 correlation, NCHW, or NHWC with ``channels_last``) by Winograd,
@@ -377,15 +540,31 @@ def winograd_conv2d(x, w, bias, y, int pt, int pl, bint flip, int n_threads,
     return y
 
 
+cdef struct Tiles:
+    int cin, cout, h, w, out_h, out_w, tiles_w, block
+    long total                       # tile rows of the batch
+
+
+cdef Tiles _tiles(Py_ssize_t* xs, Py_ssize_t* ys, bint nhwc):
+    """Channels, sizes and tile blocks of a Winograd call from the shapes of its input and
+    output (NCHW, or NHWC with ``nhwc``)."""
+    cdef Tiles t
+    t.cin, t.cout = xs[3 if nhwc else 1], ys[3 if nhwc else 1]
+    t.h, t.w = xs[1 if nhwc else 2], xs[2 if nhwc else 3]
+    t.out_h, t.out_w = ys[1 if nhwc else 2], ys[2 if nhwc else 3]
+    t.tiles_w = (t.out_w + 1) // 2
+    t.total = <long> ys[0] * ((t.out_h + 1) // 2)
+    t.block = <int> min(max(1, BLOCK_TILES // t.tiles_w), t.total)
+    return t
+
+
 cdef _winograd_entry(const floating[:, :, :, ::1] x, const floating[:, :, :, ::1] w,
                      object bias, floating[:, :, :, ::1] y, int pt, int pl, bint flip,
                      int n_threads, bint nhwc):
-    cdef int cin = x.shape[3 if nhwc else 1], cout = y.shape[3 if nhwc else 1]
-    cdef int h = x.shape[1 if nhwc else 2], w_in = x.shape[2 if nhwc else 3]
-    cdef int out_h = y.shape[1 if nhwc else 2], out_w = y.shape[2 if nhwc else 3]
-    cdef int tiles_w = (out_w + 1) // 2
-    cdef long total = <long> y.shape[0] * ((out_h + 1) // 2)    # tile rows
-    cdef int block = <int> min(max(1, BLOCK_TILES // tiles_w), total)
+    cdef Tiles t = _tiles(x.shape, y.shape, nhwc)
+    cdef int cin = t.cin, cout = t.cout, h = t.h, w_in = t.w, out_h = t.out_h, out_w = t.out_w
+    cdef int tiles_w = t.tiles_w, block = t.block
+    cdef long total = t.total
     cdef const floating[::1] b
     cdef const floating* pb = NULL
     cdef floating[::1] u
@@ -409,3 +588,50 @@ cdef _winograd_entry(const floating[:, :, :, ::1] x, const floating[:, :, :, ::1
         _winograd_conv(&x[0, 0, 0, 0], x.shape[0], cin, h, w_in, &u[0], pb, cout, pt, pl,
                        out_h, out_w, &y[0, 0, 0, 0], &ws[0, 0], ws_stride, block, nhwc,
                        n_threads)
+
+
+# Parts of the weight gradient's sum (each a (16, F, C) partial): a constant, so the sum's
+# order is a function of the shapes only, whatever the thread count.
+DW_PARTS = 8
+DW_PART_ELEMENTS = 1 << 24
+
+
+def winograd_conv2d_weight_grad(x, dy, dw, int pt, int pl, int n_threads,
+                                bint channels_last=False):
+    """``dw`` (F, C, 3, 3) = the weight gradient of the 3x3 / stride 1 / dilation 1
+    correlation ``y = x (*) w`` from its input ``x`` and output gradient ``dy`` (NCHW, or
+    NHWC with ``channels_last``), by Winograd.  The caller has checked shapes and dtypes."""
+    if x.dtype == np.float32:
+        _winograd_dw_entry[float](x, dy, dw, pt, pl, n_threads, channels_last)
+    else:
+        _winograd_dw_entry[double](x, dy, dw, pt, pl, n_threads, channels_last)
+    return dw
+
+
+cdef _winograd_dw_entry(const floating[:, :, :, ::1] x, const floating[:, :, :, ::1] dy,
+                        floating[:, :, :, ::1] dw, int pt, int pl, int n_threads,
+                        bint nhwc):
+    cdef Tiles t = _tiles(x.shape, dy.shape, nhwc)
+    cdef int cin = t.cin, cout = t.cout, h = t.h, w_in = t.w, out_h = t.out_h, out_w = t.out_w
+    cdef int tiles_w = t.tiles_w, block = t.block
+    cdef long total = t.total
+    cdef long n_jobs = (total + block - 1) // block
+    # DW_PARTS partials, fewer when there are fewer blocks or the partials would pass
+    # DW_PART_ELEMENTS values in all (both functions of the shapes only)
+    cdef int n_parts = <int> max(1, min(DW_PARTS, n_jobs,
+                                        DW_PART_ELEMENTS // (16 * <long> cout * cin)))
+    cdef floating[:, ::1] ws
+    cdef floating[::1] partials
+    # per thread: V and Yh of a block, the input transform's rows (ws_buf values), dY's rows
+    cdef long ws_buf = 8 * (2 * tiles_w + 2) * <long> (cin if nhwc else 1)
+    cdef long ws_stride = (16 * <long> (cin + cout) * block * tiles_w + ws_buf
+                           + 12 * <long> tiles_w * (cout if nhwc else 1))
+    dtype = np.float32 if floating is float else np.float64
+    n_threads = <int> max(1, min(n_threads, n_parts))
+    ws = np.empty((n_threads, ws_stride), dtype=dtype)
+    partials = np.empty(n_parts * 16 * <long> cout * cin, dtype=dtype)
+    with nogil:
+        _winograd_dw(&x[0, 0, 0, 0], &dy[0, 0, 0, 0], x.shape[0], cin, h, w_in, cout, pt, pl,
+                     out_h, out_w, &partials[0], &ws[0, 0], ws_stride, ws_buf, block, n_parts,
+                     nhwc, n_threads)
+        _winograd_dw_output(&partials[0], n_parts, cout, cin, &dw[0, 0, 0, 0])

@@ -412,7 +412,8 @@ def test_winograd_auto_rule_and_real_shape(monkeypatch, rng):
     for a, b in zip(g_auto, g_gemm):
         np.testing.assert_allclose(a, b, **TOL[np.float32])
     # Winograd sums in a different order than im2col, so float32 results differ in the last
-    # bits: this proves "auto" took the Winograd path for y and dX (and im2col for dW).
+    # bits: this proves "auto" took the Winograd path for y and dX (and im2col for dW, below
+    # MIN_PIXELS_DW output pixels).
     assert not np.array_equal(y_auto, y_gemm)
     assert not np.array_equal(g_auto[0], g_gemm[0])
     np.testing.assert_array_equal(g_auto[1], g_gemm[1])
@@ -425,13 +426,53 @@ def test_winograd_matches_torch(torch, rng):
     weight = rng.standard_normal((5, 6, 3, 3)).astype(np.float32)
     bias = rng.standard_normal(5).astype(np.float32)
     y = conv_kernels.conv2d_forward(x, weight, bias, 1, (2, 1), n_threads=2, method="winograd")
-    tx = torch.tensor(x, requires_grad=True)
-    ty = torch.nn.functional.conv2d(tx, torch.tensor(weight), torch.tensor(bias), padding=(2, 1))
+    tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(weight, requires_grad=True)
+    ty = torch.nn.functional.conv2d(tx, tw, torch.tensor(bias), padding=(2, 1))
     np.testing.assert_allclose(y, ty.detach().numpy(), rtol=2e-4, atol=2e-5)
     dy = rng.standard_normal(y.shape).astype(np.float32)
     ty.backward(torch.tensor(dy))
-    dx, _, _ = conv_kernels.conv2d_backward(x, weight, dy, 1, (2, 1), n_threads=2, method="winograd")
+    dx, dw, _ = conv_kernels.conv2d_backward(x, weight, dy, 1, (2, 1), n_threads=2, method="winograd")
     np.testing.assert_allclose(dx, tx.grad.numpy(), rtol=2e-4, atol=2e-5)
+    np.testing.assert_allclose(dw, tw.grad.numpy(), rtol=2e-4, atol=2e-4)
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_winograd_weight_grad_auto_rule_threads_and_accuracy(channels_last, monkeypatch, rng):
+    # 32 -> 32 channels on 28 x 28 outputs: "auto" takes Winograd for dW too (MIN_PIXELS_DW);
+    # its bits do not depend on the thread count (a fixed number of partial sums); its
+    # float32 error against float64 stays within twice im2col's (it is smaller: shorter sums).
+    layout = dict(data_format="channels_last" if channels_last else "channels_first")
+    shape = (4, 28, 28, 32) if channels_last else (4, 32, 28, 28)
+    x = rng.standard_normal(shape).astype(np.float32)
+    weight = (rng.standard_normal((32, 32, 3, 3)) * 0.1).astype(np.float32)
+    dy = rng.standard_normal(shape).astype(np.float32)
+    assert winograd_kernels.MIN_PIXELS_DW <= 28 * 28
+    dws = [conv_kernels.conv2d_backward(x, weight, dy, 1, 1, 1, False, True, False,
+                                        n_threads=t, **layout)[1] for t in (1, 2, 3)]
+    for dw in dws[1:]:
+        np.testing.assert_array_equal(dw, dws[0])
+    want = conv_kernels.conv2d_backward(x.astype(np.float64), weight.astype(np.float64),
+                                        dy.astype(np.float64), 1, 1, 1, False, True, False,
+                                        **layout)[1]
+    monkeypatch.setattr(winograd_kernels, "WINOGRAD", False)
+    im2col = conv_kernels.conv2d_backward(x, weight, dy, 1, 1, 1, False, True, False, **layout)[1]
+    assert not np.array_equal(dws[0], im2col)            # auto took Winograd for dW
+    assert np.abs(dws[0] - want).max() <= 2 * np.abs(im2col - want).max()
+    np.testing.assert_allclose(dws[0], want, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("parts", [1, 3, 8])
+def test_winograd_weight_grad_parts(parts, monkeypatch, rng):
+    # One partial sum or several, and a cap on their size: the same gradient within rounding.
+    monkeypatch.setattr(winograd_kernels, "DW_PARTS", parts)
+    case = (5, 7, 13, 5, 9, 3, 3, (1, 1), (1, 0), (1, 1), None)
+    x, weight, bias, dy, s, p, d, out = _make(case, np.float64, rng)
+    want = conv_grads_ref(x, weight, dy, s, p, d, out)[1]
+    for elements in (1 << 24, 1):
+        monkeypatch.setattr(winograd_kernels, "DW_PART_ELEMENTS", elements)
+        dw = conv_kernels.conv2d_backward(x, weight, dy, s, p, d, False, True, False,
+                                          n_threads=2, method="winograd")[1]
+        np.testing.assert_allclose(dw, want, **TOL[np.float64])
 
 
 def test_winograd_rejects_other_geometries(rng):

@@ -273,6 +273,8 @@ def test_winograd_nhwc_matches_reference_and_channels_first(case, dtype, n_threa
         np.testing.assert_array_equal(y, y_cf.transpose(0, 2, 3, 1))
         dx_cf = conv_kernels.conv2d_backward(x_cf, weight, dy_cf, 1, p, 1, True, False, False, **kw)[0]
         np.testing.assert_array_equal(dx, dx_cf.transpose(0, 2, 3, 1))
+        dw_cf = conv_kernels.conv2d_backward(x_cf, weight, dy_cf, 1, p, 1, False, True, False, **kw)[1]
+        np.testing.assert_array_equal(got[1], dw_cf)
 
 
 @pytest.mark.parametrize("block", [1, 3, 10**6])
@@ -283,7 +285,7 @@ def test_winograd_nhwc_block_sizes_and_threads(block, monkeypatch, rng):
     for n_threads in (1, 2, 3):
         kw = dict(n_threads=n_threads, method="winograd", **NHWC)
         got = (conv_kernels.conv2d_forward(x, weight, bias, 1, p, 1, out, **kw),
-               conv_kernels.conv2d_backward(x, weight, dy, 1, p, 1, True, False, False, **kw)[0])
+               *conv_kernels.conv2d_backward(x, weight, dy, 1, p, 1, True, True, False, **kw)[:2])
         first = first or got
         for a, b in zip(got, first):
             np.testing.assert_array_equal(a, b)
@@ -305,7 +307,7 @@ def test_winograd_nhwc_auto_rule(monkeypatch, rng):
     np.testing.assert_allclose(g_auto[0], g_gemm[0], **TOL[np.float32])
     assert not np.array_equal(y_auto, y_gemm)
     assert not np.array_equal(g_auto[0], g_gemm[0])
-    np.testing.assert_array_equal(g_auto[1], g_gemm[1])      # dW stays on im2col
+    np.testing.assert_array_equal(g_auto[1], g_gemm[1])      # dW on im2col below 28 x 28
 
 
 def test_winograd_rounding_within_twice_im2col(rng):

@@ -71,6 +71,21 @@ def _torch_conv(torch, x, w, b, stride, padding, dilation):
     return torch.nn.functional.conv2d(x, w, b, stride=stride, padding=padding, dilation=dilation)
 
 
+@pytest.mark.parametrize("data_format", ["channels_first", "channels_last"])
+def test_conv2d_gradcheck_through_winograd(data_format, monkeypatch, rng):
+    # The Winograd paths (forward, dX, dW) on a float64 problem small enough for finite
+    # differences: the auto rule's thresholds lowered so that "auto" takes them.
+    from minnet._ext import winograd_kernels
+    for name in ("MIN_PIXELS", "MIN_PIXELS_DW", "MIN_CHANNELS"):
+        monkeypatch.setattr(winograd_kernels, name, 1)
+    shape = (2, 3, 5, 7) if data_format == "channels_first" else (2, 5, 7, 3)
+    x = mn.tensor(rng.standard_normal(shape), requires_grad=True)
+    w = mn.Parameter(rng.standard_normal((4, 3, 3, 3)))
+    b = mn.Parameter(rng.standard_normal(4))
+    assert mn.gradcheck(lambda x, w, b: F.conv2d(x, w, b, 1, 1, data_format=data_format),
+                        (x, w, b))
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("case", CONV_CASES)
 def test_conv2d_matches_numpy(case, dtype, rng):
