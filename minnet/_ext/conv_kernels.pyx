@@ -22,7 +22,7 @@ Ways of running the GEMMs (``method=``; ``_plan`` chooses for ``"auto"``):
   its own workspace and runs single-threaded GEMMs.  Small, cache-resident workspaces.
 * ``"batched"``: one im2col of the whole batch and GEMMs split into blocks over threads.
 * ``"winograd"`` (3x3, stride 1, dilation 1, either layout): ``minnet._ext.winograd_kernels``
-  for the forward and the input gradient; dW stays on im2col.
+  for the forward, the input gradient and (from 28x28 outputs on) the weight gradient.
 * ``"planes"`` (channels_last, one input channel, ``method="auto"``): the chunk's patches
   by the channels_first plane im2col (the same memory for C = 1) as a ``(K, rows)``
   matrix that the GEMMs read transposed.

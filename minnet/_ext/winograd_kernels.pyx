@@ -1,7 +1,8 @@
 """Winograd F(2x2, 3x3) convolution: 3x3 kernels, stride 1, dilation 1, both layouts.
 
 Used by ``minnet._ext.conv_kernels`` for the forward and for the input gradient of the large 3x3
-layers (``use_winograd`` below decides; the weight gradient stays on im2col).  The math
+layers, and for the weight gradient from 28x28 outputs on (``use_winograd`` and
+``use_winograd_weight_grad`` below decide).  The math
 and the measurement behind the rule are in docs/math/convolution.md.  Every output is
 written once, by one thread, from GEMMs whose shapes depend only on the geometry, so the
 result does not depend on the thread count.
