@@ -484,3 +484,15 @@ def test_winograd_rejects_other_geometries(rng):
             conv_kernels.conv2d_forward(x, w, method="winograd", **kwargs)
 
 
+
+
+def test_winograd_infinite_input_reaches_the_same_outputs(rng):
+    # docs/math/convolution.md, "Numerics": an inf reaches the outputs im2col's inf reaches,
+    # as NaN or inf there (inf - inf in the transforms), and nothing else.
+    x = rng.standard_normal((1, 32, 8, 8)).astype(np.float32)
+    w = rng.standard_normal((32, 32, 3, 3)).astype(np.float32)
+    x[0, 0, 3, 3] = np.inf
+    wino = conv_kernels.conv2d_forward(x, w, None, 1, 1, method="winograd")
+    gemm = conv_kernels.conv2d_forward(x, w, None, 1, 1, method="per_sample")
+    np.testing.assert_array_equal(~np.isfinite(wino), np.isinf(gemm))
+    assert np.isinf(gemm).sum() == 9 * 32 and np.isnan(wino).any()
