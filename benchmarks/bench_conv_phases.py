@@ -14,7 +14,7 @@ forward), and its step. Workloads: bench_conv_limit.py's. ``--gemm``: GFLOP/s of
 conv GEMM on the products those layers run (docs/performance.md, issue #30 round three).
 ``--dw``: the weight gradient alone by im2col (``method="per_sample"``) and by Winograd
 (``method="winograd"``) on DW_SHAPES, both layouts (docs/math/convolution.md, "dW by
-Winograd": the rule ``MIN_PIXELS_DW``).
+Winograd": the rule for dW).
 """
 import argparse
 import time
@@ -38,7 +38,8 @@ GEMM_SHAPES = [  # (M, N, K, trans_a, trans_b): the product and the layer it bel
     (576, 256, 128, True, False),       # dX columns
 ]
 
-DW_SHAPES = [(64, 32, 28, 64), (128, 64, 32, 128), (64, 64, 16, 64), (64, 16, 14, 32)]  # N, C, H=W, F
+DW_SHAPES = [(64, 32, 28, 64), (128, 64, 32, 128), (64, 64, 16, 64), (64, 64, 14, 64), (64, 64, 8, 64),
+             (64, 16, 14, 32)]  # N, C, H=W, F
 
 
 def _cpu_interleaved(fns, repeat):

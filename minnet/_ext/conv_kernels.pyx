@@ -22,7 +22,7 @@ Ways of running the GEMMs (``method=``; ``_plan`` chooses for ``"auto"``):
   its own workspace and runs single-threaded GEMMs.  Small, cache-resident workspaces.
 * ``"batched"``: one im2col of the whole batch and GEMMs split into blocks over threads.
 * ``"winograd"`` (3x3, stride 1, dilation 1, either layout): ``minnet._ext.winograd_kernels``
-  for the forward, the input gradient and (from 28x28 outputs on) the weight gradient.
+  for the forward, the input gradient and the weight gradient.
 * ``"planes"`` (channels_last, one input channel, ``method="auto"``): the chunk's patches
   by the channels_first plane im2col (the same memory for C = 1) as a ``(K, rows)``
   matrix that the GEMMs read transposed.
@@ -48,7 +48,7 @@ import numpy as np
 
 from minnet._ext.conv_nhwc_kernels import nhwc_backward, nhwc_forward
 from minnet._ext.im2col_kernels import check_data_format, conv_output_size, geometry
-from minnet._ext.winograd_kernels import (use_winograd, use_winograd_weight_grad, winograd_conv2d,
+from minnet._ext.winograd_kernels import (use_winograd, winograd_conv2d,
                                           winograd_conv2d_weight_grad)
 
 __all__ = ["conv2d_forward", "conv2d_backward", "conv_output_size"]
@@ -560,8 +560,9 @@ def conv2d_backward(x, weight, grad_output, stride=1, padding=0, dilation=1,
         winograd_conv2d(grad_output, weight, None, dx, 2 - g.pt, 2 - g.pl, True, n_threads,
                         nhwc)
         dx_obj = None
-    if need_weight_grad and use_winograd_weight_grad(method, g.kh, g.kw, g.sh, g.sw, g.dh,
-                                                     g.dw, g.c, g.f, g.l):
+    if need_weight_grad and use_winograd(method, g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.c,
+                                         g.f, g.l):
+        # dW = G^T [sum over tiles (A dY A^T) * V] G (docs/math/convolution.md)
         winograd_conv2d_weight_grad(x, grad_output, dw, g.pt, g.pl, n_threads, nhwc)
         dw_obj = None
     if dx_obj is None and dw_obj is None and not need_bias_grad:

@@ -1,8 +1,7 @@
 """Winograd F(2x2, 3x3) convolution: 3x3 kernels, stride 1, dilation 1, both layouts.
 
 Used by ``minnet._ext.conv_kernels`` for the forward and for the input gradient of the large 3x3
-layers, and for the weight gradient from 28x28 outputs on (``use_winograd`` and
-``use_winograd_weight_grad`` below decide).  The math
+layers, and for their weight gradient (``use_winograd`` below decides).  The math
 and the measurement behind the rule are in docs/math/convolution.md.  Every output is
 written once, by one thread, from GEMMs whose shapes depend only on the geometry, so the
 result does not depend on the thread count.
@@ -72,65 +71,6 @@ cdef void _winograd_weight(const floating* w,     # IN  (F, C, 3, 3)
                     u[(<long> (k + 3) * f + fi) * c + ci] = <floating> e
 
 
-cdef void _winograd_input(const floating* x,      # IN  (N, C, H, W)
-                          int c, int h, int w, int pt, int pl, int tiles_h, int tiles_w,
-                          long r0, int rows,
-                          floating* v,            # OUT (16, C, rows * tiles_w)
-                          floating* buf           # OUT scratch, 8 * (2 * tiles_w + 2)
-                          ) noexcept nogil:
-    """V = B^T d B for the tile rows r0 .. r0 + rows - 1 (numbered over the whole batch).
-
-    Per (channel, tile row): the 4 input rows under it are copied into zero-padded row
-    buffers, ``t = B^T d`` is taken on whole rows, then ``t B`` per tile (contiguous in p).
-    """
-    cdef int wp = 2 * tiles_w + 2
-    cdef long count = <long> rows * tiles_w, kstride = <long> c * count, plane = <long> h * w
-    cdef int ci, row, s, th, i, q, lo, hi, iy
-    cdef long gr
-    cdef floating* d = buf               # 4 rows of wp
-    cdef floating* t = buf + 4 * wp      # 4 rows of wp
-    cdef floating* dst
-    cdef const floating* src
-    # input columns q = j - pl for j in [0, wp): valid j in [lo, hi)
-    lo = pl if pl > 0 else 0
-    hi = w + pl if w + pl < wp else wp
-    if hi < lo:
-        hi = lo
-    for ci in range(c):
-        for row in range(rows):
-            gr = r0 + row
-            s = <int> (gr // tiles_h)
-            th = <int> (gr % tiles_h)
-            src = x + (<long> s * c + ci) * plane
-            for i in range(4):
-                iy = 2 * th - pt + i
-                if iy < 0 or iy >= h or hi == lo:
-                    memset(d + i * wp, 0, wp * sizeof(floating))
-                else:
-                    for q in range(lo):
-                        d[i * wp + q] = 0
-                    memcpy(d + i * wp + lo, src + <long> iy * w + lo - pl,
-                           (hi - lo) * sizeof(floating))
-                    for q in range(hi, wp):
-                        d[i * wp + q] = 0
-            # t = B^T d on whole rows: t0 = d0 - d2, t1 = d1 + d2, t2 = d2 - d1, t3 = d1 - d3
-            _winograd_pair(d, d + 2 * wp, d + wp, d + 3 * wp, 1, wp, t, t + 3 * wp)
-            _winograd_sum_diff(d + wp, d + 2 * wp, 1, wp, t + wp, t + 2 * wp)
-            dst = v + <long> ci * count + <long> row * tiles_w
-            for i in range(4):
-                _winograd_input_row(t + i * wp, tiles_w, dst + 4 * i * kstride, kstride)
-
-
-cdef inline void _winograd_input_row(const floating* t, int tiles_w,
-                                     floating* dst, long kstride) noexcept nogil:
-    """One row of t B for every tile of a tile row: 4 outputs per tile, kstride apart.
-
-    Split in two loops with two outputs each, so that the compiler's runtime aliasing
-    checks stay few enough for it to vectorise them."""
-    _winograd_pair(t, t + 2, t + 1, t + 3, 2, tiles_w, dst, dst + 3 * kstride)
-    _winograd_sum_diff(t + 1, t + 2, 2, tiles_w, dst + kstride, dst + 2 * kstride)
-
-
 cdef inline void _winograd_pair(const floating* a, const floating* b, const floating* c,
                                 const floating* d, long step, long n,
                                 floating* out0, floating* out1) noexcept nogil:
@@ -175,11 +115,12 @@ cdef void _winograd_conv(const floating* x,       # IN  (N, C, H, W), NHWC with 
     The N * tiles_h rows of 2x2 output tiles of the batch are cut into blocks of
     ``block_rows`` tile rows (a block may span samples); ``prange`` over the blocks: each
     thread transforms its block's input, runs the 16 single-threaded GEMMs into its own
-    scratch and writes the block's outputs.  Both layouts run the GEMMs as
-    ``M_k (P, F) = V_k^T (P, C) @ U_k^T (C, F)`` (channels_first reads its ``(C, P)`` V_k
-    transposed in place), so the operand the GEMM packs is the small ``U_k^T``, not the
-    block of tiles.  Scratch per thread: ``16 (C + F) block_rows tiles_w + 8 (2 tiles_w + 2)
-    + 8 F + 4 tiles_w F`` (nhwc: ``+ 8 (2 tiles_w + 2) (C - 1)``).
+    scratch and writes the block's outputs.  Both layouts run the same code, the channels
+    innermost (below): channels_first transposes each input row into a ``(W, C)`` buffer
+    first and its output rows back into the F planes.  The GEMMs are
+    ``M_k (P, F) = V_k (P, C) @ U_k^T (C, F)``, so the operand the GEMM packs is the small
+    ``U_k^T``, not the block of tiles.  Scratch per thread: ``16 (C + F) block_rows tiles_w
+    + 8 (2 tiles_w + 2) C + 8 F + 4 tiles_w F``.
     """
     cdef int tiles_h = (out_h + 1) // 2, tiles_w = (out_w + 1) // 2
     cdef long total = <long> n * tiles_h
@@ -197,36 +138,35 @@ cdef void _winograd_conv(const floating* x,       # IN  (N, C, H, W), NHWC with 
         r0 = job * block_rows
         rows = <int> (total - r0 if total - r0 < block_rows else block_rows)
         count = rows * tiles_w
-        if nhwc:
-            _winograd_input_nhwc(x, c, h, w, pt, pl, tiles_h, tiles_w, r0, rows, v, buf)
-            for k in range(16):       # M_k (P, F) = V_k (P, C) @ U_k^T (C, F)
-                conv_gemm(False, False, count, f, c, v + <long> k * count * c, c,
-                          u + <long> k * c * f, f, <floating> 0, m + <long> k * count * f, f)
-        else:
-            _winograd_input(x, c, h, w, pt, pl, tiles_h, tiles_w, r0, rows, v, buf)
-            for k in range(16):       # M_k (P, F) = V_k^T (P, C) @ U_k^T (C, F)
-                conv_gemm(True, False, count, f, c, v + <long> k * c * count, count,
-                          u + <long> k * c * f, f, <floating> 0, m + <long> k * count * f, f)
+        _winograd_input_nhwc(x, c, h, w, pt, pl, tiles_h, tiles_w, r0, rows, not nhwc, v, buf)
+        for k in range(16):           # M_k (P, F) = V_k (P, C) @ U_k^T (C, F)
+            conv_gemm(False, False, count, f, c, v + <long> k * count * c, c,
+                      u + <long> k * c * f, f, <floating> 0, m + <long> k * count * f, f)
         _winograd_output_block(m, bias, f, out_h, out_w, tiles_h, tiles_w, r0, rows, y, buf,
                                nhwc)
 
 
 # ----------------------------------------------------------------------------------------
-# channels_last (NHWC): the same transforms with the channels innermost
+# The transforms, with the channels innermost (both layouts)
 # ----------------------------------------------------------------------------------------
 #
 # V_k (P, C) and M_k (P, F) hold a tile per row and the channels along it, so the
 # transforms run on whole rows of channels (contiguous, vectorised over C or F), the 16
-# GEMMs are M_k = V_k @ U_k^T (the same products summed in the same channel order as the
-# channels_first M_k = U_k @ V_k), and the output transform writes NHWC pixels directly.
+# GEMMs are M_k = V_k @ U_k^T, and the output transform writes NHWC pixels directly (or
+# through a row buffer into the F planes).  A channels_first version that transformed
+# plane by plane (tile rows of only tiles_w values, stride-2 loops) cost 2.5x the time
+# of this one in the forward (perf, 64x32x28x28 -> 64: 15 % of the samples against 6 %).
 
-cdef void _winograd_input_nhwc(const floating* x,  # IN  (N, H, W, C)
+cdef void _winograd_input_nhwc(const floating* x,  # IN  (N, H, W, C), (N, C, H, W) with planes
                                int c, int h, int w, int pt, int pl, int tiles_h,
-                               int tiles_w, long r0, int rows,
+                               int tiles_w, long r0, int rows, bint planes,
                                floating* v,         # OUT (16, rows * tiles_w, C)
                                floating* buf        # OUT scratch, 8 * (2 * tiles_w + 2) * C
                                ) noexcept nogil:
-    """V = B^T d B for the tile rows r0 .. r0 + rows - 1 (as _winograd_input, NHWC)."""
+    """V = B^T d B for the tile rows r0 .. r0 + rows - 1, the channels innermost.
+
+    With ``planes`` x is NCHW: each input row is transposed into its ``(W, C)`` row buffer
+    (transpose_kernels.h), and the rest is the NHWC code, so both layouts share it."""
     cdef int wp = 2 * tiles_w + 2
     cdef long n = <long> wp * c, count = <long> rows * tiles_w, kstride = count * c
     cdef int row, s, th, i, tw, iy, lo, hi
@@ -249,9 +189,14 @@ cdef void _winograd_input_nhwc(const floating* x,  # IN  (N, H, W, C)
                 memset(d + i * n, 0, n * sizeof(floating))
             else:
                 memset(d + i * n, 0, <long> lo * c * sizeof(floating))
-                memcpy(d + i * n + <long> lo * c,
-                       x + ((<long> s * h + iy) * w + lo - pl) * c,
-                       <long> (hi - lo) * c * sizeof(floating))
+                if planes:
+                    transpose_rows(x + (<long> s * c * h + iy) * w + lo - pl, <long> h * w,
+                                   <floating*> NULL, d + i * n + <long> lo * c, c, c, False,
+                                   0, hi - lo)
+                else:
+                    memcpy(d + i * n + <long> lo * c,
+                           x + ((<long> s * h + iy) * w + lo - pl) * c,
+                           <long> (hi - lo) * c * sizeof(floating))
                 memset(d + i * n + <long> hi * c, 0, <long> (wp - hi) * c * sizeof(floating))
         _winograd_pair(d, d + 2 * n, d + n, d + 3 * n, 1, n, t, t + 3 * n)
         _winograd_sum_diff(d + n, d + 2 * n, 1, n, t + n, t + 2 * n)
@@ -340,71 +285,63 @@ cdef void _winograd_output_row(const floating* m,   # IN  the row's first tile, 
 # accumulated block after block (beta = 1) into the partial of the block's part; the
 # partials are added in part order and dW = G^T M G.
 
-cdef void _winograd_dy(const floating* dy,       # IN  (N, F, out_h, out_w), NHWC with nhwc
+cdef void _winograd_dy(const floating* dy,       # IN  (N, out_h, out_w, F), NCHW with planes
                        int f, int out_h, int out_w, int tiles_h, int tiles_w, long r0,
-                       int rows, bint nhwc,
-                       floating* yh,             # OUT (16, F, P), (16, P, F) with nhwc
-                       floating* buf             # OUT scratch, 6 * 2 tiles_w (* F with nhwc)
+                       int rows, bint planes,
+                       floating* yh,             # OUT (16, P, F)
+                       floating* buf             # OUT scratch, 6 * 2 tiles_w * F
                        ) noexcept nogil:
     """Yh = A dY A^T of every 2x2 tile of dY in tile rows r0 .. r0 + rows - 1 (a tile that
     runs past the output's edge reads zeros there).
 
-    Per tile row (and filter, channels_first): the 2 rows of dY are copied into zero-padded
-    row buffers, ``t = A dY`` is taken on whole rows (t0 = d0, t1 = d0 + d1, t2 = d0 - d1,
-    t3 = -d1), then ``t A^T`` per tile: (u, u + v, u - v, -v) for the tile's two columns
-    u, v of each row of t (contiguous in p, or along F with nhwc)."""
+    Per tile row: the 2 rows of dY are copied (with ``planes``, transposed from the F
+    planes) into zero-padded ``(2 tiles_w, F)`` row buffers, ``t = A dY`` is taken on whole
+    rows (t0 = d0, t1 = d0 + d1, t2 = d0 - d1, t3 = -d1), then ``t A^T`` per tile on F-long
+    vectors: (u, u + v, u - v, -v) for the tile's two pixels u, v of each row of t."""
     cdef long count = <long> rows * tiles_w, kstride = count * f, plane = <long> out_h * out_w
-    cdef int unit = f if nhwc else 1        # values per pixel in the row buffers
-    cdef long n = 2 * <long> tiles_w * unit, valid = <long> out_w * unit
+    cdef long n = 2 * <long> tiles_w * f, valid = <long> out_w * f
     cdef long gr, q
-    cdef int row, s, th, i, fi, tw, n_f = 1 if nhwc else f
-    cdef floating* d0 = buf
-    cdef floating* d1 = buf + n
+    cdef int row, s, th, i, tw, j
+    cdef floating* d = buf                  # 2 rows of n
     cdef floating* t = buf + 2 * n          # 4 rows of n
     cdef floating* dst
-    cdef const floating* src
-    for fi in range(n_f):
-        for row in range(rows):
-            gr = r0 + row
-            s = <int> (gr // tiles_h)
-            th = <int> (gr % tiles_h)
-            if nhwc:
-                src = dy + (<long> s * out_h + 2 * th) * valid
+    for row in range(rows):
+        gr = r0 + row
+        s = <int> (gr // tiles_h)
+        th = <int> (gr % tiles_h)
+        for j in range(2):
+            if 2 * th + j >= out_h:
+                memset(d + j * n, 0, n * sizeof(floating))
+                continue
+            if planes:
+                transpose_rows(dy + <long> s * f * plane + <long> (2 * th + j) * out_w, plane,
+                               <floating*> NULL, d + j * n, f, f, False, 0, out_w)
             else:
-                src = dy + (<long> s * f + fi) * plane + <long> (2 * th) * out_w
-            memcpy(d0, src, valid * sizeof(floating))
-            memset(d0 + valid, 0, (n - valid) * sizeof(floating))
-            if 2 * th + 1 < out_h:
-                memcpy(d1, src + valid, valid * sizeof(floating))
-                memset(d1 + valid, 0, (n - valid) * sizeof(floating))
-            else:
-                memset(d1, 0, n * sizeof(floating))
-            for q in range(n):
-                t[q] = d0[q]
-                t[n + q] = d0[q] + d1[q]
-                t[2 * n + q] = d0[q] - d1[q]
-                t[3 * n + q] = -d1[q]
-            for i in range(4):
-                if nhwc:
-                    for tw in range(tiles_w):
-                        dst = yh + 4 * i * kstride + (<long> row * tiles_w + tw) * f
-                        _winograd_dy_row(t + i * n + 2 * tw * unit, 1, f, dst, kstride)
-                else:
-                    dst = yh + 4 * i * kstride + <long> fi * count + <long> row * tiles_w
-                    _winograd_dy_row(t + i * n, 2, tiles_w, dst, kstride)
+                memcpy(d + j * n, dy + (<long> s * out_h + 2 * th + j) * valid,
+                       valid * sizeof(floating))
+            memset(d + j * n + valid, 0, (n - valid) * sizeof(floating))
+        for q in range(n):
+            t[q] = d[q]
+            t[n + q] = d[q] + d[n + q]
+            t[2 * n + q] = d[q] - d[n + q]
+            t[3 * n + q] = -d[n + q]
+        for i in range(4):
+            for tw in range(tiles_w):
+                dst = yh + 4 * i * kstride + (<long> row * tiles_w + tw) * f
+                _winograd_dy_pixels(t + i * n + 2 * <long> tw * f, f, dst, kstride)
 
 
-cdef inline void _winograd_dy_row(const floating* t, long step, long n, floating* dst,
-                                  long kstride) noexcept nogil:
-    """One row of t A^T for n tiles (step 2: a tile's u, v side by side; step 1 with nhwc:
-    u's F values then v's): dst[j kstride + p] = (u, u + v, u - v, -v)[j]."""
-    cdef long p
-    cdef const floating* v = t + (1 if step == 2 else n)
-    for p in range(n):
-        dst[p] = t[p * step]
-        dst[kstride + p] = t[p * step] + v[p * step]
-        dst[2 * kstride + p] = t[p * step] - v[p * step]
-        dst[3 * kstride + p] = -v[p * step]
+cdef inline void _winograd_dy_pixels(const floating* u, long f, floating* dst,
+                                     long kstride) noexcept nogil:
+    """One row of t A^T for one tile: its pixels u (F values) and v (the next F);
+    dst[j kstride + q] = (u, u + v, u - v, -v)[j][q]."""
+    cdef long q
+    cdef const floating* v = u + f
+    for q in range(f):
+        dst[q] = u[q]
+        dst[kstride + q] = u[q] + v[q]
+        dst[2 * kstride + q] = u[q] - v[q]
+        dst[3 * kstride + q] = -v[q]
 
 
 cdef void _winograd_dw(const floating* x, const floating* dy, int n, int c, int h, int w,
@@ -436,18 +373,13 @@ cdef void _winograd_dw(const floating* x, const floating* dy, int n, int c, int 
             r0 = job * block_rows
             rows = <int> (total - r0 if total - r0 < block_rows else block_rows)
             count = rows * tiles_w
-            _winograd_dy(dy, f, out_h, out_w, tiles_h, tiles_w, r0, rows, nhwc, yh,
+            _winograd_dy(dy, f, out_h, out_w, tiles_h, tiles_w, r0, rows, not nhwc, yh,
                          buf + ws_buf)
-            if nhwc:
-                _winograd_input_nhwc(x, c, h, w, pt, pl, tiles_h, tiles_w, r0, rows, v, buf)
-                for k in range(16):   # M_k (F, C) += Yh_k^T (F, P) @ V_k (P, C)
-                    conv_gemm(True, False, f, c, count, yh + <long> k * count * f, f,
-                              v + <long> k * count * c, c, beta, m + <long> k * f * c, c)
-            else:
-                _winograd_input(x, c, h, w, pt, pl, tiles_h, tiles_w, r0, rows, v, buf)
-                for k in range(16):   # M_k (F, C) += Yh_k (F, P) @ V_k^T (P, C)
-                    conv_gemm(False, True, f, c, count, yh + <long> k * f * count, count,
-                              v + <long> k * c * count, count, beta, m + <long> k * f * c, c)
+            _winograd_input_nhwc(x, c, h, w, pt, pl, tiles_h, tiles_w, r0, rows, not nhwc, v,
+                                 buf)
+            for k in range(16):       # M_k (F, C) += Yh_k^T (F, P) @ V_k (P, C)
+                conv_gemm(True, False, f, c, count, yh + <long> k * count * f, f,
+                          v + <long> k * count * c, c, beta, m + <long> k * f * c, c)
             beta = 1
             job = job + n_parts
         if beta == 0:                 # a part with no block (more parts than blocks)
@@ -485,20 +417,16 @@ cdef void _winograd_dw_output(const floating* partials, int n_parts, int f, int 
 # The choice, and the Python-visible entry
 # ----------------------------------------------------------------------------------------
 
-# With ``WINOGRAD`` on, ``method="auto"`` uses Winograd for the forward and for the input
-# gradient when the image computed (output for the forward, input for dX) has at least
-# ``MIN_PIXELS`` pixels and both channel counts are at least ``MIN_CHANNELS``;
-# ``method="winograd"`` forces it.  Measured at 1 thread with benchmarks/bench_conv.py
-# (docs/math/convolution.md): with fewer channels the transforms cost more than the 2.25x
-# fewer multiplications save, and on small images OpenBLAS's small-matrix GEMMs on im2col
-# are as fast.
+# With ``WINOGRAD`` on, ``method="auto"`` uses Winograd for the forward, the input gradient
+# and the weight gradient when the image computed (output for the forward and dW, input for
+# dX) has at least ``MIN_PIXELS`` pixels and both channel counts are at least
+# ``MIN_CHANNELS``; ``method="winograd"`` forces it.  Measured at 1 thread with
+# benchmarks/bench_conv.py and, for dW, bench_conv_phases.py --dw (docs/math/convolution.md):
+# with fewer channels the transforms cost more than the 2.25x fewer multiplications save,
+# and on small images the im2col GEMMs are as fast.
 WINOGRAD = True
 MIN_PIXELS = 196
 MIN_CHANNELS = 32
-# The weight gradient from 28 x 28 output pixels on: 1 thread, float32, Winograd dW against
-# im2col dW (benchmarks/bench_conv_phases.py, "dW" column): 16 x 16 images ran 1.3x slower
-# channels_first (1.06x faster channels_last), 28 x 28 0.9x of the time, 32 x 32 0.7x.
-MIN_PIXELS_DW = 784
 # Output tiles per block (about the GEMM column count; whole rows of tiles, at least one):
 # a function of the geometry only, never of the thread count.  Scratch per thread:
 # 16 * (C + F) * block.
@@ -516,13 +444,6 @@ def use_winograd(method, kh, kw, sh, sw, dh, dw, c, f, pixels):
         return True
     return (method == "auto" and WINOGRAD and fits and pixels >= MIN_PIXELS
             and min(c, f) >= MIN_CHANNELS)
-
-
-def use_winograd_weight_grad(method, kh, kw, sh, sw, dh, dw, c, f, pixels):
-    """Whether the weight gradient runs Winograd: as :func:`use_winograd`, from
-    ``MIN_PIXELS_DW`` output pixels (``pixels``) on."""
-    return (use_winograd(method, kh, kw, sh, sw, dh, dw, c, f, pixels)
-            and (method == "winograd" or pixels >= MIN_PIXELS_DW))
 
 
 def winograd_conv2d(x, w, bias, y, int pt, int pl, bint flip, int n_threads,
@@ -570,10 +491,9 @@ cdef _winograd_entry(const floating[:, :, :, ::1] x, const floating[:, :, :, ::1
     cdef const floating* pb = NULL
     cdef floating[::1] u
     cdef floating[:, ::1] ws
-    cdef long ws_stride = (16 * <long> (cin + cout) * block * tiles_w + 8 * (2 * tiles_w + 2)
-                           + 8 * cout + 4 * <long> tiles_w * cout)
-    if nhwc:
-        ws_stride += 8 * (2 * tiles_w + 2) * <long> (cin - 1)
+    cdef long ws_stride = (16 * <long> (cin + cout) * block * tiles_w
+                           + 8 * (2 * tiles_w + 2) * <long> cin + 8 * cout
+                           + 4 * <long> tiles_w * cout)
     dtype = np.float32 if floating is float else np.float64
     if bias is not None:
         b = bias
@@ -624,9 +544,9 @@ cdef _winograd_dw_entry(const floating[:, :, :, ::1] x, const floating[:, :, :, 
     cdef floating[:, ::1] ws
     cdef floating[::1] partials
     # per thread: V and Yh of a block, the input transform's rows (ws_buf values), dY's rows
-    cdef long ws_buf = 8 * (2 * tiles_w + 2) * <long> (cin if nhwc else 1)
+    cdef long ws_buf = 8 * (2 * tiles_w + 2) * <long> cin
     cdef long ws_stride = (16 * <long> (cin + cout) * block * tiles_w + ws_buf
-                           + 12 * <long> tiles_w * (cout if nhwc else 1))
+                           + 12 * <long> tiles_w * cout)
     dtype = np.float32 if floating is float else np.float64
     n_threads = <int> max(1, min(n_threads, n_parts))
     ws = np.empty((n_threads, ws_stride), dtype=dtype)

@@ -412,11 +412,11 @@ def test_winograd_auto_rule_and_real_shape(monkeypatch, rng):
     for a, b in zip(g_auto, g_gemm):
         np.testing.assert_allclose(a, b, **TOL[np.float32])
     # Winograd sums in a different order than im2col, so float32 results differ in the last
-    # bits: this proves "auto" took the Winograd path for y and dX (and im2col for dW, below
-    # MIN_PIXELS_DW output pixels).
+    # bits: this proves "auto" took the Winograd path for y, dX and dW.
     assert not np.array_equal(y_auto, y_gemm)
     assert not np.array_equal(g_auto[0], g_gemm[0])
-    np.testing.assert_array_equal(g_auto[1], g_gemm[1])
+    assert not np.array_equal(g_auto[1], g_gemm[1])
+    np.testing.assert_array_equal(g_auto[2], g_gemm[2])      # db is the same plain sum
     want = conv_ref(x, weight, bias, (1, 1), (1, 1), (1, 1), (14, 14))
     np.testing.assert_allclose(y_auto, want, **TOL[np.float32])
 
@@ -438,7 +438,7 @@ def test_winograd_matches_torch(torch, rng):
 
 @pytest.mark.parametrize("channels_last", [False, True])
 def test_winograd_weight_grad_auto_rule_threads_and_accuracy(channels_last, monkeypatch, rng):
-    # 32 -> 32 channels on 28 x 28 outputs: "auto" takes Winograd for dW too (MIN_PIXELS_DW);
+    # 32 -> 32 channels on 28 x 28 outputs: "auto" takes Winograd for dW too;
     # its bits do not depend on the thread count (a fixed number of partial sums); its
     # float32 error against float64 stays within twice im2col's (it is smaller: shorter sums).
     layout = dict(data_format="channels_last" if channels_last else "channels_first")
@@ -446,7 +446,7 @@ def test_winograd_weight_grad_auto_rule_threads_and_accuracy(channels_last, monk
     x = rng.standard_normal(shape).astype(np.float32)
     weight = (rng.standard_normal((32, 32, 3, 3)) * 0.1).astype(np.float32)
     dy = rng.standard_normal(shape).astype(np.float32)
-    assert winograd_kernels.MIN_PIXELS_DW <= 28 * 28
+    assert winograd_kernels.MIN_PIXELS <= 28 * 28
     dws = [conv_kernels.conv2d_backward(x, weight, dy, 1, 1, 1, False, True, False,
                                         n_threads=t, **layout)[1] for t in (1, 2, 3)]
     for dw in dws[1:]:

@@ -294,7 +294,7 @@ def test_winograd_nhwc_block_sizes_and_threads(block, monkeypatch, rng):
 
 
 def test_winograd_nhwc_auto_rule(monkeypatch, rng):
-    # 32 -> 32 channels on 14x14: "auto" takes Winograd for y and dX in channels_last too.
+    # 32 -> 32 channels on 14x14: "auto" takes Winograd for y, dX and dW in channels_last too.
     x = rng.standard_normal((3, 14, 14, 32)).astype(np.float32)
     weight = (rng.standard_normal((32, 32, 3, 3)) * 0.1).astype(np.float32)
     dy = rng.standard_normal((3, 14, 14, 32)).astype(np.float32)
@@ -307,7 +307,7 @@ def test_winograd_nhwc_auto_rule(monkeypatch, rng):
     np.testing.assert_allclose(g_auto[0], g_gemm[0], **TOL[np.float32])
     assert not np.array_equal(y_auto, y_gemm)
     assert not np.array_equal(g_auto[0], g_gemm[0])
-    np.testing.assert_array_equal(g_auto[1], g_gemm[1])      # dW on im2col below 28 x 28
+    assert not np.array_equal(g_auto[1], g_gemm[1])          # dW by Winograd too
 
 
 def test_winograd_rounding_within_twice_im2col(rng):

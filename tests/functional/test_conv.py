@@ -76,7 +76,7 @@ def test_conv2d_gradcheck_through_winograd(data_format, monkeypatch, rng):
     # The Winograd paths (forward, dX, dW) on a float64 problem small enough for finite
     # differences: the auto rule's thresholds lowered so that "auto" takes them.
     from minnet._ext import winograd_kernels
-    for name in ("MIN_PIXELS", "MIN_PIXELS_DW", "MIN_CHANNELS"):
+    for name in ("MIN_PIXELS", "MIN_CHANNELS"):
         monkeypatch.setattr(winograd_kernels, name, 1)
     shape = (2, 3, 5, 7) if data_format == "channels_first" else (2, 5, 7, 3)
     x = mn.tensor(rng.standard_normal(shape), requires_grad=True)
