@@ -249,14 +249,6 @@ def _squared_error_backward(const floating[::1] p, const floating[::1] t, double
 # Python-visible wrappers: validate, allocate, call.
 # ---------------------------------------------------------------------------------------
 
-def _check_input(a, name, dtype=None, shape=None, ndim=None):
-    """``a`` as a C-contiguous float32/float64 ndarray of ``ndim`` dims, or an error naming it."""
-    if ndim is not None and isinstance(a, np.ndarray) and a.ndim != ndim:
-        raise ValueError(f"Invalid argument `{name}`: expected a {ndim}-D array. "
-                         f"Received: {name}.shape={a.shape}")
-    return check_array(a, name, dtype, shape)
-
-
 def _check_labels(labels, n_rows, n_classes):
     if not isinstance(labels, np.ndarray) or labels.dtype != np.int64:
         got = labels.dtype if isinstance(labels, np.ndarray) else type(labels).__name__
@@ -300,7 +292,7 @@ def _check_eps(label_smoothing):
 
 
 def _check_logits(logits):
-    _check_input(logits, "logits", ndim=2)
+    check_array(logits, "logits", None, None, 2)
     if logits.shape[1] == 0:
         raise ValueError(f"Invalid argument `logits`: expected at least one class. "
                          f"Received: logits.shape={logits.shape}")
@@ -341,8 +333,8 @@ def cross_entropy_backward(logits, labels, lse, grad, label_smoothing=0.0, n_thr
     """
     _check_logits(logits)
     labels = _check_labels(labels, logits.shape[0], logits.shape[1])
-    _check_input(lse, "lse", np.float64, (logits.shape[0],))
-    _check_input(grad, "grad", logits.dtype, (logits.shape[0],))
+    check_array(lse, "lse", np.float64, (logits.shape[0],))
+    check_array(grad, "grad", logits.dtype, (logits.shape[0],))
     dx = np.empty_like(logits)
     _run(logits, labels, None, _check_eps(label_smoothing), lse, None, grad, dx, n_threads)
     return dx
@@ -358,7 +350,7 @@ def soft_cross_entropy_forward(logits, target, label_smoothing=0.0, n_threads=1)
         logits, target: ``(N, C)``; loss, lse: ``(N,)``.
     """
     _check_logits(logits)
-    _check_input(target, "target", logits.dtype, logits.shape)
+    check_array(target, "target", logits.dtype, logits.shape)
     eps = _check_eps(label_smoothing)
     loss = np.empty(logits.shape[0], logits.dtype)
     lse = np.empty(logits.shape[0], np.float64)
@@ -375,9 +367,9 @@ def soft_cross_entropy_backward(logits, target, lse, grad, label_smoothing=0.0,
         logits, target, dx: ``(N, C)``; lse, grad: ``(N,)``.
     """
     _check_logits(logits)
-    _check_input(target, "target", logits.dtype, logits.shape)
-    _check_input(lse, "lse", np.float64, (logits.shape[0],))
-    _check_input(grad, "grad", logits.dtype, (logits.shape[0],))
+    check_array(target, "target", logits.dtype, logits.shape)
+    check_array(lse, "lse", np.float64, (logits.shape[0],))
+    check_array(grad, "grad", logits.dtype, (logits.shape[0],))
     dx = np.empty_like(logits)
     _run(logits, None, target, _check_eps(label_smoothing), lse, None, grad, dx, n_threads)
     return dx
@@ -390,8 +382,8 @@ def squared_error_sum(prediction, target, n_threads=1):
     Shape:
         prediction, target: ``(*)``, the same.
     """
-    _check_input(prediction, "prediction")
-    _check_input(target, "target", prediction.dtype, prediction.shape)
+    check_array(prediction, "prediction")
+    check_array(target, "target", prediction.dtype, prediction.shape)
     n_blocks = (prediction.size + _BLOCK - 1) // _BLOCK
     block_sums = np.empty(n_blocks, np.float64)
     return _squared_error_sum(prediction.reshape(-1), target.reshape(-1), block_sums,
@@ -407,8 +399,8 @@ def squared_error_backward(prediction, target, scale, want_target=False, n_threa
     Shape:
         prediction, target, dp, dt: ``(*)``, all the same.
     """
-    _check_input(prediction, "prediction")
-    _check_input(target, "target", prediction.dtype, prediction.shape)
+    check_array(prediction, "prediction")
+    check_array(target, "target", prediction.dtype, prediction.shape)
     dp = np.empty_like(prediction)
     dt = np.empty_like(prediction) if want_target else np.empty(0, prediction.dtype)
     _squared_error_backward(prediction.reshape(-1), target.reshape(-1), float(scale),
