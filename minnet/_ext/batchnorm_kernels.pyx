@@ -230,12 +230,13 @@ cdef inline void _dx_rows(int64_t r0, int64_t r1, int64_t C, const floating* g,
 
 
 cdef inline void _pass_rows(int64_t r0, int64_t r1, int64_t C, const floating* g,
-                            const floating* x, const floating* k, floating* out) noexcept nogil:
-    # rows r0..r1 of the elementwise pass (k as in bn_elementwise)
+                            const floating* x, const floating* k0, const floating* k1,
+                            const floating* k2, const floating* k3, floating* out) noexcept nogil:
+    # rows r0..r1 of the elementwise pass (k0..k3 as in bn_elementwise)
     if g == NULL:
-        _affine_rows(r0, r1, C, x, k, k + C, out)
+        _affine_rows(r0, r1, C, x, k0, k1, out)
     else:
-        _dx_rows(r0, r1, C, g, x, k, k + C, k + 2 * C, k + 3 * C, out)
+        _dx_rows(r0, r1, C, g, x, k0, k1, k2, k3, out)
 
 
 cdef inline void _affine_plane(int64_t L, const floating* x, floating a, floating b,
@@ -253,37 +254,42 @@ cdef inline void _dx_plane(int64_t L, const floating* g, const floating* x, floa
         dx[l] = (g[l] - mean_g - (x[l] - mu) * proj) * k
 
 
-cdef inline void _pass_plane(int64_t L, int64_t off, int64_t c, int64_t C, const floating* g,
-                             const floating* x, const floating* k, floating* out) noexcept nogil:
-    # the plane of channel c at offset off (k as in bn_elementwise)
+cdef inline void _pass_plane(int64_t L, int64_t off, int64_t c, const floating* g,
+                             const floating* x, const floating* k0, const floating* k1,
+                             const floating* k2, const floating* k3, floating* out) noexcept nogil:
+    # the plane of channel c at offset off (k0..k3 as in bn_elementwise)
     if g == NULL:
-        _affine_plane(L, x + off, k[c], k[C + c], out + off)
+        _affine_plane(L, x + off, k0[c], k1[c], out + off)
     else:
-        _dx_plane(L, g + off, x + off, k[c], k[C + c], k[2 * C + c], k[3 * C + c], out + off)
+        _dx_plane(L, g + off, x + off, k0[c], k1[c], k2[c], k3[c], out + off)
 
 
 cdef void bn_elementwise(int64_t N, int64_t C, int64_t L,
                          const floating* grad,             # IN (N, C, L), or NULL: the affine pass
                          const floating* x,                # IN (N, C, L)
-                         const floating* k,                # IN (2, C) or (4, C): see below
+                         const floating* k0,               # IN (C,) alpha, or mean
+                         const floating* k1,               # IN (C,) beta, or mean_g
+                         const floating* k2,               # IN (C,) unused, or proj
+                         const floating* k3,               # IN (C,) unused, or k
                          floating* out,                    # OUT (N, C, L)
                          int n_threads) noexcept nogil:
-    """The elementwise passes, per-channel constants in the rows of ``k``.
+    """The elementwise passes with per-channel constants k0..k3.
 
-    ``grad`` NULL: out = x * alpha[c] + beta[c] (normalise, scale and shift in one), k = (alpha, beta).
-    Else:          dx = (g - mean_g[c] - (x - mean[c]) * proj[c]) * k[c], k = (mean, mean_g, proj, k).
+    ``grad`` NULL: out = x * alpha[c] + beta[c] (normalise, scale and shift in one).
+    Else:          dx = (g - mean_g[c] - (x - mean[c]) * proj[c]) * k[c].
     """
     cdef int64_t p, n, c, b
     if L == 1:
         for b in prange(_n_chunks(N), schedule="static", num_threads=n_threads):
-            _pass_rows(b * _CHUNK_ROWS, min(N, (b + 1) * _CHUNK_ROWS), C, grad, x, k, out)
+            _pass_rows(b * _CHUNK_ROWS, min(N, (b + 1) * _CHUNK_ROWS), C, grad, x, k0, k1, k2, k3,
+                       out)
     elif N >= n_threads or L < _MIN_PLANE:
         for n in prange(N, schedule="static", num_threads=n_threads):
             for c in range(C):
-                _pass_plane(L, (n * C + c) * L, c, C, grad, x, k, out)
+                _pass_plane(L, (n * C + c) * L, c, grad, x, k0, k1, k2, k3, out)
     else:
         for p in prange(N * C, schedule="static", num_threads=n_threads):
-            _pass_plane(L, p * L, p % C, C, grad, x, k, out)
+            _pass_plane(L, p * L, p % C, grad, x, k0, k1, k2, k3, out)
 
 
 # ------------------------------------------------ fused per-channel passes (training)
@@ -637,23 +643,24 @@ def batch_norm_backward_input(grad, x, mean, mean_g, proj, k, n_threads=1, chann
 
 
 def _elementwise(grad, x, consts, n_threads, channels_last):
-    """bn_elementwise on ``x`` (and ``grad`` unless None), ``consts`` as the rows of one array."""
+    """bn_elementwise on ``x`` (and ``grad`` unless None) with the per-channel ``consts``."""
     xv, gv = _grad_and_input(grad, x, channels_last) if grad is not None else \
         (_as_channels("x", x, channels_last), None)
-    k = np.concatenate([_per_channel(name, v, xv.shape[1], xv.dtype) for name, v in consts])
+    k = [_per_channel(name, v, xv.shape[1], xv.dtype) for name, v in consts] * 2   # k0..k3
     xv = _planes(xv, channels_last)
     out = np.empty_like(xv)
     if xv.size:
-        _pass(xv if gv is None else _planes(gv, channels_last), xv, k, out,
+        _pass(xv if gv is None else _planes(gv, channels_last), xv, k[0], k[1], k[2], k[3], out,
               _threads(n_threads, xv.size), gv is not None)
     return out.reshape(np.shape(x))
 
 
-def _pass(const floating[:, :, ::1] g, const floating[:, :, ::1] x, const floating[::1] k,
+def _pass(const floating[:, :, ::1] g, const floating[:, :, ::1] x, const floating[::1] k0,
+          const floating[::1] k1, const floating[::1] k2, const floating[::1] k3,
           floating[:, :, ::1] out, int nt, bint with_grad):
     with nogil:
         bn_elementwise(x.shape[0], x.shape[1], x.shape[2], &g[0, 0, 0] if with_grad else NULL,
-                       &x[0, 0, 0], &k[0], &out[0, 0, 0], nt)
+                       &x[0, 0, 0], &k0[0], &k1[0], &k2[0], &k3[0], &out[0, 0, 0], nt)
 
 
 def batch_norm_forward_training(x, weight, bias, eps, n_threads=1, channels_last=False):
