@@ -49,6 +49,7 @@ from libc.string cimport memset
 
 import numpy as np
 
+from minnet._ext._base cimport check_threads, check_typed
 from minnet._ext._blas cimport floating, gemm
 from minnet._ext._fastmath cimport minnet_exp_nonpos_f, minnet_scale_f
 
@@ -568,12 +569,22 @@ def _set_isa(int level):
     return minnet_cg_set_isa(level)
 
 
-def _threads(n_threads):
-    n = int(n_threads)
-    if n < 1:
-        raise ValueError(f"Invalid argument `n_threads`: expected an int >= 1. "
-                         f"Received: n_threads={n}")
-    return n
+cdef _run(const Problem* p, bint backward, Operand oq, Operand ok, Operand ov, Operand oo,
+          object lse, Operand og, Operand odq, Operand odk, Operand odv, int nt):
+    """run_kernel in lse's dtype without the GIL; MemoryError if a thread's scratch failed."""
+    cdef void* lp = cnp.PyArray_DATA(<cnp.ndarray> lse)
+    cdef bint f32 = lse.dtype == np.float32
+    cdef int status
+    with nogil:
+        if f32:
+            status = run_kernel[float](p, backward, oq, ok, ov, oo, <float*> lp, og, odq, odk, odv,
+                                       nt)
+        else:
+            status = run_kernel[double](p, backward, oq, ok, ov, oo, <double*> lp, og, odq, odk,
+                                        odv, nt)
+    if status != 0:
+        raise MemoryError(f"attention_{'backward' if backward else 'forward'}: out of memory for "
+                          f"the per-thread scratch")
 
 
 def attention_forward(q, k, v, double scale, bint causal=False, kv_len=None, mask=None,
@@ -606,18 +617,7 @@ def attention_forward(q, k, v, double scale, bint causal=False, kv_len=None, mas
     if not out.flags.writeable:
         raise ValueError("Invalid argument `out`: expected a writeable array")
     lse = np.empty((p.B, p.H, p.Lq), dtype=dtype)
-    cdef int nt = _threads(n_threads)
-    cdef void* lp = cnp.PyArray_DATA(<cnp.ndarray> lse)
-    cdef int status
-    if dtype == np.float32:
-        with nogil:
-            status = run_kernel[float](&p, False, oq, ok, ov, oo, <float*> lp, oo, oo, oo, oo, nt)
-    else:
-        with nogil:
-            status = run_kernel[double](&p, False, oq, ok, ov, oo, <double*> lp, oo, oo, oo, oo,
-                                        nt)
-    if status != 0:
-        raise MemoryError("attention_forward: out of memory for the per-thread scratch")
+    _run(&p, False, oq, ok, ov, oo, lse, oo, oo, oo, oo, check_threads(n_threads))
     return out, lse
 
 
@@ -638,11 +638,7 @@ def attention_backward(q, k, v, out, lse, grad, double scale, bint causal=False,
     cdef Operand ov = _operand(v, "v", dtype, (p.B, p.H, p.Lk, p.Ev))
     cdef Operand oo = _operand(out, "out", dtype, (p.B, p.H, p.Lq, p.Ev))
     cdef Operand og = _operand(grad, "grad", dtype, (p.B, p.H, p.Lq, p.Ev))
-    if not isinstance(lse, np.ndarray) or lse.dtype != dtype or lse.shape != (p.B, p.H, p.Lq) \
-            or not lse.flags.c_contiguous:
-        raise ValueError(f"Invalid argument `lse`: expected a C-contiguous {dtype} array of shape "
-                         f"{(p.B, p.H, p.Lq)}. Received: {getattr(lse, 'dtype', None)} "
-                         f"{getattr(lse, 'shape', type(lse).__name__)}")
+    check_typed(lse, "lse", dtype, (p.B, p.H, p.Lq))
     if dq is None:
         dq = np.empty((p.B, p.H, p.Lq, p.E), dtype=dtype)
     if dk is None:
@@ -655,17 +651,5 @@ def attention_backward(q, k, v, out, lse, grad, double scale, bint causal=False,
     for name, a in (("dq", dq), ("dk", dk), ("dv", dv)):
         if not a.flags.writeable:
             raise ValueError(f"Invalid argument `{name}`: expected a writeable array")
-    cdef int nt = _threads(n_threads)
-    cdef void* lp = cnp.PyArray_DATA(<cnp.ndarray> lse)
-    cdef int status
-    if dtype == np.float32:
-        with nogil:
-            status = run_kernel[float](&p, True, oq, ok, ov, oo, <float*> lp, og, odq, odk, odv,
-                                       nt)
-    else:
-        with nogil:
-            status = run_kernel[double](&p, True, oq, ok, ov, oo, <double*> lp, og, odq, odk, odv,
-                                        nt)
-    if status != 0:
-        raise MemoryError("attention_backward: out of memory for the per-thread scratch")
+    _run(&p, True, oq, ok, ov, oo, lse, og, odq, odk, odv, check_threads(n_threads))
     return dq, dk, dv

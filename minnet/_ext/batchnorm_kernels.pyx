@@ -229,32 +229,21 @@ cdef inline void _dx_rows(int64_t r0, int64_t r1, int64_t C, const floating* g,
             dx[i] = (g[i] - mean_g[c] - (x[i] - mu[c]) * proj[c]) * k[c]
 
 
+cdef inline void _pass_rows(int64_t r0, int64_t r1, int64_t C, const floating* g,
+                            const floating* x, const floating* k0, const floating* k1,
+                            const floating* k2, const floating* k3, floating* out) noexcept nogil:
+    # rows r0..r1 of the elementwise pass (k0..k3 as in bn_elementwise)
+    if g == NULL:
+        _affine_rows(r0, r1, C, x, k0, k1, out)
+    else:
+        _dx_rows(r0, r1, C, g, x, k0, k1, k2, k3, out)
+
 
 cdef inline void _affine_plane(int64_t L, const floating* x, floating a, floating b,
                                floating* out) noexcept nogil:
     cdef int64_t l
     for l in range(L):
         out[l] = x[l] * a + b
-
-
-cdef void bn_affine(int64_t N, int64_t C, int64_t L,
-                    const floating* x,                     # IN (N, C, L)
-                    const floating* alpha,                 # IN (C,)
-                    const floating* beta,                  # IN (C,)
-                    floating* out,                         # OUT (N, C, L)
-                    int n_threads) noexcept nogil:
-    """out[n, c, l] = x[n, c, l] * alpha[c] + beta[c] (normalise, scale and shift in one)."""
-    cdef int64_t p, n, c, b
-    if L == 1:
-        for b in prange(_n_chunks(N), schedule="static", num_threads=n_threads):
-            _affine_rows(b * _CHUNK_ROWS, min(N, (b + 1) * _CHUNK_ROWS), C, x, alpha, beta, out)
-    elif N >= n_threads or L < _MIN_PLANE:
-        for n in prange(N, schedule="static", num_threads=n_threads):
-            for c in range(C):
-                _affine_plane(L, x + (n * C + c) * L, alpha[c], beta[c], out + (n * C + c) * L)
-    else:
-        for p in prange(N * C, schedule="static", num_threads=n_threads):
-            _affine_plane(L, x + p * L, alpha[p % C], beta[p % C], out + p * L)
 
 
 cdef inline void _dx_plane(int64_t L, const floating* g, const floating* x, floating mu,
@@ -265,30 +254,42 @@ cdef inline void _dx_plane(int64_t L, const floating* g, const floating* x, floa
         dx[l] = (g[l] - mean_g - (x[l] - mu) * proj) * k
 
 
-cdef void bn_backward_input(int64_t N, int64_t C, int64_t L,
-                            const floating* grad,          # IN (N, C, L)
-                            const floating* x,             # IN (N, C, L)
-                            const floating* mean,          # IN (C,)
-                            const floating* mean_g,        # IN (C,) sum(g)/M (0 in eval)
-                            const floating* proj,          # IN (C,) dot*inv_std^2/M (0 in eval)
-                            const floating* k,             # IN (C,) gamma * inv_std
-                            floating* dx,                  # OUT (N, C, L)
-                            int n_threads) noexcept nogil:
-    """dx = (g - mean_g - (x - mean) * proj) * k, per channel constants."""
-    cdef int64_t p, n, c, off, b
+cdef inline void _pass_plane(int64_t L, int64_t off, int64_t c, const floating* g,
+                             const floating* x, const floating* k0, const floating* k1,
+                             const floating* k2, const floating* k3, floating* out) noexcept nogil:
+    # the plane of channel c at offset off (k0..k3 as in bn_elementwise)
+    if g == NULL:
+        _affine_plane(L, x + off, k0[c], k1[c], out + off)
+    else:
+        _dx_plane(L, g + off, x + off, k0[c], k1[c], k2[c], k3[c], out + off)
+
+
+cdef void bn_elementwise(int64_t N, int64_t C, int64_t L,
+                         const floating* grad,             # IN (N, C, L), or NULL: the affine pass
+                         const floating* x,                # IN (N, C, L)
+                         const floating* k0,               # IN (C,) alpha, or mean
+                         const floating* k1,               # IN (C,) beta, or mean_g
+                         const floating* k2,               # IN (C,) unused, or proj
+                         const floating* k3,               # IN (C,) unused, or k
+                         floating* out,                    # OUT (N, C, L)
+                         int n_threads) noexcept nogil:
+    """The elementwise passes with per-channel constants k0..k3.
+
+    ``grad`` NULL: out = x * alpha[c] + beta[c] (normalise, scale and shift in one).
+    Else:          dx = (g - mean_g[c] - (x - mean[c]) * proj[c]) * k[c].
+    """
+    cdef int64_t p, n, c, b
     if L == 1:
         for b in prange(_n_chunks(N), schedule="static", num_threads=n_threads):
-            _dx_rows(b * _CHUNK_ROWS, min(N, (b + 1) * _CHUNK_ROWS), C, grad, x, mean, mean_g,
-                     proj, k, dx)
+            _pass_rows(b * _CHUNK_ROWS, min(N, (b + 1) * _CHUNK_ROWS), C, grad, x, k0, k1, k2, k3,
+                       out)
     elif N >= n_threads or L < _MIN_PLANE:
         for n in prange(N, schedule="static", num_threads=n_threads):
             for c in range(C):
-                off = (n * C + c) * L
-                _dx_plane(L, grad + off, x + off, mean[c], mean_g[c], proj[c], k[c], dx + off)
+                _pass_plane(L, (n * C + c) * L, c, grad, x, k0, k1, k2, k3, out)
     else:
         for p in prange(N * C, schedule="static", num_threads=n_threads):
-            c = p % C
-            _dx_plane(L, grad + p * L, x + p * L, mean[c], mean_g[c], proj[c], k[c], dx + p * L)
+            _pass_plane(L, p * L, p % C, grad, x, k0, k1, k2, k3, out)
 
 
 # ------------------------------------------------ fused per-channel passes (training)
@@ -516,6 +517,17 @@ def _grad_and_input(grad, x, channels_last=False):
     return xv, gv
 
 
+def _planes(a, channels_last):
+    """The (N, C, L) view every kernel takes: (M, C) rows are (M, C, L = 1)."""
+    return a.reshape(a.shape + (1,)) if channels_last else a
+
+
+def _work(x, int nt, bint rows):
+    # the scratch of the sums: (n_chunks, 2 * C) for the rows, else (n_threads, 2 * C)
+    return np.empty(_n_chunks(x.shape[0]) * 2 * x.shape[1] if rows else 2 * nt * x.shape[1] + 1,
+                    dtype=np.float64)
+
+
 def batch_norm_stats(x, n_threads=1, channels_last=False):
     """Per-channel mean and biased variance (double accumulators).
 
@@ -531,47 +543,23 @@ def batch_norm_stats(x, n_threads=1, channels_last=False):
     Shape:
         x: (N, C) or (N, C, H, W); mean, var: (C,)
     """
-    if channels_last:
-        return _stats_rows(_as_channels("x", x, True), n_threads)
-    x3 = _as_channels("x", x)
-    N, C, L = x3.shape
-    nt = _threads(n_threads, x3.size)
-    mean = np.zeros(C, dtype=np.float64)
-    var = np.zeros(C, dtype=np.float64)
-    work = np.zeros(nt * C + 1, dtype=np.float64)
-    if N * L == 0 or C == 0:
-        mean[:] = np.nan
-        var[:] = np.nan
-        return mean, var
-    _stats(x3, mean, var, work, nt)
+    xv = _as_channels("x", x, channels_last)
+    mean, var = np.empty(xv.shape[1], dtype=np.float64), np.empty(xv.shape[1], dtype=np.float64)
+    if xv.size:
+        _stats(_planes(xv, channels_last), mean, var, _threads(n_threads, xv.size), channels_last)
+    else:
+        mean[:] = var[:] = np.nan
     return mean, var
 
 
-def _stats_rows(x2, n_threads):
-    M, C = x2.shape
-    nt = _threads(n_threads, x2.size)
-    mean = np.zeros(C, dtype=np.float64)
-    var = np.zeros(C, dtype=np.float64)
-    if M == 0 or C == 0:
-        mean[:] = np.nan
-        var[:] = np.nan
-        return mean, var
-    work = np.empty(((M + _CHUNK_ROWS - 1) // _CHUNK_ROWS) * 2 * C, dtype=np.float64)
-    _stats_r(x2, mean, var, work, nt)
-    return mean, var
-
-
-def _stats_r(const floating[:, ::1] x, double[::1] mean, double[::1] var, double[::1] work,
-             int nt):
+def _stats(const floating[:, :, ::1] x, double[::1] mean, double[::1] var, int nt, bint rows):
+    cdef double[::1] work = _work(x, nt, rows)
     with nogil:
-        bn_stats_rows(x.shape[0], x.shape[1], &x[0, 0], &mean[0], &var[0], &work[0], nt)
-
-
-def _stats(const floating[:, :, ::1] x, double[::1] mean, double[::1] var, double[::1] work,
-           int nt):
-    with nogil:
-        bn_stats(x.shape[0], x.shape[1], x.shape[2], &x[0, 0, 0], &mean[0], &var[0],
-                 &work[0], nt)
+        if rows:
+            bn_stats_rows(x.shape[0], x.shape[1], &x[0, 0, 0], &mean[0], &var[0], &work[0], nt)
+        else:
+            bn_stats(x.shape[0], x.shape[1], x.shape[2], &x[0, 0, 0], &mean[0], &var[0],
+                     &work[0], nt)
 
 
 def batch_norm_affine(x, alpha, beta, n_threads=1, channels_last=False):
@@ -590,23 +578,7 @@ def batch_norm_affine(x, alpha, beta, n_threads=1, channels_last=False):
     Shape:
         x: (N, C, *); alpha, beta: (C,); returns (N, C, *)
     """
-    xv = _as_channels("x", x, channels_last)     # (N, C, L) or (M, C): C is axis 1 of both
-    C = xv.shape[1]
-    a = _per_channel("alpha", alpha, C, xv.dtype)
-    b = _per_channel("beta", beta, C, xv.dtype)
-    if channels_last:
-        xv = xv.reshape(xv.shape + (1,))            # (M, C) rows: (M, C, L = 1)
-    out = np.empty_like(xv)
-    if xv.size:
-        _affine(xv, a, b, out, _threads(n_threads, xv.size))
-    return out.reshape(np.shape(x))
-
-
-def _affine(const floating[:, :, ::1] x, const floating[::1] a, const floating[::1] b,
-            floating[:, :, ::1] out, int nt):
-    with nogil:
-        bn_affine(x.shape[0], x.shape[1], x.shape[2], &x[0, 0, 0], &a[0], &b[0],
-                  &out[0, 0, 0], nt)
+    return _elementwise(None, x, (("alpha", alpha), ("beta", beta)), n_threads, channels_last)
 
 
 def batch_norm_grad_sums(grad, x, mean, n_threads=1, channels_last=False):
@@ -625,41 +597,26 @@ def batch_norm_grad_sums(grad, x, mean, n_threads=1, channels_last=False):
     Shape:
         grad, x: (N, C, *); mean, sum_g, dot: (C,)
     """
-    if channels_last:
-        x2, g2 = _grad_and_input(grad, x, True)
-        M, C = x2.shape
-        m = _per_channel("mean", mean, C, np.float64)
-        sum_g = np.zeros(C, dtype=np.float64)
-        dot = np.zeros(C, dtype=np.float64)
-        if x2.size:
-            work = np.empty(((M + _CHUNK_ROWS - 1) // _CHUNK_ROWS) * 2 * C, dtype=np.float64)
-            nt = _threads(n_threads, x2.size)
-            _grad_sums_r(g2, x2, m, sum_g, dot, work, nt)
-        return sum_g, dot
-    x3, g3 = _grad_and_input(grad, x)
-    N, C, L = x3.shape
-    nt = _threads(n_threads, x3.size)
+    xv, gv = _grad_and_input(grad, x, channels_last)
+    C = xv.shape[1]
     m = _per_channel("mean", mean, C, np.float64)
-    sum_g = np.zeros(C, dtype=np.float64)
-    dot = np.zeros(C, dtype=np.float64)
-    work = np.zeros(2 * nt * C + 1, dtype=np.float64)
-    if x3.size:
-        _grad_sums(g3, x3, m, sum_g, dot, work, nt)
+    sum_g, dot = np.zeros(C, dtype=np.float64), np.zeros(C, dtype=np.float64)
+    if xv.size:
+        _grad_sums(_planes(gv, channels_last), _planes(xv, channels_last), m, sum_g, dot,
+                   _threads(n_threads, xv.size), channels_last)
     return sum_g, dot
 
 
-def _grad_sums_r(const floating[:, ::1] g, const floating[:, ::1] x, const double[::1] m,
-                 double[::1] sum_g, double[::1] dot, double[::1] work, int nt):
-    with nogil:
-        bn_grad_sums_rows(x.shape[0], x.shape[1], &g[0, 0], &x[0, 0], &m[0], &sum_g[0],
-                          &dot[0], &work[0], nt)
-
-
 def _grad_sums(const floating[:, :, ::1] g, const floating[:, :, ::1] x, const double[::1] m,
-               double[::1] sum_g, double[::1] dot, double[::1] work, int nt):
+               double[::1] sum_g, double[::1] dot, int nt, bint rows):
+    cdef double[::1] work = _work(x, nt, rows)
     with nogil:
-        bn_grad_sums(x.shape[0], x.shape[1], x.shape[2], &g[0, 0, 0], &x[0, 0, 0], &m[0],
-                     &sum_g[0], &dot[0], &work[0], nt)
+        if rows:
+            bn_grad_sums_rows(x.shape[0], x.shape[1], &g[0, 0, 0], &x[0, 0, 0], &m[0], &sum_g[0],
+                              &dot[0], &work[0], nt)
+        else:
+            bn_grad_sums(x.shape[0], x.shape[1], x.shape[2], &g[0, 0, 0], &x[0, 0, 0], &m[0],
+                         &sum_g[0], &dot[0], &work[0], nt)
 
 
 def batch_norm_backward_input(grad, x, mean, mean_g, proj, k, n_threads=1, channels_last=False):
@@ -681,25 +638,29 @@ def batch_norm_backward_input(grad, x, mean, mean_g, proj, k, n_threads=1, chann
     Shape:
         grad, x, dx: (N, C, *); the constants: (C,)
     """
-    xv, gv = _grad_and_input(grad, x, channels_last)
-    C = xv.shape[1]
-    consts = [_per_channel(name, v, C, xv.dtype) for name, v in
-              (("mean", mean), ("mean_g", mean_g), ("proj", proj), ("k", k))]
-    if channels_last:                              # (M, C) rows: (M, C, L = 1)
-        xv, gv = xv.reshape(xv.shape + (1,)), gv.reshape(gv.shape + (1,))
-    dx = np.empty_like(xv)
+    return _elementwise(grad, x, (("mean", mean), ("mean_g", mean_g), ("proj", proj), ("k", k)),
+                        n_threads, channels_last)
+
+
+def _elementwise(grad, x, consts, n_threads, channels_last):
+    """bn_elementwise on ``x`` (and ``grad`` unless None) with the per-channel ``consts``."""
+    xv, gv = _grad_and_input(grad, x, channels_last) if grad is not None else \
+        (_as_channels("x", x, channels_last), None)
+    k = [_per_channel(name, v, xv.shape[1], xv.dtype) for name, v in consts] * 2   # k0..k3
+    xv = _planes(xv, channels_last)
+    out = np.empty_like(xv)
     if xv.size:
-        _backward_input(gv, xv, *consts, dx, _threads(n_threads, xv.size))
-    return dx.reshape(np.shape(x))
+        _pass(xv if gv is None else _planes(gv, channels_last), xv, k[0], k[1], k[2], k[3], out,
+              _threads(n_threads, xv.size), gv is not None)
+    return out.reshape(np.shape(x))
 
 
-def _backward_input(const floating[:, :, ::1] g, const floating[:, :, ::1] x,
-                    const floating[::1] mean, const floating[::1] mean_g,
-                    const floating[::1] proj, const floating[::1] k,
-                    floating[:, :, ::1] dx, int nt):
+def _pass(const floating[:, :, ::1] g, const floating[:, :, ::1] x, const floating[::1] k0,
+          const floating[::1] k1, const floating[::1] k2, const floating[::1] k3,
+          floating[:, :, ::1] out, int nt, bint with_grad):
     with nogil:
-        bn_backward_input(x.shape[0], x.shape[1], x.shape[2], &g[0, 0, 0], &x[0, 0, 0],
-                          &mean[0], &mean_g[0], &proj[0], &k[0], &dx[0, 0, 0], nt)
+        bn_elementwise(x.shape[0], x.shape[1], x.shape[2], &g[0, 0, 0] if with_grad else NULL,
+                       &x[0, 0, 0], &k0[0], &k1[0], &k2[0], &k3[0], &out[0, 0, 0], nt)
 
 
 def batch_norm_forward_training(x, weight, bias, eps, n_threads=1, channels_last=False):
@@ -723,29 +684,20 @@ def batch_norm_forward_training(x, weight, bias, eps, n_threads=1, channels_last
     Shape:
         x, out: (N, C, *); weight, bias, mean, var: (C,)
     """
-    if channels_last:
-        x2 = _as_channels("x", x, True)
-        C = x2.shape[1]
-        gamma = _per_channel("weight", weight, C, np.float64)
-        beta = _per_channel("bias", bias, C, np.float64)
-        mean, var = _stats_rows(x2, n_threads)
-        scale = gamma / np.sqrt(var + eps)
-        out = batch_norm_affine(x2, scale, beta - mean * scale, n_threads, channels_last=True)
-        return out.reshape(np.shape(x)), mean, var
-    x3 = _as_channels("x", x)
-    N, C, L = x3.shape
-    nt = _threads(n_threads, x3.size)
+    xv = _as_channels("x", x, channels_last)
+    C = xv.shape[1]
+    nt = _threads(n_threads, xv.size)
     gamma = _per_channel("weight", weight, C, np.float64)
     beta = _per_channel("bias", bias, C, np.float64)
-    if not (_by_channel(C, L, nt) and x3.size):
-        mean, var = batch_norm_stats(x3, nt)
+    if channels_last or not (_by_channel(C, xv.shape[2], nt) and xv.size):
+        mean, var = batch_norm_stats(xv, nt, channels_last)
         scale = gamma / np.sqrt(var + eps)
-        out = batch_norm_affine(x3, scale, beta - mean * scale, nt)
+        out = batch_norm_affine(xv, scale, beta - mean * scale, nt, channels_last)
         return out.reshape(np.shape(x)), mean, var
-    out = np.empty_like(x3)
+    out = np.empty_like(xv)
     mean = np.empty(C, dtype=np.float64)
     var = np.empty(C, dtype=np.float64)
-    _fwd_train(x3, gamma, beta, float(eps), out, mean, var, nt)
+    _fwd_train(xv, gamma, beta, float(eps), out, mean, var, nt)
     return out.reshape(np.shape(x)), mean, var
 
 
@@ -777,36 +729,24 @@ def batch_norm_backward_training(grad, x, mean, inv_std, weight, need_dx=True, n
     Shape:
         grad, x, dx: (N, C, *); the rest: (C,)
     """
-    if channels_last:
-        x2, g2 = _grad_and_input(grad, x, True)
-        M, C = x2.shape
-        m = _per_channel("mean", mean, C, np.float64)
-        inv = _per_channel("inv_std", inv_std, C, np.float64)
-        gamma = _per_channel("weight", weight, C, np.float64)
-        sum_g, dot = batch_norm_grad_sums(g2, x2, m, n_threads, channels_last=True)
-        dx = None
-        if need_dx:
-            dx = batch_norm_backward_input(g2, x2, m, sum_g / M, dot * inv * inv / M, gamma * inv,
-                                           n_threads, channels_last=True).reshape(np.shape(x))
-        return dx, sum_g, dot
-    x3, g3 = _grad_and_input(grad, x)
-    N, C, L = x3.shape
-    nt = _threads(n_threads, x3.size)
+    xv, gv = _grad_and_input(grad, x, channels_last)
+    C = xv.shape[1]
+    nt = _threads(n_threads, xv.size)
     m = _per_channel("mean", mean, C, np.float64)
     inv = _per_channel("inv_std", inv_std, C, np.float64)
     gamma = _per_channel("weight", weight, C, np.float64)
-    count = N * L
-    if not (_by_channel(C, L, nt) and x3.size):
-        sum_g, dot = batch_norm_grad_sums(g3, x3, m, nt)
+    if channels_last or not (_by_channel(C, xv.shape[2], nt) and xv.size):
+        count = xv.shape[0] if channels_last else xv.shape[0] * xv.shape[2]     # M
+        sum_g, dot = batch_norm_grad_sums(gv, xv, m, nt, channels_last)
         dx = None
         if need_dx:
-            dx = batch_norm_backward_input(g3, x3, m, sum_g / count, dot * inv * inv / count,
-                                           gamma * inv, nt).reshape(np.shape(x))
+            dx = batch_norm_backward_input(gv, xv, m, sum_g / count, dot * inv * inv / count,
+                                           gamma * inv, nt, channels_last).reshape(np.shape(x))
         return dx, sum_g, dot
     sum_g = np.empty(C, dtype=np.float64)
     dot = np.empty(C, dtype=np.float64)
-    dx = np.empty_like(x3) if need_dx else np.empty((1, 1, 1), dtype=x3.dtype)
-    _bwd_train(g3, x3, m, inv, gamma, bool(need_dx), dx, sum_g, dot, nt)
+    dx = np.empty_like(xv) if need_dx else np.empty((1, 1, 1), dtype=xv.dtype)
+    _bwd_train(gv, xv, m, inv, gamma, bool(need_dx), dx, sum_g, dot, nt)
     return (dx.reshape(np.shape(x)) if need_dx else None), sum_g, dot
 
 

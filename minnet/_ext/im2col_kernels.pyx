@@ -457,15 +457,12 @@ def im2col(x, kernel_size, stride=1, padding=0, dilation=1, out_size=None, n_thr
     if cols.size == 0 or x.size == 0:
         cols.fill(0)
         return cols
-    if x.dtype == np.float32:
-        _im2col_entry[float](x, cols, g, n_threads, data_format == "channels_last")
-    else:
-        _im2col_entry[double](x, cols, g, n_threads, data_format == "channels_last")
+    _im2col_entry(x, cols, g, n_threads, data_format == "channels_last")
     return cols
 
 
-cdef _im2col_entry(const floating[:, :, :, ::1] x, floating[:, :, ::1] cols, Geometry g,
-                   int n_threads, bint nhwc):
+def _im2col_entry(const floating[:, :, :, ::1] x, floating[:, :, ::1] cols, Geometry g,
+                  int n_threads, bint nhwc):
     with nogil:
         if nhwc:
             im2col_nhwc_batch(&x[0, 0, 0, 0], g, &cols[0, 0, 0], n_threads)
@@ -506,15 +503,12 @@ def col2im(cols, input_shape, kernel_size, stride=1, padding=0, dilation=1, out_
     out = np.zeros(input_shape, dtype=cols.dtype)
     if out.size == 0:
         return out
-    if cols.dtype == np.float32:
-        _col2im_entry[float](cols, out, g, n_threads, data_format == "channels_last")
-    else:
-        _col2im_entry[double](cols, out, g, n_threads, data_format == "channels_last")
+    _col2im_entry(cols, out, g, n_threads, data_format == "channels_last")
     return out
 
 
-cdef _col2im_entry(const floating[:, :, ::1] cols, floating[:, :, :, ::1] out, Geometry g,
-                   int n_threads, bint nhwc):
+def _col2im_entry(const floating[:, :, ::1] cols, floating[:, :, :, ::1] out, Geometry g,
+                  int n_threads, bint nhwc):
     with nogil:
         if nhwc:
             col2im_nhwc_batch(&cols[0, 0, 0], g, &out[0, 0, 0, 0], n_threads)

@@ -15,7 +15,7 @@ so results do not depend on the thread count. The math is in ``docs/math/image.m
 from cython.parallel cimport prange
 from libc.math cimport floor, fabs, fmod
 
-from minnet._ext._base cimport check_strided
+from minnet._ext._base cimport check_nd, check_threads
 from minnet._ext._blas cimport floating
 
 import numpy as np
@@ -336,15 +336,6 @@ def _flip(const floating[:, :, :, ::1] x, const unsigned char[::1] fh,
         flip_kernel(x, fh, fv, y, t)
 
 
-def _check_nhwc(a, name, dtype=None):
-    """``a`` a C-contiguous float (N, H, W, C) array (of ``dtype`` when given)."""
-    check_strided(a, name, -1, dtype)
-    if a.ndim != 4 or not a.flags.c_contiguous:
-        raise ValueError(f"Invalid argument `{name}`: expected a C-contiguous 4-D (N, H, W, C) "
-                         f"array. Received: shape {a.shape}, contiguous={a.flags.c_contiguous}")
-    return a
-
-
 def _positive(value, name):
     value = int(value)
     if value < 1:
@@ -359,10 +350,10 @@ def upsample_nearest(x, sh, sw, n_threads=1):
     Shape:
         x: ``(N, H, W, C)``; y: ``(N, H*sh, W*sw, C)``.
     """
-    _check_nhwc(x, "x")
+    check_nd(x, "x", 4)              # (N, H, W, C)
     sh, sw = _positive(sh, "sh"), _positive(sw, "sw")
     y = np.empty((x.shape[0], x.shape[1] * sh, x.shape[2] * sw, x.shape[3]), x.dtype)
-    _upsample(x, y, sh, sw, _positive(n_threads, "n_threads"))
+    _upsample(x, y, sh, sw, check_threads(n_threads))
     return y
 
 
@@ -372,14 +363,14 @@ def upsample_nearest_backward(grad, sh, sw, n_threads=1):
     Shape:
         grad: ``(N, H*sh, W*sw, C)``; dx: ``(N, H, W, C)``.
     """
-    _check_nhwc(grad, "grad")
+    check_nd(grad, "grad", 4)        # (N, H, W, C)
     sh, sw = _positive(sh, "sh"), _positive(sw, "sw")
     if grad.shape[1] % sh or grad.shape[2] % sw:
         raise ValueError(f"Invalid argument `grad`: its height and width must be multiples of "
                          f"({sh}, {sw}). Received: grad.shape={grad.shape}")
     dx = np.zeros((grad.shape[0], grad.shape[1] // sh, grad.shape[2] // sw, grad.shape[3]),
                   grad.dtype)
-    _upsample_backward(grad, dx, sh, sw, _positive(n_threads, "n_threads"))
+    _upsample_backward(grad, dx, sh, sw, check_threads(n_threads))
     return dx
 
 
@@ -389,13 +380,13 @@ def resize_bilinear(x, out_height, out_width, n_threads=1):
     Shape:
         x: ``(N, H, W, C)``; y: ``(N, out_height, out_width, C)``.
     """
-    _check_nhwc(x, "x")
+    check_nd(x, "x", 4)              # (N, H, W, C)
     if x.shape[1] < 1 or x.shape[2] < 1:
         raise ValueError(f"Invalid argument `x`: expected height and width >= 1. "
                          f"Received: x.shape={x.shape}")
     y = np.empty((x.shape[0], _positive(out_height, "out_height"),
                   _positive(out_width, "out_width"), x.shape[3]), x.dtype)
-    _resize(x, y, _positive(n_threads, "n_threads"))
+    _resize(x, y, check_threads(n_threads))
     return y
 
 
@@ -405,10 +396,10 @@ def resize_bilinear_backward(grad, in_height, in_width, n_threads=1):
     Shape:
         grad: ``(N, OH, OW, C)``; dx: ``(N, in_height, in_width, C)``.
     """
-    _check_nhwc(grad, "grad")
+    check_nd(grad, "grad", 4)        # (N, H, W, C)
     dx = np.zeros((grad.shape[0], _positive(in_height, "in_height"),
                    _positive(in_width, "in_width"), grad.shape[3]), grad.dtype)
-    _resize_backward(grad, dx, _positive(n_threads, "n_threads"))
+    _resize_backward(grad, dx, check_threads(n_threads))
     return dx
 
 
@@ -429,10 +420,7 @@ def affine_transform(x, matrices, out_height=None, out_width=None, interpolation
     Shape:
         y: ``(N, out_height or H, out_width or W, C)`` (or channels first).
     """
-    if not isinstance(x, np.ndarray) or x.ndim != 4:
-        raise ValueError(f"Invalid argument `x`: expected a 4-D image batch. Received: "
-                         f"{getattr(x, 'shape', type(x).__name__)}")
-    _check_nhwc(x, "x")
+    check_nd(x, "x", 4)
     if interpolation not in ("bilinear", "nearest"):
         raise ValueError(f"Invalid argument `interpolation`: expected 'bilinear' or 'nearest'. "
                          f"Received: interpolation={interpolation!r}")
@@ -455,7 +443,7 @@ def affine_transform(x, matrices, out_height=None, out_width=None, interpolation
         y[...] = fill_value
         return y
     _affine(x, matrices, y, bool(channels_first), interpolation == "nearest",
-            FILL_MODES[fill_mode], float(fill_value), _positive(n_threads, "n_threads"))
+            FILL_MODES[fill_mode], float(fill_value), check_threads(n_threads))
     return y
 
 
@@ -466,12 +454,12 @@ def flip(x, flip_horizontal, flip_vertical, n_threads=1):
     Shape:
         x, y: ``(N, H, W, C)``.
     """
-    _check_nhwc(x, "x")
+    check_nd(x, "x", 4)              # (N, H, W, C)
     fh = np.ascontiguousarray(flip_horizontal, dtype=np.uint8)
     fv = np.ascontiguousarray(flip_vertical, dtype=np.uint8)
     if fh.shape != (x.shape[0],) or fv.shape != (x.shape[0],):
         raise ValueError(f"Invalid arguments `flip_horizontal`/`flip_vertical`: expected shape "
                          f"({x.shape[0]},). Received: {fh.shape}, {fv.shape}")
     y = np.empty_like(x)
-    _flip(x, fh, fv, y, _positive(n_threads, "n_threads"))
+    _flip(x, fh, fv, y, check_threads(n_threads))
     return y

@@ -19,7 +19,7 @@ The math is in ``docs/math/layernorm.md``.
 from cython.parallel cimport prange
 from libc.math cimport sqrt
 
-from minnet._ext._base cimport check_typed, team
+from minnet._ext._base cimport check_nd, check_typed, team
 from minnet._ext._blas cimport floating
 
 import numpy as np
@@ -139,9 +139,7 @@ def layernorm_forward(x, gamma=None, beta=None, eps=1e-5, n_threads=1):
 
     ``gamma``/``beta`` (``(D,)``) are both given or both None (no affine step).
     """
-    if not isinstance(x, np.ndarray) or x.dtype not in (np.float32, np.float64) or x.ndim != 2:
-        raise ValueError("Invalid argument `x`: expected a float32/float64 2-D (rows, D) array.")
-    check_typed(x, "x", x.dtype, x.shape)
+    check_nd(x, "x", 2)                  # (rows, D)
     rows, D = x.shape
     affine = gamma is not None
     if affine:
@@ -165,9 +163,7 @@ def layernorm_forward(x, gamma=None, beta=None, eps=1e-5, n_threads=1):
 
 def layernorm_backward(x, grad, mean, rstd, gamma=None, n_threads=1):
     """Returns ``(dx, dgamma, dbeta)`` (``dgamma``/``dbeta`` None without ``gamma``)."""
-    check_typed(x, "x", x.dtype, x.shape)
-    if x.ndim != 2:
-        raise ValueError("Invalid argument `x`: expected a 2-D (rows, D) array.")
+    check_nd(x, "x", 2)                  # (rows, D)
     rows, D = x.shape
     check_typed(grad, "grad", x.dtype, x.shape)
     check_typed(mean, "mean", x.dtype, (rows,))

@@ -128,17 +128,6 @@ cdef inline void _soft_ce_row(const floating* x, const floating* p, Py_ssize_t c
     lse[0] = row_lse
 
 
-cdef void soft_cross_entropy_kernel(const floating[:, ::1] logits,   # IN  (N, C)
-                                    const floating[:, ::1] target,   # IN  (N, C)
-                                    double eps,
-                                    floating[::1] loss,              # OUT (N,)
-                                    double[::1] lse,                 # OUT (N,)
-                                    int n_threads) noexcept nogil:
-    cdef Py_ssize_t i, rows = logits.shape[0], cols = logits.shape[1]
-    for i in prange(rows, num_threads=_team(rows * cols, n_threads), schedule="static"):
-        _soft_ce_row(&logits[i, 0], &target[i, 0], cols, eps, &loss[i], &lse[i])
-
-
 cdef inline void _soft_ce_backward_row(const floating* x, const floating* p, double lse,
                                        floating g, Py_ssize_t cols, double eps,
                                        floating* dx) noexcept nogil:
@@ -152,17 +141,22 @@ cdef inline void _soft_ce_backward_row(const floating* x, const floating* p, dou
         dx[j] = (<floating> mass * _exp(<floating> (x[j] - lse)) - t) * g
 
 
-cdef void soft_cross_entropy_backward_kernel(const floating[:, ::1] logits,   # IN  (N, C)
-                                             const floating[:, ::1] target,   # IN  (N, C)
-                                             const double[::1] lse,           # IN  (N,)
-                                             const floating[::1] grad,        # IN  (N,)
-                                             double eps,
-                                             floating[:, ::1] dx,             # OUT (N, C)
-                                             int n_threads) noexcept nogil:
+# Both directions in one walk, as cross_entropy_kernel: dx NULL is the forward.
+cdef void soft_cross_entropy_kernel(const floating[:, ::1] logits,   # IN  (N, C)
+                                    const floating[:, ::1] target,   # IN  (N, C)
+                                    double eps,
+                                    floating* loss,                  # OUT (N,) forward
+                                    double* lse,                     # OUT (N,) fwd, IN bwd
+                                    const floating* grad,            # IN  (N,) bwd
+                                    floating* dx,                    # OUT (N, C) bwd, or NULL
+                                    int n_threads) noexcept nogil:
     cdef Py_ssize_t i, rows = logits.shape[0], cols = logits.shape[1]
     for i in prange(rows, num_threads=_team(rows * cols, n_threads), schedule="static"):
-        _soft_ce_backward_row(&logits[i, 0], &target[i, 0], lse[i], grad[i], cols, eps,
-                              &dx[i, 0])
+        if dx == NULL:
+            _soft_ce_row(&logits[i, 0], &target[i, 0], cols, eps, &loss[i], &lse[i])
+        else:
+            _soft_ce_backward_row(&logits[i, 0], &target[i, 0], lse[i], grad[i], cols, eps,
+                                  dx + i * cols)
 
 
 # ---------------------------------------------------------------------------------------
@@ -214,40 +208,27 @@ cdef void squared_error_backward_kernel(const floating[::1] p,    # IN  (n,)
 # Typed entry points (fused dispatch on the memoryview dtype), GIL released.
 # ---------------------------------------------------------------------------------------
 
-def _cross_entropy(const floating[:, ::1] logits, const int64_t[::1] labels, double eps,
-                   floating[::1] loss, double[::1] lse, int n_threads):
-    cdef Py_ssize_t bad
-    if loss.shape[0] == 0:
+def _cross_entropy(const floating[:, ::1] logits, const int64_t[::1] labels,
+                   const floating[:, ::1] target, double eps, const double[::1] lse,
+                   floating[::1] loss, const floating[::1] grad, floating[:, ::1] dx,
+                   int n_threads):
+    """The forward (``dx`` empty: ``loss``, ``lse``) or the backward (``dx`` from ``lse`` and
+    ``grad``) of the labels' kernel, or of the targets' one when ``labels`` is empty.
+    Returns the number of rows skipped for a label out of range."""
+    cdef Py_ssize_t bad = 0
+    if lse.shape[0] == 0:
         return 0
+    cdef bint backward = dx.shape[0] != 0
+    cdef floating* ploss = NULL if backward else &loss[0]
+    cdef const floating* pgrad = &grad[0] if backward else NULL
+    cdef floating* pdx = &dx[0, 0] if backward else NULL
+    cdef double* plse = <double*> &lse[0]      # written by the forward (its own array)
     with nogil:
-        bad = cross_entropy_kernel(logits, labels, eps, &loss[0], &lse[0], NULL, NULL, n_threads)
+        if labels.shape[0]:
+            bad = cross_entropy_kernel(logits, labels, eps, ploss, plse, pgrad, pdx, n_threads)
+        else:
+            soft_cross_entropy_kernel(logits, target, eps, ploss, plse, pgrad, pdx, n_threads)
     return bad
-
-
-def _cross_entropy_backward(const floating[:, ::1] logits, const int64_t[::1] labels,
-                            const double[::1] lse, const floating[::1] grad, double eps,
-                            floating[:, ::1] dx, int n_threads):
-    cdef Py_ssize_t bad
-    if dx.shape[0] == 0:
-        return 0
-    with nogil:
-        bad = cross_entropy_kernel(logits, labels, eps, NULL, <double*> &lse[0], &grad[0],
-                                   &dx[0, 0], n_threads)
-    return bad
-
-
-def _soft_cross_entropy(const floating[:, ::1] logits, const floating[:, ::1] target,
-                        double eps, floating[::1] loss, double[::1] lse, int n_threads):
-    with nogil:
-        soft_cross_entropy_kernel(logits, target, eps, loss, lse, n_threads)
-
-
-def _soft_cross_entropy_backward(const floating[:, ::1] logits,
-                                 const floating[:, ::1] target, const double[::1] lse,
-                                 const floating[::1] grad, double eps, floating[:, ::1] dx,
-                                 int n_threads):
-    with nogil:
-        soft_cross_entropy_backward_kernel(logits, target, lse, grad, eps, dx, n_threads)
 
 
 def _squared_error_sum(const floating[::1] p, const floating[::1] t, double[::1] block_sums,
@@ -268,14 +249,6 @@ def _squared_error_backward(const floating[::1] p, const floating[::1] t, double
 # Python-visible wrappers: validate, allocate, call.
 # ---------------------------------------------------------------------------------------
 
-def _check_input(a, name, dtype=None, shape=None, ndim=None):
-    """``a`` as a C-contiguous float32/float64 ndarray of ``ndim`` dims, or an error naming it."""
-    if ndim is not None and isinstance(a, np.ndarray) and a.ndim != ndim:
-        raise ValueError(f"Invalid argument `{name}`: expected a {ndim}-D array. "
-                         f"Received: {name}.shape={a.shape}")
-    return check_array(a, name, dtype, shape)
-
-
 def _check_labels(labels, n_rows, n_classes):
     if not isinstance(labels, np.ndarray) or labels.dtype != np.int64:
         got = labels.dtype if isinstance(labels, np.ndarray) else type(labels).__name__
@@ -285,6 +258,21 @@ def _check_labels(labels, n_rows, n_classes):
         raise ValueError(f"Invalid argument `target`: expected shape ({n_rows},) (one label "
                          f"per row of `logits`). Received: target.shape={labels.shape}")
     return np.ascontiguousarray(labels)   # the range is checked in the row loop (module doc)
+
+
+def _run(logits, labels, target, eps, lse, loss=None, grad=None, dx=None, n_threads=1):
+    """_cross_entropy with the arrays a direction does not read empty; raises for the rows
+    whose label was out of range."""
+    rows, row = _EMPTY[logits.dtype]
+    if _cross_entropy(logits, _EMPTY_LABELS if labels is None else labels,
+                      rows if target is None else target, eps, lse, row if loss is None else loss,
+                      row if grad is None else grad, rows if dx is None else dx, int(n_threads)):
+        _raise_bad_labels(labels, logits.shape[1])
+
+
+# what _run passes for the arrays not read (shared, never written: they have no element)
+_EMPTY = {np.dtype(t): (np.empty((0, 0), t), np.empty(0, t)) for t in (np.float32, np.float64)}
+_EMPTY_LABELS = np.empty(0, np.int64)
 
 
 def _raise_bad_labels(labels, n_classes):
@@ -304,7 +292,7 @@ def _check_eps(label_smoothing):
 
 
 def _check_logits(logits):
-    _check_input(logits, "logits", ndim=2)
+    check_array(logits, "logits", None, None, 2)
     if logits.shape[1] == 0:
         raise ValueError(f"Invalid argument `logits`: expected at least one class. "
                          f"Received: logits.shape={logits.shape}")
@@ -333,8 +321,7 @@ def cross_entropy_forward(logits, labels, label_smoothing=0.0, n_threads=1):
     eps = _check_eps(label_smoothing)
     loss = np.empty(logits.shape[0], logits.dtype)
     lse = np.empty(logits.shape[0], np.float64)
-    if _cross_entropy(logits, labels, eps, loss, lse, int(n_threads)):
-        _raise_bad_labels(labels, logits.shape[1])
+    _run(logits, labels, None, eps, lse, loss, n_threads=n_threads)
     return loss, lse
 
 
@@ -346,12 +333,10 @@ def cross_entropy_backward(logits, labels, lse, grad, label_smoothing=0.0, n_thr
     """
     _check_logits(logits)
     labels = _check_labels(labels, logits.shape[0], logits.shape[1])
-    _check_input(lse, "lse", np.float64, (logits.shape[0],))
-    _check_input(grad, "grad", logits.dtype, (logits.shape[0],))
+    check_array(lse, "lse", np.float64, (logits.shape[0],))
+    check_array(grad, "grad", logits.dtype, (logits.shape[0],))
     dx = np.empty_like(logits)
-    if _cross_entropy_backward(logits, labels, lse, grad, _check_eps(label_smoothing), dx,
-                               int(n_threads)):
-        _raise_bad_labels(labels, logits.shape[1])
+    _run(logits, labels, None, _check_eps(label_smoothing), lse, None, grad, dx, n_threads)
     return dx
 
 
@@ -365,11 +350,11 @@ def soft_cross_entropy_forward(logits, target, label_smoothing=0.0, n_threads=1)
         logits, target: ``(N, C)``; loss, lse: ``(N,)``.
     """
     _check_logits(logits)
-    _check_input(target, "target", logits.dtype, logits.shape)
+    check_array(target, "target", logits.dtype, logits.shape)
     eps = _check_eps(label_smoothing)
     loss = np.empty(logits.shape[0], logits.dtype)
     lse = np.empty(logits.shape[0], np.float64)
-    _soft_cross_entropy(logits, target, eps, loss, lse, int(n_threads))
+    _run(logits, None, target, eps, lse, loss, n_threads=n_threads)
     return loss, lse
 
 
@@ -382,12 +367,11 @@ def soft_cross_entropy_backward(logits, target, lse, grad, label_smoothing=0.0,
         logits, target, dx: ``(N, C)``; lse, grad: ``(N,)``.
     """
     _check_logits(logits)
-    _check_input(target, "target", logits.dtype, logits.shape)
-    _check_input(lse, "lse", np.float64, (logits.shape[0],))
-    _check_input(grad, "grad", logits.dtype, (logits.shape[0],))
+    check_array(target, "target", logits.dtype, logits.shape)
+    check_array(lse, "lse", np.float64, (logits.shape[0],))
+    check_array(grad, "grad", logits.dtype, (logits.shape[0],))
     dx = np.empty_like(logits)
-    _soft_cross_entropy_backward(logits, target, lse, grad, _check_eps(label_smoothing),
-                                 dx, int(n_threads))
+    _run(logits, None, target, _check_eps(label_smoothing), lse, None, grad, dx, n_threads)
     return dx
 
 
@@ -398,8 +382,8 @@ def squared_error_sum(prediction, target, n_threads=1):
     Shape:
         prediction, target: ``(*)``, the same.
     """
-    _check_input(prediction, "prediction")
-    _check_input(target, "target", prediction.dtype, prediction.shape)
+    check_array(prediction, "prediction")
+    check_array(target, "target", prediction.dtype, prediction.shape)
     n_blocks = (prediction.size + _BLOCK - 1) // _BLOCK
     block_sums = np.empty(n_blocks, np.float64)
     return _squared_error_sum(prediction.reshape(-1), target.reshape(-1), block_sums,
@@ -415,8 +399,8 @@ def squared_error_backward(prediction, target, scale, want_target=False, n_threa
     Shape:
         prediction, target, dp, dt: ``(*)``, all the same.
     """
-    _check_input(prediction, "prediction")
-    _check_input(target, "target", prediction.dtype, prediction.shape)
+    check_array(prediction, "prediction")
+    check_array(target, "target", prediction.dtype, prediction.shape)
     dp = np.empty_like(prediction)
     dt = np.empty_like(prediction) if want_target else np.empty(0, prediction.dtype)
     _squared_error_backward(prediction.reshape(-1), target.reshape(-1), float(scale),

@@ -28,7 +28,7 @@ from libc.stdint cimport int32_t, int64_t, uint32_t
 from libc.string cimport memset
 from libc.math cimport INFINITY
 
-from minnet._ext._base cimport check_strided
+from minnet._ext._base cimport check_array, check_strided, check_typed
 from minnet._ext._blas cimport floating
 from minnet._ext._fastmath cimport sum4
 
@@ -321,13 +321,8 @@ cdef void global_avg_pool2d_bwd(int64_t S, int64_t L, int K,
 # Python-visible wrappers.  They check what the nogil loops rely on (dtype, layout,
 # window geometry); user-facing argument parsing lives in minnet.functional._pooling.
 
-def _check_x(x):
-    check_strided(x, "x")
-    if x.ndim != 4:
-        raise ValueError(f"Invalid argument `x`: expected a 4-D array (N, C, H, W) or "
-                         f"(N, H, W, C). "
-                         f"Received: shape={x.shape}")
-    return np.ascontiguousarray(x)
+def _check_x(x, name="x"):
+    return np.ascontiguousarray(check_strided(x, name, 4))     # (N, C, H, W) or (N, H, W, C)
 
 
 def output_size(size, kernel, stride, pad_before, pad_after):
@@ -429,18 +424,13 @@ def max_pool2d_backward(grad, indices, input_shape, n_threads=1, channels_last=F
     Shape:
         grad, indices: (N, C, OH, OW); returns (N, C, H, W)
     """
-    grad = _check_x(grad)
+    grad = _check_x(grad, "grad")
     N, C, H, W = _nchw(input_shape, channels_last)
-    if (not isinstance(indices, np.ndarray) or indices.dtype != np.int32
-            or indices.shape != grad.shape):
-        raise ValueError(f"Invalid argument `indices`: expected an int32 array of shape "
-                         f"{grad.shape}. Received: {getattr(indices, 'dtype', None)} "
-                         f"{getattr(indices, 'shape', None)}")
+    check_typed(indices, "indices", np.int32, grad.shape)
     if _nchw(grad.shape, channels_last)[:2] != (N, C):
         raise ValueError(f"Invalid argument `input_shape`: expected (N, C) = "
                          f"{_nchw(grad.shape, channels_last)[:2]}. "
                          f"Received: input_shape={tuple(input_shape)}")
-    indices = np.ascontiguousarray(indices)
     shape = _layout(N, C, H, W, channels_last)
     if not grad.size or not H * W:
         return np.zeros(shape, dtype=grad.dtype)
@@ -527,7 +517,7 @@ def avg_pool2d_backward(grad, input_shape, pool_size, strides, padding=(0, 0, 0,
     Shape:
         grad: (N, C, OH, OW); returns (N, C, H, W)
     """
-    grad = _check_x(grad)
+    grad = _check_x(grad, "grad")
     N, C, H, W = _nchw(input_shape, channels_last)
     dx = np.zeros(_layout(N, C, H, W, channels_last), dtype=grad.dtype)
     geometry = _geometry(dx, pool_size, strides, padding, channels_last)
@@ -601,12 +591,7 @@ def global_avg_pool2d_backward(grad, input_shape, n_threads=1, channels_last=Fal
         grad: (N, C); returns (N, C, H, W)
     """
     N, C, H, W = _nchw(input_shape, channels_last)
-    if (not isinstance(grad, np.ndarray) or grad.dtype not in (np.float32, np.float64)
-            or grad.shape != (N, C)):
-        raise ValueError(f"Invalid argument `grad`: expected a float array of shape {(N, C)}. "
-                         f"Received: {getattr(grad, 'dtype', type(grad).__name__)} "
-                         f"{getattr(grad, 'shape', '')}")
-    grad = np.ascontiguousarray(grad)
+    grad = np.ascontiguousarray(check_array(grad, "grad", None, (N, C), -1, False))
     dx = np.empty(_layout(N, C, H, W, channels_last), dtype=grad.dtype)
     if dx.size:
         _gap_bwd(grad.reshape(-1, C if channels_last else 1), _batch(dx, channels_last),

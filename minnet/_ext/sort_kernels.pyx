@@ -18,7 +18,7 @@ from cython.parallel cimport prange, threadid
 from libc.stdint cimport int64_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
 
-from minnet._ext._base cimport check_strided
+from minnet._ext._base cimport check_strided, check_threads
 from minnet._ext._base cimport team as _team
 from minnet._ext._blas cimport floating
 
@@ -149,9 +149,7 @@ def argsort_along(a, dim, descending=False, n_threads=1):
         raise ValueError(f"Invalid argument `dim`: expected an int in [{-a.ndim}, {a.ndim}). "
                          f"Received: dim={dim}")
     dim %= a.ndim
-    if n_threads < 1:
-        raise ValueError(f"Invalid argument `n_threads`: expected an int >= 1. "
-                         f"Received: n_threads={n_threads}")
+    n_threads = check_threads(n_threads)
     outer = math.prod(a.shape[:dim])
     inner = math.prod(a.shape[dim + 1:])
     src = np.ascontiguousarray(a).reshape(outer, a.shape[dim], inner)

@@ -180,67 +180,51 @@ cdef void _unary_backward_block(int op, const floating* s, const floating* g, fl
             dx[i] = g[i] * s[i]
 
 
+cdef inline void _block(int op, const floating* s, const floating* g, floating* y,
+                        Py_ssize_t n) noexcept nogil:
+    if g == NULL:
+        _unary_block(op, s, y, n)
+    else:
+        _unary_backward_block(op, s, g, y, n)
+
+
 cdef void unary_kernel(int op,
-                       const floating* x,    # IN  (n,)
-                       floating* y,          # OUT (n,)
-                       Py_ssize_t n, int n_threads) noexcept nogil:
+                       const floating* s,      # IN  x; backward: the saved input (output for exp)
+                       const floating* grad,   # IN  NULL (forward), (n,), or one block (grad_block)
+                       floating* y,            # OUT (n,): y, or dx
+                       Py_ssize_t n, bint grad_block, int n_threads) noexcept nogil:
+    """y = f(x) (grad NULL, grad_block true), else dx = grad * f'(x), block by block."""
     cdef Py_ssize_t b, start
     if team(n, n_threads) == 1:
         for b in range(n_blocks(n)):
             start = b * BLOCK
-            _unary_block(op, x + start, y + start, block_len(n, start))
+            _block(op, s + start, grad if grad_block else grad + start, y + start,
+                   block_len(n, start))
         return
     for b in prange(n_blocks(n), num_threads=n_threads, schedule="static"):
         start = b * BLOCK
-        _unary_block(op, x + start, y + start, block_len(n, start))
-
-
-cdef void unary_backward_kernel(int op,
-                                const floating* s,      # IN  saved input (output for exp)
-                                const floating* grad,   # IN  (n,), or one block (grad_block)
-                                floating* dx,           # OUT (n,)
-                                Py_ssize_t n, bint grad_block, int n_threads) noexcept nogil:
-    cdef Py_ssize_t b, start
-    if team(n, n_threads) == 1:
-        for b in range(n_blocks(n)):
-            start = b * BLOCK
-            _unary_backward_block(op, s + start, grad if grad_block else grad + start, dx + start,
-                                  block_len(n, start))
-        return
-    for b in prange(n_blocks(n), num_threads=n_threads, schedule="static"):
-        start = b * BLOCK
-        _unary_backward_block(op, s + start, grad if grad_block else grad + start, dx + start,
-                              block_len(n, start))
+        _block(op, s + start, grad if grad_block else grad + start, y + start,
+               block_len(n, start))
 
 
 # ---------------------------------------------------------------------------------------
-# Typed entry points: the wrappers below have checked dtype, shape and contiguity, so the
-# elementwise kernels get the arrays' data pointers (a memoryview per array and Cython's
+# The typed entry point: the wrappers below have checked dtype, shape and contiguity, so the
+# elementwise kernel gets the arrays' data pointers (a memoryview per array and Cython's
 # fused-function dispatch cost more than a small array's loop: benchmarks/bench_autograd.py,
 # mlp100).  `f32` selects the float specialisation, else double.  GIL released.
 # ---------------------------------------------------------------------------------------
 
-cdef _unary(bint f32, int op, x, y, Py_ssize_t n, int n_threads):
-    cdef void* px = data_ptr(x)
+cdef _call(bint f32, int op, s, g, y, Py_ssize_t n, bint grad_block, int n_threads):
+    cdef void* ps = data_ptr(s)
+    cdef void* pg = NULL if g is None else data_ptr(g)     # None: the forward
     cdef void* py = data_ptr(y)
     with nogil:
         if f32:
-            unary_kernel(op, <const float*> px, <float*> py, n, n_threads)
+            unary_kernel(op, <const float*> ps, <const float*> pg, <float*> py, n, grad_block,
+                         n_threads)
         else:
-            unary_kernel(op, <const double*> px, <double*> py, n, n_threads)
-
-
-cdef _unary_backward(bint f32, int op, s, g, dx, Py_ssize_t n, bint grad_block, int n_threads):
-    cdef void* ps = data_ptr(s)
-    cdef void* pg = data_ptr(g)
-    cdef void* pd = data_ptr(dx)
-    with nogil:
-        if f32:
-            unary_backward_kernel(op, <const float*> ps, <const float*> pg, <float*> pd, n,
-                                  grad_block, n_threads)
-        else:
-            unary_backward_kernel(op, <const double*> ps, <const double*> pg, <double*> pd, n,
-                                  grad_block, n_threads)
+            unary_kernel(op, <const double*> ps, <const double*> pg, <double*> py, n,
+                         grad_block, n_threads)
 
 
 # ---------------------------------------------------------------------------------------
@@ -265,7 +249,7 @@ def unary_forward(x, op, out=None, n_threads=1):
     code = _unary_op(op)
     check_array(x, "x")
     y = output_like(out, x)
-    _unary(is_f32(x), code, x, y, size_of(x), check_threads(n_threads))
+    _call(is_f32(x), code, x, None, y, size_of(x), True, check_threads(n_threads))
     return y
 
 
@@ -279,6 +263,5 @@ def unary_backward(saved, grad, op, out=None, n_threads=1):
     check_array(saved, "saved")
     g, grad_block = grad_operand(grad, saved)
     dx = output_like(out, saved)
-    _unary_backward(is_f32(saved), code, saved, g, dx, size_of(saved), grad_block,
-                    check_threads(n_threads))
+    _call(is_f32(saved), code, saved, g, dx, size_of(saved), grad_block, check_threads(n_threads))
     return dx
