@@ -170,41 +170,47 @@ def _kernel_modules():
             for info in pkgutil.iter_modules(minnet._ext.__path__) if info.name.endswith("_kernels")]
 
 
-# The phases of Trainer.train_step a profile times, as (label, owner attribute path).
 _PHASES = ("forward", "loss", "backward", "optimizer")
 
 
-def profile_split(name, mn, n, threads):
+def profile_split(name, mn, n, threads, clock=time.perf_counter):
     """Where one training step's time goes, for one epoch of ``fit`` at batch 64.
 
     Two kinds of timer, outermost call only: every Python-visible function of the kernel
     modules (``minnet._ext.*_kernels``: Cython, the GIL released inside), and the phases of
-    ``train_step``: forward (the model's ``call``), loss (``compute_loss``), backward
+    ``train_step``: forward (the model's ``__call__``), loss (``compute_loss``), backward
     (``Tensor.backward``: the engine) and optimizer (``zero_grad`` + ``step``).  A phase's
     framework time is its wall time less the kernel time inside it; the "trainer loop" is
-    what no phase covers (batching and shuffling, ``loss.item()``, metrics, callbacks).
-    Framework overhead = the step's wall time less all kernel time: everything that is not
-    a kernel (Python, and NumPy calls outside the kernels).  Each timer adds about 0.2 us
-    per call (kernels: charged to the kernels; phases: to their framework time).
+    the rest of the step (from one ``train_step`` to the next: batching and shuffling,
+    callbacks, and inside ``train_step`` ``loss.item()``, the loss tracker, metrics).
+    Framework overhead = the step's wall time less its kernel time: everything that is not
+    a kernel (Python, and NumPy calls outside the kernels).  Each figure is the median over
+    the epoch's steps (a step that another job on the machine interrupted does not move
+    it), so the rows need not add up exactly.  A timer costs about 0.2 us per call.
+    ``clock=time.thread_time`` (``--clock cpu``) counts this thread's CPU time instead of
+    wall time: at 1 thread a step's time without what other jobs on the machine took from
+    it (at 2 threads the kernels' second thread is not counted, the framework time still is).
     """
     from minnet.autograd import Tensor
     x, y = data(name, n)
     model = build_minnet(name, mn)
     minnet_epoch(model, x[:min(1000, n)], y[:min(1000, n)])
-    kernel_totals, phase_wall, phase_kernels = {}, {}, {}
+    kernel_totals = {}
     patched = []
-    state = {"kernel_depth": 0, "kernel_time": 0.0, "phase": None}
+    state = {"kernel_depth": 0, "kernel_time": 0.0, "phase": None, "phase_wall": {},
+             "phase_kernels": {}, "step_start": None, "step_kernels": 0.0}
+    steps_seen = []
 
     def timed_kernel(label, fn):
         def wrapper(*args, **kwargs):
             if state["kernel_depth"]:      # kernels call each other (relu_forward -> _leaky_relu)
                 return fn(*args, **kwargs)
             state["kernel_depth"] += 1
-            t0 = time.perf_counter()
+            t0 = clock()
             try:
                 return fn(*args, **kwargs)
             finally:
-                dt = time.perf_counter() - t0
+                dt = clock() - t0
                 kernel_totals[label] = kernel_totals.get(label, 0.0) + dt
                 state["kernel_time"] += dt
                 state["kernel_depth"] -= 1
@@ -215,15 +221,37 @@ def profile_split(name, mn, n, threads):
             if state["phase"] is not None:  # nested (a layer's call inside forward)
                 return fn(*args, **kwargs)
             state["phase"] = label
-            k0, t0 = state["kernel_time"], time.perf_counter()
+            k0, t0 = state["kernel_time"], clock()
             try:
                 return fn(*args, **kwargs)
             finally:
-                phase_wall[label] = phase_wall.get(label, 0.0) + time.perf_counter() - t0
-                phase_kernels[label] = phase_kernels.get(label, 0.0) + state["kernel_time"] - k0
+                walls, kernels = state["phase_wall"], state["phase_kernels"]
+                walls[label] = walls.get(label, 0.0) + clock() - t0
+                kernels[label] = kernels.get(label, 0.0) + state["kernel_time"] - k0
                 state["phase"] = None
         wrapper.__wrapped__ = fn               # call_spec reads the signature through it
         return wrapper
+
+    def timed_step(fn):
+        def wrapper(*args, **kwargs):
+            now = clock()
+            if state["step_start"] is not None:    # the previous step ends where this one starts
+                end_step(now)
+            state.update(step_start=now, step_kernels=state["kernel_time"], phase_wall={},
+                         phase_kernels={})
+            return fn(*args, **kwargs)
+        wrapper.__wrapped__ = fn
+        return wrapper
+
+    def end_step(now):
+        wall = now - state["step_start"]
+        kernels = state["kernel_time"] - state["step_kernels"]
+        record = {"step": (wall, kernels)}
+        for label in _PHASES:
+            record[label] = (state["phase_wall"].get(label, 0.0), state["phase_kernels"].get(label, 0.0))
+        record["trainer loop"] = (wall - sum(w for w, _ in (record[p] for p in _PHASES)),
+                                  kernels - sum(k for _, k in (record[p] for p in _PHASES)))
+        steps_seen.append(record)
 
     def patch(owner, attr, wrapper):
         patched.append((owner, attr, owner.__dict__.get(attr) if isinstance(owner, type)
@@ -237,57 +265,64 @@ def profile_split(name, mn, n, threads):
                 continue
             patch(mod, attr, timed_kernel(f"{mod.__name__.rsplit('.', 1)[1]}.{attr}", fn))
     model_type, opt = type(model), model.optimizer
-    patch(model_type, "call", timed_phase("forward", model_type.call))
+    patch(model_type, "__call__", timed_phase("forward", model_type.__call__))
     patch(model_type, "compute_loss", timed_phase("loss", model_type.compute_loss))
+    patch(model_type, "train_step", timed_step(model_type.train_step))
     patch(Tensor, "backward", timed_phase("backward", Tensor.backward))
     patch(opt, "step", timed_phase("optimizer", opt.step))
     patch(opt, "zero_grad", timed_phase("optimizer", opt.zero_grad))
     try:
         steps = -(-len(x) // 64)
-        t0 = time.perf_counter()
-        model.fit(x, y, batch_size=64, epochs=1, verbose=0, shuffle=True)
-        wall = time.perf_counter() - t0
+        n_full = steps - (len(x) % 64 != 0)       # the last, smaller batch is not counted
+        t0 = clock()
+        model.fit(x[:64 * n_full + 1], y[:64 * n_full + 1], batch_size=64, epochs=1, verbose=0,
+                  shuffle=False)                  # the 1-sample step closes the last full one
+        wall = clock() - t0
     finally:
         for owner, attr, fn in reversed(patched):
             if fn is None:
                 delattr(owner, attr)
             else:
                 setattr(owner, attr, fn)
-    per_step = 1e3 / steps
-    kernels = state["kernel_time"]
+    steps_seen = steps_seen[:n_full]
+
+    def median_ms(values):
+        return 1e3 * float(np.median(values))
+
     phases = {}
-    for label in _PHASES:
-        w, k = phase_wall.get(label, 0.0), phase_kernels.get(label, 0.0)
-        phases[label] = {"wall_ms": w * per_step, "kernels_ms": k * per_step,
-                         "framework_ms": (w - k) * per_step}
-    loop_wall = wall - sum(phase_wall.values())
-    loop_kernels = kernels - sum(phase_kernels.values())
-    phases["trainer loop"] = {"wall_ms": loop_wall * per_step, "kernels_ms": loop_kernels * per_step,
-                              "framework_ms": (loop_wall - loop_kernels) * per_step}
+    for label in _PHASES + ("trainer loop",):
+        w = [r[label][0] for r in steps_seen]
+        k = [r[label][1] for r in steps_seen]
+        phases[label] = {"wall_ms": median_ms(w), "kernels_ms": median_ms(k),
+                         "framework_ms": median_ms([a - b for a, b in zip(w, k)])}
+    step_wall = [r["step"][0] for r in steps_seen]
+    step_kernels = [r["step"][1] for r in steps_seen]
+    framework = [a - b for a, b in zip(step_wall, step_kernels)]
     rows = sorted(kernel_totals.items(), key=lambda kv: -kv[1])
-    return {"steps": steps, "wall_ms_per_step": wall * per_step,
-            "kernels_ms_per_step": kernels * per_step,
+    return {"steps": len(steps_seen), "wall_ms_per_step": median_ms(step_wall),
+            "kernels_ms_per_step": median_ms(step_kernels),
             "optimizer_ms_per_step": phases["optimizer"]["wall_ms"],
-            "python_ms_per_step": (wall - kernels) * per_step,
-            "overhead_percent": 100.0 * (wall - kernels) / wall,
+            "python_ms_per_step": median_ms(framework),
+            "overhead_percent": 100.0 * float(np.median([f / w for f, w in zip(framework, step_wall)])),
+            "epoch_ms_per_step": 1e3 * wall / (n_full + 1),
             "phases_ms_per_step": phases,
-            "detail_ms_per_step": {k: v * per_step for k, v in rows}}
+            "detail_ms_per_step": {k: 1e3 * v / (n_full + 1) for k, v in rows}}
 
 
-def print_profile(name, split, threads):
+def print_profile(name, split, threads, clock_name="wall"):
     """The profile of one workload as a table: where a step's time goes."""
     wall = split["wall_ms_per_step"]
     print(f"\n{name}: where a step's time goes (batch 64, {threads} thread(s), {DATA_FORMAT}, "
-          f"{split['steps']} steps, load {os.getloadavg()[0]:.2f})")
+          f"{split['steps']} steps, {clock_name} clock, load {os.getloadavg()[0]:.2f})")
     print(f"  {'phase':16s} {'ms/step':>8s} {'kernels':>8s} {'framework':>10s} {'% of step':>10s}")
     for label, ph in split["phases_ms_per_step"].items():
         print(f"  {label:16s} {ph['wall_ms']:8.3f} {ph['kernels_ms']:8.3f} {ph['framework_ms']:10.3f}"
               f" {100 * ph['wall_ms'] / wall:9.1f}%")
     print(f"  {'step':16s} {wall:8.3f} {split['kernels_ms_per_step']:8.3f} "
-          f"{split['python_ms_per_step']:10.3f} {100.0:9.1f}%")
+          f"{split['python_ms_per_step']:10.3f} {100.0:9.1f}%   (medians over the steps)")
     print(f"  framework overhead (all that is not a kernel): {split['python_ms_per_step']:.3f} ms"
           f" = {split['overhead_percent']:.1f}% of the step")
-    print("  largest kernels, ms/step:")
+    print("  largest kernels, ms/step (epoch mean):")
     for label, ms in list(split["detail_ms_per_step"].items())[:8]:
         print(f"    {ms:8.3f}  {label}")
 
@@ -466,7 +501,10 @@ def main():
     parser.add_argument("--no-memory", action="store_true")
     parser.add_argument("--memory-child", default=None)
     parser.add_argument("--profile", action="store_true",
-                        help="print the kernels / optimizer / Python-overhead split of a step")
+                        help="print where a step's time goes (phases, kernels, framework)")
+    parser.add_argument("--clock", default="wall", choices=["wall", "cpu"],
+                        help="--profile's clock: wall time, or this thread's CPU time (robust "
+                             "to other jobs at 1 thread)")
     args = parser.parse_args()
     names = args.models.split(",")
     n_of = {name: args.n_cifar if name == "cifar" else args.n for name in names}
@@ -479,9 +517,11 @@ def main():
         mn.set_num_threads(args.threads)
         out = {}
         for name in names:
-            split = profile_split(name, mn, n_of[name], args.threads)
+            clock = time.thread_time if args.clock == "cpu" else time.perf_counter
+            split = profile_split(name, mn, n_of[name], args.threads, clock=clock)
+            split["clock"], split["load_average"] = args.clock, os.getloadavg()[0]
             out[name] = split
-            print_profile(name, split, args.threads)
+            print_profile(name, split, args.threads, args.clock)
         os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
         with open(os.path.join(HERE, "results", f"profile_t{args.threads}.json"), "w") as f:
             json.dump(out, f, indent=2)
@@ -496,6 +536,10 @@ def main():
         torch = None
     results = {"threads": args.threads, "n": args.n, "n_cifar": args.n_cifar, "epochs": args.epochs,
                "data_format": DATA_FORMAT, "load_average": os.getloadavg(), "models": {}}
+    print(f"bench_training: {args.threads} thread(s), {DATA_FORMAT}, OPENBLAS_CORETYPE="
+          f"{os.environ.get('OPENBLAS_CORETYPE', '(unset)')}, OPENBLAS_L2_SIZE="
+          f"{os.environ.get('OPENBLAS_L2_SIZE', '(unset)')}; train/predict ratio = median"
+          f" minnet/torch [per-epoch min-max]", flush=True)
     for name in names:
         x, y = data(name, n_of[name])
         model = build_minnet(name, mn)
@@ -515,6 +559,11 @@ def main():
         if torch is not None:
             summary["train_ratio"] = summary["minnet_train"] / summary["torch_train"]
             summary["predict_ratio"] = summary["minnet_predict"] / summary["torch_predict"]
+            # the spread: each interleaved epoch's own ratio
+            for kind in ("train", "predict"):
+                pairs = [m / t for m, t in zip(r[f"minnet_{kind}"], r[f"torch_{kind}"])]
+                summary[f"{kind}_ratio_min"], summary[f"{kind}_ratio_max"] = min(pairs), max(pairs)
+        summary["load_average"] = os.getloadavg()[0]
         if not args.no_memory:
             (summary["minnet_train_rss_growth_mib"],
              summary["minnet_peak_rss_mib"]) = peak_rss_child("minnet", name, n_of[name], args.threads)
@@ -528,10 +577,13 @@ def main():
         results["models"][name] = summary
         line = f"{name:4s} train {summary['minnet_train']:9,.0f} samples/s"
         if torch is not None:
-            line += f" (torch {summary['torch_train']:9,.0f}, ratio {summary['train_ratio']:.2f})"
+            line += (f" (torch {summary['torch_train']:9,.0f}, ratio {summary['train_ratio']:.2f}"
+                     f" [{summary['train_ratio_min']:.2f}-{summary['train_ratio_max']:.2f}])")
         line += f" | predict {summary['minnet_predict']:9,.0f}"
         if torch is not None:
-            line += f" (torch {summary['torch_predict']:9,.0f}, ratio {summary['predict_ratio']:.2f})"
+            line += (f" (torch {summary['torch_predict']:9,.0f}, ratio {summary['predict_ratio']:.2f}"
+                     f" [{summary['predict_ratio_min']:.2f}-{summary['predict_ratio_max']:.2f}])")
+        line += f" | load {summary['load_average']:.2f}"
         if "minnet_peak_rss_mib" in summary:
             line += (f" | training RSS growth {summary['minnet_train_rss_growth_mib']:.1f} MiB,"
                      f" process peak {summary['minnet_peak_rss_mib']:.0f} MiB")
@@ -545,7 +597,7 @@ def main():
                      for k, v in b.items()]
             print(f"     buffers, MiB (torch): " + ", ".join(parts), flush=True)
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
-    with open(os.path.join(HERE, "results", f"training_t{args.threads}.json"), "w") as f:
+    with open(os.path.join(HERE, "results", os.environ.get("MINNET_BENCH_OUT", f"training_t{args.threads}.json")), "w") as f:
         json.dump(results, f, indent=2)
 
 
