@@ -127,9 +127,15 @@ def torch_inputs(torch, x, y):
     return xt, torch.from_numpy(y)
 
 
+# The CPU time (all threads of the process) of the last timed epoch: at 1 thread a measure
+# of the work that other jobs on a shared machine do not inflate (see --threads 1 results).
+LAST_CPU = [0.0]
+
+
 def minnet_epoch(model, x, y):
-    t = time.perf_counter()
+    c, t = time.process_time(), time.perf_counter()
     model.fit(x, y, batch_size=64, epochs=1, verbose=0, shuffle=True)
+    LAST_CPU[0] = time.process_time() - c
     return len(x) / (time.perf_counter() - t)
 
 
@@ -143,12 +149,13 @@ def torch_epoch(torch, model, opt, x, y):
     lossf = torch.nn.CrossEntropyLoss()
     model.train()
     perm = torch.randperm(len(x))
-    t = time.perf_counter()
+    c, t = time.process_time(), time.perf_counter()
     for i in range(0, len(x), 64):
         idx = perm[i:i + 64]
         opt.zero_grad()
         lossf(model(x[idx]), y[idx]).backward()
         opt.step()
+    LAST_CPU[0] = time.process_time() - c
     return len(x) / (time.perf_counter() - t)
 
 
@@ -545,15 +552,18 @@ def main():
         model = build_minnet(name, mn)
         minnet_epoch(model, x[:1000], y[:1000])          # warm-up (builds the model)
         r = {"minnet_train": [], "minnet_predict": [], "torch_train": [], "torch_predict": []}
+        cpu = {"minnet": [], "torch": []}
         if torch is not None:
             tm, topt = build_torch(name, torch)
             xt, yt = torch_inputs(torch, x, y)
             torch_epoch(torch, tm, topt, xt[:1000], yt[:1000])
         for _ in range(args.epochs):                       # interleaved
             r["minnet_train"].append(minnet_epoch(model, x, y))
+            cpu["minnet"].append(LAST_CPU[0])
             r["minnet_predict"].append(minnet_predict(model, x))
             if torch is not None:
                 r["torch_train"].append(torch_epoch(torch, tm, topt, xt, yt))
+                cpu["torch"].append(LAST_CPU[0])
                 r["torch_predict"].append(torch_predict(torch, tm, xt))
         summary = {k: float(np.median(v)) for k, v in r.items() if v}
         if torch is not None:
@@ -563,6 +573,11 @@ def main():
             for kind in ("train", "predict"):
                 pairs = [m / t for m, t in zip(r[f"minnet_{kind}"], r[f"torch_{kind}"])]
                 summary[f"{kind}_ratio_min"], summary[f"{kind}_ratio_max"] = min(pairs), max(pairs)
+            # torch CPU-s / minnet CPU-s per epoch: at 1 thread the same ratio without the
+            # time other jobs took (at 2 threads it also counts the threads' waiting)
+            pairs = [t / m for m, t in zip(cpu["minnet"], cpu["torch"])]
+            summary["train_ratio_cpu"] = float(np.median(pairs))
+            summary["train_ratio_cpu_min"], summary["train_ratio_cpu_max"] = min(pairs), max(pairs)
         summary["load_average"] = os.getloadavg()[0]
         if not args.no_memory:
             (summary["minnet_train_rss_growth_mib"],
@@ -578,7 +593,9 @@ def main():
         line = f"{name:4s} train {summary['minnet_train']:9,.0f} samples/s"
         if torch is not None:
             line += (f" (torch {summary['torch_train']:9,.0f}, ratio {summary['train_ratio']:.2f}"
-                     f" [{summary['train_ratio_min']:.2f}-{summary['train_ratio_max']:.2f}])")
+                     f" [{summary['train_ratio_min']:.2f}-{summary['train_ratio_max']:.2f}],"
+                     f" by CPU time {summary['train_ratio_cpu']:.2f}"
+                     f" [{summary['train_ratio_cpu_min']:.2f}-{summary['train_ratio_cpu_max']:.2f}])")
         line += f" | predict {summary['minnet_predict']:9,.0f}"
         if torch is not None:
             line += (f" (torch {summary['torch_predict']:9,.0f}, ratio {summary['predict_ratio']:.2f}"
