@@ -204,14 +204,23 @@ class Layer(SymbolicLayer, PyTorchDeviceMethods):
             # a keras.Variable (mn.Variable) assigned here becomes one of this layer's weights
             if trainable is not None and not any(w is value for _, w, _ in self._own_weights):
                 self._own_weights.append((key, value, trainable))
+        elif isinstance(value, (Layer, list)) or (
+                isinstance(value, tuple) and any(isinstance(v, Layer) for v in value)):
+            # what _tracked_layers looks through (a list may get layers later)
+            self.__dict__["_may_hold_layers"] = True
         object.__setattr__(self, key, value)
 
     def _tracked_layers(self):
         """Sublayers: attributes that are Layers or lists/tuples of Layers, in assignment order.
 
         Found by looking at the attributes each time, so a list of layers that grows later
-        (``self.blocks.append(...)``) is seen too.
+        (``self.blocks.append(...)``) is seen too.  A layer that was never assigned a layer,
+        a list or a tuple holding a layer (most built-in layers) has none, known without the
+        look: ``losses``, ``train()`` and the weight lists ask this of every layer, ``fit``
+        at every step.
         """
+        if not self.__dict__.get("_may_hold_layers"):
+            return []
         found = []
         seen = {id(self)}
         for value in self.__dict__.values():

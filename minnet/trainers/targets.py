@@ -145,7 +145,19 @@ def sample_weights(y, n, sample_weight, class_weight, check_finite=True):
 
 
 def first_nonfinite_row(array, chunk_rows=4096):
-    """Index of the first sample holding NaN/inf, or None (scanned in chunks: bounded memory)."""
+    """Index of the first sample holding NaN/inf, or None (scanned in chunks: bounded memory).
+
+    One summing pass settles the usual, clean case: a sum is finite only if every term is
+    (NaN and inf propagate, and an overflow gives inf, never a finite value again), so only
+    a non-finite sum needs the row-by-row scan that names the first bad sample.  The sum
+    reads the data once and writes nothing (the scan writes a mask per chunk and reads it
+    again): fit checks its whole ``x`` this way before every call.
+    """
+    if array.size == 0:
+        return None
+    with np.errstate(over="ignore", invalid="ignore"):
+        if np.isfinite(np.add.reduce(array, axis=None)):
+            return None
     rows = array.reshape(len(array), -1)
     for start in range(0, len(rows), chunk_rows):
         bad = np.flatnonzero(~np.isfinite(rows[start:start + chunk_rows]).all(axis=1))

@@ -141,3 +141,19 @@ def test_finite_scan_is_chunked_and_exact():
     x[7, 1, 0] = -np.inf
     x[9, 0, 0] = np.nan
     assert first_nonfinite_row(x, chunk_rows=3) == 7
+
+
+def test_finite_scan_sum_shortcut_is_exact():
+    # the summing pass only clears clean data: an overflowing sum of finite values goes
+    # on to the row scan and is not reported; +inf and -inf that would cancel are found
+    big = np.full((6, 3), np.finfo(np.float32).max, dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")            # no overflow warning leaks out
+        assert first_nonfinite_row(big, chunk_rows=4) is None
+    x = np.ones((6, 3), np.float32)
+    x[2, 0], x[4, 1] = np.inf, -np.inf
+    assert first_nonfinite_row(x, chunk_rows=4) == 2
+    strided = np.ones((8, 4), np.float64)[:, ::2]          # not contiguous: no copy needed
+    strided[5, 1] = np.nan
+    assert first_nonfinite_row(strided) == 5
+    assert first_nonfinite_row(np.zeros((0, 3), np.float32)) is None
