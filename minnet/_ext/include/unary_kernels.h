@@ -85,7 +85,7 @@ static inline float minnet_phi_from_f(float z, float e) {
 
 static inline float minnet_phi_cdf_f(float x) {
     float z = x * 0.70710678118654752f;
-    return minnet_phi_from_f(z, minnet_exp_nonpos_f(-(z * z)));
+    return minnet_phi_from_f(z, minnet_exp_neg_f(-(z * z)));     /* -z^2 <= 0 */
 }
 
 static inline float minnet_softplus1_f(float v) {
@@ -127,7 +127,7 @@ static void minnet_unary_backward_f(int op, const float *s, const float *g, floa
     switch (op) {
     case 0: MINNET_FOR_GRAD(n, g, g_step, float v = s[i];          /* Phi(x) + x phi(x) */
                 float z = v * 0.70710678118654752f;
-                float e = minnet_exp_nonpos_f(-(z * z));            /* exp(-x^2 / 2) */
+                float e = minnet_exp_neg_f(-(z * z));               /* exp(-x^2 / 2) */
                 dx[i] = gi * (minnet_phi_from_f(z, e) + v * 0.39894228040143267794f * e);); break;
     case 1: MINNET_FOR_GRAD(n, g, g_step, float v = s[i];
                 float t = minnet_tanh_f(0.79788456080286535588f * (v + 0.044715f * v * v * v));
