@@ -1,7 +1,7 @@
 """The autograd engine's own speed, as same-run ratios against PyTorch at 1 and 2 threads.
 
     python benchmarks/bench_autograd.py [--repeat 30] [--threads 1 2] [--quick] [--ops NAME ...]
-                                        [--split] [--results autograd.json]
+                                        [--layers] [--split] [--clock cpu] [--results autograd.json]
 
 Workloads (forward + backward, float32, medians; ratio = torch time / minnet time, so
 > 1 means minnet is faster; the spread is the lowest and highest ratio of the three
@@ -18,8 +18,14 @@ interleaved rounds):
               machine's bandwidth measured first (NumPy copy and STREAM add of 256 MiB
               arrays, split over 1 and 2 threads)
   ops table   the tensor operations a training step uses, on ~1 M-element inputs
---split also times each op's forward alone and its backward alone (the graph is built
-outside the timed region).  Writes benchmarks/results/autograd.json (or --results).
+  --kernels   the layers' own _ext kernels alone (forward into an output allocated once,
+              backward with the broadcast gradient), minnet only, with their GB/s
+--split also times each op's and each layer's forward alone and its backward alone (the
+graph is built outside the timed region; for a layer the backward is ``.sum().backward()``,
+the sum's own forward is in neither).  --clock cpu times the CPU time of the calling thread
+(``time.thread_time``) instead of wall time: on a loaded machine it leaves out the time the
+process waits for a core (not the memory traffic other processes cause); it counts only
+the main thread, so it is for --threads 1.  Writes benchmarks/results/autograd.json (or --results).
 
 Both libraries share this process (the same load reaches both), which also shares the C
 allocator's state and the OpenMP runtimes: PyTorch's layer workloads run faster here than
@@ -37,6 +43,7 @@ import minnet.functional as F
 import _engine_workloads as W
 from _common import median_ms, write_results
 from minnet import layers
+from minnet._ext import activations_kernels, dropout_kernels, unary_kernels
 
 
 def _torch_param(torch):
@@ -53,9 +60,17 @@ def chain_case(torch):
 
 
 def layer_case(torch, layer, torch_layer):
-    """``layer(x, training=True).sum().backward()`` on 3.2 M floats, outside ``fit``."""
-    return (W.layer_run(lambda a: mn.tensor(a, requires_grad=True), lambda x: layer(x, training=True)),
-            W.layer_run(_torch_param(torch), torch_layer))
+    """``layer(x, training=True).sum().backward()`` on 3.2 M floats, outside ``fit``; for
+    --split also the layer's forward alone and the ``.sum().backward()`` alone (the graph
+    built untimed), on the same input."""
+    x = np.random.default_rng(0).standard_normal((_N_LAYER // 100, 100)).astype(np.float32)
+    fn = lambda m, a: layer(a, training=True) if m is mn else torch_layer(a)
+    mts, tts = [mn.tensor(x, requires_grad=True)], [torch.tensor(x, requires_grad=True)]
+    return {"fwd+bwd": (W.layer_run(lambda a: mn.tensor(a, requires_grad=True),
+                                    lambda t: layer(t, training=True)),
+                        W.layer_run(_torch_param(torch), torch_layer)),
+            "fwd": (_forward(fn, mn, mts), _forward(fn, torch, tts)),
+            "bwd": (_backward(fn, mn, mts), _backward(fn, torch, tts))}
 
 
 def sigmoid_case(torch):
@@ -84,6 +99,35 @@ LAYER_BYTES["dropout"] = 4 * 4 * _N_LAYER + 2 * _N_LAYER
 
 def layer_bytes(name):
     return LAYER_BYTES.get(name.split(" ", 1)[0])
+
+
+def kernel_cases(threads):
+    """The layers' own ``_ext`` kernels alone, for --kernels: forward into an output
+    allocated once, backward with the broadcast gradient of ``.sum().backward()``; each
+    with the bytes it must move (x read + y written; y or x read + dx written; dropout's
+    mask written, then read instead of y)."""
+    n = _N_LAYER
+    x = np.random.default_rng(0).standard_normal((n // 100, 100)).astype(np.float32)
+    y, dx = np.empty_like(x), np.empty_like(x)
+    g = np.broadcast_to(np.float32(1), x.shape)
+    K, U, D = activations_kernels, unary_kernels, dropout_kernels
+    _, mask = D.dropout_forward(x, 0.5, 0, 0, threads)
+    pairs = {"sigmoid": (lambda: K.sigmoid_forward(x, y, threads), lambda: K.sigmoid_backward(y, g, dx, threads)),
+             "relu": (lambda: K.leaky_relu_forward(x, 0.0, y, threads),
+                      lambda: K.leaky_relu_backward(y, g, 0.0, dx, threads)),
+             "tanh": (lambda: K.tanh_forward(x, y, threads), lambda: K.tanh_backward(y, g, dx, threads)),
+             "gelu": (lambda: U.unary_forward(x, "gelu", y, threads),
+                      lambda: U.unary_backward(x, g, "gelu", dx, threads)),
+             "elu": (lambda: K.elu_forward(x, out=y, n_threads=threads),
+                     lambda: K.elu_backward(y, g, out=dx, n_threads=threads)),
+             "dropout": (lambda: D.dropout_forward(x, 0.5, 0, 0, threads),
+                         lambda: D.masked_scale_backward(g, mask, 2.0, threads))}
+    cases = {}
+    for name, (fwd, bwd) in pairs.items():
+        mask_bytes = n if name == "dropout" else 0
+        cases[f"{name} kernel fwd"] = (fwd, 8 * n + mask_bytes)
+        cases[f"{name} kernel bwd"] = (bwd, 4 * n + (mask_bytes or 4 * n))
+    return cases
 
 
 def bandwidth(threads, mib=256, repeat=7):
@@ -168,13 +212,16 @@ def _forward(fn, module, tensors):
     return run
 
 
+_clock = time.perf_counter      # main() sets time.thread_time for --clock cpu
+
+
 def _backward(fn, module, tensors):
     # returns the seconds of .backward() alone; the graph is built untimed
     def run():
         loss = fn(module, *tensors).sum()
-        start = time.perf_counter()
+        start = _clock()
         loss.backward()
-        elapsed = time.perf_counter() - start
+        elapsed = _clock() - start
         for t in tensors:
             t.grad = None
         return elapsed
@@ -189,7 +236,7 @@ def _median_backward_ms(run, repeat):
 def measure(run_mn, run_torch, repeat, timer=None):
     """Medians over three interleaved rounds (both see the same machine load), and the
     lowest and highest per-round ratio torch / minnet."""
-    timer = timer or (lambda run, n: median_ms(run, n, warmup=2))
+    timer = timer or (lambda run, n: median_ms(run, n, warmup=2, clock=_clock))
     t_mn, t_torch = [], []
     for _ in range(3):
         t_mn.append(timer(run_mn, max(repeat // 3, 1)))
@@ -206,8 +253,14 @@ def main():
     parser.add_argument("--ops", nargs="+", default=None, help="only these rows (names as printed)")
     parser.add_argument("--layers", action="store_true", help="only the elementwise-layer rows")
     parser.add_argument("--split", action="store_true", help="also forward alone and backward alone")
+    parser.add_argument("--kernels", action="store_true",
+                        help="also the elementwise layers' _ext kernels alone (minnet only)")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="cpu: the calling thread's CPU time (for --threads 1)")
     parser.add_argument("--results", default="autograd.json")
     args = parser.parse_args()
+    global _clock
+    _clock = time.thread_time if args.clock == "cpu" else time.perf_counter
     import torch
     rows = []
     peaks = {}
@@ -221,7 +274,7 @@ def main():
         peak = max(peaks[threads].values())
         workloads = {"mlp100 (fwd+bwd)": {"fwd+bwd": mlp_case(torch)},
                      "chain1000 (fwd+bwd)": {"fwd+bwd": chain_case(torch)},
-                     **{name: {"fwd+bwd": case} for name, case in layer_cases(torch).items()}}
+                     **layer_cases(torch)}
         if not args.quick:
             workloads.update(op_cases(torch))
         if args.ops:
@@ -247,8 +300,17 @@ def main():
                 speed = "" if gbs is None else f"  {gbs:5.1f} ({100 * gbs / peak:3.0f} %)"
                 print(f"  {name:32s} {kind:8s} {ms_mn:10.3f} {ms_torch:10.3f} {ratio:7.2f}  "
                       f"{low:.2f}-{high:.2f}{speed}", flush=True)
+        if args.kernels:
+            for name, (run, moved) in kernel_cases(threads).items():
+                ms = float(np.median([median_ms(run, max(args.repeat // 3, 1), warmup=2, clock=_clock)
+                                      for _ in range(3)]))
+                gbs = moved / ms / 1e6
+                rows.append({"workload": name, "pass": "kernel", "threads": threads, "minnet_ms": ms,
+                             "minnet_gb_s": gbs, "bandwidth_gb_s": peak})
+                print(f"  {name:32s} {'kernel':8s} {ms:10.3f} {'':10s} {'':7s}  {'':9s}  "
+                      f"{gbs:5.1f} ({100 * gbs / peak:3.0f} %)", flush=True)
     write_results(args.results, "autograd engine and tensor ops, forward+backward", rows, torch=torch,
-                  repeat=args.repeat, bandwidth_gb_s=peaks)
+                  repeat=args.repeat, bandwidth_gb_s=peaks, clock=args.clock)
 
 
 if __name__ == "__main__":

@@ -142,8 +142,9 @@ cpdef tuple grad_operand(object grad, object like):
     ``grad`` is one value broadcast to that shape (every stride 0: what ``.sum().backward()``
     sends), a block of ``BLOCK`` copies of the value that every block of the kernel reads
     and ``grad_block=True``: no full-size copy of the gradient, one pass fewer over memory
-    (benchmarks/bench_autograd.py, the activation layer workloads).  The kernels do the same
-    arithmetic either way.
+    (benchmarks/bench_autograd.py, the activation layer workloads).  The float32 C loops
+    read only its first element, once (``MINNET_FOR_GRAD`` in ``_base.h``); the float64
+    Cython loops read the block.  The kernels do the same arithmetic either way.
     """
     if isinstance(grad, np.ndarray) and grad.dtype == like.dtype and grad.shape == like.shape \
             and broadcast_value(grad):

@@ -33,11 +33,14 @@ cdef extern from "activations_kernels.h":
     void minnet_elu_f(const float* x, float* y, Py_ssize_t n, float alpha,
                       float scale) noexcept nogil
     void minnet_elu_backward_f(const float* s, const float* g, float* dx, Py_ssize_t n,
-                               float alpha, float scale, int from_output) noexcept nogil
+                               float alpha, float scale, int from_output, int g_step) noexcept nogil
     void minnet_sigmoid_backward_f(const float* y, const float* g, float* dx,
-                                   Py_ssize_t n) noexcept nogil
+                                   Py_ssize_t n, int g_step) noexcept nogil
     void minnet_tanh_backward_f(const float* y, const float* g, float* dx,
-                                Py_ssize_t n) noexcept nogil
+                                Py_ssize_t n, int g_step) noexcept nogil
+    void minnet_leaky_relu_f(const float* x, float* y, Py_ssize_t n, float slope) noexcept nogil
+    void minnet_leaky_relu_backward_f(const float* s, const float* g, float* dx, Py_ssize_t n,
+                                      float slope, int g_step) noexcept nogil
 
 
 # ---------------------------------------------------------------------------------------
@@ -57,10 +60,10 @@ cdef inline void _sigmoid_block(const floating* x, floating* y, Py_ssize_t n) no
 
 
 cdef inline void _sigmoid_backward_block(const floating* y, const floating* g, floating* dx,
-                                         Py_ssize_t n) noexcept nogil:
+                                         Py_ssize_t n, bint grad_block) noexcept nogil:
     cdef Py_ssize_t i
     if floating is float:
-        minnet_sigmoid_backward_f(y, g, dx, n)     # the same formula, in C (top of the file)
+        minnet_sigmoid_backward_f(y, g, dx, n, not grad_block)   # the same formula, in C
     else:
         for i in range(n):
             dx[i] = g[i] * y[i] * (1 - y[i])
@@ -76,10 +79,10 @@ cdef inline void _tanh_block(const floating* x, floating* y, Py_ssize_t n) noexc
 
 
 cdef inline void _tanh_backward_block(const floating* y, const floating* g, floating* dx,
-                                      Py_ssize_t n) noexcept nogil:
+                                      Py_ssize_t n, bint grad_block) noexcept nogil:
     cdef Py_ssize_t i
     if floating is float:
-        minnet_tanh_backward_f(y, g, dx, n)        # the same formula, in C (top of the file)
+        minnet_tanh_backward_f(y, g, dx, n, not grad_block)      # the same formula, in C
     else:
         for i in range(n):
             dx[i] = g[i] * (1 - y[i] * y[i])
@@ -91,6 +94,9 @@ cdef inline void _leaky_relu_block(const floating* x, floating* y, Py_ssize_t n,
     # vectorises (it may not move a float multiply out of an `if` on its own).
     cdef Py_ssize_t i
     cdef floating v, neg
+    if floating is float:
+        minnet_leaky_relu_f(x, y, n, slope)     # the same loops in C (top of the file)
+        return
     if slope == 0:
         # relu: a select, not x * 0, so that relu(-inf) = 0 (x * 0 would be NaN); NaN
         # stays NaN and -0.0 stays -0.0, as torch.relu.
@@ -106,9 +112,12 @@ cdef inline void _leaky_relu_block(const floating* x, floating* y, Py_ssize_t n,
 
 cdef inline void _leaky_relu_backward_block(const floating* s, const floating* g,
                                             floating* dx, Py_ssize_t n,
-                                            floating slope) noexcept nogil:
+                                            floating slope, bint grad_block) noexcept nogil:
     cdef Py_ssize_t i
     cdef floating neg
+    if floating is float:
+        minnet_leaky_relu_backward_f(s, g, dx, n, slope, not grad_block)    # the same loop in C
+        return
     for i in range(n):
         neg = g[i] * slope
         dx[i] = g[i] if s[i] > 0 else neg
@@ -134,12 +143,12 @@ cdef inline void _elu_block(const floating* x, floating* y, Py_ssize_t n,
 
 cdef inline void _elu_backward_block(const floating* s, const floating* g, floating* dx,
                                      Py_ssize_t n, floating alpha, floating scale,
-                                     bint from_output) noexcept nogil:
+                                     bint from_output, bint grad_block) noexcept nogil:
     cdef Py_ssize_t i
     cdef floating v, neg
     cdef floating scale_alpha = scale * alpha
     if floating is float:
-        minnet_elu_backward_f(s, g, dx, n, alpha, scale, from_output)
+        minnet_elu_backward_f(s, g, dx, n, alpha, scale, from_output, not grad_block)
         return
     if from_output:
         # y <= 0: dy/dx = scale*alpha*exp(x) = y + scale*alpha (no exp needed).
@@ -159,29 +168,30 @@ cdef enum:
 
 
 cdef inline void _block(int op, const floating* s, const floating* g, floating* y, Py_ssize_t n,
-                        floating a, floating c, bint flag) noexcept nogil:
+                        floating a, floating c, bint flag, bint grad_block) noexcept nogil:
     # s: the input, or for a backward op the saved input or output; g: dL/dy (backward
     # ops only); y: the result.  a, c: leaky_relu's slope; elu's alpha and scale.
+    # grad_block: g holds one value for every element (see _run).
     if op == SIGMOID:
         _sigmoid_block(s, y, n)
     elif op == SIGMOID_BACKWARD:
-        _sigmoid_backward_block(s, g, y, n)
+        _sigmoid_backward_block(s, g, y, n, grad_block)
     elif op == TANH:
         _tanh_block(s, y, n)
     elif op == TANH_BACKWARD:
-        _tanh_backward_block(s, g, y, n)
+        _tanh_backward_block(s, g, y, n, grad_block)
     elif op == LEAKY_RELU:      # relu is slope = 0
         _leaky_relu_block(s, y, n, a)
     elif op == LEAKY_RELU_BACKWARD:
         # for slope >= 0 the output is > 0 exactly where the input is: either may be saved
-        _leaky_relu_backward_block(s, g, y, n, a)
+        _leaky_relu_backward_block(s, g, y, n, a, grad_block)
     elif op == ELU:
         # y = scale * (x if x > 0 else alpha * (exp(x) - 1)); selu is one (alpha, scale)
         # pair.  expm1 keeps full relative accuracy for small |x|, where exp(x) - 1 would
         # cancel (float32: minnet_expm1_nonpos_f, <= 2 ulp; float64: libm)
         _elu_block(s, y, n, a, c)
     else:
-        _elu_backward_block(s, g, y, n, a, c, flag)
+        _elu_backward_block(s, g, y, n, a, c, flag, grad_block)
 
 
 cdef void _run(int op,
@@ -191,7 +201,8 @@ cdef void _run(int op,
                Py_ssize_t n, bint grad_block, floating a, floating c, bint flag,
                int n_threads) noexcept nogil:
     # grad_block: `g` holds BLOCK copies of one value (a broadcast gradient, see
-    # grad_operand) and every block reads it from its start.
+    # grad_operand) and every block reads it from its start (the float64 loops); the
+    # float32 C loops read its first element once (MINNET_FOR_GRAD, _base.h).
     cdef Py_ssize_t b, start
     if team(n, n_threads) == 1:
         # the same blocks in a row: an OpenMP region for one thread costs more than a
@@ -199,12 +210,12 @@ cdef void _run(int op,
         for b in range(n_blocks(n)):
             start = b * BLOCK
             _block(op, s + start, g if grad_block else g + start, y + start, block_len(n, start),
-                   a, c, flag)
+                   a, c, flag, grad_block)
         return
     for b in prange(n_blocks(n), num_threads=n_threads, schedule="static"):
         start = b * BLOCK
         _block(op, s + start, g if grad_block else g + start, y + start, block_len(n, start),
-               a, c, flag)
+               a, c, flag, grad_block)
 
 
 # The typed entry point: the wrappers below have checked dtype, shape and contiguity, so

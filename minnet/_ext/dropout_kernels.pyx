@@ -17,26 +17,27 @@ backward pass needs, a quarter of a float32 array.
 from cython.parallel cimport prange
 from libc.stdint cimport uint8_t, uint64_t, int64_t
 
-from minnet._ext._base cimport check_strided
+from minnet._ext._base cimport broadcast_value, check_strided
 from minnet._ext._base cimport BLOCK, n_blocks, team as _team
 from minnet._ext._blas cimport floating
 
 import numpy as np
 
 
-cdef uint64_t _GOLDEN = 0x9E3779B97F4A7C15ULL
+cdef extern from "dropout_kernels.h":
+    # the hash (one definition, in C) and the float32 dropout loop
+    uint64_t minnet_mix64(uint64_t z) noexcept nogil
+    uint8_t minnet_keep(uint64_t base, uint64_t counter, uint64_t threshold) noexcept nogil
+    void minnet_dropout_block_f(const float* x, uint64_t base, uint64_t first, uint64_t threshold,
+                                float scale, float* out, uint8_t* mask, Py_ssize_t n) noexcept nogil
 
 
 cdef inline uint64_t _mix64(uint64_t z) noexcept nogil:
-    # splitmix64's finaliser (Stafford's "Mix13"): a bijection that scrambles all bits.
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL
-    return z ^ (z >> 31)
+    return minnet_mix64(z)
 
 
 cdef inline uint8_t _keep(uint64_t base, uint64_t counter, uint64_t threshold) noexcept nogil:
-    # base = mix(seed); splitmix64 output number `counter` of the stream starting at base.
-    return (_mix64(base + (counter + 1) * _GOLDEN) >> 11) >= threshold
+    return minnet_keep(base, counter, threshold)
 
 
 # Threads take blocks of BLOCK elements (_base.pxd); the per-block loops are plain C loops
@@ -65,6 +66,11 @@ cdef inline void _dropout_block(int64_t lo, int64_t hi, const floating* x, uint6
                                 floating* out, uint8_t* mask) noexcept nogil:
     cdef int64_t i
     cdef uint8_t keep
+    if floating is float:
+        # the same loop in C, in the per-CPU copies (dropout_kernels.h)
+        minnet_dropout_block_f(x + lo, base, offset + <uint64_t> lo, threshold, scale, out + lo,
+                               mask + lo, hi - lo)
+        return
     for i in range(lo, hi):
         keep = _keep(base, offset + <uint64_t> i, threshold)
         mask[i] = keep
@@ -105,15 +111,25 @@ cdef void dropout_fwd(int64_t n, const floating* x,                 # IN (n,)
                            a, out, mask)
 
 
-cdef inline void _masked_block(int64_t lo, int64_t hi, const floating* grad,
+cdef inline void _masked_block(int64_t lo, int64_t hi, const floating* grad, bint one_grad,
                                const uint8_t* mask, floating scale,
                                floating* out) noexcept nogil:
+    # one_grad: grad[0] is the gradient of every element (the broadcast seed of
+    # `.sum().backward()`), read once instead of from a full-size copy: one pass over
+    # memory fewer (benchmarks/bench_autograd.py, dropout layer).  The same products.
     cdef int64_t i
+    cdef floating g0
+    if one_grad:
+        g0 = grad[0]
+        for i in range(lo, hi):
+            out[i] = g0 * (scale * mask[i])
+        return
     for i in range(lo, hi):
         out[i] = grad[i] * (scale * mask[i])
 
 
-cdef void masked_scale_kernel(int64_t n, const floating* grad,      # IN (n,)
+cdef void masked_scale_kernel(int64_t n, const floating* grad,      # IN (n,), or (1,) (one_grad)
+                              bint one_grad,
                               const uint8_t* mask,                # IN (n,)
                               floating scale,
                               floating* out,                      # OUT (n,)
@@ -121,7 +137,7 @@ cdef void masked_scale_kernel(int64_t n, const floating* grad,      # IN (n,)
     """out[i] = grad[i] * scale if mask[i] else 0 (the backward of both dropouts)."""
     cdef int64_t blk
     for blk in prange(n_blocks(n), schedule="static", num_threads=_team(n, n_threads)):
-        _masked_block(blk * BLOCK, min(n, (blk + 1) * BLOCK), grad, mask, scale, out)
+        _masked_block(blk * BLOCK, min(n, (blk + 1) * BLOCK), grad, one_grad, mask, scale, out)
 
 
 cdef inline void _plane_scale(int64_t size, const floating* x, floating s,
@@ -297,20 +313,24 @@ def masked_scale_backward(grad, mask, scale, n_threads=1):
         grad: (*), mask: (*), returns (*)
     """
     check_strided(grad, "grad")
-    grad = np.ascontiguousarray(grad)
     _check_mask(mask, grad.size)
     mask = np.ascontiguousarray(mask)
     cdef int nt = max(1, int(n_threads))
-    out = np.empty_like(grad)
-    if grad.size:
-        _masked_scale(grad.reshape(-1), mask.reshape(-1), out.reshape(-1), scale, nt)
+    out = np.empty(grad.shape, grad.dtype)
+    one_grad = broadcast_value(grad)      # one value everywhere: the kernel reads it once
+    if one_grad:
+        grad = np.full(1, grad[(0,) * grad.ndim], grad.dtype)
+    else:
+        grad = np.ascontiguousarray(grad)
+    if out.size:
+        _masked_scale(grad.reshape(-1), one_grad, mask.reshape(-1), out.reshape(-1), scale, nt)
     return out
 
 
-def _masked_scale(const floating[::1] g, const uint8_t[::1] mask, floating[::1] out,
-                  double scale, int nt):
+def _masked_scale(const floating[::1] g, bint one_grad, const uint8_t[::1] mask,
+                  floating[::1] out, double scale, int nt):
     with nogil:
-        masked_scale_kernel(g.shape[0], &g[0], &mask[0], <floating> scale, &out[0], nt)
+        masked_scale_kernel(out.shape[0], &g[0], one_grad, &mask[0], <floating> scale, &out[0], nt)
 
 
 def channel_scale(x, mask, scale, n_threads=1, channels_last=False):

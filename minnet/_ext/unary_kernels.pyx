@@ -51,7 +51,7 @@ cdef double _SIXTH = 1.0 / 6.0
 cdef extern from "unary_kernels.h":
     void minnet_unary_f(int op, const float* x, float* y, Py_ssize_t n) noexcept nogil
     void minnet_unary_backward_f(int op, const float* s, const float* g, float* dx,
-                                 Py_ssize_t n) noexcept nogil
+                                 Py_ssize_t n, int g_step) noexcept nogil
 
 
 # The Cython loops below are the float64 path: float32 runs the same formulas in C
@@ -120,12 +120,13 @@ cdef void _unary_block(int op, const floating* x, floating* y, Py_ssize_t n) noe
 
 
 cdef void _unary_backward_block(int op, const floating* s, const floating* g, floating* dx,
-                                Py_ssize_t n) noexcept nogil:
-    # s is the saved input x (the saved output y for OP_EXP).
+                                Py_ssize_t n, bint grad_block) noexcept nogil:
+    # s is the saved input x (the saved output y for OP_EXP).  grad_block: g holds one
+    # value for every element (float32 reads g[0] once, float64 the block of copies).
     cdef Py_ssize_t i
     cdef floating v, t, sg, d
     if floating is float:
-        minnet_unary_backward_f(op, s, g, dx, n)
+        minnet_unary_backward_f(op, s, g, dx, n, not grad_block)
         return
     if op == OP_GELU:
         # d/dx = Phi(x) + x phi(x)
@@ -181,11 +182,11 @@ cdef void _unary_backward_block(int op, const floating* s, const floating* g, fl
 
 
 cdef inline void _block(int op, const floating* s, const floating* g, floating* y,
-                        Py_ssize_t n) noexcept nogil:
+                        Py_ssize_t n, bint grad_block) noexcept nogil:
     if g == NULL:
         _unary_block(op, s, y, n)
     else:
-        _unary_backward_block(op, s, g, y, n)
+        _unary_backward_block(op, s, g, y, n, grad_block)
 
 
 cdef void unary_kernel(int op,
@@ -199,12 +200,12 @@ cdef void unary_kernel(int op,
         for b in range(n_blocks(n)):
             start = b * BLOCK
             _block(op, s + start, grad if grad_block else grad + start, y + start,
-                   block_len(n, start))
+                   block_len(n, start), grad_block)
         return
     for b in prange(n_blocks(n), num_threads=n_threads, schedule="static"):
         start = b * BLOCK
         _block(op, s + start, grad if grad_block else grad + start, y + start,
-               block_len(n, start))
+               block_len(n, start), grad_block)
 
 
 # ---------------------------------------------------------------------------------------

@@ -31,11 +31,18 @@ static inline float minnet_exp_core_f(float xc) {
     return (p * r * r + r + 1.0f) * scale;
 }
 
-static inline float minnet_exp_nonpos_f(float x) {
+/* exp(x) for x <= 0 or NaN only (a positive x is not clamped): minnet_exp_nonpos_f
+ * without the clamp at 0, for callers whose argument cannot be positive (the sigmoid's
+ * -|v|), where that compare and select were one in ten of the loop's instructions
+ * (benchmarks/bench_autograd.py, sigmoid layer).  The same bits for every such x. */
+static inline float minnet_exp_neg_f(float x) {
     float xc = x < -87.3365478515625f ? -87.3365478515625f : x;
-    xc = xc > 0.0f ? 0.0f : xc;
     float y = minnet_exp_core_f(xc);
     return x < -87.3365478515625f ? 0.0f : y;
+}
+
+static inline float minnet_exp_nonpos_f(float x) {
+    return minnet_exp_neg_f(x > 0.0f ? 0.0f : x);
 }
 
 /* expm1(x) = exp(x) - 1 for float x <= 0, branch-free (both sides computed, one
@@ -104,7 +111,7 @@ static inline float minnet_tanh_f(float x) {
  * (on 7% of a sweep of [-88, 0)) and is no worse against float64 (max 1.48 ulp against
  * 1.92, from the same e). */
 static inline float minnet_sigmoid1_f(float v) {
-    float e = minnet_exp_nonpos_f(v < 0.0f ? v : -v);
+    float e = minnet_exp_neg_f(v < 0.0f ? v : -v);          /* -|v| <= 0, or NaN */
     return (v >= 0.0f ? 1.0f : e) / (1.0f + e);
 }
 

@@ -85,7 +85,7 @@ static inline float minnet_phi_from_f(float z, float e) {
 
 static inline float minnet_phi_cdf_f(float x) {
     float z = x * 0.70710678118654752f;
-    return minnet_phi_from_f(z, minnet_exp_nonpos_f(-(z * z)));
+    return minnet_phi_from_f(z, minnet_exp_neg_f(-(z * z)));     /* -z^2 <= 0 */
 }
 
 static inline float minnet_softplus1_f(float v) {
@@ -122,35 +122,35 @@ static void minnet_unary_f(int op, const float *x, float *y, Py_ssize_t n) {
 
 MINNET_TARGET_CLONES
 static void minnet_unary_backward_f(int op, const float *s, const float *g, float *dx,
-                                    Py_ssize_t n) {
-    Py_ssize_t i;
+                                    Py_ssize_t n, int g_step) {
+    /* gi: the gradient of element i (MINNET_FOR_GRAD, _base.h) */
     switch (op) {
-    case 0: for (i = 0; i < n; i++) { float v = s[i];          /* Phi(x) + x phi(x) */
+    case 0: MINNET_FOR_GRAD(n, g, g_step, float v = s[i];          /* Phi(x) + x phi(x) */
                 float z = v * 0.70710678118654752f;
-                float e = minnet_exp_nonpos_f(-(z * z));            /* exp(-x^2 / 2) */
-                dx[i] = g[i] * (minnet_phi_from_f(z, e) + v * 0.39894228040143267794f * e); } break;
-    case 1: for (i = 0; i < n; i++) { float v = s[i];
+                float e = minnet_exp_neg_f(-(z * z));               /* exp(-x^2 / 2) */
+                dx[i] = gi * (minnet_phi_from_f(z, e) + v * 0.39894228040143267794f * e);); break;
+    case 1: MINNET_FOR_GRAD(n, g, g_step, float v = s[i];
                 float t = minnet_tanh_f(0.79788456080286535588f * (v + 0.044715f * v * v * v));
-                dx[i] = g[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t)
-                                * 0.79788456080286535588f * (1.0f + 3.0f * 0.044715f * v * v)); } break;
-    case 2: for (i = 0; i < n; i++) { float v = s[i]; float sg = minnet_sigmoid1_f(v);
-                dx[i] = g[i] * sg * (1.0f + v * (1.0f - sg)); } break;
-    case 3: for (i = 0; i < n; i++) { float v = s[i];
-                dx[i] = v > 20.0f ? g[i] : g[i] * minnet_sigmoid1_f(v); } break;
-    case 4: for (i = 0; i < n; i++) { float v = s[i]; float t = 1.0f + (v < 0.0f ? -v : v);
-                dx[i] = g[i] / (t * t); } break;
-    case 5: for (i = 0; i < n; i++) { float v = s[i];
-                dx[i] = (v > 0.0f) & (v < 6.0f) ? g[i] : 0.0f; } break;
-    case 6: for (i = 0; i < n; i++) { float v = s[i];
-                dx[i] = (v > -3.0f) & (v < 3.0f) ? g[i] / 6.0f : 0.0f; } break;
-    case 7: for (i = 0; i < n; i++) { float v = s[i];
-                float mid = g[i] * (v * (1.0f / 3.0f) + 0.5f);
-                float hi = v < 3.0f ? mid : g[i];
-                dx[i] = v <= -3.0f ? 0.0f : hi; } break;
-    case 8: for (i = 0; i < n; i++) { float v = s[i];
+                dx[i] = gi * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t)
+                              * 0.79788456080286535588f * (1.0f + 3.0f * 0.044715f * v * v));); break;
+    case 2: MINNET_FOR_GRAD(n, g, g_step, float v = s[i]; float sg = minnet_sigmoid1_f(v);
+                dx[i] = gi * sg * (1.0f + v * (1.0f - sg));); break;
+    case 3: MINNET_FOR_GRAD(n, g, g_step, float v = s[i];
+                dx[i] = v > 20.0f ? gi : gi * minnet_sigmoid1_f(v);); break;
+    case 4: MINNET_FOR_GRAD(n, g, g_step, float v = s[i]; float t = 1.0f + (v < 0.0f ? -v : v);
+                dx[i] = gi / (t * t);); break;
+    case 5: MINNET_FOR_GRAD(n, g, g_step, float v = s[i];
+                dx[i] = (v > 0.0f) & (v < 6.0f) ? gi : 0.0f;); break;
+    case 6: MINNET_FOR_GRAD(n, g, g_step, float v = s[i];
+                dx[i] = (v > -3.0f) & (v < 3.0f) ? gi / 6.0f : 0.0f;); break;
+    case 7: MINNET_FOR_GRAD(n, g, g_step, float v = s[i];
+                float mid = gi * (v * (1.0f / 3.0f) + 0.5f);
+                float hi = v < 3.0f ? mid : gi;
+                dx[i] = v <= -3.0f ? 0.0f : hi;); break;
+    case 8: MINNET_FOR_GRAD(n, g, g_step, float v = s[i];
                 float t = minnet_tanh_f(minnet_softplus1_f(v));
-                dx[i] = g[i] * (t + v * minnet_sigmoid1_f(v) * (1.0f - t * t)); } break;
-    case 9: for (i = 0; i < n; i++) dx[i] = g[i] * s[i]; break;
+                dx[i] = gi * (t + v * minnet_sigmoid1_f(v) * (1.0f - t * t));); break;
+    case 9: MINNET_FOR_GRAD(n, g, g_step, dx[i] = gi * s[i];); break;
     default: break;
     }
 }
