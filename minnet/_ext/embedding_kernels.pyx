@@ -15,7 +15,8 @@ def embedding_backward(indices, grad, int input_dim, int n_threads=1):
     order, so no two threads write the same element and every sum has one order.
 
     Args:
-        indices: (M,) int64, each in [0, input_dim) (checked by the caller).
+        indices: (M,) int64, each in [0, input_dim) (refused otherwise: the loop writes
+            the rows they name).
         grad: (M, D) C-contiguous float32/float64.
         input_dim: number of rows of the table.
 
@@ -30,6 +31,10 @@ def embedding_backward(indices, grad, int input_dim, int n_threads=1):
     if grad.dtype != np.float32 and grad.dtype != np.float64:
         raise TypeError(f"Invalid argument `grad`: expected float32 or float64. Received: "
                         f"dtype={grad.dtype}")
+    if indices.size and (indices.min() < 0 or indices.max() >= input_dim):
+        bad = indices[(indices < 0) | (indices >= input_dim)][0]
+        raise ValueError(f"Invalid argument `indices`: expected values in [0, {input_dim}). "
+                         f"Received: {bad}")
     out = np.zeros((input_dim, grad.shape[1]), dtype=grad.dtype)
     _embedding_backward(indices, grad, out, n_threads)
     return out
