@@ -237,3 +237,33 @@ def test_logsumexp_rows_infinite_rows_and_bad_input():
         S.logsumexp_rows(np.zeros((3, 0), np.float32))
     with pytest.raises(TypeError, match="`x`"):
         S.logsumexp_rows(np.zeros((3, 2), np.int64))
+
+
+# The gradient of `.sum().backward()` is one value broadcast to the whole shape (every
+# stride 0); the kernels read it once (float32: MINNET_FOR_GRAD in _base.h) instead of a
+# full array.  The result must be the same bits as with that value written out in full.
+_BACKWARDS = {
+    "sigmoid": lambda s, g, t: K.sigmoid_backward(s, g, n_threads=t),
+    "tanh": lambda s, g, t: K.tanh_backward(s, g, n_threads=t),
+    "relu": lambda s, g, t: K.leaky_relu_backward(s, g, 0.0, n_threads=t),
+    "leaky_relu": lambda s, g, t: K.leaky_relu_backward(s, g, 0.1, n_threads=t),
+    "elu_from_output": lambda s, g, t: K.elu_backward(s, g, 1.3, 1.0, True, n_threads=t),
+    "selu_from_input": lambda s, g, t: K.elu_backward(s, g, K.SELU_ALPHA, K.SELU_SCALE, False, n_threads=t),
+    **{f"unary_{op}": (lambda op: lambda s, g, t: U.unary_backward(s, g, op, n_threads=t))(op)
+       for op in sorted(U.UNARY_OPS)},
+}
+
+
+@pytest.mark.parametrize("name", sorted(_BACKWARDS))
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_broadcast_gradient_gives_the_bits_of_the_full_gradient(name, dtype, n_threads):
+    rng = np.random.default_rng(3)
+    shape = (2 * 8192 + 37, 3)          # several blocks, the last one short
+    s = (rng.standard_normal(shape) * 4).astype(dtype)
+    s.flat[:8] = [0.0, -0.0, np.inf, -np.inf, np.nan, 30.0, -30.0, 3.0]
+    value = dtype(-1.75)
+    full = _BACKWARDS[name](s, np.full(shape, value), n_threads)
+    one = _BACKWARDS[name](s, np.broadcast_to(value, shape), n_threads)
+    assert one.shape == shape and one.flags.c_contiguous
+    np.testing.assert_array_equal(one.view(np.uint8), full.view(np.uint8))

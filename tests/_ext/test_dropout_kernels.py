@@ -143,3 +143,17 @@ def test_channel_scale_channels_last(dtype):
         np.testing.assert_array_equal(out, x * (np.asarray(2.5, dtype) * mask.reshape(3, 1, 1, 7)))
     with pytest.raises(ValueError, match="mask"):
         D.channel_scale(x, mask[:20], 2.0, channels_last=True)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_backward_of_a_broadcast_gradient(dtype, n_threads):
+    # the gradient of `.sum().backward()` (one value, every stride 0) is read once, with
+    # the bits of that value written out in full
+    shape = (2 * 8192 + 37, 3)
+    _, mask = D.dropout_forward(np.ones(shape, dtype), 0.5, 11, 0)
+    value = dtype(-1.75)
+    one = D.masked_scale_backward(np.broadcast_to(value, shape), mask, 2.0, n_threads)
+    full = D.masked_scale_backward(np.full(shape, value), mask, 2.0, n_threads)
+    assert one.shape == shape and one.flags.c_contiguous and one.dtype == dtype
+    np.testing.assert_array_equal(one.view(np.uint8), full.view(np.uint8))
