@@ -138,7 +138,7 @@ cdef void _winograd_conv(const floating* x,       # IN  (N, C, H, W), NHWC with 
         r0 = job * block_rows
         rows = <int> (total - r0 if total - r0 < block_rows else block_rows)
         count = rows * tiles_w
-        _winograd_input_nhwc(x, c, h, w, pt, pl, tiles_h, tiles_w, r0, rows, not nhwc, v, buf)
+        _winograd_input(x, c, h, w, pt, pl, tiles_h, tiles_w, r0, rows, not nhwc, v, buf)
         for k in range(16):           # M_k (P, F) = V_k (P, C) @ U_k^T (C, F)
             conv_gemm(False, False, count, f, c, v + <long> k * count * c, c,
                       u + <long> k * c * f, f, <floating> 0, m + <long> k * count * f, f)
@@ -153,11 +153,12 @@ cdef void _winograd_conv(const floating* x,       # IN  (N, C, H, W), NHWC with 
 # V_k (P, C) and M_k (P, F) hold a tile per row and the channels along it, so the
 # transforms run on whole rows of channels (contiguous, vectorised over C or F), the 16
 # GEMMs are M_k = V_k @ U_k^T, and the output transform writes NHWC pixels directly (or
-# through a row buffer into the F planes).  A channels_first version that transformed
-# plane by plane (tile rows of only tiles_w values, stride-2 loops) cost 2.5x the time
-# of this one in the forward (perf, 64x32x28x28 -> 64: 15 % of the samples against 6 %).
+# through a row buffer into the F planes).  channels_first transposes its rows in and out
+# (transpose_kernels.h); its own plane-by-plane transforms (tile rows of only tiles_w
+# values, stride-2 loops) cost about as much as those transposes plus this code in the
+# forward (perf, 64x32x28x28 -> 64), and 1.7x more in dW on 16x16 images.
 
-cdef void _winograd_input_nhwc(const floating* x,  # IN  (N, H, W, C), (N, C, H, W) with planes
+cdef void _winograd_input(const floating* x,  # IN  (N, H, W, C), (N, C, H, W) with planes
                                int c, int h, int w, int pt, int pl, int tiles_h,
                                int tiles_w, long r0, int rows, bint planes,
                                floating* v,         # OUT (16, rows * tiles_w, C)
@@ -375,7 +376,7 @@ cdef void _winograd_dw(const floating* x, const floating* dy, int n, int c, int 
             count = rows * tiles_w
             _winograd_dy(dy, f, out_h, out_w, tiles_h, tiles_w, r0, rows, not nhwc, yh,
                          buf + ws_buf)
-            _winograd_input_nhwc(x, c, h, w, pt, pl, tiles_h, tiles_w, r0, rows, not nhwc, v,
+            _winograd_input(x, c, h, w, pt, pl, tiles_h, tiles_w, r0, rows, not nhwc, v,
                                  buf)
             for k in range(16):       # M_k (F, C) += Yh_k^T (F, P) @ V_k (P, C)
                 conv_gemm(True, False, f, c, count, yh + <long> k * count * f, f,
