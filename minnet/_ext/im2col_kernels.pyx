@@ -134,6 +134,11 @@ cdef void _im2col_channel(const floating* plane,          # IN  (H, W) input pla
                     dst[ow] = 0
                 if sw == 1:
                     memcpy(dst + lo, plane + in_row + lo, (hi - lo) * sizeof(floating))
+                elif sw == 2:
+                    # The constant stride lets the compiler vectorise the gather (two loads
+                    # and a shuffle per vector): benchmarks/bench_conv_limit.py "resnet s2".
+                    for ow in range(lo, hi):
+                        dst[ow] = plane[in_row + 2 * <long> ow]
                 else:
                     for ow in range(lo, hi):
                         dst[ow] = plane[in_row + <long> ow * sw]

@@ -30,6 +30,7 @@ CASES = [
     (2, 1, 5, 6, 2, 3, 3, (2, 2), (1, 1), (1, 1), (2, 3)),  # output smaller than symmetric size
     (1, 3, 3, 3, 2, 1, 1, (2, 2), (1, 1), (1, 1), None),   # 1x1 with stride and padding
     (5, 3, 11, 10, 7, 3, 3, (1, 1), (1, 1), (1, 1), None),  # odd sizes, more samples than threads
+    (2, 3, 9, 37, 4, 3, 3, (2, 2), (1, 1), (1, 1), None),   # stride 2, a row long enough to vectorise
 ]
 
 
