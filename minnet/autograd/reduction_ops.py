@@ -286,8 +286,10 @@ class Amax(Function):
     @staticmethod
     def forward(ctx, a, axis=None, keepdims=False, largest=True):
         dims = norm_dims(axis, a.ndim)
-        if a.size == 0:
-            raise RuntimeError("max(): expected a non-empty tensor")
+        empty = [d for d in (range(a.ndim) if dims is None else dims) if a.ndim and a.shape[d] == 0]
+        if empty:   # an empty batch is fine where the reduced axes are not empty (torch.amax)
+            raise RuntimeError(f"{'max' if largest else 'min'}(): expected reduction axis "
+                               f"{empty[0]} to have non-zero size. Received: shape={a.shape}")
         out = (np.max if largest else np.min)(a, axis=dims, keepdims=True)
         mask = a == out
         ctx.weight = mask / mask.sum(axis=dims, keepdims=True)

@@ -188,6 +188,9 @@ class Conv2D(Layer):
                     f"{kernel}, which would give an output {axis} of {out}. Use a smaller "
                     f"kernel_size/dilation_rate, more padding (or padding='same'), or check "
                     f"the layout (data_format=...).")
+        if channels == 0:
+            raise ValueError(f"Layer '{self.name}' needs a known, non-zero number of channels. "
+                             f"Received input_shape={shape} (data_format='{self.data_format}')")
         if channels is not None and channels % self.groups:
             raise ValueError(f"Layer '{self.name}': the input's {channels} channels (shape "
                              f"{shape}, data_format='{self.data_format}') are not divisible by "
@@ -198,8 +201,8 @@ class Conv2D(Layer):
     def build(self, input_shape):
         shape = self._check_shape(input_shape)
         _, channels, _ = self._split(shape)
-        if channels is None:
-            raise ValueError(f"Layer '{self.name}' needs a known number of channels on the "
+        if not channels:      # unknown (None) or 0
+            raise ValueError(f"Layer '{self.name}' needs a known, non-zero number of channels on the "
                              f"channel axis of {self._layout_name()} (data_format="
                              f"'{self.data_format}'). Received input_shape={shape}")
         in_channels = int(channels)

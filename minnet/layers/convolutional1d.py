@@ -114,10 +114,10 @@ class Conv1D(Layer):
     def build(self, input_shape):
         input_shape = tuple(input_shape)
         axis = -1 if self._channels_last else 1
-        if len(input_shape) != 3 or input_shape[axis] is None:
+        if len(input_shape) != 3 or not input_shape[axis]:
             raise ValueError(f"Layer '{self.name}' expects inputs of shape "
                              f"{'(batch, steps, channels)' if self._channels_last else '(batch, channels, steps)'}"
-                             f" with a known number of channels. Received input_shape={input_shape}")
+                             f" with a known, non-zero number of channels. Received input_shape={input_shape}")
         self.in_channels = int(input_shape[axis])
         if self.in_channels % self.groups:
             raise ValueError(f"Layer '{self.name}': the number of input channels "

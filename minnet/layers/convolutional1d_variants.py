@@ -66,10 +66,10 @@ class SeparableConv1D(Conv1D):
     def build(self, input_shape):
         input_shape = tuple(input_shape)
         axis = -1 if self._channels_last else 1
-        if len(input_shape) != 3 or input_shape[axis] is None:
+        if len(input_shape) != 3 or not input_shape[axis]:
             raise ValueError(f"Layer '{self.name}' expects inputs of shape "
                              f"{'(batch, steps, channels)' if self._channels_last else '(batch, channels, steps)'}"
-                             f" with a known number of channels. Received input_shape={input_shape}")
+                             f" with a known, non-zero number of channels. Received input_shape={input_shape}")
         self.in_channels = int(input_shape[axis])
         middle = self.in_channels * self.depth_multiplier
         self.depthwise_kernel = self.add_weight("depthwise_kernel", (middle, 1, self.kernel_size),

@@ -96,8 +96,8 @@ class Conv3D(Layer):
     def build(self, input_shape):
         shape = self._check_shape(input_shape)
         _, channels, spatial = self._split(shape)
-        if channels is None:
-            raise ValueError(f"Layer '{self.name}' needs a known number of channels on the "
+        if not channels:      # unknown (None) or 0
+            raise ValueError(f"Layer '{self.name}' needs a known, non-zero number of channels on the "
                              f"channel axis of {self._layout_name()}. Received input_shape={shape}")
         if channels % self.groups:
             raise ValueError(f"Layer '{self.name}': the input's {channels} channels are not "
@@ -176,8 +176,8 @@ class Conv3DTranspose(Conv3D):
     def build(self, input_shape):
         shape = self._check_shape(input_shape)
         _, channels, _ = self._split(shape)
-        if channels is None:
-            raise ValueError(f"Layer '{self.name}' needs a known number of channels. "
+        if not channels:      # unknown (None) or 0
+            raise ValueError(f"Layer '{self.name}' needs a known, non-zero number of channels. "
                              f"Received input_shape={shape}")
         self.in_channels = int(channels)
         self.kernel = self.add_weight("kernel", (self.in_channels, self.filters) + self.kernel_size,

@@ -100,8 +100,8 @@ class SeparableConv2D(Conv2D):
     def build(self, input_shape):
         shape = self._check_shape(input_shape)
         _, channels, _ = self._split(shape)
-        if channels is None:
-            raise ValueError(f"Layer '{self.name}' needs a known number of channels. "
+        if not channels:      # unknown (None) or 0
+            raise ValueError(f"Layer '{self.name}' needs a known, non-zero number of channels. "
                              f"Received input_shape={shape}")
         self.in_channels = int(channels)
         middle = self.in_channels * self.depth_multiplier
@@ -234,8 +234,8 @@ class Conv2DTranspose(Conv2D):
     def build(self, input_shape):
         shape = self._check_shape(input_shape)
         _, channels, _ = self._split(shape)
-        if channels is None:
-            raise ValueError(f"Layer '{self.name}' needs a known number of channels. "
+        if not channels:      # unknown (None) or 0
+            raise ValueError(f"Layer '{self.name}' needs a known, non-zero number of channels. "
                              f"Received input_shape={shape}")
         self.in_channels = int(channels)
         kh, kw = self.kernel_size

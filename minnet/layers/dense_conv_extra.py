@@ -126,8 +126,8 @@ class Conv1DTranspose(Layer):
 
     def build(self, input_shape):
         channels = input_shape[-1 if self.data_format == "channels_last" else 1]
-        if channels is None:
-            raise ValueError(f"Layer '{self.name}' needs a known number of channels. "
+        if not channels:      # unknown (None) or 0
+            raise ValueError(f"Layer '{self.name}' needs a known, non-zero number of channels. "
                              f"Received input_shape={tuple(input_shape)}")
         self.in_channels = int(channels)
         self.kernel = self.add_weight("kernel", (self.in_channels, self.filters, self.kernel_size),

@@ -181,3 +181,20 @@ def test_shape_dtype_and_argument_errors(rng):
         A.attention_backward(q, k, v, out, lse[..., :2], out, 1.0)
     with pytest.raises(ValueError, match="`grad`: expected shape"):
         A.attention_backward(q, k, v, out, lse, out[..., :2], 1.0)
+
+
+@pytest.mark.parametrize("b, lq, lk", [(0, 5, 5), (2, 0, 5), (2, 5, 0)])
+def test_empty_batch_queries_or_keys(rng, b, lq, lk):
+    """Empty operands give empty results (any strides: numpy's views of empty arrays have
+    zero strides); no keys give zero outputs, as torch's SDPA; no queries zero dk, dv."""
+    q = rng.standard_normal((b, 2, lq, 4)).astype(np.float32)
+    k = rng.standard_normal((b, 2, lk, 4)).astype(np.float32)
+    v = rng.standard_normal((b, 2, lk, 3)).astype(np.float32)
+    out, lse = A.attention_forward(q, k, v, 0.5, out=np.empty((b, 2, lq, 3), np.float32)[..., ::1])
+    assert out.shape == (b, 2, lq, 3) and not out.any()
+    dq, dk, dv = A.attention_backward(q, k, v, out, lse, np.ones_like(out), 0.5,
+                                      dk=np.full(k.shape, 7, np.float32))
+    assert dq.shape == q.shape and dk.shape == k.shape and dv.shape == v.shape
+    assert not dq.any() and not dk.any() and not dv.any()
+    view = np.empty((b, lq, 2, 3), np.float32).transpose(0, 2, 1, 3)   # a strided empty out
+    A.attention_forward(q, k, v, 0.5, out=view)

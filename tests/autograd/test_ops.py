@@ -154,3 +154,18 @@ def test_binary_ops_match_torch(name, torch):
     tfn(at, bt).sum().backward()
     np.testing.assert_allclose(am.grad, at.grad.numpy(), rtol=1e-12)
     np.testing.assert_allclose(bm.grad, bt.grad.numpy(), rtol=1e-12)
+
+
+def test_amax_of_an_empty_batch_reduces_the_other_axes_as_torch():
+    """An empty batch reduces over a non-empty axis (torch.amax gives shape (0, 4)); only
+    an empty reduced axis is refused, naming the axis."""
+    a = mn.tensor(np.zeros((0, 5, 4), np.float32), requires_grad=True)
+    out = a.amax(1)
+    assert out.shape == (0, 4)
+    out.sum().backward()
+    assert a.grad.shape == (0, 5, 4)
+    assert a.amin((1, 2)).shape == (0,)
+    with pytest.raises(RuntimeError, match="reduction axis 0 to have non-zero size"):
+        a.amax(0)
+    with pytest.raises(RuntimeError, match=r"min\(\): expected reduction axis 0"):
+        a.amin()

@@ -131,3 +131,12 @@ def test_flop_counts_follow_the_arithmetic():
     up = layers.Conv2DTranspose(5, 3, strides=2, padding="same", data_format="channels_last")
     up.build((None, 7, 7, 3))
     assert up.count_flops((2, 7, 7, 3)) == 2 * 2 * 3 * 49 * 5 * 9 + 2 * 5 * 14 * 14
+
+
+@pytest.mark.parametrize("make", [lambda: layers.Conv2D(4, 3), lambda: layers.DepthwiseConv2D(3),
+                                  lambda: layers.SeparableConv2D(4, 3), lambda: layers.Conv1D(2, 3)])
+def test_inputs_without_channels_are_refused_by_name(make):
+    layer = make()
+    shape = (2, 8, 0) if isinstance(layer, layers.Conv1D) else (2, 8, 8, 0)
+    with pytest.raises(ValueError, match=f"Layer '{layer.name}'.* known, non-zero number of channels"):
+        layer(np.zeros(shape, np.float32))
