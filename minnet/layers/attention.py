@@ -310,7 +310,7 @@ class MultiHeadAttention(Layer):
     def _project(self, x, kernel, bias):
         """(B, T, d) @ (d, heads, dim) + (heads, dim) -> (B, T, heads, dim)."""
         d, heads, dim = kernel.shape
-        y = x.reshape(-1, d).matmul(kernel.reshape(d, heads * dim))
+        y = x.reshape(x.shape[0] * x.shape[1], d).matmul(kernel.reshape(d, heads * dim))
         if bias is not None:
             y = y + bias.reshape(heads * dim)
         return y.reshape(x.shape[0], x.shape[1], heads, dim)

@@ -539,3 +539,14 @@ def test_group_query_attention_matches_keras(keras, rng, call):
         (got, got_scores), (want, want_scores) = got, want
         np.testing.assert_allclose(got_scores.numpy(), keras.ops.convert_to_numpy(want_scores), **TOL32)
     np.testing.assert_allclose(got.numpy(), keras.ops.convert_to_numpy(want), **TOL32)
+
+
+@pytest.mark.parametrize("shape", [(0, 5, 4), (2, 5, 0)])
+def test_multi_head_attention_on_empty_batches_and_features_gives_keras_shapes(shape):
+    """Keras 3.15 (torch backend): (0, 5, 4) -> (0, 5, 4); (2, 5, 0) -> (2, 5, 0)."""
+    layer = mn.layers.MultiHeadAttention(2, 2)
+    x = mn.tensor(np.zeros(shape, np.float32), requires_grad=True)
+    y = layer(x, x)
+    assert y.shape == shape
+    y.sum().backward()
+    assert x.grad.shape == shape
