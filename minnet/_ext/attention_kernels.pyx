@@ -49,7 +49,7 @@ from libc.string cimport memset
 
 import numpy as np
 
-from minnet._ext._base cimport check_threads, check_typed
+from minnet._ext._base cimport check_array, check_threads, check_typed
 from minnet._ext._blas cimport floating, gemm
 from minnet._ext._fastmath cimport minnet_exp_nonpos_f, minnet_scale_f
 
@@ -493,15 +493,7 @@ DEFAULT_BLOCK_K = 128
 cdef Operand _operand(object a, object name, object dtype, tuple shape) except *:
     """A 4-D float array with a contiguous last axis, as base pointer + element strides."""
     cdef Operand op
-    if not isinstance(a, np.ndarray):
-        raise TypeError(f"Invalid argument `{name}`: expected a numpy.ndarray. "
-                        f"Received: {name} of type {type(a).__name__}")
-    if a.dtype != dtype:
-        raise TypeError(f"Invalid argument `{name}`: expected dtype {np.dtype(dtype).name}. "
-                        f"Received: {name}.dtype={a.dtype}")
-    if a.shape != shape:
-        raise ValueError(f"Invalid argument `{name}`: expected shape {shape}. "
-                         f"Received: {name}.shape={a.shape}")
+    check_array(a, name, dtype, shape, -1, False)
     item = a.itemsize
     if a.shape[3] > 1 and a.strides[3] != item:
         raise ValueError(f"Invalid argument `{name}`: expected a contiguous last axis. "
@@ -544,11 +536,7 @@ cdef Problem _problem(object q, object k, object v, double scale, bint causal, o
     p.bk = int(bk)
     p.nr = minnet_att_nr()
     if kv_len is not None:
-        if not isinstance(kv_len, np.ndarray) or kv_len.dtype != np.int64 \
-                or kv_len.shape != (p.B,) or not kv_len.flags.c_contiguous:
-            raise ValueError(f"Invalid argument `kv_len`: expected a C-contiguous int64 array of "
-                             f"shape ({p.B},). Received: {getattr(kv_len, 'dtype', None)} "
-                             f"{getattr(kv_len, 'shape', type(kv_len).__name__)}")
+        check_typed(kv_len, "kv_len", np.int64, (p.B,))
         p.kv_len = <const int64_t*> cnp.PyArray_DATA(<cnp.ndarray> kv_len)
     if mask is not None:
         if not isinstance(mask, np.ndarray) or mask.dtype != q.dtype \
