@@ -245,7 +245,7 @@ def test_the_line_limit_can_fail(tmp_path):
 
 EXT = PACKAGE / "_ext"
 BENCHMARKS = PACKAGE.parent / "benchmarks"
-TYPE_BRANCH = re.compile(r"^(\s*)(?:el)?if\b.*\bfloating is (?:not )?(?:float|double)\b.*:")
+TYPE_BRANCH = re.compile(r"^\s*(?:el)?if\b.*\bfloating is (?:not )?(?:float|double)\b")
 BENCH_NAME = re.compile(r'benchmarks/(\w+\.py) "([^"]+)"')
 CALLEE = re.compile(r"^(?:return\s+|[\w\[\]. ]+=\s*)?(\w+)\(")
 
@@ -332,6 +332,7 @@ cdef void f(floating* x, int n):
 @pytest.mark.parametrize("branch, ok", [
     ("    if floating is float:\n        fast_f(x, n)\n        return\n", False),
     ("    if floating is float and n > 4:\n        fast_f(x, n)\n    else:\n        slow(x, n)\n", False),
+    ("    if (floating is float\n            and n > 4):\n        fast_f(x, n)\n", False),
     ("    if floating is double:\n        minnet_a_d(x, n)\n    else:\n        minnet_b_f(x, n)\n", False),
     ('    # benchmarks/no_such_script.py "sigmoid"\n    if floating is float:\n        fast_f(x, n)\n',
      False),
