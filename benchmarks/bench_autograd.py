@@ -177,6 +177,11 @@ def op_cases(torch):
         "index_select dim 1 (1k)": (lambda m, a: a.index_select(1, m.tensor(index[0]) if m is mn
                                                                 else torch.tensor(index[0])), (big,)),
         "softmax dim -1": (lambda m, a: a.softmax(-1), (big,)),
+        # times another tensor: the softmax backward reads a gradient that is not one value
+        "softmax * w dim -1": (lambda m, a, b: a.softmax(-1) * b, (big, big)),
+        "log_softmax * w dim -1": (lambda m, a, b: a.log_softmax(-1) * b, (big, big)),
+        "layer_norm dim -1": (lambda m, a: (F if m is mn else torch.nn.functional).layer_norm(a, (1000,)),
+                              (big,)),
         "logsumexp dim 1": (lambda m, a: a.logsumexp(1), (big,)),
         "sum dim 0": (lambda m, a: a.sum(0), (big,)),
         "mean": (lambda m, a: a.mean(), (big,)),

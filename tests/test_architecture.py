@@ -20,6 +20,7 @@ What the test parses (with ``ast``, so nothing is imported):
 """
 import ast
 import pathlib
+import re
 
 import pytest
 
@@ -230,3 +231,118 @@ def test_the_line_limit_can_fail(tmp_path):
     counts = _line_counts(tmp_path)
     assert counts == {"big.pyx": MAX_LINES + 1, "small.h": 1}
     assert _too_long(counts)[0] == ["big.pyx"]
+
+
+# ------------------------------------------------- every float-only fast path names its benchmark
+#
+# A kernel written once for `floating` may branch on the type (issue 26, item 2). A branch that
+# only picks the type's name for the same thing -- a ternary (`np.float32 if floating is float
+# else np.float64`), or an if/else whose two sides are one call each to the same function but
+# for its type suffix (sgemm/dgemm, minnet_adam_block_f/_d) -- is a type dispatch. Any other
+# `if floating is float` (or `is double`) is a second algorithm that only a measurement keeps:
+# the `if` line or one of the two lines above it names the benchmark, as
+# `benchmarks/<script>.py "<row>"`, a script that exists and contains that row's name.
+
+EXT = PACKAGE / "_ext"
+BENCHMARKS = PACKAGE.parent / "benchmarks"
+TYPE_BRANCH = re.compile(r"^\s*(?:el)?if\b.*\bfloating is (?:not )?(?:float|double)\b")
+BENCH_NAME = re.compile(r'benchmarks/(\w+\.py) "([^"]+)"')
+CALLEE = re.compile(r"^(?:return\s+|[\w\[\]. ]+=\s*)?(\w+)\(")
+
+
+def _indent(line):
+    return len(line) - len(line.lstrip())
+
+
+def _block(lines, i, indent):
+    """Lines i.. indented deeper than ``indent`` (the body of a statement at i - 1)."""
+    body = []
+    while i < len(lines) and (not lines[i].strip() or _indent(lines[i]) > indent):
+        if lines[i].strip():
+            body.append(lines[i].strip())
+        i += 1
+    return body, i
+
+
+def _one_call(body):
+    """The callee when ``body`` is one statement calling one function, else None."""
+    text = " ".join(line.split("#")[0].strip() for line in body).strip()
+    depth = 0
+    for k, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and ch == ")" and text[k + 1:].strip():
+            return None
+    m = CALLEE.match(text)
+    if m is None:
+        return None
+    name = re.sub(r"_(f|d|f32|f64)$", "_T", m.group(1))
+    return re.sub(r"^[sd](gemm|gemv|axpy|dot|scal)$", r"T\1", name)
+
+
+def _is_dispatch(lines, i):
+    indent = _indent(lines[i])
+    first, j = _block(lines, i + 1, indent)
+    if j < len(lines) and lines[j].strip() == "else:" and _indent(lines[j]) == indent:
+        second, _ = _block(lines, j + 1, indent)
+    elif first and first[0].startswith("return ") and j < len(lines):
+        second, _ = _block(lines, j + 1, indent)       # if ...: return f(); return d()
+        second = [lines[j].strip()] + second
+    else:
+        return False
+    a, b = _one_call(first), _one_call(second)
+    return a is not None and a == b
+
+
+def _unnamed_fast_paths(files):
+    """``file:line`` of each type branch that is no dispatch and names no (existing) benchmark."""
+    found = []
+    for path, text in files.items():
+        lines = text.split("\n")
+        for i, line in enumerate(lines):
+            if not TYPE_BRANCH.match(line) or _is_dispatch(lines, i):
+                continue
+            named = [m for near in lines[max(0, i - 2):i + 1] for m in BENCH_NAME.finditer(near)]
+            if not any((BENCHMARKS / script).is_file() and row in (BENCHMARKS / script).read_text()
+                       for script, row in (m.groups() for m in named)):
+                found.append(f"{path.name}:{i + 1}: {line.strip()}")
+    return found
+
+
+def test_every_float_fast_path_names_its_benchmark():
+    files = {path: path.read_text(encoding="utf-8") for path in sorted(EXT.glob("*.pyx"))}
+    found = _unnamed_fast_paths(files)
+    assert not found, ("a float-only branch with no benchmark named beside it "
+                       '(# fast path: benchmarks/<script>.py "<row>"):\n' + "\n".join(found))
+
+
+PLANTED_DISPATCH = '''
+cdef void f(floating* x, int n):
+    dtype = np.float32 if floating is float else np.float64
+    if floating is float:
+        minnet_add_f(x,
+                     n)
+    else:
+        minnet_add_d(x, n)
+    if floating is float:
+        return minnet_sum_f(x, n)
+    return minnet_sum_d(x, n)
+'''
+
+
+@pytest.mark.parametrize("branch, ok", [
+    ("    if floating is float:\n        fast_f(x, n)\n        return\n", False),
+    ("    if floating is float and n > 4:\n        fast_f(x, n)\n    else:\n        slow(x, n)\n", False),
+    ("    if (floating is float\n            and n > 4):\n        fast_f(x, n)\n", False),
+    ("    if floating is double:\n        minnet_a_d(x, n)\n    else:\n        minnet_b_f(x, n)\n", False),
+    ('    # benchmarks/no_such_script.py "sigmoid"\n    if floating is float:\n        fast_f(x, n)\n',
+     False),
+    ('    # benchmarks/bench_activations.py "no such row"\n    if floating is float:\n        f(x)\n',
+     False),
+    ('    # fast path: benchmarks/bench_activations.py "sigmoid"\n    if floating is float:\n'
+     '        fast_f(x, n)\n', True),
+    ('    if floating is float:  # benchmarks/bench_activations.py "tanh"\n        fast_f(x)\n', True),
+])
+def test_the_fast_path_rule_can_fail(branch, ok):
+    source = PLANTED_DISPATCH + "\n\ncdef void g(floating* x, int n):\n" + branch
+    found = _unnamed_fast_paths({EXT / "planted_for_test.pyx": source})
+    assert len(found) == (0 if ok else 1), found   # the dispatch forms above pass

@@ -52,7 +52,7 @@ cdef extern from "activations_kernels.h":
 
 cdef inline void _sigmoid_block(const floating* x, floating* y, Py_ssize_t n) noexcept nogil:
     cdef Py_ssize_t i
-    if floating is float:
+    if floating is float:    # fast path: benchmarks/bench_activations.py "sigmoid"
         minnet_sigmoid_f(x, y, n)     # the same formula in a cloned C loop (top of the file)
     else:
         for i in range(n):
@@ -62,7 +62,7 @@ cdef inline void _sigmoid_block(const floating* x, floating* y, Py_ssize_t n) no
 cdef inline void _sigmoid_backward_block(const floating* y, const floating* g, floating* dx,
                                          Py_ssize_t n, bint grad_block) noexcept nogil:
     cdef Py_ssize_t i
-    if floating is float:
+    if floating is float:    # fast path: benchmarks/bench_activations.py "sigmoid"
         minnet_sigmoid_backward_f(y, g, dx, n, not grad_block)   # the same formula, in C
     else:
         for i in range(n):
@@ -71,7 +71,7 @@ cdef inline void _sigmoid_backward_block(const floating* y, const floating* g, f
 
 cdef inline void _tanh_block(const floating* x, floating* y, Py_ssize_t n) noexcept nogil:
     cdef Py_ssize_t i
-    if floating is float:
+    if floating is float:    # fast path: benchmarks/bench_activations.py "tanh"
         minnet_tanh_block_f(x, y, n)    # branch-free, vectorised (see _fastmath.pxd)
     else:
         for i in range(n):
@@ -81,7 +81,7 @@ cdef inline void _tanh_block(const floating* x, floating* y, Py_ssize_t n) noexc
 cdef inline void _tanh_backward_block(const floating* y, const floating* g, floating* dx,
                                       Py_ssize_t n, bint grad_block) noexcept nogil:
     cdef Py_ssize_t i
-    if floating is float:
+    if floating is float:    # fast path: benchmarks/bench_activations.py "tanh"
         minnet_tanh_backward_f(y, g, dx, n, not grad_block)      # the same formula, in C
     else:
         for i in range(n):
@@ -94,7 +94,7 @@ cdef inline void _leaky_relu_block(const floating* x, floating* y, Py_ssize_t n,
     # vectorises (it may not move a float multiply out of an `if` on its own).
     cdef Py_ssize_t i
     cdef floating v, neg
-    if floating is float:
+    if floating is float:    # fast path: benchmarks/bench_autograd.py "relu layer"
         minnet_leaky_relu_f(x, y, n, slope)     # the same loops in C (top of the file)
         return
     if slope == 0:
@@ -115,7 +115,7 @@ cdef inline void _leaky_relu_backward_block(const floating* s, const floating* g
                                             floating slope, bint grad_block) noexcept nogil:
     cdef Py_ssize_t i
     cdef floating neg
-    if floating is float:
+    if floating is float:    # fast path: benchmarks/bench_autograd.py "relu layer"
         minnet_leaky_relu_backward_f(s, g, dx, n, slope, not grad_block)    # the same loop in C
         return
     for i in range(n):
@@ -127,7 +127,7 @@ cdef inline void _elu_block(const floating* x, floating* y, Py_ssize_t n,
                             floating alpha, floating scale) noexcept nogil:
     cdef Py_ssize_t i
     cdef floating v
-    if floating is float:
+    if floating is float:    # fast path: benchmarks/bench_autograd.py "elu layer"
         minnet_elu_f(x, y, n, alpha, scale)   # vectorised expm1 (top of the file)
         return
     for i in range(n):
@@ -147,7 +147,7 @@ cdef inline void _elu_backward_block(const floating* s, const floating* g, float
     cdef Py_ssize_t i
     cdef floating v, neg
     cdef floating scale_alpha = scale * alpha
-    if floating is float:
+    if floating is float:    # fast path: benchmarks/bench_autograd.py "elu layer"
         minnet_elu_backward_f(s, g, dx, n, alpha, scale, from_output, not grad_block)
         return
     if from_output:

@@ -49,7 +49,7 @@ from libc.string cimport memset
 
 import numpy as np
 
-from minnet._ext._base cimport check_threads, check_typed
+from minnet._ext._base cimport check_array, check_threads, check_typed
 from minnet._ext._blas cimport floating, gemm
 from minnet._ext._fastmath cimport minnet_exp_nonpos_f, minnet_scale_f
 
@@ -140,7 +140,7 @@ cdef inline void _mask_block(const Problem* p, Py_ssize_t b, Py_ssize_t h, Py_ss
     cdef const floating* mbase
     if p.mask != NULL:
         mbase = (<const floating*> p.mask) + b * p.m_sb + h * p.m_sh + j0 * p.m_sc
-        if floating is float:
+        if floating is float:    # fast path: benchmarks/bench_attention.py "T 1024"
             if p.m_sc == 1:
                 minnet_att_add_mask_f(s, p.bk, nq, nk, mbase + i0 * p.m_sl, p.m_sl)
                 mbase = NULL
@@ -171,7 +171,7 @@ cdef inline void _scores(const Problem* p, Py_ssize_t b, Py_ssize_t h,
     """s = scale * q_i k_jᵀ + mask, -inf above the causal diagonal. float32: ``qi`` is
     scale Q of the block (bq, E) and ``kt`` the key-blocked panels; float64: ``qi`` the
     query rows and ``kt`` the (E, Lk) transpose."""
-    if floating is float:
+    if floating is float:    # fast path: benchmarks/bench_attention.py "T 1024"
         minnet_att_mm(<int> nq, <int> nk, <int> p.E, qi, q_sl, 1,
                       kt + (j0 // p.bk) * minnet_att_tblock_size(p.bk, p.E, p.nr), p.E * p.nr,
                       s, p.bk, 1)
@@ -199,7 +199,7 @@ cdef inline void _transpose(const floating* a, Py_ssize_t rows, Py_ssize_t sl, P
 cdef inline void _pack_keys(const Problem* p, const floating* x, Py_ssize_t sl, Py_ssize_t cols,
                             floating* xt) noexcept nogil:
     """Kᵀ (or Vᵀ) of the pair: the B operand of the products over the keys' columns."""
-    if floating is float:
+    if floating is float:    # fast path: benchmarks/bench_attention.py "T 1024"
         minnet_att_pack_t(x, p.Lk, sl, cols, p.bk, p.nr, xt)
     else:
         _transpose(x, p.Lk, sl, cols, xt)
@@ -207,7 +207,7 @@ cdef inline void _pack_keys(const Problem* p, const floating* x, Py_ssize_t sl, 
 
 cdef inline void _scale_row(floating* x, floating a, Py_ssize_t n) noexcept nogil:
     cdef Py_ssize_t j
-    if floating is float:
+    if floating is float:    # fast path: benchmarks/bench_attention.py "T 1024"
         minnet_scale_f(x, a, n)
         return
     for j in range(n):
@@ -231,6 +231,7 @@ cdef void _forward_pair(const Problem* p, Py_ssize_t bh, Operand q, Operand k, O
     cdef floating* orow
     cdef double inv
     _pack_keys(p, _at(<floating*> k.base, k, p, bh), k.sl, p.E, <floating*> w.kt)
+    # fast path: benchmarks/bench_attention.py "T 1024"
     if floating is float:                   # V in panels over its Lk rows
         minnet_att_pack_rows(vp, p.Lk, v.sl, p.Ev, 1, p.nr, <float*> w.vk)
     i0 = 0
@@ -238,6 +239,7 @@ cdef void _forward_pair(const Problem* p, Py_ssize_t bh, Operand q, Operand k, O
         nq = p.bq if p.Lq - i0 > p.bq else p.Lq - i0
         qi = qp + i0 * q.sl
         q_sl = q.sl
+        # fast path: benchmarks/bench_attention.py "T 1024"
         if floating is float:               # scale Q_i, contiguous
             minnet_att_pack_rows(qi, nq, q.sl, p.E, <float> p.scale, <int> p.E, <float*> w.qs)
             qi = <floating*> w.qs
@@ -260,7 +262,7 @@ cdef void _forward_pair(const Problem* p, Py_ssize_t bh, Operand q, Operand k, O
                 if al[r] != 1:
                     _scale_row(op + (i0 + r) * o.sl, al[r], p.Ev)
             # O_i += P V_j
-            if floating is float:
+            if floating is float:    # fast path: benchmarks/bench_attention.py "T 1024"
                 minnet_att_mm(<int> nq, <int> p.Ev, <int> nk, s, p.bk, 1, <float*> w.vk + j0 * p.nr,
                               p.Lk * p.nr, op + i0 * o.sl, o.sl, 0)
             else:
@@ -314,6 +316,7 @@ cdef void _backward_pair(const Problem* p, Py_ssize_t bh, Operand q, Operand k, 
     cdef double acc
     _pack_keys(p, kp, k.sl, p.E, <floating*> w.kt)
     _pack_keys(p, _at(<floating*> v.base, v, p, bh), v.sl, p.Ev, <floating*> w.vt)
+    # fast path: benchmarks/bench_attention.py "T 1024"
     if floating is float:                   # scale K in panels over its Lk rows
         minnet_att_pack_rows(kp, p.Lk, k.sl, p.E, <float> p.scale, p.nr, <float*> w.vk)
     _zero_rows(dqp, p.Lq, dq.sl, p.E)
@@ -324,7 +327,7 @@ cdef void _backward_pair(const Problem* p, Py_ssize_t bh, Operand q, Operand k, 
         nq = p.bq if p.Lq - i0 > p.bq else p.Lq - i0
         qi = qp + i0 * q.sl
         q_sl = q.sl
-        if floating is float:
+        if floating is float:    # fast path: benchmarks/bench_attention.py "T 1024"
             # scale Q_i contiguous (A of S) and in panels (B of dK); dO_i in panels (B of dV);
             # D_i = <do_i, o_i>
             minnet_att_pack_rows(qi, nq, q.sl, p.E, <float> p.scale, <int> p.E, qs)
@@ -346,6 +349,7 @@ cdef void _backward_pair(const Problem* p, Py_ssize_t bh, Operand q, Operand k, 
             j0 = j0 + p.bk
             nk = p.bk if end - j0 > p.bk else end - j0
             _scores(p, b, h, qi, q_sl, <floating*> w.kt, i0, nq, j0, nk, s)
+            # fast path: benchmarks/bench_attention.py "T 1024"
             if floating is float:           # p_ij = exp(s_ij - lse_i)
                 minnet_att_probs_f(s, p.bk, nq, nk, lp + i0)
             for r in range(nq if floating is double else 0):
@@ -356,7 +360,7 @@ cdef void _backward_pair(const Problem* p, Py_ssize_t bh, Operand q, Operand k, 
                     continue
                 for c in range(nk):
                     row[c] = exp(row[c] - li)
-            if floating is float:
+            if floating is float:    # fast path: benchmarks/bench_attention.py "T 1024"
                 # dV_j += P_ijᵀ dO_i;  dP = dO_i V_jᵀ;  dS = P ∘ (dP - D) over dP;
                 # dQ_i += dS (scale K_j);  dK_j += dSᵀ (scale Q_i)
                 minnet_att_mm(<int> nk, <int> p.Ev, <int> nq, s, 1, p.bk, <float*> w.gp, nq * p.nr,
@@ -489,15 +493,7 @@ DEFAULT_BLOCK_K = 128
 cdef Operand _operand(object a, object name, object dtype, tuple shape) except *:
     """A 4-D float array with a contiguous last axis, as base pointer + element strides."""
     cdef Operand op
-    if not isinstance(a, np.ndarray):
-        raise TypeError(f"Invalid argument `{name}`: expected a numpy.ndarray. "
-                        f"Received: {name} of type {type(a).__name__}")
-    if a.dtype != dtype:
-        raise TypeError(f"Invalid argument `{name}`: expected dtype {np.dtype(dtype).name}. "
-                        f"Received: {name}.dtype={a.dtype}")
-    if a.shape != shape:
-        raise ValueError(f"Invalid argument `{name}`: expected shape {shape}. "
-                         f"Received: {name}.shape={a.shape}")
+    check_array(a, name, dtype, shape, -1, False)
     item = a.itemsize
     if a.size == 0:         # nothing is read or written: any strides will do
         op.base = cnp.PyArray_DATA(<cnp.ndarray> a)
@@ -544,11 +540,7 @@ cdef Problem _problem(object q, object k, object v, double scale, bint causal, o
     p.bk = int(bk)
     p.nr = minnet_att_nr()
     if kv_len is not None:
-        if not isinstance(kv_len, np.ndarray) or kv_len.dtype != np.int64 \
-                or kv_len.shape != (p.B,) or not kv_len.flags.c_contiguous:
-            raise ValueError(f"Invalid argument `kv_len`: expected a C-contiguous int64 array of "
-                             f"shape ({p.B},). Received: {getattr(kv_len, 'dtype', None)} "
-                             f"{getattr(kv_len, 'shape', type(kv_len).__name__)}")
+        check_typed(kv_len, "kv_len", np.int64, (p.B,))
         p.kv_len = <const int64_t*> cnp.PyArray_DATA(<cnp.ndarray> kv_len)
     if mask is not None:
         if not isinstance(mask, np.ndarray) or mask.dtype != q.dtype \

@@ -66,7 +66,7 @@ cdef inline void _dropout_block(int64_t lo, int64_t hi, const floating* x, uint6
                                 floating* out, uint8_t* mask) noexcept nogil:
     cdef int64_t i
     cdef uint8_t keep
-    if floating is float:
+    if floating is float:    # fast path: benchmarks/bench_norm_dropout_pool.py "dropout"
         # the same loop in C, in the per-CPU copies (dropout_kernels.h)
         minnet_dropout_block_f(x + lo, base, offset + <uint64_t> lo, threshold, scale, out + lo,
                                mask + lo, hi - lo)

@@ -102,7 +102,7 @@ cdef inline void _max_row_2x2(const floating* x, int W, int K, int oh, int OW,
     # _max_window in the same order with the bounds fixed (maxpool_kernels.h), so the results
     # are identical; float32 does four windows (K == 1) or four channels at a time in SSE
     # registers, float64 the scalar selects.
-    if floating is float:
+    if floating is float:    # fast path: benchmarks/bench_norm_dropout_pool.py "max_pool"
         if K == 1:
             minnet_max_row_2x2_f32(x, W, oh, OW, out, idx)
         else:

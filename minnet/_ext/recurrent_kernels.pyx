@@ -148,7 +148,7 @@ cdef void _forward_rows(int mode, int n, int tt, int T, int I, int H,
             memcpy(cprev + row * H, cn, H * sizeof(floating))
     if masked:
         return
-    if floating is float:
+    if floating is float:    # fast path: benchmarks/bench_recurrent.py "LSTM(128)"
         if mode == _LSTM:
             # hr is the saved row itself when saving (the GEMM wrote there): no copy
             minnet_lstm_fwd_row_f(hr, hn, cn, s, save and hr != s, H)
@@ -267,7 +267,7 @@ cdef void _forward(int mode, int N, int T, int I, int H,
     cdef bint staged = False
     cdef const floating* xa
     cdef int64_t lda
-    if floating is float:
+    if floating is float:    # fast path: benchmarks/bench_recurrent.py "LSTM(128)"
         packed = wph != NULL
         staged = packed and mode == _LSTM
     if mode == _LSTM:
@@ -288,7 +288,7 @@ cdef void _forward(int mode, int N, int T, int I, int H,
                 lda = I + H
             # pre-activation = (b_ih + b_hh) + [x_t | h] @ [W_ih | W_hh]ᵀ: one GEMM, straight
             # into the saved gate rows (benchmarks/bench_recurrent.py, LSTM(128))
-            if floating is float:
+            if floating is float:    # fast path: benchmarks/bench_recurrent.py "LSTM(128)"
                 step_gemm(N, G, I + H, xa, lda, wph, MINNET_SG_INIT_BIAS, xp, hstep, ldh,
                            n_threads)
         elif mode == _LSTM:
@@ -304,7 +304,7 @@ cdef void _forward(int mode, int N, int T, int I, int H,
             # computed here rather than for all steps at once, it is still in cache when the
             # gate pass reads it (one (N*T, G) array read back step by step came from memory).
             if packed:
-                if floating is float:
+                if floating is float:    # fast path: benchmarks/bench_recurrent.py "GRU(128)"
                     step_gemm(N, G, I, x + <int64_t> tt * I, <int64_t> T * I, wpx,
                                MINNET_SG_INIT_ZERO, NULL, xp, G, n_threads)
             else:
@@ -317,7 +317,7 @@ cdef void _forward(int mode, int N, int T, int I, int H,
                 for k in range(<int64_t> N * H):
                     hm[k] = h[k] * rmask[k]
             if packed:
-                if floating is float:
+                if floating is float:    # fast path: benchmarks/bench_recurrent.py "GRU(128)"
                     step_gemm(N, G, H, hsrc, H, wph, MINNET_SG_INIT_ZERO, NULL, hstep, ldh,
                                n_threads)
             else:
@@ -427,7 +427,7 @@ cdef void _backward_rows(int mode, int n, int tt, int T, int I, int H,
         if mode == _GRU:
             memset(gh, 0, G * sizeof(floating))
         return
-    if floating is float:
+    if floating is float:    # fast path: benchmarks/bench_recurrent.py "LSTM(128)"
         if mode == _LSTM:
             minnet_lstm_bwd_row_f(<float*> s, cp, dhr, dyr, dcr, gx, dnext, H)   # gx may be s
             return
@@ -528,7 +528,7 @@ cdef void _backward_time(int mode, int N, int T, int I, int H, const floating* w
                            dgx, dgh, masked)
         # dh_{t-1} += dG_t (N, G) @ W_hh (G, H); a step's rows of dG are T*G apart.
         # float32: W_hh packed once (wpb, stepgemm_kernels.h)
-        if floating is float:
+        if floating is float:    # fast path: benchmarks/bench_recurrent.py "LSTM(128)"
             if wpx != NULL:
                 step_gemm(N, I, G, dgx + <int64_t> tt * G, ld, wpx, MINNET_SG_INIT_ZERO, NULL,
                            dx + <int64_t> tt * I, <int64_t> T * I, n_threads)
@@ -728,7 +728,7 @@ def _forward_dispatch(int mode, floating[:, :, ::1] x, floating[:, ::1] w_ih,
     cdef floating[:, ::1] xh
     cdef const floating* wpx = NULL
     cdef const floating* wph = NULL
-    if floating is float:
+    if floating is float:    # fast path: benchmarks/bench_recurrent.py "LSTM(128)"
         if mode == _LSTM:
             pk_h = np.empty(minnet_sg_packed_size(I + H, G), dtype=np.float32)
             pk_x = pk_h
@@ -871,6 +871,7 @@ def _backward_dispatch(int mode, floating[:, ::1] dw_cat, floating[:, ::1] w_ih,
     cdef floating[::1] pk, pkx
     cdef const floating* wpb = NULL
     cdef const floating* wpx = NULL
+    # fast path: benchmarks/bench_recurrent.py "LSTM(128)"
     if floating is float:      # W_hh (and W_ih) packed once for the step GEMMs (stepgemm_kernels.h)
         pk = np.empty(minnet_sg_packed_size(G, H), dtype=np.float32)
         with nogil:

@@ -28,7 +28,7 @@ cdef inline floating _row_max(const floating* x, Py_ssize_t cols) noexcept nogil
     # float32: lane-parallel max the compiler vectorises (_fastmath.pxd).
     cdef Py_ssize_t j
     cdef floating m = x[0]
-    if floating is float:
+    if floating is float:    # fast path: benchmarks/bench_autograd.py "softmax dim -1"
         return minnet_row_max_f(x, cols)
     for j in range(1, cols):
         if x[j] > m:
@@ -45,7 +45,7 @@ cdef inline floating _logsumexp_row(const floating* x, Py_ssize_t cols) noexcept
     cdef double total = 0
     if isinf(m):          # a row of -inf gives -inf; a +inf gives +inf (as PyTorch)
         return m
-    if floating is float:
+    if floating is float:    # fast path: benchmarks/bench_autograd.py "logsumexp dim 1"
         total = minnet_exp_sum_f(x, m, NULL, cols)
     else:
         for j in range(cols):
@@ -67,7 +67,7 @@ cdef inline void _softmax_row(const floating* x,   # IN  (cols,)
             y[j] = x[j] - e
         return
     m = _row_max(x, cols)
-    if floating is float:
+    if floating is float:    # fast path: benchmarks/bench_autograd.py "softmax dim -1"
         total = minnet_exp_sum_f(x, m, y, cols)     # also writes y[j] = exp(x[j] - m)
     else:
         for j in range(cols):
@@ -75,7 +75,7 @@ cdef inline void _softmax_row(const floating* x,   # IN  (cols,)
             y[j] = e
             total += e
     e = <floating> (1.0 / total)
-    if floating is float:
+    if floating is float:    # fast path: benchmarks/bench_autograd.py "softmax dim -1"
         minnet_scale_f(y, e, cols)
     else:
         for j in range(cols):
@@ -121,7 +121,7 @@ cdef inline void _softmax_backward_row(const floating* y,    # IN  saved output 
             for j in range(cols):
                 dx[j] = c - exp_nonpos(y[j]) * t
             return
-        if floating is float:
+        if floating is float:    # fast path: benchmarks/bench_autograd.py "log_softmax * w dim -1"
             total = minnet_dot_f(g, NULL, cols)
         else:
             for j in range(cols):
@@ -132,7 +132,7 @@ cdef inline void _softmax_backward_row(const floating* y,    # IN  saved output 
     else:
         # y = p: dx = p * (g - <g, p>)
         if g_const:
-            if floating is float:
+            if floating is float:    # fast path: benchmarks/bench_autograd.py "softmax dim -1"
                 total = minnet_dot_f(y, NULL, cols)
             else:
                 for j in range(cols):
@@ -141,7 +141,7 @@ cdef inline void _softmax_backward_row(const floating* y,    # IN  saved output 
             for j in range(cols):
                 dx[j] = y[j] * (c - t)
             return
-        if floating is float:
+        if floating is float:    # fast path: benchmarks/bench_autograd.py "softmax * w dim -1"
             total = minnet_dot_f(g, y, cols)
         else:
             for j in range(cols):
@@ -181,7 +181,7 @@ cdef void logsumexp_backward_kernel(const floating[:, ::1] x,    # IN  (rows, co
     for i in prange(rows, num_threads=team(rows * cols, n_threads), schedule="static"):
         gi = grad[i]
         oi = out[i]
-        if floating is float:
+        if floating is float:    # fast path: benchmarks/bench_autograd.py "logsumexp dim 1"
             minnet_ce_grad_row_f(&x[i, 0], <double> oi, 0.0, gi, &dx[i, 0], cols)
         else:
             for j in range(cols):

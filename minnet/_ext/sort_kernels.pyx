@@ -37,7 +37,7 @@ cdef inline uint64_t _key(floating v, bint descending) noexcept nogil:
     else:
         if v == 0:                  # -0.0 and +0.0 are equal: one key
             v = 0
-        if floating is float:
+        if floating is float:    # fast path: benchmarks/bench_autograd.py "sort dim 1"
             memcpy(&b32, &v, 4)
             key = <uint32_t> (~b32 if b32 >> 31 else b32 | (<uint32_t> 1 << 31))
         else:
@@ -45,7 +45,7 @@ cdef inline uint64_t _key(floating v, bint descending) noexcept nogil:
             key = ~b64 if b64 >> 63 else b64 | (<uint64_t> 1 << 63)
     if descending:
         key = ~key
-        if floating is float:
+        if floating is float:    # fast path: benchmarks/bench_autograd.py "sort dim 1"
             key &= <uint64_t> 0xFFFFFFFF
     return key
 
@@ -71,7 +71,7 @@ cdef void _argsort_row(const floating* x, Py_ssize_t x_stride,     # IN  (n,) st
     memset(count, 0, 8 * 256 * sizeof(int64_t))
     for j in range(n):              # keys, and every digit's histogram in one pass
         k = _key(x[j * x_stride], descending)
-        if floating is float:
+        if floating is float:    # fast path: benchmarks/bench_autograd.py "sort dim 1"
             key_a[j] = (k << 32) | <uint64_t> j
         else:
             key_a[j] = k
@@ -93,7 +93,7 @@ cdef void _argsort_row(const floating* x, Py_ssize_t x_stride,     # IN  (n,) st
             pos = count[p * 256 + b]
             count[p * 256 + b] = pos + 1
             dst_key[pos] = k
-            if floating is double:
+            if floating is double:    # fast path: benchmarks/bench_autograd.py "sort dim 1"
                 dst_idx[pos] = src_idx[j]
         swap_key = src_key
         src_key = dst_key
@@ -102,7 +102,7 @@ cdef void _argsort_row(const floating* x, Py_ssize_t x_stride,     # IN  (n,) st
         src_idx = dst_idx
         dst_idx = swap_idx
     for j in range(n):
-        if floating is float:
+        if floating is float:    # fast path: benchmarks/bench_autograd.py "sort dim 1"
             out[j * out_stride] = <int64_t> (src_key[j] & <uint64_t> 0xFFFFFFFF)
         else:
             out[j * out_stride] = src_idx[j]
@@ -123,7 +123,7 @@ def argsort(const floating[:, :, :] x,      # IN  (outer, n, inner)
                          f"Received: out.shape={(out.shape[0], out.shape[1], out.shape[2])}")
     if outer * n * inner == 0:
         return
-    if floating is float and n >= 2 ** 32:
+    if floating is float and n >= 2 ** 32:    # fast path: benchmarks/bench_autograd.py "sort dim 1"
         raise ValueError(f"Invalid argument `x`: expected fewer than 2**32 elements along the "
                          f"sorted axis for float32. Received: {n}")
     team = _team(outer * n * inner, n_threads)

@@ -74,7 +74,7 @@ cdef inline double _softplus(double v) noexcept nogil:
 cdef void _unary_block(int op, const floating* x, floating* y, Py_ssize_t n) noexcept nogil:
     cdef Py_ssize_t i
     cdef floating v, t
-    if floating is float:
+    if floating is float:    # fast path: benchmarks/bench_activations_extra.py "gelu"
         minnet_unary_f(op, x, y, n)           # the same formulas, in C (top of the file)
         return
     if op == OP_GELU:
@@ -125,7 +125,7 @@ cdef void _unary_backward_block(int op, const floating* s, const floating* g, fl
     # value for every element (float32 reads g[0] once, float64 the block of copies).
     cdef Py_ssize_t i
     cdef floating v, t, sg, d
-    if floating is float:
+    if floating is float:    # fast path: benchmarks/bench_activations_extra.py "gelu"
         minnet_unary_backward_f(op, s, g, dx, n, not grad_block)
         return
     if op == OP_GELU:
