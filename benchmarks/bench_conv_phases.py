@@ -11,7 +11,7 @@ median of ``--repeat`` rounds after a warm-up. minnet's kernels are called direc
 through autograd (bench_conv_layout's ``_minnet_step``); torch: ``F.conv2d`` under
 ``no_grad``, ``torch.autograd.grad`` for the input or the weight alone (each including its
 forward), and its step. Workloads: bench_conv_limit.py's. ``--gemm``: GFLOP/s of minnet's
-conv GEMM on the products those layers run (docs/performance.md, issue #30 round three).
+conv GEMM on the products those layers run (round three's figures: CHANGELOG.md, 2026-12-02).
 ``--dw``: the weight gradient alone by im2col (``method="per_sample"``) and by Winograd
 (``method="winograd"``) on DW_SHAPES, both layouts (docs/math/convolution.md, "dW by
 Winograd": the rule for dW).

@@ -1,7 +1,7 @@
 /* The convolution's float32 GEMM: C (M x N) = beta C + op(A) @ op(B), row-major, one thread,
  * with minnet's own packing and register tiles, so the convolution runs at the same speed
  * whatever kernel the BLAS library picks (OpenBLAS on an AVX-512 CPU told to use its Haswell
- * kernels ran the conv GEMMs at half speed: issue #30, docs/performance.md).
+ * kernels ran the conv GEMMs at half speed: issue #30, CHANGELOG.md, 2026-12-02).
  *
  * op(A) is (M, K): A[i * lda + k], or A[k * lda + i] when trans_a; op(B) is (K, N):
  * B[k * ldb + j], or B[j * ldb + k] when trans_b. beta is 0 (C is not read) or 1 (anything
