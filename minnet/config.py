@@ -104,7 +104,8 @@ def set_deterministic(flag=True):
     the other kernels (convolution weight gradients, batch-norm statistics, sums, dropout
     masks, embedding scatter-adds) reduce in a fixed order in either mode. Off by default:
     the fixed split re-packs a GEMM operand once per block and made the MLP benchmark's
-    Dense layers slower at one thread (benchmarks/bench_training.py, mlp; docs/performance.md).
+    Dense layers slower at one thread (benchmarks/bench_deterministic.py; docs/performance.md,
+    "Deterministic mode").
 
     Args:
         flag: bool.
