@@ -77,6 +77,9 @@ def _gemm(a, b, ta=False, tb=False):
     the items shared out among the threads), that ``_blas_ready`` accepts."""
     if a.ndim == 2:
         return _gemm2(a, b, ta, tb)
+    if a.size == 0 or b.size == 0:      # no items, or empty products (K = 0: zeros)
+        return np.zeros((a.shape[0], a.shape[2] if ta else a.shape[1],
+                         b.shape[1] if tb else b.shape[2]), dtype=a.dtype)
     a, ta = _batched_operand(a, ta)
     b, tb = _batched_operand(b, tb)
     m = a.shape[2] if ta else a.shape[1]

@@ -626,6 +626,10 @@ class CenterCrop(_ImageLayer):
 
 def _crop_or_resize(layer, x, th, tw):
     h, w = layer._hw(x.shape)
+    if h == 0 or w == 0:
+        raise ValueError(f"Layer '{layer.name}' cannot crop or resize empty images: expected "
+                         f"height and width >= 1. Received: input shape {tuple(x.shape)} "
+                         f"(data_format='{layer.data_format}')")
     if h < th or w < tw:
         scale = max(th / h, tw / w)
         nh, nw = max(th, int(math.ceil(h * scale))), max(tw, int(math.ceil(w * scale)))

@@ -169,3 +169,14 @@ def test_amax_of_an_empty_batch_reduces_the_other_axes_as_torch():
         a.amax(0)
     with pytest.raises(RuntimeError, match=r"min\(\): expected reduction axis 0"):
         a.amin()
+
+
+@pytest.mark.parametrize("a_shape, b_shape", [((0, 2, 3), (0, 3, 4)), ((3, 2, 0), (3, 0, 4))])
+def test_batched_matmul_of_empty_operands_matches_numpy(a_shape, b_shape):
+    """No items, or K = 0 (a product of zeros), as numpy and torch: shapes, zeros, grads."""
+    a = mn.tensor(np.ones(a_shape, np.float32), requires_grad=True)
+    b = mn.tensor(np.ones(b_shape, np.float32), requires_grad=True)
+    out = a @ b
+    np.testing.assert_array_equal(out.numpy(), np.ones(a_shape, np.float32) @ np.ones(b_shape, np.float32))
+    out.sum().backward()
+    assert a.grad.shape == a_shape and b.grad.shape == b_shape

@@ -550,3 +550,11 @@ def test_multi_head_attention_on_empty_batches_and_features_gives_keras_shapes(s
     assert y.shape == shape
     y.sum().backward()
     assert x.grad.shape == shape
+
+
+def test_dot_product_attention_layer_on_an_empty_batch():
+    x = mn.tensor(np.zeros((0, 5, 4), np.float32), requires_grad=True)
+    y = mn.layers.Attention()([x, x])
+    assert y.shape == (0, 5, 4)
+    y.sum().backward()
+    assert x.grad.shape == (0, 5, 4)

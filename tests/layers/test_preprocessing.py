@@ -224,3 +224,10 @@ def test_normalization_adapt_keeps_precision_with_a_large_mean(rng):
     norm.adapt(iter([data[i:i + 100] for i in range(0, 1000, 100)]))
     np.testing.assert_allclose(norm.variance.data, data.var(0), rtol=1e-6)
     np.testing.assert_allclose(norm.mean.data, data.mean(0), rtol=1e-12)
+
+
+@pytest.mark.parametrize("make", [lambda: layers.CenterCrop(4, 4), lambda: layers.RandomCrop(4, 4)])
+def test_crop_layers_refuse_empty_images_by_name(make):
+    layer = make()
+    with pytest.raises(ValueError, match=f"Layer '{layer.name}' cannot crop or resize empty images"):
+        layer(np.zeros((2, 0, 8, 3), np.float32), training=True)
