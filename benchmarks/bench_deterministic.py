@@ -2,8 +2,8 @@
 
     python benchmarks/bench_deterministic.py [--threads 1] [--rounds 5]
 
-The mlp workload of bench_training.py (784-256-128-10 ReLU, SGD momentum 0.9, batch 64,
-6,400 random samples): one epoch per round, off and on alternated, CPU time per step
+The mlp workload of bench_training.py (its ``build_minnet``: 784-256-128-10 ReLU, SGD
+momentum 0.9; batch 64, 6,400 random samples): one epoch per round, off and on alternated, CPU time per step
 (``time.process_time``: a shared machine's other jobs do not count; at 2 threads it counts
 both threads' time). Prints the median and min-max of each and their ratio.
 """
@@ -13,14 +13,12 @@ import time
 import numpy as np
 
 import minnet as mn
+from bench_training import build_minnet
 
 
 def _epoch_ms(x, y, deterministic):
     mn.config.set_deterministic(deterministic)
-    model = mn.Sequential([mn.layers.Input((784,)), mn.layers.Dense(256, activation="relu"),
-                           mn.layers.Dense(128, activation="relu"), mn.layers.Dense(10)])
-    model.compile(optimizer=mn.optimizers.SGD(0.01, momentum=0.9),
-                  loss=mn.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model = build_minnet("mlp", mn)          # bench_training.py's mlp, compiled
     model.fit(x[:640], y[:640], batch_size=64, epochs=1, verbose=0)      # warm-up
     start = time.process_time()
     model.fit(x, y, batch_size=64, epochs=1, verbose=0)

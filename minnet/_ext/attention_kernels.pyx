@@ -495,8 +495,8 @@ cdef Operand _operand(object a, object name, object dtype, tuple shape) except *
     cdef Operand op
     check_array(a, name, dtype, shape, -1, False)
     item = a.itemsize
+    op.base = cnp.PyArray_DATA(<cnp.ndarray> a)
     if a.size == 0:         # nothing is read or written: any strides will do
-        op.base = cnp.PyArray_DATA(<cnp.ndarray> a)
         op.sb = op.sh = op.sl = 0
         return op
     if a.shape[3] > 1 and a.strides[3] != item:
@@ -505,7 +505,6 @@ cdef Operand _operand(object a, object name, object dtype, tuple shape) except *
     if any(st % item or st < 0 for st in a.strides[:3]):
         raise ValueError(f"Invalid argument `{name}`: expected non-negative strides that are "
                          f"multiples of the item size. Received: strides={a.strides}")
-    op.base = cnp.PyArray_DATA(<cnp.ndarray> a)
     op.sb = a.strides[0] // item
     op.sh = a.strides[1] // item
     op.sl = a.strides[2] // item

@@ -201,8 +201,8 @@ class Conv2D(Layer):
     def build(self, input_shape):
         shape = self._check_shape(input_shape)
         _, channels, _ = self._split(shape)
-        if not channels:      # unknown (None) or 0
-            raise ValueError(f"Layer '{self.name}' needs a known, non-zero number of channels on the "
+        if channels is None:  # 0 channels: refused by _check_shape
+            raise ValueError(f"Layer '{self.name}' needs a known number of channels on the "
                              f"channel axis of {self._layout_name()} (data_format="
                              f"'{self.data_format}'). Received input_shape={shape}")
         in_channels = int(channels)

@@ -100,8 +100,8 @@ class SeparableConv2D(Conv2D):
     def build(self, input_shape):
         shape = self._check_shape(input_shape)
         _, channels, _ = self._split(shape)
-        if not channels:      # unknown (None) or 0
-            raise ValueError(f"Layer '{self.name}' needs a known, non-zero number of channels. "
+        if channels is None:  # 0 channels: refused by Conv2D._check_shape
+            raise ValueError(f"Layer '{self.name}' needs a known number of channels. "
                              f"Received input_shape={shape}")
         self.in_channels = int(channels)
         middle = self.in_channels * self.depth_multiplier
