@@ -16,7 +16,7 @@ import numpy as np
 
 __all__ = ["invalid", "check_int", "check_float", "check_int_tuple", "check_padding",
            "check_pad_pairs", "check_choice", "check_labels", "check_hook_gradient",
-           "check_axes_in_range"]
+           "check_axes_in_range", "matmul_shape_error"]
 
 
 def invalid(name, expected, value, error=ValueError):
@@ -209,3 +209,23 @@ def check_axes_in_range(axis, shape, owner, name="axis"):
                          f"for an input of rank {ndim} (shape {tuple(shape)}); {axis!r} names an "
                          f"axis twice. Received: {name}={axis!r}")
     return tuple(normalized) if isinstance(axis, (list, tuple)) else normalized[0]
+
+
+def matmul_shape_error(shape_a, shape_b):
+    """The error (built, not raised) for operands of these shapes that ``matmul`` cannot
+    multiply, naming the mismatched axes; ``None`` when they can be multiplied."""
+    shape_a, shape_b = tuple(shape_a), tuple(shape_b)
+    head = f"matmul: shapes {shape_a} and {shape_b} cannot be multiplied: "
+    if not shape_a or not shape_b:
+        return ValueError(head + "both operands need at least one axis")
+    k_b = shape_b[-2] if len(shape_b) >= 2 else shape_b[0]
+    if shape_a[-1] != k_b:
+        where = "second-to-last axis" if len(shape_b) >= 2 else "length"
+        return ValueError(head + f"expected the last axis of the first operand ({shape_a[-1]}) "
+                          f"to equal the {where} of the second ({k_b})")
+    batch_a, batch_b = shape_a[:-2], shape_b[:-2]
+    try:
+        np.broadcast_shapes(batch_a, batch_b)
+    except ValueError:
+        return ValueError(head + f"their batch axes {batch_a} and {batch_b} do not broadcast")
+    return None

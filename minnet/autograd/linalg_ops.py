@@ -9,6 +9,7 @@ einsum's gradient for each operand is another einsum.  Math: ``docs/math/autogra
 """
 import numpy as np
 
+from minnet._checks import matmul_shape_error
 from minnet._config import get_num_threads
 from minnet._ext._blas import gemm_batched, py_gemm
 
@@ -101,7 +102,13 @@ class MatMul(Function):
         ctx.shapes = (shape_of(a), shape_of(b))
         if _blas_ready(a, b) and a.shape[-1] == b.shape[-2]:
             return _gemm(a, b)
-        return np.asarray(np.matmul(a, b))
+        try:
+            return np.asarray(np.matmul(a, b))
+        except ValueError:
+            error = matmul_shape_error(np.shape(a), np.shape(b))
+            if error is None:
+                raise
+            raise error from None
 
     @staticmethod
     def backward(ctx, g):

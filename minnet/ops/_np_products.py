@@ -6,6 +6,7 @@ gradients (and second derivatives) come from the autograd.
 """
 import numpy as np
 
+from minnet._checks import matmul_shape_error
 from minnet.autograd import Tensor, cat, einsum as _einsum, stack
 
 from ._dispatch import cast_to, keras_op, norm_axis, promote, to_float, wrap
@@ -33,6 +34,9 @@ def matmul(x1, x2):
     """Matrix product with NumPy's rules (1-D operands, batch broadcasting)."""
     a, b = _pair(x1, x2)
     if a.dtype.kind != "f":
+        error = matmul_shape_error(a.shape, b.shape)
+        if error is not None:
+            raise error
         return _int_product(np.matmul, a, b, int8_to_int32=x1.dtype == x2.dtype == np.int8)
     return a @ b
 

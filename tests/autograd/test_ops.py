@@ -180,3 +180,24 @@ def test_batched_matmul_of_empty_operands_matches_numpy(a_shape, b_shape):
     np.testing.assert_array_equal(out.numpy(), np.ones(a_shape, np.float32) @ np.ones(b_shape, np.float32))
     out.sum().backward()
     assert a.grad.shape == a_shape and b.grad.shape == b_shape
+
+
+@pytest.mark.parametrize("a_shape, b_shape, words", [
+    ((2, 3), (4, 5), r"shapes \(2, 3\) and \(4, 5\) cannot be multiplied: expected the last axis "
+                     r"of the first operand \(3\) to equal the second-to-last axis of the second \(4\)"),
+    ((2, 3), (5,), r"the length of the second \(5\)"),
+    ((2, 2, 3), (3, 3, 4), r"their batch axes \(2,\) and \(3,\) do not broadcast"),
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_matmul_of_mismatched_shapes_names_the_axes(a_shape, b_shape, words, dtype):
+    """Both paths (the autograd's float product and keras.ops' integer one) say which axes
+    disagree, instead of NumPy's gufunc signature; shapes that fit still multiply."""
+    a, b = np.ones(a_shape, dtype), np.ones(b_shape, dtype)
+    with pytest.raises(ValueError, match=words):
+        mn.ops.matmul(a, b)
+    if dtype == np.float32:
+        with pytest.raises(ValueError, match=words):
+            mn.tensor(a) @ mn.tensor(b)
+    assert mn._checks.matmul_shape_error((2, 1, 1, 3), (4, 3, 5)) is None
+    np.testing.assert_array_equal(mn.ops.matmul(np.ones((2, 1, 1, 3), dtype), np.ones((4, 3, 5), dtype)).numpy(),
+                                  np.full((2, 4, 1, 5), 3, dtype))
