@@ -6,6 +6,9 @@
   ``dropout_key(n)`` hands out the key for a mask of ``n`` elements and advances the
   offset by ``n``, so a mask depends only on the seed and on how many random numbers
   were drawn before it, never on the thread count.
+* A layer given its own ``seed`` (Keras's ``Dropout(rate, seed=...)``) draws its masks from
+  a ``DropoutStream`` instead: the same hash keyed by the layer's seed and its own offset,
+  inside ``drawing_from(stream)``; ``manual_seed`` does not touch it.
 """
 import numpy as np
 
@@ -60,6 +63,37 @@ def dropout_key(n_elements):
         return seed, (offset + per_sample * window[0]) & 0xFFFFFFFFFFFFFFFF
     _state["offset"] = (offset + int(n_elements)) & 0xFFFFFFFFFFFFFFFF
     return seed, offset
+
+
+class DropoutStream:
+    """A layer's own dropout key stream: ``(seed, offset)`` advanced by each mask it draws,
+    independent of ``manual_seed`` (Keras's per-layer ``SeedGenerator(seed)``)."""
+
+    __slots__ = ("seed", "offset")
+
+    def __init__(self, seed):
+        self.seed, self.offset = int(seed) & 0xFFFFFFFFFFFFFFFF, 0
+
+
+class drawing_from:
+    """``with drawing_from(stream): F.dropout(...)``: the masks drawn inside come from
+    ``stream`` (its offset advances); the global stream is left where it was.  The sample
+    window of data parallelism applies as to the global stream.  (A class, not a generator:
+    it sits on every seeded dropout call.)"""
+
+    __slots__ = ("stream", "saved")
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def __enter__(self):
+        self.saved = _state["seed"], _state["offset"]
+        _state["seed"], _state["offset"] = self.stream.seed, self.stream.offset
+
+    def __exit__(self, *exc):
+        self.stream.offset = _state["offset"]
+        _state["seed"], _state["offset"] = self.saved
+        return False
 
 
 def dropout_offset():

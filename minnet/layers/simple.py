@@ -6,9 +6,9 @@ import numbers
 
 import numpy as np
 
-from minnet import config, initializers, regularizers
+from minnet import _random, config, initializers, regularizers
 from minnet import functional as F
-from minnet._checks import check_axes_in_range, check_float, invalid
+from minnet._checks import check_axes_in_range, check_float, check_int, invalid
 from minnet.autograd import Tensor, einsum
 from minnet.layers.base import Layer
 
@@ -204,12 +204,14 @@ class _SpatialDropout(Layer):
 
     _ndim = None
 
-    def __init__(self, rate, data_format=None, **kwargs):
+    def __init__(self, rate, data_format=None, seed=None, **kwargs):
         super().__init__(**kwargs)
         if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not 0 <= rate < 1:
             raise invalid("rate", "a float in [0, 1)", rate)
         self.rate = float(rate)
         self.data_format = config.normalize_data_format(data_format)
+        self.seed = None if seed is None else check_int("seed", seed, 0)
+        self._stream = None if seed is None else _random.DropoutStream(self.seed)
 
     def call(self, x, training=False):
         self._check_input(x, ndim=self._ndim)
@@ -219,14 +221,18 @@ class _SpatialDropout(Layer):
         shape[0] = x.shape[0]
         channel = x.ndim - 1 if self.data_format == "channels_last" else 1
         shape[channel] = x.shape[channel]
-        keep = F.dropout(Tensor(np.ones(shape, dtype=x.dtype)), self.rate)
-        return x * keep
+        ones = Tensor(np.ones(shape, dtype=x.dtype))
+        if self._stream is None:
+            return x * F.dropout(ones, self.rate)
+        with _random.drawing_from(self._stream):     # the layer's own seed (Keras's seed=)
+            return x * F.dropout(ones, self.rate)
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape)
 
     def get_config(self):
-        return {**super().get_config(), "rate": self.rate, "data_format": self.data_format}
+        return {**super().get_config(), "rate": self.rate, "data_format": self.data_format,
+                "seed": self.seed}
 
 
 class SpatialDropout1D(_SpatialDropout):

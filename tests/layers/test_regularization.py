@@ -129,3 +129,80 @@ def test_spatial_dropout_data_format_default_guard_and_config():
     assert explicit(np.ones((2, 3, 16, 16)), training=False).shape == (2, 3, 16, 16)
     again = layers.deserialize(json.loads(json.dumps(layers.serialize(explicit))))
     assert again.data_format == "channels_first" and "channels_first" in repr(again)
+
+
+SEEDED = [lambda **k: layers.Dropout(0.5, **k), lambda **k: layers.AlphaDropout(0.5, **k),
+          lambda **k: layers.SpatialDropout2D(0.5, data_format="channels_first", **k),
+          lambda **k: layers.SpatialDropout1D(0.5, **k), lambda **k: layers.SpatialDropout3D(0.5, **k)]
+
+
+@pytest.mark.parametrize("make", SEEDED)
+def test_seed_gives_the_layer_its_own_mask_stream(rng, make):
+    """Keras's ``seed=``: a layer's masks depend on its seed and its own draws only, not on
+    ``mn.manual_seed``; two layers with one seed drop alike; the global stream is untouched."""
+    layer = make()
+    shape = (4, 3, 5, 6, 2) if "3D" in type(layer).__name__ else (4, 6, 5) if "1D" in type(layer).__name__ \
+        else (4, 3, 5, 6)
+    x = rng.standard_normal(shape).astype(np.float32)
+    mn.manual_seed(0)
+    first, second = make(seed=7)(x, training=True).numpy(), None
+    mn.manual_seed(123)
+    twin = make(seed=7)
+    again = twin(x, training=True).numpy()
+    second = twin(x, training=True).numpy()
+    np.testing.assert_array_equal(first, again)
+    assert not np.array_equal(first, second)              # each call draws a new mask
+    assert not np.array_equal(first, make(seed=8)(x, training=True).numpy())
+    mn.manual_seed(5)
+    plain = mn.functional.dropout(mn.tensor(x), 0.5).numpy()
+    mn.manual_seed(5)
+    make(seed=7)(x, training=True)
+    np.testing.assert_array_equal(mn.functional.dropout(mn.tensor(x), 0.5).numpy(), plain)
+    assert twin.get_config()["seed"] == 7
+
+
+def test_noise_shape_broadcasts_one_mask(rng):
+    """``noise_shape=(None, 1, C)`` drops the same features at every timestep; the full shape
+    is element-wise dropout itself (the same bits for a seed); backward is the mask times
+    ``1/(1-rate)``, checked by gradcheck."""
+    x = rng.uniform(0.5, 1.5, (8, 5, 6)).astype(np.float32)
+    y = layers.Dropout(0.5, noise_shape=(None, 1, 6), seed=1)(x, training=True).numpy()
+    np.testing.assert_array_equal(np.broadcast_to(y[:, :1] == 0, y.shape), y == 0)   # one draw per (n, c)
+    assert 0.3 < (y == 0).mean() < 0.7
+    np.testing.assert_allclose(y[y != 0], (2 * x)[y != 0], rtol=1e-6)
+    full = layers.Dropout(0.3, noise_shape=x.shape, seed=4)(x, training=True).numpy()
+    np.testing.assert_array_equal(full, layers.Dropout(0.3, seed=4)(x, training=True).numpy())
+    alpha_full = layers.AlphaDropout(0.3, noise_shape=(None, 5, None), seed=4)(x, training=True).numpy()
+    np.testing.assert_allclose(alpha_full, layers.AlphaDropout(0.3, seed=4)(x, training=True).numpy(),
+                               rtol=1e-6, atol=1e-6)
+    x64 = mn.tensor(rng.standard_normal((3, 4, 2)), requires_grad=True)
+    for cls in (layers.Dropout, layers.AlphaDropout):
+        assert mn.gradcheck(lambda t, cls=cls: cls(0.4, noise_shape=(3, 1, 2), seed=2, dtype="float64")(
+            t, training=True), (x64,))
+
+
+@pytest.mark.parametrize("noise_shape, words", [
+    ("ab", "a tuple of positive ints or None"), ((4, 0, 6), "positive ints"), (3, "a tuple"),
+    ((4.5, 1, 1), "positive ints")])
+def test_noise_shape_refused_when_not_a_shape(noise_shape, words):
+    with pytest.raises(ValueError, match=f"Invalid value for argument `noise_shape`: expected .*{words}"):
+        layers.Dropout(0.5, noise_shape=noise_shape)
+
+
+@pytest.mark.parametrize("noise_shape, words", [((4, 2, 6), "each entry to be 1, None or the input's size"),
+                                                ((4, 6), "expected 3 entries")])
+def test_noise_shape_refused_when_it_does_not_broadcast(noise_shape, words):
+    with pytest.raises(ValueError, match=words):
+        layers.Dropout(0.5, noise_shape=noise_shape, name="d")(np.ones((4, 3, 6), np.float32), training=True)
+
+
+def test_seed_and_noise_shape_in_config_and_keras_files():
+    layer = layers.Dropout(0.2, noise_shape=(None, 1, 6), seed=3, name="d")
+    again = layers.deserialize(json.loads(json.dumps(layers.serialize(layer))))
+    assert again.noise_shape == (None, 1, 6) and again.seed == 3
+    keras_entry = {"class_name": "AlphaDropout", "config": {"rate": 0.1, "noise_shape": [None, 1], "seed": 9}}
+    loaded = layers.deserialize(keras_entry)
+    assert loaded.noise_shape == (None, 1) and loaded.seed == 9
+    assert "noise_shape" not in layers.SpatialDropout2D(0.5, seed=1).get_config()
+    with pytest.raises(ValueError, match="`seed`"):
+        layers.Dropout(0.5, seed=-1)
