@@ -52,3 +52,16 @@ def spec_references(spec):
     if kind == "list":
         return list(value)
     return [value[key] for key in sorted(value)]
+
+
+def get_window(window, length, fftbins=True):
+    """``scipy.signal.get_window``, with ``scipy.signal`` imported on first use.
+
+    ``scipy.signal`` pulls in scipy.stats, scipy.optimize and scipy.interpolate: about 40 MiB
+    of resident memory in every process that imports minnet (``benchmarks/bench_training.py``'s
+    process peak RSS, 90 -> 134 MiB for the MLP while it was imported at module top), for the
+    STFT initializer and layer only. The one lazy import of a required package
+    (``tests/test_architecture.py``'s ``LAZY``).
+    """
+    import scipy.signal
+    return scipy.signal.get_window(window, length, fftbins=fftbins)

@@ -25,9 +25,9 @@ import math
 
 import numpy as np
 import scipy.linalg
-import scipy.signal
 
 from minnet import _random, _registry
+from minnet._utils import get_window
 
 __all__ = [
     "Initializer", "Zeros", "Ones", "Constant", "RandomUniform", "RandomNormal",
@@ -448,7 +448,7 @@ class STFT(Initializer):
             raise ValueError(f"Invalid value for argument `side`: expected 'real' or 'imag'. "
                              f"Received: side={side!r}")
         if isinstance(window, str):
-            scipy.signal.get_window(window, 1)       # raises on an unknown window name
+            get_window(window, 1)       # raises on an unknown window name
         elif window is not None:
             window = np.asarray(window, dtype=np.float64)
             if window.ndim != 1:
@@ -478,7 +478,7 @@ class STFT(Initializer):
         if self.window is not None:
             win = self.window
             if isinstance(win, str):
-                win = scipy.signal.get_window(win, frame_length, self.periodic)
+                win = get_window(win, frame_length, self.periodic)
             win = np.asarray(win).astype(dtype)
             if win.shape != (frame_length,):
                 raise ValueError(f"The shape of `window` must be equal to [frame_length] "

@@ -12,10 +12,10 @@ import math
 import warnings
 
 import numpy as np
-import scipy.signal
 
 from minnet import config, initializers, ops
 from minnet._checks import check_choice, check_int, check_float, invalid
+from minnet._utils import get_window
 from minnet.layers.base import Layer
 
 __all__ = ["STFTSpectrogram", "MelSpectrogram", "mel_weight_matrix"]
@@ -28,7 +28,7 @@ _MODES = ("log", "magnitude", "psd", "real", "imag", "angle", "stft")
 
 def _check_window(window):
     if isinstance(window, str):
-        scipy.signal.get_window(window, 1)      # raises on an unknown window name
+        get_window(window, 1)      # raises on an unknown window name
         return window
     if window is None:
         return None
