@@ -435,6 +435,16 @@ class MultiHeadAttention(Layer):
             return y, scores
         return y
 
+    def _infer_output(self, info, args, kwargs):
+        # Symbolic call (a functional model): with return_attention_scores=True the layer
+        # gives (output, scores), which the shape formula below does not describe; run it
+        # on placeholders instead.
+        if kwargs.get("return_attention_scores"):
+            if not self.built:
+                self._maybe_build(info, args, kwargs)
+            return self._run_on_placeholders(args, kwargs)
+        return super()._infer_output(info, args, kwargs)
+
     def compute_output_shape(self, query_shape, value_shape=None, key_shape=None):
         query_shape = tuple(query_shape)
         if self.output_shape_arg:

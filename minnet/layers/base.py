@@ -50,6 +50,7 @@ from minnet.layers.declaration import declared_batch_shape
 from minnet.layers.input_spec import check_input_spec
 from minnet.layers.symbolic_layer import SymbolicLayer
 from minnet.layers.variable import variable_trainable
+from minnet.layers.weight_options import DEFAULT_TARGETS, option_for, option_keywords
 from minnet.ops import symbolic
 
 __all__ = ["Layer", "get_keras_mask", "set_keras_mask"]
@@ -89,10 +90,6 @@ def shape_str(shape):
 
 # Keras's declaration keywords every layer accepts (Keras 2's and Keras 3's spellings).
 _DECLARATION_KWARGS = ("input_shape", "batch_size", "batch_input_shape", "input_dim")
-# Per-weight options a layer that does not list them still takes; add_weight applies them to
-# the weights named "kernel" and "bias" (Conv2D's kernel_regularizer, ...).
-_WEIGHT_KWARGS = ("kernel_regularizer", "bias_regularizer", "kernel_constraint",
-                  "bias_constraint")
 
 
 def _accepted_kwargs(cls):
@@ -142,21 +139,24 @@ class Layer(SymbolicLayer, PyTorchDeviceMethods):
         of a subclass declares once).
         """
         super().__init_subclass__(**kwargs)
-        init = cls.__dict__.get("__init__")
-        if init is None or getattr(init, "_keras_declarations", False):
-            return
         # Keywords the subclass (or a base below Layer) lists itself go to it unchanged
         # (keras.Input's own `batch_size`, for one); the others are taken off here.
         accepted = _accepted_kwargs(cls)
+        # Keras's per-weight options the class does not list (layers/weight_options.py): the
+        # instance's own class decides which (a subclass may name other weights)
+        cls._option_kwargs = tuple(k for k in option_keywords(cls.weight_option_targets)
+                                   if k not in accepted)
+        init = cls.__dict__.get("__init__")
+        if init is None or getattr(init, "_keras_declarations", False):
+            return
         declaration_kwargs = tuple(k for k in _DECLARATION_KWARGS if k not in accepted)
         takes_activity = "activity_regularizer" in accepted
-        extra_weight_kwargs = tuple(k for k in _WEIGHT_KWARGS if k not in accepted)
 
         @functools.wraps(init)
         def __init__(self, *args, **kwargs):
             declared = {k: kwargs.pop(k) for k in declaration_kwargs if k in kwargs}
             activity = None if takes_activity else kwargs.pop("activity_regularizer", None)
-            options = {k: kwargs.pop(k) for k in extra_weight_kwargs if k in kwargs}
+            options = {k: kwargs.pop(k) for k in type(self)._option_kwargs if k in kwargs}
             init(self, *args, **kwargs)
             if activity is not None:
                 object.__setattr__(self, "activity_regularizer", regularizers.get(activity))
@@ -325,8 +325,9 @@ class Layer(SymbolicLayer, PyTorchDeviceMethods):
                              f"({n_bytes / 2**30:.1f} GiB) does not fit in memory. Check the "
                              f"layer's arguments (units, filters, kernel_size, input size).") from None
         options = self.__dict__.get("_weight_options") or {}
-        regularizer = regularizers.get(regularizer) or options.get(f"{name}_regularizer")
-        constraint = constraints.get(constraint) or (options.get(f"{name}_constraint")
+        targets = self.weight_option_targets
+        regularizer = regularizers.get(regularizer) or option_for(targets, options, name, "regularizer")
+        constraint = constraints.get(constraint) or (option_for(targets, options, name, "constraint")
                                                      if trainable else None)
         if trainable:
             weight = Parameter(value)
@@ -756,6 +757,9 @@ class Layer(SymbolicLayer, PyTorchDeviceMethods):
     # Keras's flag: True on layers whose output keeps the input's (batch, timesteps) mask
     # (Dense, Dropout, Activation, ...); Layer.__call__ then attaches it to the output.
     supports_masking = False
+    # Keras's <prefix>_regularizer/_constraint keywords and the weights they apply to
+    weight_option_targets = DEFAULT_TARGETS
+    _option_kwargs = option_keywords(DEFAULT_TARGETS)
     input_spec = None           # a custom layer's Keras InputSpec (layers/input_spec.py)
     # What data-parallel fit asks every layer: sum its batch statistics over the ranks
     # (BatchNormalization(synchronized=True)).

@@ -47,6 +47,8 @@ def _conv(x, w, stride, pads, dilation, data_format, rank):
 
 class _ConvLSTM(Layer):
     rank = 2
+    # Keras's kernel_/recurrent_/bias_ options (layers/weight_options.py)
+    weight_option_targets = {"kernel": ("kernel",), "recurrent": ("recurrent_kernel",), "bias": ("bias",)}
 
     def __init__(self, filters, kernel_size, strides=1, padding="valid", data_format=None,
                  dilation_rate=1, activation="tanh", recurrent_activation="sigmoid",

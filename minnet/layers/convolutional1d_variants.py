@@ -14,6 +14,7 @@ from minnet import initializers
 from minnet._checks import check_int
 from minnet.layers.convolutional1d import Conv1D, from_ncl, to_ncl
 from minnet.layers.convolutional_variants import Depthwise
+from minnet.layers.weight_options import SEPARABLE_TARGETS
 
 __all__ = ["DepthwiseConv1D", "SeparableConv1D"]
 
@@ -50,6 +51,8 @@ class SeparableConv1D(Conv1D):
     Weights: ``depthwise_kernel`` ``(C*m, 1, k)``, ``pointwise_kernel`` ``(filters, C*m, 1)``,
     ``bias`` ``(filters,)``.
     """
+
+    weight_option_targets = SEPARABLE_TARGETS     # Keras's depthwise_/pointwise_/bias_ options
 
     def __init__(self, filters, kernel_size, strides=1, padding="valid", data_format=None,
                  dilation_rate=1, depth_multiplier=1, activation=None, use_bias=True,

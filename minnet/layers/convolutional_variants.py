@@ -15,6 +15,7 @@ from minnet import initializers
 from minnet._checks import check_int
 from minnet import functional as F
 from minnet.layers.convolutional import Conv2D, check_output_padding, same_padding
+from minnet.layers.weight_options import SEPARABLE_TARGETS
 
 __all__ = ["transpose_window", "transposed_geometry", "Conv2DTranspose", "Depthwise", "DepthwiseConv2D", "SeparableConv2D"]
 
@@ -23,6 +24,9 @@ class Depthwise:
     """The depthwise rule of ``DepthwiseConv1D``/``DepthwiseConv2D`` (mixed in before the
     convolution class): ``groups`` = the input channels, ``filters`` = channels *
     ``depth_multiplier``, set when the input shape is known (``_input_channels``)."""
+
+    # Keras's depthwise_ options name the kernel (kernel_ kept too: minnet took it before)
+    weight_option_targets = {"depthwise": ("kernel",), "kernel": ("kernel",), "bias": ("bias",)}
 
     def _set_channels(self, input_shape):
         channels = self._input_channels(tuple(input_shape))
@@ -80,6 +84,8 @@ class SeparableConv2D(Conv2D):
     Weights: ``depthwise_kernel`` ``(C*m, 1, kh, kw)``, ``pointwise_kernel``
     ``(filters, C*m, 1, 1)``, ``bias`` ``(filters,)``.
     """
+
+    weight_option_targets = SEPARABLE_TARGETS     # Keras's depthwise_/pointwise_/bias_ options
 
     def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", data_format=None,
                  dilation_rate=(1, 1), depth_multiplier=1, activation=None, use_bias=True,

@@ -42,6 +42,8 @@ class Embedding(Layer):
         ((1, 4, 8), [[True, True, False, False]])
     """
 
+    weight_option_targets = {"embeddings": ("embeddings",)}
+
     def __init__(self, input_dim, output_dim, embeddings_initializer="uniform", mask_zero=False,
                  input_length=None, name=None, dtype="float32", trainable=True, **kwargs):
         super().__init__(name=name, dtype=dtype, trainable=trainable, **kwargs)

@@ -65,6 +65,8 @@ class BatchNormalization(Layer):
         [(3,), (3,), (3,), (3,)]
     """
 
+    weight_option_targets = {"beta": ("beta",), "gamma": ("gamma",)}      # Keras's beta_/gamma_ options
+
     def __init__(self, axis=None, momentum=0.99, epsilon=1e-3, center=True, scale=True,
                  beta_initializer="zeros", gamma_initializer="ones",
                  moving_mean_initializer="zeros", moving_variance_initializer="ones",

@@ -32,6 +32,7 @@ from minnet.layers.base import Layer
 from minnet.layers.embedding import get_keras_mask, set_keras_mask
 from minnet.layers.recurrent_composed import gru_step, lstm_step, run_composed, simple_rnn_step, \
     zeros_state
+from minnet.layers.weight_options import RECURRENT_TARGETS
 
 __all__ = ["SimpleRNN", "LSTM", "GRU", "Bidirectional", "TimeDistributed", "Orthogonal"]
 
@@ -80,6 +81,8 @@ class _SequenceLayer(Layer):
 
 class _RNN(_SequenceLayer):
     """Shared by SimpleRNN, LSTM and GRU: hyperparameters, weights, the call."""
+
+    weight_option_targets = RECURRENT_TARGETS    # Keras's kernel_/recurrent_/bias_ options
 
     _gates = 1
     _states = 1

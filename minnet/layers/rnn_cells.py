@@ -19,11 +19,13 @@ from minnet.autograd import Tensor, no_grad, stack
 from minnet.layers.base import Layer
 from minnet.layers.embedding import get_keras_mask, set_keras_mask
 from minnet.layers.recurrent_composed import gru_step, lstm_step, simple_rnn_step
+from minnet.layers.weight_options import RECURRENT_TARGETS
 
 __all__ = ["SimpleRNNCell", "LSTMCell", "GRUCell", "StackedRNNCells", "RNN"]
 
 
 class _Cell(Layer):
+    weight_option_targets = RECURRENT_TARGETS    # Keras's kernel_/recurrent_/bias_ options
     _gates = 1
     _n_states = 1
 

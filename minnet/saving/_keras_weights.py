@@ -28,9 +28,13 @@ def _reorder_gru(array):
     return np.concatenate([z, r, n], axis=0)
 
 
+def _is_gru(layer):
+    return type(layer).__name__ in ("GRU", "GRUCell")
+
+
 def _rnn_to_keras(layer, arrays):
     w_ih, w_hh = arrays[0], arrays[1]
-    if type(layer).__name__ == "GRU":
+    if _is_gru(layer):
         out = [_reorder_gru(w_ih).T, _reorder_gru(w_hh).T]
         if layer.use_bias:
             out.append(np.stack([_reorder_gru(arrays[2]), _reorder_gru(arrays[3])]))
@@ -43,7 +47,7 @@ def _rnn_to_keras(layer, arrays):
 
 def _rnn_from_keras(layer, arrays):
     kernel, recurrent = arrays[0], arrays[1]
-    if type(layer).__name__ == "GRU":
+    if _is_gru(layer):
         out = [_reorder_gru(kernel.T), _reorder_gru(recurrent.T)]
         if layer.use_bias:
             bias = arrays[2]
@@ -69,13 +73,18 @@ def _conv_from(array):
 
 
 def _depthwise_to(array, multiplier):
-    channels_times_m, _, kh, kw = array.shape
-    return array.reshape(channels_times_m // multiplier, multiplier, kh, kw).transpose(2, 3, 0, 1)
+    """(C*m, 1, *k) -> Keras's (*k, C, m), for 1-D and 2-D depthwise kernels."""
+    spatial = array.shape[2:]
+    n = len(spatial)
+    grouped = array.reshape((array.shape[0] // multiplier, multiplier) + spatial)
+    return grouped.transpose(tuple(range(2, n + 2)) + (0, 1))
 
 
 def _depthwise_from(array):
-    kh, kw, channels, multiplier = array.shape
-    return array.transpose(2, 3, 0, 1).reshape(channels * multiplier, 1, kh, kw)
+    """Keras's (*k, C, m) -> (C*m, 1, *k)."""
+    n = array.ndim - 2
+    channels, multiplier = array.shape[n], array.shape[n + 1]
+    return array.transpose((n, n + 1) + tuple(range(n))).reshape((channels * multiplier, 1) + array.shape[:n])
 
 
 def _plain(layer, arrays):
@@ -131,37 +140,68 @@ def _time_distributed_from(layer, groups):
     return FROM_KERAS[type(layer.layer).__name__](layer.layer, inner)
 
 
+def _conv_lstm_to(layer, arrays):
+    return {"cell": [_conv_to(arrays[0]), _conv_to(arrays[1])] + arrays[2:]}
+
+
+def _conv_lstm_from(layer, groups):
+    arrays = groups["cell"]
+    return [_conv_from(arrays[0]), _conv_from(arrays[1])] + arrays[2:]
+
+
+_ATTENTION_PARTS = ("query_dense", "key_dense", "value_dense", "output_dense")
+
+
+def _attention_to(layer, arrays):
+    """minnet's eight (four without biases) arrays, already in Keras's shapes, under
+    Keras's four EinsumDense sublayers."""
+    per = 2 if layer.use_bias else 1
+    return {part: arrays[i * per:(i + 1) * per] for i, part in enumerate(_ATTENTION_PARTS)}
+
+
+def _attention_from(layer, groups):
+    return [a for part in _ATTENTION_PARTS for a in groups[part]]
+
+
 _RNN = ("LSTM", "GRU", "SimpleRNN")
+_CELLS = ("LSTMCell", "GRUCell", "SimpleRNNCell")
+_CONV = ("Conv1D", "Conv2D", "Conv3D", "Conv1DTranspose", "Conv2DTranspose", "Conv3DTranspose")
+_CONV_LSTM = ("ConvLSTM1D", "ConvLSTM2D", "ConvLSTM3D")
 _SAME = ("BatchNormalization", "LayerNormalization", "GroupNormalization", "Embedding", "PReLU")
 
 # class name -> layer, minnet arrays -> {sub-path: Keras arrays}
 TO_KERAS = {name: _plain for name in _SAME}
 TO_KERAS.update({
     "Dense": lambda layer, a: {"": [a[0].T] + a[1:]},
-    "Conv1D": _kernel_first(_conv_to), "Conv2D": _kernel_first(_conv_to),
-    "Conv2DTranspose": _kernel_first(_conv_to),
+    "DepthwiseConv1D": lambda layer, a: {"": [_depthwise_to(a[0], layer.depth_multiplier)] + a[1:]},
     "DepthwiseConv2D": lambda layer, a: {"": [_depthwise_to(a[0], layer.depth_multiplier)] + a[1:]},
-    "SeparableConv2D": _separable_to,
+    "SeparableConv1D": _separable_to, "SeparableConv2D": _separable_to,
+    "MultiHeadAttention": _attention_to,
     "Bidirectional": _bidirectional_to,
     "Normalization": _normalization_to, "TimeDistributed": _time_distributed_to,
     "STFTSpectrogram": lambda layer, a: {"": [_conv_to(kernel) for kernel in a]},
 })
 TO_KERAS.update({name: (lambda layer, a: {"cell": _rnn_to_keras(layer, a)}) for name in _RNN})
+TO_KERAS.update({name: (lambda layer, a: {"": _rnn_to_keras(layer, a)}) for name in _CELLS})
+TO_KERAS.update({name: _kernel_first(_conv_to) for name in _CONV})
+TO_KERAS.update({name: _conv_lstm_to for name in _CONV_LSTM})
 
 # class name -> layer, {sub-path: Keras arrays} -> minnet arrays (``get_weights`` order)
 FROM_KERAS = {name: (lambda layer, g: g[""]) for name in _SAME}
 FROM_KERAS.update({
     "Dense": lambda layer, g: [g[""][0].T] + g[""][1:],
-    "Conv1D": lambda layer, g: [_conv_from(g[""][0])] + g[""][1:],
-    "Conv2D": lambda layer, g: [_conv_from(g[""][0])] + g[""][1:],
-    "Conv2DTranspose": lambda layer, g: [_conv_from(g[""][0])] + g[""][1:],
+    "DepthwiseConv1D": lambda layer, g: [_depthwise_from(g[""][0])] + g[""][1:],
     "DepthwiseConv2D": lambda layer, g: [_depthwise_from(g[""][0])] + g[""][1:],
-    "SeparableConv2D": _separable_from,
+    "SeparableConv1D": _separable_from, "SeparableConv2D": _separable_from,
+    "MultiHeadAttention": _attention_from,
     "Bidirectional": _bidirectional_from,
     "Normalization": _normalization_from, "TimeDistributed": _time_distributed_from,
     "STFTSpectrogram": lambda layer, g: [_conv_from(kernel) for kernel in g[""]],
 })
 FROM_KERAS.update({name: (lambda layer, g: _rnn_from_keras(layer, g["cell"])) for name in _RNN})
+FROM_KERAS.update({name: (lambda layer, g: _rnn_from_keras(layer, g[""])) for name in _CELLS})
+FROM_KERAS.update({name: (lambda layer, g: [_conv_from(g[""][0])] + g[""][1:]) for name in _CONV})
+FROM_KERAS.update({name: _conv_lstm_from for name in _CONV_LSTM})
 
 
 def _builtin_name(layer):

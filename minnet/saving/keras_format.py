@@ -30,8 +30,10 @@ import numpy as np
 from minnet import _registry, _utils
 from minnet._registry import snake_case
 from minnet.layers import serialize as serialize_layer
+from minnet.layers.weight_options import options_taken_by
 from minnet.saving._keras_weights import from_keras, to_keras
 from minnet.saving.archive import ModelFileError, atomic_write, write_member
+from minnet.saving.keras_nodes import node_references, order_nodes
 from minnet.saving.keras_subclassed import (is_subclassed, read_subclassed, read_subclassed_weights,
                                             subclassed_document, write_subclassed_weights)
 from minnet.saving.model_config import build_compile, build_model, compile_config_of
@@ -112,8 +114,10 @@ def _layer_config_to_keras(config):
         module = next((m for suffix, m in _MODULES if key.endswith(suffix)), None)
         if module is not None:
             value = _keras_object(value, module)
-        elif key in ("layer", "backward_layer"):
+        elif key in ("layer", "backward_layer", "cell"):
             value = _keras_object(value, "keras.layers")
+        elif key == "cells" and isinstance(value, list):     # StackedRNNCells
+            value = [_keras_object(v, "keras.layers") for v in value]
         elif key == "dtype" and value in ("float32", None):
             value = dict(_DTYPE_POLICY, config={"name": "float32"})
         out[key] = value
@@ -171,7 +175,7 @@ def _keras_layer_order(config):
         name = node["layer"]
         index = node_count.get(name, 0)
         node_count[name] = index + 1
-        node_inputs[(name, index)] = [(r[0], r[1]) for r in _utils.spec_references(node["arguments"])]
+        node_inputs[(name, index)] = [(r[0], r[1]) for r in node_references(node)]
     finished, order, operation_indices = set(), [], {}
 
     def visit(key):
@@ -217,28 +221,37 @@ def _functional_config(model, config):
     entries = {entry["name"]: entry for entry in config["layers"]}
     inbound = {name: [] for name in order}
     shapes, counts = {}, {}     # (layer, node, index) -> shape, as the graph runs
+    build_shapes = {}           # layer -> Keras's build shapes_dict, for calls with several arguments
     for entry in config["layers"]:
         if entry.get("class_name") in ("Input", "InputLayer"):
             shapes[(entry["name"], 0, 0)] = tuple(model.get_layer(entry["name"]).batch_shape)
             counts[entry["name"]] = 1
     for node in config["nodes"]:
-        (kind, value), = node["arguments"].items()
-        if kind == "tensor":
-            args = [_keras_tensor(value, shapes)]
-            in_shape = shapes[tuple(value)]
-        elif kind == "list":
-            args = [[_keras_tensor(v, shapes) for v in value]]
-            in_shape = [shapes[tuple(v)] for v in value]
-        else:
-            raise _unsupported(model, "a layer called on a dict of tensors")
+        if "op" in node:
+            raise _unsupported(model, f"the function {node['op']!r} called in the graph")
         name = node["layer"]
-        out = model.get_layer(name).compute_output_shape(in_shape)
+        layer = model.get_layer(name)
+        if "arguments" in node:
+            (kind, value), = node["arguments"].items()
+            if kind == "tensor":
+                args = [_keras_tensor(value, shapes)]
+                in_shape = shapes[tuple(value)]
+            elif kind == "list":
+                args = [[_keras_tensor(v, shapes) for v in value]]
+                in_shape = [shapes[tuple(v)] for v in value]
+            else:
+                raise _unsupported(model, "a layer called on a dict of tensors")
+            kwargs = {}
+            out = layer.compute_output_shape(in_shape)
+        else:       # several arguments (mha(query, value, key=k)): Keras's args and kwargs
+            args, kwargs, out, shapes_dict = _call_with_arguments(model, layer, node, shapes)
+            build_shapes.setdefault(name, shapes_dict)
         index = counts.get(name, 0)
         counts[name] = index + 1
         outs = out if isinstance(out, list) else [out]
         for i, shape in enumerate(outs):
             shapes[(name, index, i)] = tuple(shape)
-        inbound[name].append({"args": args, "kwargs": {}})
+        inbound[name].append({"args": args, "kwargs": kwargs})
     layers = []
     for name in order:
         layer = model.get_layer(name)
@@ -252,6 +265,8 @@ def _functional_config(model, config):
                 entry = _layer_entry(layer, _shape_list(list(shape) if shape is not None else None))
         entry["name"] = name
         entry["inbound_nodes"] = inbound[name]
+        if name in build_shapes:        # Keras builds such a layer from each argument's shape
+            entry["build_config"] = {"shapes_dict": build_shapes[name]}
         layers.append(entry)
 
     def refs(spec):
@@ -262,6 +277,45 @@ def _functional_config(model, config):
                     "layers": layers, "input_layers": refs(config["inputs"]),
                     "output_layers": refs(config["outputs"])}
     return keras_config, [model.get_layer(name) for name in order]
+
+
+def _call_with_arguments(model, layer, node, shapes):
+    """Keras's ``args``/``kwargs`` for a node minnet wrote with several arguments, and the
+    call's output shape (``compute_output_shape(*shapes, <kwarg>_shape=...)``, as Keras's
+    layers name them)."""
+    def keras_value(spec):
+        (kind, value), = spec.items()
+        if kind == "tensor":
+            return _keras_tensor(value, shapes)
+        if kind in ("list", "tuple"):
+            return [keras_value(v) for v in value]
+        if kind == "dict":
+            return {k: keras_value(v) for k, v in value.items()}
+        return value
+
+    def shape_of(spec):
+        (kind, value), = spec.items()
+        return shapes[tuple(value)] if kind == "tensor" else None
+
+    args = [keras_value(a) for a in node.get("args") or []]
+    kwargs = {k: keras_value(v) for k, v in (node.get("kwargs") or {}).items()}
+    arg_shapes = [shape_of(a) for a in node.get("args") or []]
+    kwarg_shapes = {f"{k}_shape": shape_of(v) for k, v in (node.get("kwargs") or {}).items()
+                    if shape_of(v) is not None}
+    if None in arg_shapes:
+        raise _unsupported(model, f"the call of layer '{layer.name}' with a constant positional argument")
+    try:
+        out = layer.compute_output_shape(*arg_shapes, **kwarg_shapes)
+    except TypeError as error:
+        raise _unsupported(model, f"the call of layer '{layer.name}' with several arguments "
+                                  f"({error})") from None
+    if (node.get("kwargs") or {}).get("return_attention_scores", {}).get("constant"):
+        raise _unsupported(model, f"the call of layer '{layer.name}' with return_attention_scores=True")
+    # Keras's build_config names each tensor argument's shape after the call's parameter
+    bound = inspect.signature(layer.call).bind_partial(*node.get("args") or [], **node.get("kwargs") or {})
+    shapes_dict = {f"{key}_shape": _shape_list(shape_of(spec)) for key, spec in bound.arguments.items()
+                   if isinstance(spec, dict) and shape_of(spec) is not None}
+    return args, kwargs, out, shapes_dict
 
 
 def _unsupported(model, what):
@@ -537,6 +591,13 @@ def _class_of(entry):
     return entry.get("registered_name") or entry["class_name"]
 
 
+def _inner_layer(entry, path, custom_objects):
+    """A wrapped layer's or a recurrent cell's entry, with minnet's config."""
+    inner_name, inner = _layer_config_to_minnet(_class_of(entry), entry.get("config", {}), path,
+                                                custom_objects)
+    return {"class_name": inner_name, "config": inner}
+
+
 def _layer_config_to_minnet(class_name, config, path, custom_objects):
     if class_name in ("Sequential", "Functional"):      # a nested model
         return _minnet_model_config({"class_name": class_name, "config": config}, path,
@@ -552,13 +613,13 @@ def _layer_config_to_minnet(class_name, config, path, custom_objects):
         raise ModelFileError(f"{path!r}: the Keras file uses layer {class_name!r}, which minnet "
                              "does not have.") from None
     names, _ = _accepted(cls)
-    names |= {"name", "dtype", "trainable"}
+    names |= {"name", "dtype", "trainable"} | set(options_taken_by(cls))
     kept, dropped = {}, {}
     for key, value in config.items():
-        if key in ("layer", "backward_layer") and isinstance(value, dict):
-            inner_name, inner = _layer_config_to_minnet(value["class_name"], value.get("config", {}),
-                                                         path, custom_objects)
-            value = {"class_name": inner_name, "config": inner}
+        if key in ("layer", "backward_layer", "cell") and isinstance(value, dict) and "class_name" in value:
+            value = _inner_layer(value, path, custom_objects)
+        elif key == "cells" and isinstance(value, list):     # StackedRNNCells
+            value = [_inner_layer(v, path, custom_objects) if isinstance(v, dict) else v for v in value]
         kind = next((k for suffix, k in (("_initializer", "initializer"),
                                          ("_regularizer", "regularizer"),
                                          ("_constraint", "constraint")) if key.endswith(suffix)), None)
@@ -609,7 +670,7 @@ def _minnet_model_config(document, path, custom_objects):
                            "build_config": entry.get("build_config")})
             for node in entry.get("inbound_nodes", []):
                 pending.append((entry["name"], node))
-        nodes = _order_nodes(pending, {e["name"] for e in layers if e["class_name"] == "Input"},
+        nodes = order_nodes(pending, {e["name"] for e in layers if e["class_name"] == "Input"},
                              path)
 
         def spec(references):
@@ -625,48 +686,6 @@ def _minnet_model_config(document, path, custom_objects):
                               "outputs": spec(config["output_layers"])}
     raise ModelFileError(f"{path!r}: a Keras {class_name!r} model; minnet reads Sequential and "
                          "functional models.")
-
-
-def _history(tensor, path):
-    if not (isinstance(tensor, dict) and tensor.get("class_name") == "__keras_tensor__"):
-        raise ModelFileError(f"{path!r}: a layer call with a non-tensor argument {tensor!r}; "
-                             "minnet reads layer calls on tensors and lists of tensors.")
-    return list(tensor["config"]["keras_history"])
-
-
-def _order_nodes(pending, inputs, path):
-    """minnet's node list (in an order where every node's inputs were made before it)."""
-    made = {(name, 0) for name in inputs}
-    counts = {}
-    nodes = []
-    while pending:
-        progressed = False
-        rest = []
-        for name, node in pending:
-            args = node.get("args", [])
-            if len(args) != 1:
-                raise ModelFileError(f"{path!r}: layer {name!r} is called with {len(args)} "
-                                     "positional arguments; minnet reads calls with one.")
-            argument = args[0]
-            if isinstance(argument, list):
-                refs = [_history(t, path) for t in argument]
-                spec = {"list": refs}
-            else:
-                refs = [_history(argument, path)]
-                spec = {"tensor": refs[0]}
-            if all((r[0], r[1]) in made for r in refs) and (name, counts.get(name, 0)) not in made:
-                index = counts.get(name, 0)
-                counts[name] = index + 1
-                made.add((name, index))
-                nodes.append({"layer": name, "arguments": spec})
-                progressed = True
-            else:
-                rest.append((name, node))
-        if not progressed:
-            raise ModelFileError(f"{path!r}: the functional graph has nodes whose inputs are never "
-                                 f"made: {[n for n, _ in rest]}")
-        pending = rest
-    return nodes
 
 
 def _known_arguments(kind, entry, keep_name=False):

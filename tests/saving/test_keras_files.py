@@ -288,6 +288,18 @@ LAYER_CASES = {
     "LeakyReLU": ((4,), lambda K: K.LeakyReLU(0.1)),
     "GlobalMaxPooling2D": ((4, 4, 2), lambda K: K.GlobalMaxPooling2D(keepdims=True)),
     "Permute": ((3, 4), lambda K: K.Permute((2, 1))),
+    "Conv3D": ((4, 4, 4, 2), lambda K: K.Conv3D(3, 2)),
+    "Conv3D_channels_first": ((2, 4, 4, 4), lambda K: K.Conv3D(3, 2, data_format="channels_first")),
+    "Conv1DTranspose": ((5, 2), lambda K: K.Conv1DTranspose(3, 3, strides=2)),
+    "Conv3DTranspose": ((3, 3, 3, 2), lambda K: K.Conv3DTranspose(3, 2)),
+    "DepthwiseConv1D": ((7, 2), lambda K: K.DepthwiseConv1D(3, depth_multiplier=2)),
+    "SeparableConv1D": ((7, 2), lambda K: K.SeparableConv1D(3, 3, depth_multiplier=2)),
+    "ConvLSTM1D": ((2, 6, 2), lambda K: K.ConvLSTM1D(2, 3)),
+    "ConvLSTM2D": ((2, 5, 5, 2), lambda K: K.ConvLSTM2D(2, 3, return_sequences=True)),
+    "ConvLSTM3D": ((2, 4, 4, 4, 2), lambda K: K.ConvLSTM3D(2, 2)),
+    "RNN_LSTMCell": ((4, 3), lambda K: K.RNN(K.LSTMCell(2))),
+    "RNN_GRUCell": ((4, 3), lambda K: K.RNN(K.GRUCell(2), return_sequences=True)),
+    "RNN_stacked_cells": ((4, 3), lambda K: K.RNN([K.LSTMCell(2), K.SimpleRNNCell(3)])),
 }
 
 
@@ -408,3 +420,107 @@ def test_reads_a_nested_functional_model(tmp_path, keras, h5py):
                                atol=1e-5, rtol=1e-5)
     with pytest.raises(ValueError, match="nested functional model 'encoder'.*model.minnet"):
         model.save(tmp_path / "m.keras")      # writing one is not supported (named)
+
+
+WEIGHT_OPTION_CASES = {
+    "LSTM": ((4, 3), lambda K, R: K.LSTM(2, kernel_regularizer=R.L2(0.1), recurrent_regularizer=R.L1(0.2),
+                                         bias_regularizer=R.L2(0.3))),
+    "GRU": ((4, 3), lambda K, R: K.GRU(2, recurrent_regularizer=R.L1L2(0.1, 0.2), bias_regularizer=R.L1(0.3))),
+    "SimpleRNN": ((4, 3), lambda K, R: K.SimpleRNN(2, recurrent_regularizer=R.L2(0.2))),
+    "ConvLSTM2D": ((2, 5, 5, 2), lambda K, R: K.ConvLSTM2D(2, 3, recurrent_regularizer=R.L2(0.2),
+                                                           kernel_regularizer=R.L1(0.1))),
+    "Conv2D": ((5, 5, 2), lambda K, R: K.Conv2D(3, 3, kernel_regularizer=R.L2(0.1), bias_regularizer=R.L1(0.2))),
+    "DepthwiseConv2D": ((5, 5, 2), lambda K, R: K.DepthwiseConv2D(3, depthwise_regularizer=R.L2(0.1))),
+    "SeparableConv2D": ((5, 5, 2), lambda K, R: K.SeparableConv2D(3, 3, depthwise_regularizer=R.L2(0.1),
+                                                                  pointwise_regularizer=R.L1(0.2))),
+    "SeparableConv1D": ((6, 2), lambda K, R: K.SeparableConv1D(3, 3, pointwise_regularizer=R.L2(0.1))),
+    "BatchNormalization": ((4,), lambda K, R: K.BatchNormalization(gamma_regularizer=R.L2(0.1),
+                                                                   beta_regularizer=R.L1(0.2))),
+    "Embedding": ((3,), lambda K, R: K.Embedding(6, 2, embeddings_regularizer=R.L2(0.1))),
+}
+
+
+@pytest.mark.parametrize("case", sorted(WEIGHT_OPTION_CASES))
+def test_keras_per_weight_regularizers_give_keras_penalty(tmp_path, keras, h5py, case):
+    """Keras's <weight>_regularizer keywords (recurrent_, depthwise_, pointwise_, gamma_,
+    embeddings_, ...) reach the weight Keras means: a model file written by Keras loads and
+    its regularization losses equal Keras's on the same weights; the keywords work when
+    given to minnet's layer directly, and stay in its config."""
+    shape, make = WEIGHT_OPTION_CASES[case]
+    keras.utils.set_random_seed(0)
+    k_model = keras.Sequential([keras.Input(shape), make(keras.layers, keras.regularizers)])
+    k_model.set_weights(_jitter(k_model.get_weights()))
+    k_model.save(tmp_path / "k.keras")
+    expected = float(sum(np.asarray(loss.detach()) for loss in k_model.losses))
+    model = mn.models.load_model(tmp_path / "k.keras")
+    got = float(sum(np.asarray(loss.numpy() if hasattr(loss, "numpy") else loss) for loss in model.losses))
+    np.testing.assert_allclose(got, expected, rtol=1e-5)
+    direct = make(mn.layers, mn.regularizers)
+    mn.models.Sequential([mn.layers.Input(shape), direct])
+    assert len(direct.losses) == len(model.layers[-1].losses) > 0
+    options = {k for k, v in direct.get_config().items() if k.endswith("_regularizer") and v is not None}
+    k_options = {k for k, v in k_model.layers[-1].get_config().items()
+                 if k.endswith("_regularizer") and v is not None}
+    assert options == k_options
+
+
+def test_per_weight_options_keras_refuses_are_refused():
+    """SeparableConv2D has no ``kernel``, BatchNormalization no ``kernel``/``bias``: Keras
+    refuses those keywords, and minnet no longer takes and ignores them."""
+    with pytest.raises(TypeError, match="kernel_regularizer"):
+        mn.layers.SeparableConv2D(2, 3, kernel_regularizer="l2")
+    with pytest.raises(TypeError, match="kernel_constraint"):
+        mn.layers.BatchNormalization(kernel_constraint="non_neg")
+    lstm = mn.layers.LSTM(3, kernel_constraint="non_neg", recurrent_constraint=mn.constraints.MaxNorm(1.0))
+    lstm(np.ones((1, 4, 2), np.float32))
+    assert [type(w.constraint).__name__ for w in lstm.weights] == ["NonNeg", "MaxNorm", "NoneType", "NoneType"]
+
+
+@pytest.mark.parametrize("call", ["query_value", "query_value_key", "keywords", "causal"])
+def test_functional_attention_called_with_several_arguments_both_ways(tmp_path, keras, h5py, call):
+    """A functional model calling ``MultiHeadAttention(query, value, key=..., use_causal_mask=...)``
+    (Keras's transformer examples): Keras's file loads, predicts as Keras, and minnet's file of
+    it loads back in Keras; the call's arguments and the four projections' weights cross over."""
+    calls = {"query_value": lambda mha, q, v: mha(q, v),
+             "query_value_key": lambda mha, q, v: mha(q, v, key=v),
+             "keywords": lambda mha, q, v: mha(query=q, value=v),
+             "causal": lambda mha, q, v: mha(q, q, use_causal_mask=True)}
+    keras.utils.set_random_seed(0)
+    q, v = keras.Input((5, 4)), keras.Input((6, 4))
+    use_bias = call != "query_value_key"
+    out = calls[call](keras.layers.MultiHeadAttention(2, 3, use_bias=use_bias), q, v)
+    k_model = keras.Model([q, v], keras.layers.Dense(2)(out))
+    k_model.set_weights(_jitter(k_model.get_weights()))
+    k_model.save(tmp_path / "k.keras")
+    rng = np.random.default_rng(1)
+    x = [rng.normal(size=(2, 5, 4)).astype("float32"), rng.normal(size=(2, 6, 4)).astype("float32")]
+    model = mn.models.load_model(tmp_path / "k.keras")
+    np.testing.assert_allclose(model.predict(x, verbose=0), np.asarray(k_model.predict(x, verbose=0)),
+                               atol=1e-5, rtol=1e-5)
+    model.save(tmp_path / "m.keras")
+    back = keras.models.load_model(tmp_path / "m.keras")
+    np.testing.assert_allclose(np.asarray(back.predict(x, verbose=0)), model.predict(x, verbose=0),
+                               atol=1e-5, rtol=1e-5)
+
+
+def test_attention_scores_in_a_functional_model(tmp_path, keras):
+    """``mha(q, v, return_attention_scores=True)`` on symbolic inputs gives (output, scores)
+    with Keras's shapes; the model predicts both and round-trips as .minnet; writing it as
+    .keras is refused by name (not yet translated)."""
+    k_out, k_scores = keras.layers.MultiHeadAttention(2, 3)(np.ones((1, 5, 4), np.float32),
+                                                            np.ones((1, 6, 4), np.float32),
+                                                            return_attention_scores=True)
+    assert (tuple(k_out.shape), tuple(k_scores.shape)) == ((1, 5, 4), (1, 2, 5, 6))
+    # (Keras 3.15's own symbolic scores say (None, 2, 5, 5) here: its shape formula reuses
+    # the query's length; the arrays it computes are (1, 2, 5, 6), as minnet's.)
+    q, v = mn.layers.Input((5, 4)), mn.layers.Input((6, 4))
+    out, scores = mn.layers.MultiHeadAttention(2, 3)(q, v, return_attention_scores=True)
+    assert (tuple(out.shape), tuple(scores.shape)) == ((None, 5, 4), (None, 2, 5, 6))
+    model = mn.models.Model([q, v], [out, scores])
+    x = [np.ones((2, 5, 4), np.float32), np.ones((2, 6, 4), np.float32)]
+    model.save(tmp_path / "m.minnet")
+    again = mn.models.load_model(tmp_path / "m.minnet")
+    for a, b in zip(model.predict(x, verbose=0), again.predict(x, verbose=0)):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="return_attention_scores=True"):
+        model.save(tmp_path / "m.keras")
