@@ -121,3 +121,33 @@ def test_main_runs_each_tree_on_its_own_path_and_interleaves(tmp_path, capsys):
     order = [line.split(" -> ")[1].split(" ")[0] for line in printed.splitlines() if line.startswith("### ab: /")]
     assert [pathlib.Path(p).name for p in order] == ["run1-old", "run1-new", "run2-old", "run2-new"]
     assert "conv threads=1 minnet_ms" in printed and "SLOWER" in printed
+
+
+BITS_PATH = AB_PATH.parent / "ab_bits.py"
+bits_spec = importlib.util.spec_from_file_location("benchmarks_ab_bits", BITS_PATH)
+ab_bits = importlib.util.module_from_spec(bits_spec)
+bits_spec.loader.exec_module(ab_bits)
+
+
+def test_ab_bits_ulps_counts_steps_across_zero():
+    import numpy as np
+    one = np.array([1.0], np.float32)
+    assert ab_bits._ulps(one, np.nextafter(one, np.float32(2))) == 1
+    assert ab_bits._ulps(np.array([0.0], np.float32), np.array([-0.0], np.float32)) == 0
+    tiny = np.array([np.float32(1e-45)])
+    assert ab_bits._ulps(tiny, -tiny) == 2                   # +1 ulp, 0, -1 ulp
+    assert ab_bits._ulps(np.zeros(0), np.zeros(0)) == 0
+
+
+def test_ab_bits_compare_reports_each_differing_array(tmp_path, capsys):
+    import numpy as np
+    a = {"t1.float32.x.0": np.ones(3, np.float32), "t1.float64.y.0": np.zeros(2)}
+    np.savez(tmp_path / "a.npz", **a)
+    np.savez(tmp_path / "same.npz", **a)
+    assert ab_bits.compare(tmp_path / "a.npz", tmp_path / "same.npz") == 0
+    b = dict(a, **{"t1.float32.x.0": np.array([1, 1, np.nextafter(np.float32(1), np.float32(2))], np.float32)})
+    np.savez(tmp_path / "b.npz", **b)
+    assert ab_bits.compare(tmp_path / "a.npz", tmp_path / "b.npz") == 1
+    out = capsys.readouterr().out
+    assert "DIFFERS t1.float32.x.0: 1 of 3 elements, largest 1 ulp" in out
+    assert "2 arrays compared, 1 differ" in out
