@@ -59,7 +59,7 @@ def get_window(window, length, fftbins=True):
 
     ``scipy.signal`` pulls in scipy.stats, scipy.optimize and scipy.interpolate: about 40 MiB
     of resident memory in every process that imports minnet (``benchmarks/bench_training.py``'s
-    process peak RSS, 90 -> 134 MiB for the MLP while it was imported at module top), for the
+    minnet process peak RSS for the MLP: 125 MiB, 154 MiB while it was imported at module top), for the
     STFT initializer and layer only. The one lazy import of a required package
     (``tests/test_architecture.py``'s ``LAZY``).
     """
