@@ -77,9 +77,10 @@ class DropoutStream:
 
 class drawing_from:
     """``with drawing_from(stream): F.dropout(...)``: the masks drawn inside come from
-    ``stream`` (its offset advances); the global stream is left where it was.  The sample
-    window of data parallelism applies as to the global stream.  (A class, not a generator:
-    it sits on every seeded dropout call.)"""
+    ``stream`` (its offset advances); the global stream is left where it was; with
+    ``stream=None`` (a layer without a seed) it changes nothing.  The sample window of data
+    parallelism applies as to the global stream.  (A class, not a generator: it sits on
+    every seeded dropout call.)"""
 
     __slots__ = ("stream", "saved")
 
@@ -87,13 +88,25 @@ class drawing_from:
         self.stream = stream
 
     def __enter__(self):
-        self.saved = _state["seed"], _state["offset"]
-        _state["seed"], _state["offset"] = self.stream.seed, self.stream.offset
+        if self.stream is not None:
+            self.saved = _state["seed"], _state["offset"]
+            _state["seed"], _state["offset"] = self.stream.seed, self.stream.offset
 
     def __exit__(self, *exc):
-        self.stream.offset = _state["offset"]
-        _state["seed"], _state["offset"] = self.saved
+        if self.stream is not None:
+            self.stream.offset = _state["offset"]
+            _state["seed"], _state["offset"] = self.saved
         return False
+
+
+def stream_for(seed):
+    """A layer's own ``DropoutStream`` for Keras's ``seed=`` (an int >= 0), or None for None."""
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"Invalid value for argument `seed`: expected None or an int >= 0. "
+                         f"Received: seed={seed!r}")
+    return DropoutStream(int(seed))
 
 
 def dropout_offset():

@@ -17,7 +17,7 @@ kernel ``(*k, C, 4F)`` converts with ``np.transpose(k, (r + 1, r, 0, ..., r - 1)
 """
 import numpy as np
 
-from minnet import activations, config, initializers
+from minnet import _random, activations, config, initializers
 from minnet import functional as F
 from minnet._checks import check_float, check_int, check_int_tuple, check_padding
 from minnet.autograd import Tensor, stack
@@ -83,6 +83,7 @@ class _ConvLSTM(Layer):
         self.recurrent_dropout = check_float("recurrent_dropout", recurrent_dropout, 0.0, 1.0,
                                              high_open=True)
         self.seed = seed
+        self._stream = _random.stream_for(seed)     # Keras's seed=: the masks' own stream
         self.return_sequences = bool(return_sequences)
         self.return_state = bool(return_state)
         self.go_backwards = bool(go_backwards)
@@ -160,7 +161,8 @@ class _ConvLSTM(Layer):
         n, steps, channels, spatial = self._split(tuple(sequences.shape))
         x = sequences
         if training and self.dropout > 0:       # one mask per sequence, shared by the gates
-            keep = F.dropout(Tensor(np.ones((n, 1) + tuple(x.shape[2:]), x.dtype)), self.dropout)
+            with _random.drawing_from(self._stream):
+                keep = F.dropout(Tensor(np.ones((n, 1) + tuple(x.shape[2:]), x.dtype)), self.dropout)
             x = x * keep
         frames = x.reshape(n * steps, *x.shape[2:])
         z_x = _conv(frames, self.kernel, self.strides, self._input_pads(spatial),
@@ -178,8 +180,9 @@ class _ConvLSTM(Layer):
                     for s in initial_state)
         rec_mask = None
         if training and self.recurrent_dropout > 0:
-            rec_mask = F.dropout(Tensor(np.ones((n,) + state_shape, x.dtype)),
-                                 self.recurrent_dropout)
+            with _random.drawing_from(self._stream):
+                rec_mask = F.dropout(Tensor(np.ones((n,) + state_shape, x.dtype)),
+                                     self.recurrent_dropout)
         same = same_padding(self._out_spatial(spatial), self.kernel_size, (1,) * self.rank,
                             (1,) * self.rank)
         axis = -1 if self._channels_last else 1

@@ -23,7 +23,7 @@ padded steps leave the state unchanged; the output at a padded step is the previ
 """
 import numpy as np
 
-from minnet import _registry, activations, initializers
+from minnet import _random, _registry, activations, initializers
 from minnet import functional as F
 from minnet._checks import check_choice, check_float, check_int, invalid
 from minnet.autograd import Tensor
@@ -91,9 +91,20 @@ class _RNN(_SequenceLayer):
                  kernel_initializer="glorot_uniform", recurrent_initializer="orthogonal",
                  bias_initializer="zeros", dropout=0.0, recurrent_dropout=0.0,
                  return_sequences=False, return_state=False, go_backwards=False, stateful=False,
-                 unroll=False, name=None, dtype="float32", trainable=True, **kwargs):
+                 unroll=False, seed=None, use_cudnn="auto", name=None, dtype="float32",
+                 trainable=True, **kwargs):
         super().__init__(name=name, dtype=dtype, trainable=trainable, **kwargs)
+        if use_cudnn is True:       # Keras raises too where cuDNN cannot run
+            raise ValueError("Invalid value for argument `use_cudnn`: minnet runs on the CPU, "
+                             "without cuDNN; expected 'auto' or False (the same kernels run). "
+                             "Received: use_cudnn=True")
+        if use_cudnn not in ("auto", False):
+            raise ValueError(f"Invalid value for argument `use_cudnn`: expected 'auto', True or "
+                             f"False. Received: use_cudnn={use_cudnn!r}")
         self.units = check_int("units", units, minimum=1)
+        # Keras's seed=: the dropout masks' own stream (_random.DropoutStream)
+        self._stream = _random.stream_for(seed)
+        self.seed = seed
         self.activation = activations.get(activation)
         self.recurrent_activation = activations.get(recurrent_activation)
         self.use_bias = bool(use_bias)
@@ -152,16 +163,17 @@ class _RNN(_SequenceLayer):
             self._check_input(x, ndim=3, axis=-1, size=self.input_dim)
         n, t = shape[0], shape[1]
         mask = _input_mask(x, mask, n, t)
-        if training and self.dropout > 0:
-            # Keras's recurrent cells draw one input mask per sequence, reused at every step.
-            keep = F.dropout(Tensor(np.ones((n, 1, self.input_dim), dtype=x.dtype)), self.dropout)
-            x = x * keep
         recurrent_mask = None
-        if training and self.recurrent_dropout > 0:
-            # One mask per sample over the units of h, reused at every step (drawn after the
-            # input mask): the kernels multiply h by it before the recurrent GEMM.
-            recurrent_mask = F.dropout(Tensor(np.ones((n, self.units), dtype=x.dtype)),
-                                       self.recurrent_dropout).data
+        with _random.drawing_from(self._stream):
+            if training and self.dropout > 0:
+                # Keras's recurrent cells draw one input mask per sequence, reused at every step.
+                keep = F.dropout(Tensor(np.ones((n, 1, self.input_dim), dtype=x.dtype)), self.dropout)
+                x = x * keep
+            if training and self.recurrent_dropout > 0:
+                # One mask per sample over the units of h, reused at every step (drawn after
+                # the input mask): the kernels multiply h by it before the recurrent GEMM.
+                recurrent_mask = F.dropout(Tensor(np.ones((n, self.units), dtype=x.dtype)),
+                                           self.recurrent_dropout).data
         initial = None
         if initial_state is not None:
             initial = self._initial_states(initial_state, n, x.dtype)
@@ -226,7 +238,7 @@ class _RNN(_SequenceLayer):
                 "dropout": self.dropout, "recurrent_dropout": self.recurrent_dropout,
                 "return_sequences": self.return_sequences, "return_state": self.return_state,
                 "go_backwards": self.go_backwards, "stateful": self.stateful,
-                "unroll": self.unroll}
+                "unroll": self.unroll, "seed": self.seed}
 
     @classmethod
     def from_config(cls, config):

@@ -62,7 +62,7 @@ class _BaseDropout(Layer):
         self.rate = float(rate)
         self.noise_shape = check_noise_shape(noise_shape)
         self.seed = None if seed is None else check_int("seed", seed, 0)
-        self._stream = None if seed is None else _random.DropoutStream(self.seed)
+        self._stream = _random.stream_for(self.seed)
 
     def _apply(self, x):
         raise NotImplementedError

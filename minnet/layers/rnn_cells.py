@@ -12,7 +12,7 @@ them for every call.
 """
 import numpy as np
 
-from minnet import activations, initializers
+from minnet import _random, activations, initializers
 from minnet import functional as F
 from minnet._checks import check_float, check_int, invalid
 from minnet.autograd import Tensor, no_grad, stack
@@ -45,6 +45,7 @@ class _Cell(Layer):
         self.recurrent_dropout = check_float("recurrent_dropout", recurrent_dropout, 0.0, 1.0,
                                              high_open=True)
         self.seed = seed
+        self._stream = _random.stream_for(seed)     # Keras's seed=: the masks' own stream
         self.weight_ih = self.weight_hh = self.bias_ih = self.bias_hh = None
         self.reset_dropout_mask()
 
@@ -81,10 +82,11 @@ class _Cell(Layer):
             return None, None
         if self._masks is None:
             n = x.shape[0]
-            input_mask = None if self.dropout == 0 else F.dropout(
-                Tensor(np.ones((n, x.shape[1]), dtype=x.dtype)), self.dropout)
-            recurrent = None if self.recurrent_dropout == 0 else F.dropout(
-                Tensor(np.ones((n, self.units), dtype=x.dtype)), self.recurrent_dropout).data
+            with _random.drawing_from(self._stream):
+                input_mask = None if self.dropout == 0 else F.dropout(
+                    Tensor(np.ones((n, x.shape[1]), dtype=x.dtype)), self.dropout)
+                recurrent = None if self.recurrent_dropout == 0 else F.dropout(
+                    Tensor(np.ones((n, self.units), dtype=x.dtype)), self.recurrent_dropout).data
             object.__setattr__(self, "_masks", (input_mask, recurrent))
         return self._masks
 

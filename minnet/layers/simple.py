@@ -211,7 +211,7 @@ class _SpatialDropout(Layer):
         self.rate = float(rate)
         self.data_format = config.normalize_data_format(data_format)
         self.seed = None if seed is None else check_int("seed", seed, 0)
-        self._stream = None if seed is None else _random.DropoutStream(self.seed)
+        self._stream = _random.stream_for(self.seed)
 
     def call(self, x, training=False):
         self._check_input(x, ndim=self._ndim)

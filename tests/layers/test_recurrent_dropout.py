@@ -232,3 +232,43 @@ def test_bad_recurrent_mask():
         F.gru(x, *w, recurrent_mask=np.ones((2, 4)))
     with pytest.raises(ValueError, match="recurrent_dropout"):
         layers.LSTM(3, recurrent_dropout=1.0)
+
+
+@pytest.mark.parametrize("make, shape", [
+    (lambda **k: layers.LSTM(3, dropout=0.5, recurrent_dropout=0.5, **k), (4, 5, 3)),
+    (lambda **k: layers.GRU(3, dropout=0.5, recurrent_dropout=0.5, **k), (4, 5, 3)),
+    (lambda **k: layers.SimpleRNN(3, dropout=0.5, **k), (4, 5, 3)),
+    (lambda **k: layers.RNN(layers.LSTMCell(3, dropout=0.5, recurrent_dropout=0.3, **k)), (4, 5, 3)),
+    (lambda **k: layers.ConvLSTM1D(2, 3, dropout=0.5, recurrent_dropout=0.5, **k), (2, 3, 6, 2)),
+])
+def test_seed_gives_recurrent_dropout_its_own_stream(make, shape):
+    """Keras's ``seed=`` on the recurrent layers and cells: the dropout masks depend on the
+    seed, not on ``mn.manual_seed`` (the cells and ConvLSTM took a seed and ignored it)."""
+    x = np.ones(shape, np.float32)
+    mn.manual_seed(0)
+    first = make(seed=5)
+    expected = first(x, training=True).numpy()
+    weights = first.get_weights()
+    outputs = {}
+    for seed in (5, 6):
+        mn.manual_seed(123)
+        layer = make(seed=seed)
+        layer(x)                                  # built in inference: no mask drawn
+        layer.set_weights(weights)
+        outputs[seed] = layer(x, training=True).numpy()
+    np.testing.assert_array_equal(outputs[5], expected)
+    assert not np.array_equal(outputs[6], expected)
+    assert first.get_config().get("seed", first.get_config().get("cell", {}).get("config", {}).get("seed")) == 5
+
+
+def test_use_cudnn_is_keras_s_switch_on_a_cpu():
+    """Keras's ``use_cudnn``: 'auto' and False run the same kernels; True (cuDNN required)
+    is refused by name, as Keras refuses it where cuDNN cannot run."""
+    x = np.ones((2, 4, 3), np.float32)
+    for value in ("auto", False):
+        layers.LSTM(2, use_cudnn=value)(x)
+        layers.GRU(2, use_cudnn=value)(x)
+    with pytest.raises(ValueError, match="`use_cudnn`: minnet runs on the CPU"):
+        layers.LSTM(2, use_cudnn=True)
+    with pytest.raises(ValueError, match="expected 'auto', True or False"):
+        layers.GRU(2, use_cudnn="yes")
