@@ -66,19 +66,11 @@ def _layer_cases():
             (f"conv3d_{tag}", lambda d, f=fmt: L.Conv3D(3, 2, data_format=f, dtype=d), (2, 5, 5, 5, 3)),
             (f"maxpool1d_{tag}", lambda d, f=fmt: L.MaxPooling1D(2, data_format=f, dtype=d), (2, 11, 5)),
         ]
+    # every built-in activation family through a Dense layer
+    cases += [(f"dense_{act}", lambda d, act=act: L.Dense(7, activation=act, dtype=d), (6, 9))
+              for act in ("relu", "sigmoid", "tanh", "gelu", "elu", "selu", "softplus", "swish",
+                          "softmax", "leaky_relu", "hard_sigmoid", "mish")]
     cases += [
-        ("dense_relu", lambda d: L.Dense(7, activation="relu", dtype=d), (6, 9)),
-        ("dense_sigmoid", lambda d: L.Dense(7, activation="sigmoid", dtype=d), (6, 9)),
-        ("dense_tanh", lambda d: L.Dense(7, activation="tanh", dtype=d), (6, 9)),
-        ("dense_gelu", lambda d: L.Dense(7, activation="gelu", dtype=d), (6, 9)),
-        ("dense_elu", lambda d: L.Dense(7, activation="elu", dtype=d), (6, 9)),
-        ("dense_selu", lambda d: L.Dense(7, activation="selu", dtype=d), (6, 9)),
-        ("dense_softplus", lambda d: L.Dense(7, activation="softplus", dtype=d), (6, 9)),
-        ("dense_swish", lambda d: L.Dense(7, activation="swish", dtype=d), (6, 9)),
-        ("dense_softmax", lambda d: L.Dense(7, activation="softmax", dtype=d), (6, 9)),
-        ("dense_leaky_relu", lambda d: L.Dense(7, activation="leaky_relu", dtype=d), (6, 9)),
-        ("dense_hard_sigmoid", lambda d: L.Dense(7, activation="hard_sigmoid", dtype=d), (6, 9)),
-        ("dense_mish", lambda d: L.Dense(7, activation="mish", dtype=d), (6, 9)),
         ("dense_3d", lambda d: L.Dense(5, dtype=d), (2, 4, 9)),
         ("layernorm", lambda d: L.LayerNormalization(dtype=d), (4, 6, 10)),
         ("groupnorm", lambda d: L.GroupNormalization(groups=2, dtype=d), (2, 5, 5, 4)),
