@@ -16,15 +16,30 @@ class TerminateOnNaN(Callback):
     layer (with the weights from before the step) to name the first layer whose output
     turned non-finite; the message and ``model.nonfinite_layer`` carry it.
 
+    Args:
+        raise_error: False (default): stop after that batch (``model.stop_training``, the
+            other callbacks' ``on_train_end`` run). True: raise ``RuntimeError`` at once
+            (Keras's strict mode: no cleanup runs, backups stay as they were).
+
     Example:
         >>> model.fit(x, y, callbacks=[TerminateOnNaN()])
     """
+
+    def __init__(self, raise_error=False):
+        super().__init__()
+        if not isinstance(raise_error, bool):
+            raise TypeError(f"Invalid value for argument `raise_error`: expected a bool. "
+                            f"Received: raise_error={raise_error!r}")
+        self.raise_error = raise_error
 
     def on_train_batch_end(self, batch, logs=None):
         loss = scalar_value((logs or {}).get("loss"))
         if loss is not None and not math.isfinite(loss):
             layer = getattr(self.model, "nonfinite_layer", None)
             where = f" (first non-finite output: layer '{layer}')" if layer else ""
+            if self.raise_error:
+                raise RuntimeError(f"NaN or Inf loss encountered at batch {batch}. Loss value: "
+                                   f"{loss}{where}. Terminating training immediately.")
             print_line(f"Batch {batch}: Invalid loss, terminating training{where}")
             self.model.stop_training = True
 

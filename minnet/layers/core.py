@@ -3,6 +3,7 @@
 The math lives in ``minnet.functional`` (``F.linear`` for Dense); these classes hold the
 weights and hyperparameters.  See docs/layers.md for the forward/backward formulas.
 """
+import inspect
 import math
 
 import numpy as np
@@ -421,6 +422,9 @@ class Lambda(Layer):
         function: callable taking a Tensor (and optionally ``training=``) and returning one.
         output_shape: optional shape of one output sample (without batch) or a callable
             ``input_shape -> output_shape``; otherwise found by running the function once.
+        arguments: optional dict of keyword arguments passed to ``function`` on each call
+            (Keras's). As in Keras, ``function`` also gets ``training=`` and ``mask=`` when
+            its signature names them.
 
     Shape:
         - Whatever ``function`` does.
@@ -431,8 +435,8 @@ class Lambda(Layer):
         2.0
     """
 
-    def __init__(self, function, output_shape=None, name=None, dtype=None, trainable=True,
-                 **kwargs):
+    def __init__(self, function, output_shape=None, arguments=None, name=None, dtype=None,
+                 trainable=True, **kwargs):
         super().__init__(name=name, dtype=dtype, trainable=trainable, **kwargs)
         if isinstance(function, str):
             function = activations.get(function)
@@ -441,11 +445,21 @@ class Lambda(Layer):
                             f"Received: function={function!r}")
         if output_shape is not None and not callable(output_shape):
             output_shape = tuple(output_shape)
+        if arguments is not None and not isinstance(arguments, dict):
+            raise TypeError(f"Invalid value for argument `arguments`: expected a dict of keyword "
+                            f"arguments for the function. Received: arguments={arguments!r}")
         self.function = function
         self.output_shape = output_shape
+        self.arguments = dict(arguments or {})
+        try:
+            names = inspect.signature(function).parameters
+        except (TypeError, ValueError):     # a builtin without a signature
+            names = {}
+        self._passes = tuple(n for n in ("training", "mask") if n in names)
 
-    def call(self, x, training=False):
-        return self.function(x)
+    def call(self, x, training=False, mask=None):
+        extra = {"training": training, "mask": mask}
+        return self.function(x, **self.arguments, **{n: extra[n] for n in self._passes})
 
     def compute_output_shape(self, input_shape):
         if self.output_shape is None:
@@ -463,6 +477,8 @@ class Lambda(Layer):
         is_builtin_activation = activations.is_builtin(name, self.function)
         config = {**super().get_config(), "function": name,
                   "function_serializable": registered is not None or is_builtin_activation}
+        if self.arguments:
+            config["arguments"] = dict(self.arguments)
         if self.output_shape is not None and not callable(self.output_shape):
             config["output_shape"] = list(self.output_shape)
         return config

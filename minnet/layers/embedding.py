@@ -45,7 +45,8 @@ class Embedding(Layer):
     weight_option_targets = {"embeddings": ("embeddings",)}
 
     def __init__(self, input_dim, output_dim, embeddings_initializer="uniform", mask_zero=False,
-                 input_length=None, name=None, dtype="float32", trainable=True, **kwargs):
+                 input_length=None, weights=None, name=None, dtype="float32", trainable=True,
+                 **kwargs):
         super().__init__(name=name, dtype=dtype, trainable=trainable, **kwargs)
         self.input_dim = check_int("input_dim", input_dim, minimum=1)
         self.output_dim = check_int("output_dim", output_dim, minimum=1)
@@ -55,6 +56,10 @@ class Embedding(Layer):
         self.mask_zero = bool(mask_zero)
         self.input_length = input_length
         self.embeddings = None
+        if weights is not None:         # Keras's initial matrix (pretrained word vectors, ...)
+            self.build(None)
+            self.built = True
+            self.set_weights(weights if isinstance(weights, list) and len(weights) == 1 else [weights])
 
     def build(self, input_shape):
         self.embeddings = self.add_weight("embeddings", (self.input_dim, self.output_dim),

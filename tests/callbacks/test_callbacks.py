@@ -284,6 +284,18 @@ def test_terminate_on_nan(capsys):
     assert model.stop_training
 
 
+def test_terminate_on_nan_raise_error_is_keras_strict_mode():
+    """Keras 3's ``TerminateOnNaN(raise_error=True)``: a RuntimeError at that batch instead
+    of a graceful stop."""
+    model = FakeModel()
+    with pytest.raises(RuntimeError, match="NaN or Inf loss encountered at batch 1"):
+        fake_fit(model, [callbacks.TerminateOnNaN(raise_error=True)], losses([1.0]),
+                 batch_losses=[[1.0, math.nan, 1.0]])
+    assert not model.stop_training
+    with pytest.raises(TypeError, match="`raise_error`"):
+        callbacks.TerminateOnNaN(raise_error="yes")
+
+
 def test_gradient_monitor():
     model = FakeModel()
     w1, b1, w2 = mn.Parameter(np.zeros((2, 2))), mn.Parameter(np.zeros(2)), mn.Parameter(np.zeros(3))

@@ -345,3 +345,22 @@ def test_dense_kernel_in_keras_layout_gets_the_conversion_in_the_error():
         dense.set_weights([np.zeros((5, 3), "float32"), np.zeros(3, "float32")])
     dense.set_weights([np.ones((3, 5), "float32"), np.zeros(3, "float32")])
     assert dense.kernel.numpy().sum() == 15
+
+
+def test_lambda_takes_keras_arguments_and_passes_training_and_mask():
+    """Keras's ``Lambda(function, arguments={...})``: the dict's items go to every call, and
+    ``training=``/``mask=`` reach a function whose signature names them (Keras's rule)."""
+    seen = {}
+
+    def fn(x, scale=1.0, training=None, mask=None):
+        seen["training"], seen["mask"] = training, mask
+        return x * scale
+
+    layer = layers.Lambda(fn, arguments={"scale": 3.0})
+    np.testing.assert_array_equal(layer(np.ones((1, 2), np.float32), training=True).numpy(), [[3.0, 3.0]])
+    assert seen["training"] is True and seen["mask"] is None
+    assert layer.get_config()["arguments"] == {"scale": 3.0}
+    plain = layers.Lambda(lambda x: x + 1)                  # neither named: neither passed
+    np.testing.assert_array_equal(plain(np.zeros((1, 2), np.float32), training=True).numpy(), [[1.0, 1.0]])
+    with pytest.raises(TypeError, match="`arguments`"):
+        layers.Lambda(fn, arguments=[1])

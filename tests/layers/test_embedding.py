@@ -67,3 +67,15 @@ def test_embedding_matches_torch_text_classifier_gradient(torch):
     h[0].sum().backward()
     np.testing.assert_allclose(out.numpy(), h[0].detach().numpy(), rtol=1e-10)
     np.testing.assert_allclose(emb.embeddings.grad, t_emb.weight.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_weights_gives_the_initial_matrix_as_keras():
+    """Keras 3's ``Embedding(..., weights=matrix)`` (pretrained vectors): built at once with
+    that matrix (a list of one matrix too); a matrix of another shape is refused by name."""
+    matrix = np.arange(12, dtype=np.float32).reshape(6, 2)
+    for given in (matrix, [matrix]):
+        layer = layers.Embedding(6, 2, weights=given)
+        assert layer.built
+        np.testing.assert_array_equal(layer(np.array([[5, 0]])).numpy(), matrix[[[5, 0]]])
+    with pytest.raises(ValueError, match=r"\(6, 2\)"):
+        layers.Embedding(6, 2, weights=np.zeros((5, 2), np.float32))
