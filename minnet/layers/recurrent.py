@@ -104,7 +104,7 @@ class _RNN(_SequenceLayer):
         self.units = check_int("units", units, minimum=1)
         # Keras's seed=: the dropout masks' own stream (_random.DropoutStream)
         self._stream = _random.stream_for(seed)
-        self.seed = seed
+        self.seed = None if seed is None else int(seed)
         self.activation = activations.get(activation)
         self.recurrent_activation = activations.get(recurrent_activation)
         self.use_bias = bool(use_bias)

@@ -14,7 +14,7 @@ import numpy as np
 
 from minnet import _random
 from minnet import functional as F
-from minnet._checks import check_int, invalid
+from minnet._checks import invalid
 from minnet.autograd import Tensor
 from minnet.layers.base import Layer
 from minnet.layers._layout import check_user_layout, resolve_data_format
@@ -61,8 +61,8 @@ class _BaseDropout(Layer):
                              f"Received: rate={rate!r}")
         self.rate = float(rate)
         self.noise_shape = check_noise_shape(noise_shape)
-        self.seed = None if seed is None else check_int("seed", seed, 0)
-        self._stream = _random.stream_for(self.seed)
+        self._stream = _random.stream_for(seed)     # None without a seed (the global stream)
+        self.seed = None if seed is None else int(seed)
 
     def _apply(self, x):
         raise NotImplementedError
@@ -71,11 +71,8 @@ class _BaseDropout(Layer):
         if not training or self.rate == 0.0:
             self._check_call_input(x)       # the op is not called: the layer checks its contract
             return x
-        with self._explaining_refusal(x):   # the functional op validates
-            if self._stream is None:
-                return self._apply(x)
-            with _random.drawing_from(self._stream):
-                return self._apply(x)
+        with self._explaining_refusal(x), _random.drawing_from(self._stream):
+            return self._apply(x)               # the functional op validates
 
     def _kept(self, x):
         """1 where ``noise_shape``'s mask keeps, 0 where it drops: a ``(noise_shape)`` array

@@ -8,7 +8,7 @@ import numpy as np
 
 from minnet import _random, config, initializers, regularizers
 from minnet import functional as F
-from minnet._checks import check_axes_in_range, check_float, check_int, invalid
+from minnet._checks import check_axes_in_range, check_float, invalid
 from minnet.autograd import Tensor, einsum
 from minnet.layers.base import Layer
 
@@ -210,8 +210,8 @@ class _SpatialDropout(Layer):
             raise invalid("rate", "a float in [0, 1)", rate)
         self.rate = float(rate)
         self.data_format = config.normalize_data_format(data_format)
-        self.seed = None if seed is None else check_int("seed", seed, 0)
-        self._stream = _random.stream_for(self.seed)
+        self._stream = _random.stream_for(seed)     # None without a seed (the global stream)
+        self.seed = None if seed is None else int(seed)
 
     def call(self, x, training=False):
         self._check_input(x, ndim=self._ndim)
@@ -221,11 +221,8 @@ class _SpatialDropout(Layer):
         shape[0] = x.shape[0]
         channel = x.ndim - 1 if self.data_format == "channels_last" else 1
         shape[channel] = x.shape[channel]
-        ones = Tensor(np.ones(shape, dtype=x.dtype))
-        if self._stream is None:
-            return x * F.dropout(ones, self.rate)
         with _random.drawing_from(self._stream):     # the layer's own seed (Keras's seed=)
-            return x * F.dropout(ones, self.rate)
+            return x * F.dropout(Tensor(np.ones(shape, dtype=x.dtype)), self.rate)
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape)
