@@ -294,6 +294,8 @@ def _send(node, input_grads, raw, incoming, buffers, owned, dependencies, ready,
         if remaining == 0:
             ready.append(child)
         i += 1
+
+
 def _all_none(grads):
     for g in grads:
         if g is not None:
