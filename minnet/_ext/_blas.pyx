@@ -3,14 +3,46 @@
 Fortran BLAS is column-major.  A row-major (m, n) array read as column-major is its
 transpose, so ``C = op(A) @ op(B)`` (row-major) is computed as the column-major product
 ``C^T = op(B)^T @ op(A)^T``: the operands are swapped, never copied.
+
+sgemm and dgemm are the function pointers SciPy exports in ``cython_blas.__pyx_capi__``,
+looked up when this module is imported: the same pointers ``cimport`` would bind at that
+moment, but building minnet needs no SciPy (its build environment installs one package
+less: docs/performance.md, "The build").
 """
+from cpython.pycapsule cimport PyCapsule_GetName, PyCapsule_GetPointer
 from cython.parallel cimport prange
-from scipy.linalg.cython_blas cimport sgemm, dgemm
 
 import numpy as np
+from scipy.linalg import cython_blas
 
 from minnet._ext._base cimport (check_array, check_nd, check_strided, check_threads,
                                 deterministic_mode)
+
+
+# The Fortran signatures, as scipy/linalg/cython_blas.pxd declares them.
+ctypedef void (*sgemm_t)(char* transa, char* transb, int* m, int* n, int* k, float* alpha,
+                         float* a, int* lda, float* b, int* ldb, float* beta, float* c,
+                         int* ldc) noexcept nogil
+ctypedef void (*dgemm_t)(char* transa, char* transb, int* m, int* n, int* k, double* alpha,
+                         double* a, int* lda, double* b, int* ldb, double* beta, double* c,
+                         int* ldc) noexcept nogil
+
+
+cdef void* _scipy_blas(str name, str real) except NULL:
+    """The pointer SciPy exports for ``name``, after checking that its signature (the
+    capsule's name, as Cython writes it) is the (char*, char*, int*, int*, int*, real*,
+    ...) one declared above."""
+    capsule = cython_blas.__pyx_capi__[name]
+    signature = PyCapsule_GetName(capsule).decode()
+    if not (signature.startswith("void (char *, char *, int *, int *, int *, ")
+            and signature.count(f"cython_blas_{real} *") == 5):
+        raise ImportError(f"scipy.linalg.cython_blas.{name} has the signature {signature!r}, "
+                          f"not the Fortran BLAS one minnet calls (scipy {cython_blas.__file__})")
+    return PyCapsule_GetPointer(capsule, PyCapsule_GetName(capsule))
+
+
+cdef sgemm_t sgemm = <sgemm_t> _scipy_blas("sgemm", "s")
+cdef dgemm_t dgemm = <dgemm_t> _scipy_blas("dgemm", "d")
 
 
 cdef void gemm(bint trans_a, bint trans_b, int m, int n, int k,

@@ -1,6 +1,9 @@
 """The BLAS layer: row-major GEMM over scipy's sgemm/dgemm, against NumPy."""
+import pathlib
+
 import numpy as np
 import pytest
+from scipy.linalg import blas
 
 from minnet._ext._blas import gemm_batched, py_gemm
 
@@ -129,3 +132,33 @@ def test_gemm_batched_errors_name_the_argument():
         gemm_batched(np.zeros((2, 4, 3), np.float32).transpose(0, 2, 1), b, c)
     with pytest.raises(ValueError, match="`n_threads`"):
         gemm_batched(a, b, c, n_threads=0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gemm_calls_scipys_blas(dtype):
+    # _blas takes sgemm/dgemm from scipy.linalg.cython_blas.__pyx_capi__ at import: the
+    # same Fortran routine scipy.linalg.blas calls, so the same call gives the same bits
+    # (minnet computes C^T = B^T A^T column-major, which is scipy's gemm(1, b.T, a.T)).
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((64, 80)).astype(dtype)
+    b = rng.standard_normal((80, 48)).astype(dtype)
+    scipy_gemm = blas.sgemm if dtype == np.float32 else blas.dgemm
+    np.testing.assert_array_equal(py_gemm(a, b), scipy_gemm(1.0, b.T, a.T).T)
+
+
+def _requirements(pyproject, section):
+    """The quoted requirement lines of one ``[section]`` of pyproject.toml."""
+    body = ("\n" + pyproject).split(f"\n[{section}]\n", 1)[1].split("\n[", 1)[0]
+    return [line.strip() for line in body.splitlines() if line.strip().startswith('"')]
+
+
+def test_building_needs_no_scipy():
+    # The build environment pip makes installs only what pyproject.toml asks for; SciPy
+    # is a runtime dependency only (its BLAS pointers are looked up at import).
+    root = pathlib.Path(__file__).resolve().parents[2]
+    pyproject = (root / "pyproject.toml").read_text()
+    build = _requirements(pyproject, "build-system")
+    assert build and not [r for r in build if "scipy" in r.lower()]
+    assert [r for r in _requirements(pyproject, "project") if r.startswith('"scipy')]
+    blas_source = (root / "minnet" / "_ext" / "_blas.pyx").read_text().splitlines()
+    assert not [line for line in blas_source if "cimport" in line and "scipy" in line]
