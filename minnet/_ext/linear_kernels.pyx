@@ -6,9 +6,12 @@ docs/math/linear.md::
     forward:   Y  = X @ W^T + b            (optionally max(., 0): Dense's fused ReLU)
     backward:  dX = dY @ W,   dW = dY^T @ X,   db = sum_n dY[n]
 
-The GEMMs are split into blocks by ``gemm_blocks`` (shape-only rule) and every bias
-column is summed by one thread in row order, so the results do not depend on the thread
-count.
+Every GEMM goes through ``_gemm``: float32 products of at most ``OWN_GEMM_MAX``
+multiply-adds run on the convolution's register-tile GEMM (convgemm_kernels.h), larger
+ones and float64 on the BLAS in ``gemm_blocks``'s blocks (shape-only rule).  The first adds
+every element in one fixed order whatever the split, the second splits by shape alone, and
+every bias column is summed by one thread in row order, so the results do not depend on
+the thread count.
 """
 from cython.parallel cimport prange
 from libc.string cimport memcpy, memset
@@ -16,12 +19,41 @@ cimport numpy as cnp
 
 from minnet._ext._base cimport check_nd, check_threads, parallel_min
 from minnet._ext._blas cimport floating, gemm_blocks
+from minnet._ext.convgemm_kernels cimport conv_gemm_blocks
 
 from minnet._ext.transpose_kernels cimport transpose_rows
 
 import numpy as np
 
 cnp.import_array()
+
+# ----------------------------------------------------------------------------------------
+# the GEMM
+# ----------------------------------------------------------------------------------------
+
+# float32 products of at most this many multiply-adds (m * n * k) take minnet's own GEMM:
+# on a layer's three products it is 1.03-2.35x OpenBLAS's from 128 -> 10 to 784 -> 256 at
+# batch 256 (50 M) and 512 -> 512, 1 and 2 threads; OpenBLAS is ahead at 1024 -> 1024, batch
+# 128 (134 M: 0.86-0.91x; benchmarks/bench_linear.py). A rule on the shape alone.
+cdef enum:
+    _OWN_GEMM_MAX = 1 << 26
+OWN_GEMM_MAX = _OWN_GEMM_MAX      # (for the tests)
+
+
+cdef inline void _gemm(bint trans_a, bint trans_b, int m, int n, int k,
+                       const floating* a, int lda, const floating* b, int ldb,
+                       floating beta, floating* c, int ldc, int n_threads) noexcept nogil:
+    """C = beta C + op(A) @ op(B), row-major (_blas.gemm's arguments, alpha = 1)."""
+    cdef long size = <long> m * n * k
+    # fast path: benchmarks/bench_linear.py "784->256 batch 64"
+    if floating is float and size <= _OWN_GEMM_MAX:
+        # Below ~1 MFLOP a thread team costs more than it saves (as _blas's rule).
+        conv_gemm_blocks(trans_a, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc,
+                         n_threads if size >= 500000 else 1)
+    else:
+        gemm_blocks(trans_a, trans_b, m, n, k, <floating> 1, a, lda, b, ldb, beta, c, ldc,
+                    n_threads)
+
 
 # ----------------------------------------------------------------------------------------
 # bias sums
@@ -154,7 +186,7 @@ cdef void _linear_forward_entry(const floating* x,      # IN  (N, K)
         for i in range(n):
             memcpy(y + i * m, bias, m * sizeof(floating))
     if k > 0:    # k == 0: Y is the bias alone
-        gemm_blocks(False, True, n, m, k, <floating> 1, x, k, w, k, <floating> 1, y, m, n_threads)
+        _gemm(False, True, n, m, k, x, k, w, k, <floating> 1, y, m, n_threads)
     if fuse_relu:
         for i in range(size):
             v = y[i]
@@ -171,8 +203,8 @@ def _linear_forward_transposed(const floating[:, ::1] x, const floating[:, ::1] 
     cdef int i0
     with nogil:
         # Y^T (M, N) = W (M, K) @ X^T (K, N)
-        gemm_blocks(False, True, m, n, k, <floating> 1, &w[0, 0], k, &x[0, 0], k,
-                      <floating> 0, &yt[0, 0], n, n_threads)
+        _gemm(False, True, m, n, k, &w[0, 0], k, &x[0, 0], k, <floating> 0, &yt[0, 0], n,
+              n_threads)
         # Y = relu?((Y^T)^T + b), 16 output rows per task
         for i0 in prange(0, n, 16, schedule="static", num_threads=n_threads if n * m >= 65536 else 1):
             transpose_rows(&yt[0, 0], n, &bias[0], &y[0, 0], m, m, fuse_relu,
@@ -239,8 +271,8 @@ cdef void _linear_backward_entry(const floating* x,    # IN  (N, K)
                                  floating* db,         # OUT (M,) or NULL
                                  int n, int k, int m, int n_threads) noexcept nogil:
     if dx != NULL:   # dX (N, in) = dY (N, out) @ W (out, in)
-        gemm_blocks(False, False, n, k, m, <floating> 1, dy, m, w, k, <floating> 0, dx, k, n_threads)
+        _gemm(False, False, n, k, m, dy, m, w, k, <floating> 0, dx, k, n_threads)
     if dw != NULL:   # dW (out, in) = dY^T (out, N) @ X (N, in)
-        gemm_blocks(True, False, m, k, n, <floating> 1, dy, m, x, k, <floating> 0, dw, k, n_threads)
+        _gemm(True, False, m, k, n, dy, m, x, k, <floating> 0, dw, k, n_threads)
     if db != NULL:
         _bias_grad_rows(dy, n, m, db, n_threads)

@@ -4,6 +4,8 @@ import pytest
 
 from minnet._config import get_num_threads
 from minnet._ext import linear_kernels
+from minnet._ext._blas import py_gemm
+from minnet._ext.conv_kernels import gemm_f32
 
 from _harness import TOLERANCES
 
@@ -91,3 +93,48 @@ def test_linear_forward_fused_relu_is_relu_of_linear(dtype, n_threads, shape):
     rows = [i for i in range(n) if i != n // 2] if k else list(range(n))
     np.testing.assert_allclose(linear_kernels.linear_forward(x, w, b, n_threads=n_threads, relu=True)[rows],
                                ref[rows], rtol=tol, atol=tol * np.sqrt(max(k, 1)))
+
+
+# (batch, in, out) on either side of OWN_GEMM_MAX (2^26 multiply-adds): 784 -> 256 at batch
+# 64 takes minnet's own float32 GEMM, 1024 -> 1024 at batch 128 the BLAS.
+@pytest.mark.parametrize("batch, fin, fout, own", [(64, 784, 256, True), (3, 5, 7, True),
+                                                   (128, 1024, 1024, False)])
+def test_float32_products_take_the_gemm_the_size_rule_names(batch, fin, fout, own):
+    assert (batch * fin * fout <= linear_kernels.OWN_GEMM_MAX) == own
+    rng = np.random.default_rng(batch + fin)
+    x = rng.standard_normal((batch, fin)).astype(np.float32)
+    w = rng.standard_normal((fout, fin)).astype(np.float32)
+    dy = rng.standard_normal((batch, fout)).astype(np.float32)
+
+    def product(a, b, trans_a=False, trans_b=False):
+        m = a.shape[1] if trans_a else a.shape[0]
+        n = b.shape[0] if trans_b else b.shape[1]
+        c = np.empty((m, n), np.float32)
+        if own:
+            gemm_f32(a, b, c, trans_a=trans_a, trans_b=trans_b)
+        else:
+            py_gemm(a, b, trans_a=trans_a, trans_b=trans_b, c=c)
+        return c
+
+    y = linear_kernels.linear_forward(x, w, None, n_threads=1)
+    dx, dw, _ = linear_kernels.linear_backward(x, w, dy, need_bias_grad=False, n_threads=1)
+    np.testing.assert_array_equal(y, product(x, w, trans_b=True))
+    np.testing.assert_array_equal(dx, product(dy, w))
+    np.testing.assert_array_equal(dw, product(dy, x, trans_a=True))
+    reference = x.astype(np.float64) @ w.T.astype(np.float64)
+    np.testing.assert_allclose(y, reference, rtol=1e-4, atol=1e-4 * np.sqrt(fin))
+
+
+def test_own_gemm_path_gives_the_same_bits_for_any_thread_count():
+    # The own GEMM adds every element in one order whatever the split; the bias column sums
+    # are one thread's each. (784 -> 256 at batch 64: the coursework MLP's first layer.)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((64, 784)).astype(np.float32)
+    w = rng.standard_normal((256, 784)).astype(np.float32)
+    b = rng.standard_normal(256).astype(np.float32)
+    dy = rng.standard_normal((64, 256)).astype(np.float32)
+    results = [(linear_kernels.linear_forward(x, w, b, n_threads=t),)
+               + linear_kernels.linear_backward(x, w, dy, n_threads=t) for t in (1, 2, 3)]
+    for other in results[1:]:
+        for first, second in zip(results[0], other):
+            np.testing.assert_array_equal(first, second)
