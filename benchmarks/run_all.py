@@ -34,6 +34,7 @@ KERNEL_BENCHMARKS = [
     ("norm_dropout_pool", "bench_norm_dropout_pool.py", [], "norm_dropout_pool.json"),
     ("optimizers", "bench_optimizers.py", [], None),
     ("autograd", "bench_autograd.py", [], "autograd.json"),
+    ("linear", "bench_linear.py", [], "linear.json"),
 ]
 
 
