@@ -55,6 +55,42 @@ cdef inline void _gemm(bint trans_a, bint trans_b, int m, int n, int k,
                     n_threads)
 
 
+def matmul(a, b, trans_a=False, trans_b=False, n_threads=1):
+    """``op(a) @ op(b)`` of two C-contiguous 2-D float32 or float64 arrays, by ``_gemm``'s
+    rule: the product ``@`` runs on 2-D tensors (autograd/linalg_ops.py), on the same GEMM
+    as a Dense layer of that size.
+
+    Args:
+        a: ``(m, k)``, or ``(k, m)`` when ``trans_a``.
+        b: ``(k, n)``, or ``(n, k)`` when ``trans_b``; ``a``'s dtype.
+        n_threads: threads (the float32 result of minnet's GEMM does not depend on them).
+
+    Returns:
+        A new ``(m, n)`` array.
+    """
+    check_nd(a, "a", 2)
+    check_nd(b, "b", 2, a.dtype)
+    m, k = (a.shape[1], a.shape[0]) if trans_a else a.shape
+    kb, n = (b.shape[1], b.shape[0]) if trans_b else b.shape
+    if kb != k:
+        raise ValueError(f"Invalid arguments `a`, `b`: inner dimensions differ, op(a) is "
+                         f"{(m, k)} and op(b) is {(kb, n)}")
+    if m == 0 or n == 0 or k == 0:
+        return np.zeros((m, n), dtype=a.dtype)
+    c = np.empty((m, n), dtype=a.dtype)
+    _matmul_entry(a, b, c, trans_a, trans_b, check_threads(n_threads))
+    return c
+
+
+def _matmul_entry(const floating[:, ::1] a, const floating[:, ::1] b, floating[:, ::1] c,
+                  bint trans_a, bint trans_b, int n_threads):
+    cdef int m = c.shape[0], n = c.shape[1]
+    cdef int k = a.shape[0] if trans_a else a.shape[1]
+    with nogil:
+        _gemm(trans_a, trans_b, m, n, k, &a[0, 0], <int> a.shape[1], &b[0, 0], <int> b.shape[1],
+              <floating> 0, &c[0, 0], n, n_threads)
+
+
 # ----------------------------------------------------------------------------------------
 # bias sums
 # ----------------------------------------------------------------------------------------

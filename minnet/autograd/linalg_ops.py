@@ -1,17 +1,18 @@
 """Linear algebra as Functions: matmul (``@``, batched, with NumPy's 1-D promotion) and
 einsum.
 
-2-D and 3-D float32/float64 products go to minnet's BLAS layer (``_ext._blas.py_gemm``,
-``gemm_batched``),
-with transposes passed as flags instead of copies; everything else to ``np.matmul`` /
-``np.einsum``.  Backward: ``dA = G Bᵀ``, ``dB = Aᵀ G`` (summed over broadcast batch axes);
+2-D float32/float64 products go to Dense's GEMM (``_ext.linear_kernels.matmul``: minnet's
+own float32 GEMM up to 2^26 multiply-adds, the BLAS above and for float64), 3-D ones to
+minnet's BLAS layer (``_ext._blas.gemm_batched``), with transposes passed as flags instead
+of copies; everything else to ``np.matmul`` / ``np.einsum``.  Backward: ``dA = G Bᵀ``, ``dB = Aᵀ G`` (summed over broadcast batch axes);
 einsum's gradient for each operand is another einsum.  Math: ``docs/math/autograd_ops.md``.
 """
 import numpy as np
 
 from minnet._checks import matmul_shape_error
 from minnet._config import get_num_threads
-from minnet._ext._blas import gemm_batched, py_gemm
+from minnet._ext._blas import gemm_batched
+from minnet._ext.linear_kernels import matmul as gemm_2d
 
 from .function import Function
 from .op_helpers import is_tensor, shape_of, swap_last_two, unbroadcast
@@ -36,17 +37,14 @@ def _blas_ready(*arrays):
     return True
 
 
-def _gemm2(a, b, ta, tb, out=None):
+def _gemm2(a, b, ta, tb):
     # a row-major transpose is a column-major array: pass it with the flag flipped
     if not a.flags.c_contiguous and a.T.flags.c_contiguous:
         a, ta = a.T, not ta
     if not b.flags.c_contiguous and b.T.flags.c_contiguous:
         b, tb = b.T, not tb
-    if not a.flags.writeable:          # the typed memoryviews need writeable buffers
-        a = np.array(a)
-    if not b.flags.writeable:
-        b = np.array(b)
-    return py_gemm(a, b, trans_a=ta, trans_b=tb, c=out, n_threads=get_num_threads())
+    return gemm_2d(np.ascontiguousarray(a), np.ascontiguousarray(b), trans_a=ta, trans_b=tb,
+                   n_threads=get_num_threads())
 
 
 def _batched_operand(x, t):

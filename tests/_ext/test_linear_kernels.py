@@ -2,6 +2,8 @@
 import numpy as np
 import pytest
 
+import minnet as mn
+
 from minnet._config import get_num_threads
 from minnet._ext import linear_kernels
 from minnet._ext._blas import py_gemm
@@ -138,3 +140,40 @@ def test_own_gemm_path_gives_the_same_bits_for_any_thread_count():
     for other in results[1:]:
         for first, second in zip(results[0], other):
             np.testing.assert_array_equal(first, second)
+
+
+@pytest.mark.parametrize("trans_a, trans_b", [(False, False), (True, False), (False, True)])
+def test_matmul_is_dense_gemm_rule_and_what_at_runs(trans_a, trans_b):
+    # A 2-D float32 `@` below OWN_GEMM_MAX gives minnet's own GEMM's bits, forward and
+    # backward, whatever the thread count.
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((40, 64) if trans_a else (64, 40)).astype(np.float32)
+    b = rng.standard_normal((96, 40) if trans_b else (40, 96)).astype(np.float32)
+    expected = np.empty((64, 96), np.float32)
+    gemm_f32(a, b, expected, trans_a=trans_a, trans_b=trans_b)
+    for threads in (1, 2):
+        np.testing.assert_array_equal(
+            linear_kernels.matmul(a, b, trans_a=trans_a, trans_b=trans_b, n_threads=threads), expected)
+    ta = mn.Tensor(a.T.copy() if trans_a else a, requires_grad=True)
+    tb = mn.Tensor(b.T.copy() if trans_b else b, requires_grad=True)
+    y = ta @ tb
+    np.testing.assert_array_equal(y.numpy(), expected)
+    g = rng.standard_normal((64, 96)).astype(np.float32)
+    y.backward(mn.Tensor(g))
+    da = np.empty(ta.shape, np.float32)
+    gemm_f32(g, tb.numpy(), da, trans_b=True)
+    np.testing.assert_array_equal(np.asarray(ta.grad), da)
+    np.testing.assert_allclose(np.asarray(tb.grad), ta.numpy().T.astype(np.float64) @ g, rtol=1e-4, atol=1e-4)
+
+
+def test_matmul_checks_its_arguments_and_takes_read_only_and_empty_operands():
+    a = np.ones((3, 4), np.float32)
+    a.flags.writeable = False
+    np.testing.assert_array_equal(linear_kernels.matmul(a, np.ones((4, 2), np.float32)),
+                                  np.full((3, 2), 4, np.float32))
+    np.testing.assert_array_equal(linear_kernels.matmul(np.ones((3, 0)), np.ones((0, 2))),
+                                  np.zeros((3, 2)))
+    with pytest.raises(ValueError, match="`a`, `b`.*inner dimensions"):
+        linear_kernels.matmul(np.ones((3, 4)), np.ones((5, 2)))
+    with pytest.raises((TypeError, ValueError), match="`b`"):
+        linear_kernels.matmul(np.ones((3, 4)), np.ones((4, 2), np.float32))
