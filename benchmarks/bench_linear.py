@@ -8,7 +8,8 @@ register-tile GEMM (``conv_kernels.gemm_f32``) and on scipy's OpenBLAS (``_blas.
 which is what ``linear_kernels``' rule ``OWN_GEMM_MAX`` chooses between (products of at
 most 2^26 multiply-adds take the first); then ``linear_forward`` + ``linear_backward``
 (the kernels Dense calls, with that rule) against torch's ``Linear`` forward and backward
-(``torch.nn.functional.linear`` under autograd, the same three products and the bias sum).
+(``torch.nn.functional.linear`` under autograd, the same three products and the bias sum);
+and ``(x @ w).sum().backward()`` on tensors (a custom layer's product through the autograd).
 Medians of ``--repeat`` calls, microseconds; ratios > 1: the first is faster. Rows are named
 by shape, "784->256 batch 64" for the first layer of the coursework MLP.
 """
@@ -64,6 +65,15 @@ def bench_shape(batch, fin, fout, threads, repeat, torch):
         linear_kernels.linear_backward(x, w, dy, n_threads=threads)
 
     row["minnet_layer_us"] = round(median_ms(minnet_step, repeat) * 1e3, 1)
+    # A custom layer's `x @ w` through the autograd (linear_kernels.matmul, the same rule).
+    xt = mn.Tensor(x)
+    wt = mn.Tensor(np.ascontiguousarray(w.T), requires_grad=True)
+
+    def matmul_step():
+        (xt @ wt).sum().backward()
+        wt.grad = None
+
+    row["minnet_matmul_autograd_us"] = round(median_ms(matmul_step, repeat) * 1e3, 1)
     if torch is not None:
         tx, tdy = torch.from_numpy(x).requires_grad_(), torch.from_numpy(dy)
         tw, tb = torch.from_numpy(w).requires_grad_(), torch.from_numpy(bias).requires_grad_()
@@ -98,6 +108,7 @@ def main():
                   + "  ".join(f"{p} {row[p + '_own_us']:8.1f} / {row[p + '_openblas_us']:8.1f}"
                               for p in ("fwd", "dx", "dW"))
                   + f"  products OpenBLAS/own {row['products_openblas_over_own']:.2f}"
+                  + f" | (x @ w).sum().backward() {row['minnet_matmul_autograd_us']:8.1f} us"
                   + f" | layer fwd+bwd {row['minnet_layer_us']:8.1f} us"
                   + (f" (torch {row['torch_layer_us']:8.1f}, ratio {row['layer_ratio']:.2f})"
                      if "torch_layer_us" in row else ""), flush=True)
