@@ -5,8 +5,8 @@
 For each layer shape (batch, in -> out), float32: the three products of a Dense layer's
 step (forward ``Y^T = W X^T``, ``dX = dY W``, ``dW = dY^T X``) timed on the convolution's
 register-tile GEMM (``conv_kernels.gemm_f32``) and on scipy's OpenBLAS (``_blas.py_gemm``),
-which is what ``linear_kernels``' rule ``OWN_GEMM_MAX`` chooses between (products of at
-most 2^26 multiply-adds take the first); then ``linear_forward`` + ``linear_backward``
+which is what ``linear_kernels``' rule chooses between (products of at most 2^26
+multiply-adds into at most 2^18 elements take the first; the row says which each took); then ``linear_forward`` + ``linear_backward``
 (the kernels Dense calls, with that rule) against torch's ``Linear`` forward and backward
 (``torch.nn.functional.linear`` under autograd, the same three products and the bias sum);
 and ``(x @ w).sum().backward()`` on tensors (a custom layer's product through the autograd).
@@ -30,7 +30,13 @@ from minnet._ext.conv_kernels import gemm_f32  # noqa: E402
 # (batch, in, out): the coursework MLPs (784-256-128-10, 784-256-10) at batch 64 and
 # either side of it, and wider layers on both sides of OWN_GEMM_MAX.
 SHAPES = [(64, 784, 256), (64, 256, 128), (64, 128, 10), (64, 256, 10), (16, 784, 256),
-          (256, 784, 256), (64, 512, 512), (128, 1024, 1024), (64, 2048, 2048)]
+          (256, 784, 256), (64, 512, 512), (64, 784, 1024), (64, 1024, 1024),
+          (128, 1024, 1024), (64, 2048, 2048)]
+
+
+def takes_own_gemm(m, n, k):
+    """linear_kernels' rule for one float32 product C (m, n) = op(A) (m, k) op(B) (k, n)."""
+    return m * n * k <= linear_kernels.OWN_GEMM_MAX and m * n <= linear_kernels.OWN_GEMM_MAX_OUT
 
 
 def products(batch, fin, fout, rng):
@@ -45,9 +51,11 @@ def products(batch, fin, fout, rng):
 
 def bench_shape(batch, fin, fout, threads, repeat, torch):
     rng = np.random.default_rng(0)
+    # forward Y^T (out, batch), dX (batch, in), dW (out, in): which GEMM each takes
+    taken = ["own" if takes_own_gemm(m, n, batch * fin * fout // (m * n)) else "BLAS"
+             for m, n in ((fout, batch), (batch, fin), (fout, fin))]
     row = {"shape": f"{fin}->{fout} batch {batch}", "threads": threads,
-           "macs": batch * fin * fout,
-           "own_gemm": batch * fin * fout <= linear_kernels.OWN_GEMM_MAX}
+           "macs": batch * fin * fout, "gemm_taken": "/".join(taken)}
     own = blas = 0.0
     for name, a, b, ta, tb, c in products(batch, fin, fout, rng):
         t_own = median_ms(lambda: gemm_f32(a, b, c, trans_a=ta, trans_b=tb, n_threads=threads), repeat) * 1e3
@@ -104,7 +112,7 @@ def main():
         for batch, fin, fout in SHAPES:
             row = bench_shape(batch, fin, fout, threads, args.repeat, torch)
             rows.append(row)
-            print(f"t={threads} {row['shape']:>22s} ({'own' if row['own_gemm'] else 'BLAS'}): "
+            print(f"t={threads} {row['shape']:>22s} ({row['gemm_taken']}): "
                   + "  ".join(f"{p} {row[p + '_own_us']:8.1f} / {row[p + '_openblas_us']:8.1f}"
                               for p in ("fwd", "dx", "dW"))
                   + f"  products OpenBLAS/own {row['products_openblas_over_own']:.2f}"

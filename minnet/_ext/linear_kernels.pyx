@@ -7,7 +7,7 @@ docs/math/linear.md::
     backward:  dX = dY @ W,   dW = dY^T @ X,   db = sum_n dY[n]
 
 Every GEMM goes through ``_gemm``: float32 products of at most ``OWN_GEMM_MAX``
-multiply-adds run on the convolution's register-tile GEMM (convgemm_kernels.h), larger
+multiply-adds into at most ``OWN_GEMM_MAX_OUT`` elements run on the convolution's register-tile GEMM (convgemm_kernels.h), larger
 ones and float64 on the BLAS in ``gemm_blocks``'s blocks (shape-only rule).  The first adds
 every element in one fixed order whatever the split, the second splits by shape alone, and
 every bias column is summed by one thread in row order, so the results do not depend on
@@ -31,13 +31,17 @@ cnp.import_array()
 # the GEMM
 # ----------------------------------------------------------------------------------------
 
-# float32 products of at most this many multiply-adds (m * n * k) take minnet's own GEMM:
-# on a layer's three products it is 1.03-2.35x OpenBLAS's from 128 -> 10 to 784 -> 256 at
-# batch 256 (50 M) and 512 -> 512, 1 and 2 threads; OpenBLAS is ahead at 1024 -> 1024, batch
-# 128 (134 M: 0.86-0.91x; benchmarks/bench_linear.py). A rule on the shape alone.
+# float32 products of at most _OWN_GEMM_MAX multiply-adds (m * n * k) and a result of at
+# most _OWN_GEMM_MAX_OUT elements (m * n) take minnet's own GEMM: on a layer's three
+# products it is 1.09-2.00x OpenBLAS's from 128 -> 10 to 784 -> 256 at batch 16 and 64, a
+# tie at batch 256 (50 M); OpenBLAS is ahead at 1024 -> 1024, batch 128 (134 M: 0.86-0.91x),
+# and on a wide dW (784 -> 1024 at batch 64: a 1024 x 784 result, 1,253 against 1,714 us)
+# (benchmarks/bench_linear.py). A rule on the shape alone, never the thread count.
 cdef enum:
     _OWN_GEMM_MAX = 1 << 26
-OWN_GEMM_MAX = _OWN_GEMM_MAX      # (for the tests)
+    _OWN_GEMM_MAX_OUT = 1 << 18
+OWN_GEMM_MAX = _OWN_GEMM_MAX              # (for the tests)
+OWN_GEMM_MAX_OUT = _OWN_GEMM_MAX_OUT
 
 
 cdef inline void _gemm(bint trans_a, bint trans_b, int m, int n, int k,
@@ -46,7 +50,7 @@ cdef inline void _gemm(bint trans_a, bint trans_b, int m, int n, int k,
     """C = beta C + op(A) @ op(B), row-major (_blas.gemm's arguments, alpha = 1)."""
     cdef long size = <long> m * n * k
     # fast path: benchmarks/bench_linear.py "784->256 batch 64"
-    if floating is float and size <= _OWN_GEMM_MAX:
+    if floating is float and size <= _OWN_GEMM_MAX and <long> m * n <= _OWN_GEMM_MAX_OUT:
         # Below ~1 MFLOP a thread team costs more than it saves (as _blas's rule).
         conv_gemm_blocks(trans_a, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc,
                          n_threads if size >= 500000 else 1)

@@ -97,20 +97,28 @@ def test_linear_forward_fused_relu_is_relu_of_linear(dtype, n_threads, shape):
                                ref[rows], rtol=tol, atol=tol * np.sqrt(max(k, 1)))
 
 
-# (batch, in, out) on either side of OWN_GEMM_MAX (2^26 multiply-adds): 784 -> 256 at batch
-# 64 takes minnet's own float32 GEMM, 1024 -> 1024 at batch 128 the BLAS.
-@pytest.mark.parametrize("batch, fin, fout, own", [(64, 784, 256, True), (3, 5, 7, True),
-                                                   (128, 1024, 1024, False)])
-def test_float32_products_take_the_gemm_the_size_rule_names(batch, fin, fout, own):
-    assert (batch * fin * fout <= linear_kernels.OWN_GEMM_MAX) == own
+def _takes_own_gemm(m, n, k):
+    return m * n * k <= linear_kernels.OWN_GEMM_MAX and m * n <= linear_kernels.OWN_GEMM_MAX_OUT
+
+
+# (batch, in, out) on each side of the rule: 784 -> 256 at batch 64, all three products on
+# minnet's own float32 GEMM; 1024 -> 1024 at batch 128 all on the BLAS (too many
+# multiply-adds); 1024 -> 600 at batch 8, forward and dX own, dW's 600 x 1024 result BLAS.
+@pytest.mark.parametrize("batch, fin, fout, owns", [(64, 784, 256, (True, True, True)),
+                                                    (3, 5, 7, (True, True, True)),
+                                                    (128, 1024, 1024, (False, False, False)),
+                                                    (8, 1024, 600, (True, True, False))])
+def test_float32_products_take_the_gemm_the_size_rule_names(batch, fin, fout, owns):
     rng = np.random.default_rng(batch + fin)
     x = rng.standard_normal((batch, fin)).astype(np.float32)
     w = rng.standard_normal((fout, fin)).astype(np.float32)
     dy = rng.standard_normal((batch, fout)).astype(np.float32)
 
-    def product(a, b, trans_a=False, trans_b=False):
+    def product(own, a, b, trans_a=False, trans_b=False):
         m = a.shape[1] if trans_a else a.shape[0]
         n = b.shape[0] if trans_b else b.shape[1]
+        k = a.shape[0] if trans_a else a.shape[1]
+        assert _takes_own_gemm(m, n, k) == own
         c = np.empty((m, n), np.float32)
         if own:
             gemm_f32(a, b, c, trans_a=trans_a, trans_b=trans_b)
@@ -120,9 +128,9 @@ def test_float32_products_take_the_gemm_the_size_rule_names(batch, fin, fout, ow
 
     y = linear_kernels.linear_forward(x, w, None, n_threads=1)
     dx, dw, _ = linear_kernels.linear_backward(x, w, dy, need_bias_grad=False, n_threads=1)
-    np.testing.assert_array_equal(y, product(x, w, trans_b=True))
-    np.testing.assert_array_equal(dx, product(dy, w))
-    np.testing.assert_array_equal(dw, product(dy, x, trans_a=True))
+    np.testing.assert_array_equal(y, product(owns[0], x, w, trans_b=True))
+    np.testing.assert_array_equal(dx, product(owns[1], dy, w))
+    np.testing.assert_array_equal(dw, product(owns[2], dy, x, trans_a=True))
     reference = x.astype(np.float64) @ w.T.astype(np.float64)
     np.testing.assert_allclose(y, reference, rtol=1e-4, atol=1e-4 * np.sqrt(fin))
 
