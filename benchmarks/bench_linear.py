@@ -6,8 +6,8 @@ For each layer shape (batch, in -> out), float32: the three products of a Dense 
 step (forward ``Y^T = W X^T``, ``dX = dY W``, ``dW = dY^T X``) timed on the convolution's
 register-tile GEMM (``conv_kernels.gemm_f32``) and on scipy's OpenBLAS (``_blas.py_gemm``),
 which is what ``linear_kernels``' rule chooses between (products of at most 2^26
-multiply-adds into at most 2^18 elements take the first; the row says which each took); then ``linear_forward`` + ``linear_backward``
-(the kernels Dense calls, with that rule) against torch's ``Linear`` forward and backward
+multiply-adds into at most 2^18 elements take the first; the row says which each took);
+then ``linear_forward`` + ``linear_backward`` (the kernels Dense calls, with that rule) against torch's ``Linear`` forward and backward
 (``torch.nn.functional.linear`` under autograd, the same three products and the bias sum);
 and ``(x @ w).sum().backward()`` on tensors (a custom layer's product through the autograd).
 Medians of ``--repeat`` calls, microseconds; ratios > 1: the first is faster. Rows are named
@@ -28,7 +28,7 @@ from minnet._ext._blas import py_gemm  # noqa: E402
 from minnet._ext.conv_kernels import gemm_f32  # noqa: E402
 
 # (batch, in, out): the coursework MLPs (784-256-128-10, 784-256-10) at batch 64 and
-# either side of it, and wider layers on both sides of OWN_GEMM_MAX.
+# either side of it, and wider layers on both sides of the rule.
 SHAPES = [(64, 784, 256), (64, 256, 128), (64, 128, 10), (64, 256, 10), (16, 784, 256),
           (256, 784, 256), (64, 512, 512), (64, 784, 1024), (64, 1024, 1024),
           (128, 1024, 1024), (64, 2048, 2048)]

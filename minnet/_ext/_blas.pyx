@@ -33,12 +33,13 @@ cdef void* _scipy_blas(str name, str real) except NULL:
     capsule's name, as Cython writes it) is the (char*, char*, int*, int*, int*, real*,
     ...) one declared above."""
     capsule = cython_blas.__pyx_capi__[name]
-    signature = PyCapsule_GetName(capsule).decode()
+    cdef const char* capsule_name = PyCapsule_GetName(capsule)
+    signature = capsule_name.decode()
     if not (signature.startswith("void (char *, char *, int *, int *, int *, ")
             and signature.count(f"cython_blas_{real} *") == 5):
         raise ImportError(f"scipy.linalg.cython_blas.{name} has the signature {signature!r}, "
                           f"not the Fortran BLAS one minnet calls (scipy {cython_blas.__file__})")
-    return PyCapsule_GetPointer(capsule, PyCapsule_GetName(capsule))
+    return PyCapsule_GetPointer(capsule, capsule_name)
 
 
 cdef sgemm_t sgemm = <sgemm_t> _scipy_blas("sgemm", "s")

@@ -7,8 +7,9 @@ docs/math/linear.md::
     backward:  dX = dY @ W,   dW = dY^T @ X,   db = sum_n dY[n]
 
 Every GEMM goes through ``_gemm``: float32 products of at most ``OWN_GEMM_MAX``
-multiply-adds into at most ``OWN_GEMM_MAX_OUT`` elements run on the convolution's register-tile GEMM (convgemm_kernels.h), larger
-ones and float64 on the BLAS in ``gemm_blocks``'s blocks (shape-only rule).  The first adds
+multiply-adds into at most ``OWN_GEMM_MAX_OUT`` elements run on the convolution's
+register-tile GEMM (convgemm_kernels.h), the others and float64 on the BLAS in
+``gemm_blocks``'s blocks (shape-only rule).  The first adds
 every element in one fixed order whatever the split, the second splits by shape alone, and
 every bias column is summed by one thread in row order, so the results do not depend on
 the thread count.
@@ -33,7 +34,7 @@ cnp.import_array()
 
 # float32 products of at most _OWN_GEMM_MAX multiply-adds (m * n * k) and a result of at
 # most _OWN_GEMM_MAX_OUT elements (m * n) take minnet's own GEMM: on a layer's three
-# products it is 1.09-2.00x OpenBLAS's from 128 -> 10 to 784 -> 256 at batch 16 and 64, a
+# products it is 1.09-1.95x OpenBLAS's from 128 -> 10 to 784 -> 256 at batch 16 and 64, a
 # tie at batch 256 (50 M); OpenBLAS is ahead at 1024 -> 1024, batch 128 (134 M: 0.86-0.91x),
 # and on a wide dW (784 -> 1024 at batch 64: a 1024 x 784 result, 1,253 against 1,714 us)
 # (benchmarks/bench_linear.py). A rule on the shape alone, never the thread count.

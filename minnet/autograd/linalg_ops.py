@@ -3,10 +3,10 @@ einsum.
 
 2-D float32/float64 products go to Dense's GEMM (``_ext.linear_kernels.matmul``: minnet's
 own float32 GEMM up to 2^26 multiply-adds into 2^18 elements, the BLAS beyond and for
-float64), 3-D ones to
-minnet's BLAS layer (``_ext._blas.gemm_batched``), with transposes passed as flags instead
-of copies; everything else to ``np.matmul`` / ``np.einsum``.  Backward: ``dA = G Bᵀ``, ``dB = Aᵀ G`` (summed over broadcast batch axes);
-einsum's gradient for each operand is another einsum.  Math: ``docs/math/autograd_ops.md``.
+float64), 3-D ones to minnet's BLAS layer (``_ext._blas.gemm_batched``), with transposes
+passed as flags instead of copies; everything else to ``np.matmul`` / ``np.einsum``.
+Backward: ``dA = G Bᵀ``, ``dB = Aᵀ G`` (summed over broadcast batch axes); einsum's gradient
+for each operand is another einsum.  Math: ``docs/math/autograd_ops.md``.
 """
 import numpy as np
 
