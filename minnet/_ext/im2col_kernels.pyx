@@ -27,6 +27,7 @@ outside the arrays.  col2im accumulates; it is parallel over (sample, channel) p
 is summed in one fixed order.
 """
 from cython.parallel cimport prange
+from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 
 from minnet._ext._base cimport check_nd, check_threads
@@ -83,90 +84,221 @@ cdef void valid_range(int offset, int stride, int width, int out_w,
     hi[0] = stop
 
 
-cdef void _im2col_channel(const floating* plane,          # IN  (H, W) input plane
-                          Geometry g,
-                          floating* col, long ld          # OUT kh*kw rows of row stride ld
-                          ) noexcept nogil:
-    cdef int height = g.h, width = g.w, kh = g.kh, kw = g.kw, sh = g.sh, sw = g.sw
-    cdef int pt = g.pt, pl = g.pl, dh = g.dh, dw = g.dw, out_h = g.out_h, out_w = g.out_w
-    cdef int i, j, oh, ow, row_lo, row_hi, lo, hi, offset
+cdef void _gather_rows(const floating* src, int height, int width,
+                       int row_offset, int sh, int col_offset, int sw,
+                       int out_h, int out_w,
+                       floating* block) noexcept nogil:
+    """One (c, i, j) row of col: ``block[oh*out_w + ow] = src[oh*sh + row_offset,
+    ow*sw + col_offset]`` of a ``(height, width)`` plane, zero outside it.  Each value is
+    written once: rows reading only padding are zeroed whole, the others get their
+    left/right padding zeroed and the rest copied."""
+    cdef int oh, ow, row_lo, row_hi, lo, hi
     cdef long in_row
-    cdef floating* block
     cdef floating* dst
-    for i in range(kh):
-        # Output rows oh whose input row oh*sh - pt + i*dh lies inside the image.
-        valid_range(i * dh - pt, sh, height, out_h, &row_lo, &row_hi)
-        for j in range(kw):
-            offset = j * dw - pl
-            valid_range(offset, sw, width, out_w, &lo, &hi)
-            block = col + (i * kw + j) * ld    # this (i, j) row of col: L contiguous values
-            if hi <= lo:
-                memset(block, 0, <long> out_h * out_w * sizeof(floating))
-                continue
-            # Output rows reading only padding are zeroed whole; the others get their
-            # left/right padding zeroed and the rest copied (each value written once).
-            if row_lo > 0:
-                memset(block, 0, <long> row_lo * out_w * sizeof(floating))
-            if row_hi < out_h:
-                memset(block + <long> row_hi * out_w, 0,
-                       <long> (out_h - row_hi) * out_w * sizeof(floating))
-            if sh == 1 and sw == 1 and out_w == width and row_lo < row_hi:
-                # Rows of col and of the plane have the same stride: one copy of the span
-                # from the first valid value to the last, then re-zero the columns that
-                # wrapped in from the neighbouring image rows.
-                in_row = <long> (row_lo - pt + i * dh) * width + offset
-                memcpy(block + <long> row_lo * out_w + lo, plane + in_row + lo,
-                       (<long> (row_hi - row_lo - 1) * out_w + hi - lo) * sizeof(floating))
-                if lo > 0 or hi < out_w:
-                    for oh in range(row_lo, row_hi):
-                        dst = block + <long> oh * out_w
-                        for ow in range(lo):
-                            dst[ow] = 0
-                        for ow in range(hi, out_w):
-                            dst[ow] = 0
-                continue
+    valid_range(row_offset, sh, height, out_h, &row_lo, &row_hi)
+    valid_range(col_offset, sw, width, out_w, &lo, &hi)
+    if hi <= lo or row_hi <= row_lo:
+        memset(block, 0, <long> out_h * out_w * sizeof(floating))
+        return
+    if row_lo > 0:
+        memset(block, 0, <long> row_lo * out_w * sizeof(floating))
+    if row_hi < out_h:
+        memset(block + <long> row_hi * out_w, 0,
+               <long> (out_h - row_hi) * out_w * sizeof(floating))
+    if sh == 1 and sw == 1 and out_w == width:
+        # Rows of col and of the plane have the same stride: one copy of the span from the
+        # first valid value to the last, then re-zero the columns that wrapped in from the
+        # neighbouring image rows.
+        in_row = <long> (row_lo + row_offset) * width + col_offset
+        memcpy(block + <long> row_lo * out_w + lo, src + in_row + lo,
+               (<long> (row_hi - row_lo - 1) * out_w + hi - lo) * sizeof(floating))
+        if lo > 0 or hi < out_w:
             for oh in range(row_lo, row_hi):
                 dst = block + <long> oh * out_w
-                in_row = <long> (oh * sh - pt + i * dh) * width + offset
                 for ow in range(lo):
                     dst[ow] = 0
                 for ow in range(hi, out_w):
                     dst[ow] = 0
-                if sw == 1:
-                    memcpy(dst + lo, plane + in_row + lo, (hi - lo) * sizeof(floating))
-                elif sw == 2:
-                    # The constant stride lets the compiler vectorise the gather (two loads
-                    # and a shuffle per vector): benchmarks/bench_conv_limit.py "resnet s2".
-                    for ow in range(lo, hi):
-                        dst[ow] = plane[in_row + 2 * <long> ow]
-                else:
-                    for ow in range(lo, hi):
-                        dst[ow] = plane[in_row + <long> ow * sw]
+        return
+    for oh in range(row_lo, row_hi):
+        dst = block + <long> oh * out_w
+        in_row = <long> (oh * sh + row_offset) * width + col_offset
+        for ow in range(lo):
+            dst[ow] = 0
+        for ow in range(hi, out_w):
+            dst[ow] = 0
+        if sw == 1:
+            memcpy(dst + lo, src + in_row + lo, (hi - lo) * sizeof(floating))
+        elif sw == 2:
+            # The constant stride lets the compiler vectorise the gather (two loads and a
+            # shuffle per vector): the 1x1 stride-2 layers, which take no phase planes.
+            for ow in range(lo, hi):
+                dst[ow] = src[in_row + 2 * <long> ow]
+        else:
+            for ow in range(lo, hi):
+                dst[ow] = src[in_row + <long> ow * sw]
+
+
+cdef inline bint _use_phases(Geometry g) noexcept nogil:
+    """A strided layer whose taps read every phase of the stride (kh >= sh, kw >= sw,
+    dilation 1) gathers from phase planes; others (1x1 stride 2: one phase of four) read the
+    plane in place."""
+    return (g.sh > 1 or g.sw > 1) and g.dh == 1 and g.dw == 1 and g.kh >= g.sh and g.kw >= g.sw
+
+
+cdef inline int _phase_size(int size, int phase, int stride) noexcept nogil:
+    """How many of the indices phase, phase + stride, ... lie in [0, size)."""
+    return (size - phase + stride - 1) // stride if phase < size else 0
+
+
+cdef inline long _phase_offset(Geometry g, int p, int q) noexcept nogil:
+    """Where phase plane (p, q) starts in the buffer _split_phases fills."""
+    cdef long offset = 0
+    cdef int pp, qq
+    for pp in range(p):
+        offset += <long> _phase_size(g.h, pp, g.sh) * g.w
+    for qq in range(q):
+        offset += <long> _phase_size(g.h, p, g.sh) * _phase_size(g.w, qq, g.sw)
+    return offset
+
+
+cdef void _phase_copy(floating* plane, Geometry g, floating* phases,
+                     bint split) noexcept nogil:
+    """Between an ``(H, W)`` plane and its ``sh*sw`` phase planes, one after the other
+    (p-major), ``phase[p, q][a, b] = plane[a*sh + p, b*sw + q]`` (H*W values in all):
+    ``split`` fills the phases from the plane, else the plane from the phases."""
+    cdef int r, b, q, p = 0, a = 0, half = g.w // 2, width_q
+    cdef floating* row
+    cdef floating* even
+    cdef floating* odd
+    cdef floating* dst
+    for r in range(g.h):
+        row = plane + <long> r * g.w
+        if g.sw == 2:
+            # Both column phases in one pass over the row's pairs (an interleaved load or
+            # store the compiler vectorises, not a gather).
+            even = phases + _phase_offset(g, p, 0) + <long> a * (g.w - half)
+            odd = phases + _phase_offset(g, p, 1) + <long> a * half
+            if split:
+                for b in range(half):
+                    even[b] = row[2 * b]
+                    odd[b] = row[2 * b + 1]
+            else:
+                for b in range(half):
+                    row[2 * b] = even[b]
+                    row[2 * b + 1] = odd[b]
+            if g.w % 2 and split:
+                even[half] = row[g.w - 1]
+            elif g.w % 2:
+                row[g.w - 1] = even[half]
+        else:
+            for q in range(g.sw):
+                width_q = _phase_size(g.w, q, g.sw)
+                dst = phases + _phase_offset(g, p, q) + <long> a * width_q
+                for b in range(width_q):
+                    if split:
+                        dst[b] = row[<long> b * g.sw + q]
+                    else:
+                        row[<long> b * g.sw + q] = dst[b]
+        p += 1                         # the next row's phase and row in it
+        if p == g.sh:
+            p = 0
+            a += 1
+
+
+cdef inline void _tap_phase(int tap, int pad, int stride, int* phase,
+                            int* shift) noexcept nogil:
+    """Tap offset ``tap - pad = stride*shift + phase``, 0 <= phase < stride."""
+    cdef int offset = tap - pad
+    phase[0] = offset % stride         # C's % may be negative: bring it into [0, stride)
+    if phase[0] < 0:
+        phase[0] = phase[0] + stride
+    shift[0] = (offset - phase[0]) // stride
+
+
+cdef void _im2col_channel(const floating* plane,          # IN  (H, W) input plane
+                          Geometry g,
+                          floating* col, long ld          # OUT kh*kw rows of row stride ld
+                          ) noexcept nogil:
+    """The kh*kw rows of col of one input channel.
+
+    Strided layers (``_use_phases``) first split the plane into its stride phases, then
+    gather every row from one phase plane at stride 1: tap offset ``i - pt = sh*u + p``
+    reads ``x[sh*(oh + u) + p] = phase[p][oh + u]`` (docs/math/convolution.md, "Stride
+    phases").  A stride-2 3x3 layer then makes 9 contiguous copies per channel instead of
+    9 * out_h strided gathers: the same values, so the same bits downstream
+    (benchmarks/bench_conv_limit.py "resnet s2")."""
+    cdef int i, j, p, q, u, v
+    cdef floating* phases = NULL
+    if _use_phases(g):
+        phases = <floating*> malloc(<size_t> g.h * g.w * sizeof(floating))
+    if phases == NULL:                 # stride 1 (or no memory): the plane in place
+        for i in range(g.kh):
+            for j in range(g.kw):
+                _gather_rows(plane, g.h, g.w, i * g.dh - g.pt, g.sh, j * g.dw - g.pl, g.sw,
+                             g.out_h, g.out_w, col + (i * g.kw + j) * ld)
+        return
+    _phase_copy(<floating*> plane, g, phases, True)
+    for i in range(g.kh):
+        _tap_phase(i, g.pt, g.sh, &p, &u)
+        for j in range(g.kw):
+            _tap_phase(j, g.pl, g.sw, &q, &v)
+            _gather_rows(phases + _phase_offset(g, p, q), _phase_size(g.h, p, g.sh),
+                         _phase_size(g.w, q, g.sw), u, 1, v, 1, g.out_h, g.out_w,
+                         col + (i * g.kw + j) * ld)
+    free(phases)
+
+
+cdef void _scatter_rows(const floating* block, floating* dst, int height, int width,
+                        int row_offset, int sh, int col_offset, int sw,
+                        int out_h, int out_w) noexcept nogil:
+    """_gather_rows' adjoint: ``dst[oh*sh + row_offset, ow*sw + col_offset] +=
+    block[oh*out_w + ow]`` for the positions inside the ``(height, width)`` plane."""
+    cdef int oh, ow, row_lo, row_hi, lo, hi
+    cdef floating* out
+    cdef const floating* src
+    valid_range(row_offset, sh, height, out_h, &row_lo, &row_hi)
+    valid_range(col_offset, sw, width, out_w, &lo, &hi)
+    for oh in range(row_lo, row_hi):
+        src = block + <long> oh * out_w
+        out = dst + <long> (oh * sh + row_offset) * width + col_offset
+        if sw == 1:
+            for ow in range(lo, hi):
+                out[ow] += src[ow]
+        else:
+            for ow in range(lo, hi):
+                out[<long> ow * sw] += src[ow]
 
 
 cdef void _col2im_channel(const floating* col, long ld,   # IN  kh*kw rows of row stride ld
                           Geometry g,
                           floating* plane                 # INOUT (H, W), accumulated into
                           ) noexcept nogil:
-    cdef int i, j, oh, ow, row_lo, row_hi, lo, hi, offset
-    cdef long in_row
-    cdef floating* dst
-    cdef const floating* src
+    """Adds the kh*kw rows of col into one input channel, tap by tap in (i, j) order.
+
+    Strided layers (``_use_phases``) accumulate into the plane's phase planes at stride 1
+    and copy them back: every value receives the same additions in the same order, so the
+    bits are those of the direct loop."""
+    cdef int i, j, p, q, u, v
+    cdef floating* phases = NULL
+    if _use_phases(g):
+        phases = <floating*> malloc(<size_t> g.h * g.w * sizeof(floating))
+    if phases == NULL:
+        for i in range(g.kh):
+            for j in range(g.kw):
+                _scatter_rows(col + (i * g.kw + j) * ld, plane, g.h, g.w, i * g.dh - g.pt,
+                              g.sh, j * g.dw - g.pl, g.sw, g.out_h, g.out_w)
+        return
+    _phase_copy(plane, g, phases, True)
     for i in range(g.kh):
-        valid_range(i * g.dh - g.pt, g.sh, g.h, g.out_h, &row_lo, &row_hi)
+        _tap_phase(i, g.pt, g.sh, &p, &u)
         for j in range(g.kw):
-            offset = j * g.dw - g.pl
-            valid_range(offset, g.sw, g.w, g.out_w, &lo, &hi)
-            for oh in range(row_lo, row_hi):
-                src = col + (i * g.kw + j) * ld + <long> oh * g.out_w
-                in_row = <long> (oh * g.sh - g.pt + i * g.dh) * g.w + offset
-                if g.sw == 1:
-                    dst = plane + in_row
-                    for ow in range(lo, hi):
-                        dst[ow] += src[ow]
-                else:
-                    for ow in range(lo, hi):
-                        plane[in_row + <long> ow * g.sw] += src[ow]
+            _tap_phase(j, g.pl, g.sw, &q, &v)
+            _scatter_rows(col + (i * g.kw + j) * ld, phases + _phase_offset(g, p, q),
+                          _phase_size(g.h, p, g.sh), _phase_size(g.w, q, g.sw), u, 1, v, 1,
+                          g.out_h, g.out_w)
+    _phase_copy(plane, g, phases, False)
+    free(phases)
 
 
 cdef void im2col_nchw_sample(const floating* x, Geometry g,

@@ -130,6 +130,54 @@ def test_im2col_col2im(case, dtype, rng):
     np.testing.assert_allclose(back, col2im_ref(cols, x.shape, kh, kw, s, p, d, out), **TOL[dtype])
 
 
+# Strided layers whose taps read every phase of the stride gather from phase planes
+# (im2col_kernels._use_phases): odd and even sizes, each stride, padding on one side or
+# beyond the kernel, an output size that implies extra bottom/right padding, a row and a
+# column stride that differ, and images smaller than the stride.
+PHASE_CASES = [
+    # (N, C, H, W, kh, kw, stride, (pad_top, pad_left), out_size or None)
+    (2, 3, 32, 32, 3, 3, (2, 2), (1, 1), None),      # the CIFAR / ResNet stride-2 layer
+    (1, 2, 17, 15, 3, 3, (2, 2), (1, 1), None),      # odd sizes: phases of unequal size
+    (2, 2, 9, 10, 3, 3, (2, 2), (0, 0), None),       # no padding
+    (1, 3, 12, 11, 5, 5, (3, 3), (2, 2), None),      # stride 3, 5x5
+    (2, 1, 8, 13, 2, 3, (2, 3), (0, 1), None),       # kernel = stride in one direction
+    (1, 2, 10, 9, 3, 2, (2, 1), (1, 0), None),       # stride 1 across, 2 down
+    (1, 2, 7, 10, 2, 4, (1, 2), (1, 3), None),       # stride 2 across only, left pad 3
+    (2, 2, 6, 6, 3, 3, (2, 2), (4, 4), None),        # padding beyond the kernel
+    (1, 2, 9, 9, 3, 3, (2, 2), (1, 1), (6, 6)),      # out_size: extra bottom/right padding
+    (1, 1, 1, 1, 3, 3, (2, 2), (1, 1), None),        # a 1x1 image
+    (1, 2, 3, 2, 4, 4, (3, 3), (2, 1), None),        # image smaller than the kernel
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", PHASE_CASES)
+def test_im2col_phase_planes(case, dtype, rng):
+    n, c, h, w, kh, kw, s, p, out = case
+    out = out or ((h + 2 * p[0] - kh) // s[0] + 1, (w + 2 * p[1] - kw) // s[1] + 1)
+    x = rng.standard_normal((n, c, h, w)).astype(dtype)
+    cols = im2col_kernels.im2col(x, (kh, kw), s, p, 1, out, n_threads=2)
+    np.testing.assert_array_equal(cols, im2col_ref(x, kh, kw, s, p, (1, 1), out))
+    # col2im adds tap by tap in (i, j) order, as the reference does: float64 bit for bit.
+    dcols = rng.standard_normal(cols.shape).astype(dtype)
+    back = im2col_kernels.col2im(dcols, x.shape, (kh, kw), s, p, 1, out, n_threads=2)
+    want_back = col2im_ref(dcols.astype(np.float64), x.shape, kh, kw, s, p, (1, 1), out)
+    if dtype == np.float64:
+        np.testing.assert_array_equal(back, want_back)
+    np.testing.assert_allclose(back, want_back, **TOL[dtype])
+    # One sample at a time (the per-sample convolution), and the one-channel NHWC
+    # "planes" path, which gathers with the same function.
+    weight = rng.standard_normal((3, c, kh, kw)).astype(dtype)
+    want = conv_ref(x, weight, None, s, p, (1, 1), out)
+    for method in ("per_sample", "batched"):
+        y = conv_kernels.conv2d_forward(x, weight, None, s, p, 1, out, method=method)
+        np.testing.assert_allclose(y, want, **TOL[dtype])
+    if c == 1:
+        y = conv_kernels.conv2d_forward(x.transpose(0, 2, 3, 1).copy(), weight, None, s, p, 1,
+                                        out, data_format="channels_last")
+        np.testing.assert_allclose(y.transpose(0, 3, 1, 2), want, **TOL[dtype])
+
+
 @pytest.mark.parametrize("method", ["per_sample", "batched"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("case", CASES)
