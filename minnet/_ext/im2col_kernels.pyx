@@ -131,7 +131,7 @@ cdef void _gather_rows(const floating* src, int height, int width,
             memcpy(dst + lo, src + in_row + lo, (hi - lo) * sizeof(floating))
         elif sw == 2:
             # The constant stride lets the compiler vectorise the gather (two loads and a
-            # shuffle per vector): the 1x1 stride-2 layers, which take no phase planes.
+            # shuffle per vector): the stride-2 layers that take no phase planes (1x1, dilated).
             for ow in range(lo, hi):
                 dst[ow] = src[in_row + 2 * <long> ow]
         else:
@@ -152,7 +152,7 @@ cdef inline int _phase_size(int size, int phase, int stride) noexcept nogil:
 
 
 cdef inline long _phase_offset(Geometry g, int p, int q) noexcept nogil:
-    """Where phase plane (p, q) starts in the buffer _split_phases fills."""
+    """Where phase plane (p, q) starts in the buffer of _phase_copy."""
     cdef long offset = 0
     cdef int pp, qq
     for pp in range(p):
@@ -187,18 +187,20 @@ cdef void _phase_copy(floating* plane, Geometry g, floating* phases,
                 for b in range(half):
                     row[2 * b] = even[b]
                     row[2 * b + 1] = odd[b]
-            if g.w % 2 and split:
-                even[half] = row[g.w - 1]
-            elif g.w % 2:
-                row[g.w - 1] = even[half]
+            if g.w % 2:                # an odd width: the last column is an even one
+                if split:
+                    even[half] = row[g.w - 1]
+                else:
+                    row[g.w - 1] = even[half]
         else:
             for q in range(g.sw):
                 width_q = _phase_size(g.w, q, g.sw)
                 dst = phases + _phase_offset(g, p, q) + <long> a * width_q
-                for b in range(width_q):
-                    if split:
+                if split:
+                    for b in range(width_q):
                         dst[b] = row[<long> b * g.sw + q]
-                    else:
+                else:
+                    for b in range(width_q):
                         row[<long> b * g.sw + q] = dst[b]
         p += 1                         # the next row's phase and row in it
         if p == g.sh:
@@ -238,7 +240,7 @@ cdef void _im2col_channel(const floating* plane,          # IN  (H, W) input pla
                 _gather_rows(plane, g.h, g.w, i * g.dh - g.pt, g.sh, j * g.dw - g.pl, g.sw,
                              g.out_h, g.out_w, col + (i * g.kw + j) * ld)
         return
-    _phase_copy(<floating*> plane, g, phases, True)
+    _phase_copy(<floating*> plane, g, phases, True)    # split: reads the plane only
     for i in range(g.kh):
         _tap_phase(i, g.pt, g.sh, &p, &u)
         for j in range(g.kw):
