@@ -227,8 +227,9 @@ cdef void _im2col_channel(const floating* plane,          # IN  (H, W) input pla
     Strided layers (``_use_phases``) first split the plane into its stride phases, then
     gather every row from one phase plane at stride 1: tap offset ``i - pt = sh*u + p``
     reads ``x[sh*(oh + u) + p] = phase[p][oh + u]`` (docs/math/convolution.md, "Stride
-    phases").  A stride-2 3x3 layer then makes 9 contiguous copies per channel instead of
-    9 * out_h strided gathers: the same values, so the same bits downstream
+    phases").  A stride-2 3x3 layer then reads 9 stride-1 windows per channel (one copy
+    each when the phase plane is as wide as the output) instead of making 9 * out_h
+    strided gathers: the same values, so the same bits downstream
     (benchmarks/bench_conv_limit.py "resnet s2")."""
     cdef int i, j, p, q, u, v
     cdef floating* phases = NULL
@@ -241,6 +242,10 @@ cdef void _im2col_channel(const floating* plane,          # IN  (H, W) input pla
                              g.out_h, g.out_w, col + (i * g.kw + j) * ld)
         return
     _phase_copy(<floating*> plane, g, phases, True)    # split: reads the plane only
+    # A loop of its own (not one loop with the window chosen per tap): with the strides
+    # constant 1 here the compiler specialises _gather_rows' copies; a shared loop with
+    # the strides as variables measured 2-4 % slower on stride-2 layers
+    # (benchmarks/bench_conv_limit.py "resnet s2").
     for i in range(g.kh):
         _tap_phase(i, g.pt, g.sh, &p, &u)
         for j in range(g.kw):
