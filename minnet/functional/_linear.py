@@ -91,9 +91,11 @@ def _linear_backward(ctx, x2, weight, grad_y):
         dy = cast(grad_y, dtype).reshape(_rows(grad_y.shape), out_features)
     in_features = (weight if weight is not None else x2).shape[1]
     n_threads = get_num_threads()
-    # linear_backward wants all three operands; a zero-size stand-in is never read.
-    x_arg = x2 if x2 is not None else np.zeros((dy.shape[0], in_features), dtype)
-    w_arg = weight if weight is not None else np.zeros((out_features, in_features), dtype)
+    # linear_backward wants all three operands with their shapes; a missing one (x when dW
+    # is not needed, W when dX is not) is never read, so an uninitialised stand-in does
+    # (np.zeros of the first layer's input cost ~40 us a step: benchmarks/bench_training.py --profile).
+    x_arg = x2 if x2 is not None else np.empty((dy.shape[0], in_features), dtype)
+    w_arg = weight if weight is not None else np.empty((out_features, in_features), dtype)
     dx, dw, db = _kernels.linear_backward(x_arg, w_arg, dy, need_input_grad=needs[0],
                                           need_weight_grad=needs[1], need_bias_grad=need_bias,
                                           n_threads=n_threads)
