@@ -123,11 +123,12 @@ class Convolution(Function):
             return None, None, None
         dtype = (weight if weight is not None else x).dtype
         dy = cast(grad_y, dtype)
-        # The kernel wants both operands; the zero stand-in (lazily allocated) is never read.
+        # The kernel wants both operands; the stand-in for one that is not saved is never
+        # read (tests/_ext/test_unread_operands.py), so it is left uninitialised.
         if x is None:
-            x = np.zeros(x_shape, dtype)
+            x = np.empty(x_shape, dtype)
         if weight is None:
-            weight = np.zeros(w_shape, dtype)
+            weight = np.empty(w_shape, dtype)
         kwargs = dict(need_input_grad=needs[0], need_weight_grad=needs[1],
                       need_bias_grad=need_bias, n_threads=get_num_threads(),
                       data_format=data_format)
@@ -173,7 +174,7 @@ class ConvInputGrad(Function):
                             dilation=dilation, data_format=data_format)
         dy = cast(dy, weight.dtype)
         weight = cast(weight, weight.dtype)
-        dx, _, _ = _kernels.conv2d_backward(np.zeros(x_shape, weight.dtype), weight, dy, stride,
+        dx, _, _ = _kernels.conv2d_backward(np.empty(x_shape, weight.dtype), weight, dy, stride,
                                             padding, dilation, need_input_grad=True,
                                             need_weight_grad=False, need_bias_grad=False,
                                             n_threads=get_num_threads(), data_format=data_format)
@@ -209,7 +210,7 @@ class ConvWeightGrad(Function):
                             dilation=dilation, data_format=data_format)
         dy = cast(dy, x.dtype)
         x = cast(x, x.dtype)
-        _, dw, _ = _kernels.conv2d_backward(x, np.zeros(w_shape, x.dtype), dy, stride, padding,
+        _, dw, _ = _kernels.conv2d_backward(x, np.empty(w_shape, x.dtype), dy, stride, padding,
                                             dilation, need_input_grad=False,
                                             need_weight_grad=True, need_bias_grad=False,
                                             n_threads=get_num_threads(), data_format=data_format)
