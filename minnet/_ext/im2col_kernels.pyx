@@ -244,8 +244,8 @@ cdef void _im2col_channel(const floating* plane,          # IN  (H, W) input pla
     _phase_copy(<floating*> plane, g, phases, True)    # split: reads the plane only
     # A loop of its own (not one loop with the window chosen per tap): with the strides
     # constant 1 here the compiler specialises _gather_rows' copies; a shared loop with
-    # the strides as variables measured 2-4 % slower on stride-2 layers
-    # (benchmarks/bench_conv_limit.py "resnet s2").
+    # the strides as variables measured slower on stride-2 layers
+    # (benchmarks/bench_conv_limit.py "resnet s2"; docs/performance.md, "Strided layers").
     for i in range(g.kh):
         _tap_phase(i, g.pt, g.sh, &p, &u)
         for j in range(g.kw):

@@ -93,8 +93,8 @@ def _linear_backward(ctx, x2, weight, grad_y):
     n_threads = get_num_threads()
     # linear_backward wants all three operands with their shapes; a missing one (x when dW
     # is not needed, W when dX is not) is never read (tests/_ext/test_unread_operands.py), so
-    # an uninitialised stand-in does (np.zeros of the first layer's input cost ~40 us a step:
-    # benchmarks/bench_training.py "mlp").
+    # an uninitialised stand-in does: np.zeros would fill one of the input's size every step
+    # (benchmarks/bench_training.py "mlp"; docs/performance.md, "The Intel host").
     x_arg = x2 if x2 is not None else np.empty((dy.shape[0], in_features), dtype)
     w_arg = weight if weight is not None else np.empty((out_features, in_features), dtype)
     dx, dw, db = _kernels.linear_backward(x_arg, w_arg, dy, need_input_grad=needs[0],
