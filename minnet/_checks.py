@@ -150,7 +150,9 @@ def check_labels(name, labels, n_classes, ignore_index=None):
             i = int(np.flatnonzero(bad.ravel())[0])
             raise ValueError(f"Invalid value for argument `{name}`: expected integer class "
                              f"labels. Received: {labels.ravel()[i].item()!r} at flat index {i}")
-    if labels.size:
+    # min/max first (two reductions, no temporaries); the mask only on the error path
+    # or when an ignore_index may sit outside the range
+    if labels.size and not (labels.min() >= 0 and labels.max() < n_classes):
         valid = (labels >= 0) & (labels < n_classes)
         if ignore_index is not None:
             valid |= labels == ignore_index

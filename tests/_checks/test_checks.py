@@ -5,6 +5,7 @@ import pytest
 import minnet as mn
 import minnet.functional as F
 from minnet import layers
+from minnet import _checks
 from minnet._checks import check_int_tuple, check_pad_pairs, check_padding
 
 
@@ -80,3 +81,28 @@ def test_every_entry_point_words_its_pairs_alike():
         with pytest.raises(ValueError, match=rf"Invalid value for argument `{name}`: expected .*"
                                              rf"Received: {name}="):
             call()
+
+
+# check_labels: one min/max pass decides the common case; the mask runs only when a label
+# may be out of range, so both branches are pinned here (in range, ignore_index outside the
+# range, and a bad label at either end still named with its position).
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint8, np.float32])
+def test_check_labels_accepts_labels_in_range(dtype):
+    labels = np.array([0, 3, 9, 1], dtype=dtype)
+    out = _checks.check_labels("y_true", labels, 10)
+    assert out.dtype == np.int64 and out.tolist() == [0, 3, 9, 1]
+
+
+def test_check_labels_allows_ignore_index_outside_the_range():
+    out = _checks.check_labels("target", np.array([-100, 2, -100]), 3, ignore_index=-100)
+    assert out.tolist() == [-100, 2, -100]
+    with pytest.raises(ValueError, match=r"in \[0, 3\) or -100\. Received: -1 at flat index 1"):
+        _checks.check_labels("target", np.array([-100, -1, 2]), 3, ignore_index=-100)
+
+
+@pytest.mark.parametrize("labels, bad", [([0, 10, 2], "10 at flat index 1"),
+                                         ([-1, 0, 2], "-1 at flat index 0"),
+                                         ([1, 2, 11], "11 at flat index 2")])
+def test_check_labels_names_the_first_label_out_of_range(labels, bad):
+    with pytest.raises(ValueError, match=rf"`y_true`: expected class labels in \[0, 10\)\. Received: {bad}"):
+        _checks.check_labels("y_true", np.array(labels), 10)
