@@ -146,19 +146,23 @@ static float minnet_row_max_f(const float *x, Py_ssize_t n) {
     Py_ssize_t j = 0;
 #if defined(__GNUC__)
     /* Four independent accumulators so consecutive compares do not wait on each other. */
-    minnet_v8f acc[4];
-    int a, k;
-    for (a = 0; a < 4; a++)
-        for (k = 0; k < 8; k++) acc[a][k] = m;
-    for (; j + 32 <= n; j += 32)
-        for (a = 0; a < 4; a++) {
-            minnet_v8f v;
-            memcpy(&v, x + j + 8 * a, sizeof v);
-            minnet_v8i gt = (minnet_v8i)(v > acc[a]);      /* all ones where v > acc */
-            acc[a] = (minnet_v8f)((gt & (minnet_v8i)v) | (~gt & (minnet_v8i)acc[a]));
-        }
-    for (a = 0; a < 4; a++)
-        for (k = 0; k < 8; k++) m = acc[a][k] > m ? acc[a][k] : m;
+    /* Rows shorter than 32 (a 10-class softmax) skip the lanes: every lane would still
+     * hold x[0], so combining them could not change m, and it costs 32 dependent selects. */
+    if (n >= 32) {
+        minnet_v8f acc[4];
+        int a, k;
+        for (a = 0; a < 4; a++)
+            for (k = 0; k < 8; k++) acc[a][k] = m;
+        for (; j + 32 <= n; j += 32)
+            for (a = 0; a < 4; a++) {
+                minnet_v8f v;
+                memcpy(&v, x + j + 8 * a, sizeof v);
+                minnet_v8i gt = (minnet_v8i)(v > acc[a]);      /* all ones where v > acc */
+                acc[a] = (minnet_v8f)((gt & (minnet_v8i)v) | (~gt & (minnet_v8i)acc[a]));
+            }
+        for (a = 0; a < 4; a++)
+            for (k = 0; k < 8; k++) m = acc[a][k] > m ? acc[a][k] : m;
+    }
 #endif
     for (; j < n; j++) m = x[j] > m ? x[j] : m;
     return m;
@@ -194,7 +198,11 @@ static double minnet_exp_sum_f(const float *x, float m, float *y, Py_ssize_t n) 
                 acc[k] += (double)minnet_exp_nonpos_f(x[j + k] - m);
         for (; j < n; j++) total += (double)minnet_exp_nonpos_f(x[j] - m);
     }
-    for (k = 0; k < MINNET_EXP_LANES; k++) total += acc[k];
+    /* The lanes after the tail, in lane order.  A row shorter than the lanes left every
+     * lane 0.0, and total (a sum of exps, >= 0) + 0.0 is total: skipping those 32
+     * dependent adds keeps the bits (benchmarks/ab_bits.py compares them). */
+    if (n >= MINNET_EXP_LANES)
+        for (k = 0; k < MINNET_EXP_LANES; k++) total += acc[k];
     return total;
 }
 
