@@ -75,6 +75,10 @@ def _layer_cases():
         ("layernorm", lambda d: L.LayerNormalization(dtype=d), (4, 6, 10)),
         ("groupnorm", lambda d: L.GroupNormalization(groups=2, dtype=d), (2, 5, 5, 4)),
         ("softmax_layer", lambda d: L.Softmax(dtype=d), (4, 6, 10)),
+        # rows at, below and beyond the row helpers' 32 lanes (_fastmath.h)
+        ("softmax_layer_31", lambda d: L.Softmax(dtype=d), (3, 31)),
+        ("softmax_layer_32", lambda d: L.Softmax(dtype=d), (3, 32)),
+        ("softmax_layer_77", lambda d: L.Softmax(dtype=d), (3, 77)),
         ("dropout", lambda d: L.Dropout(0.3, dtype=d), (64, 33)),
         ("spatial_dropout", lambda d: L.SpatialDropout2D(0.3, dtype=d), (2, 6, 6, 8)),
         ("gaussian_noise", lambda d: L.GaussianNoise(0.5, seed=3, dtype=d), (16, 9)),
