@@ -373,9 +373,11 @@ class Layer(SymbolicLayer, PyTorchDeviceMethods):
         result.extend(self._activity_losses)
         result.extend(self.__dict__.get("_added_losses", ()))
         for layer in self._tracked_layers():
-            result.extend(layer.losses)       # already Tensors
-        return [t if type(t) is Tensor or isinstance(t, Tensor)
-                else Tensor(np.asarray(t, dtype=self.dtype)) for t in result] if result else result
+            result.extend(layer.losses)
+        if not result:                  # the usual case, asked at every training step
+            return result
+        return [t if isinstance(t, Tensor) else Tensor(np.asarray(t, dtype=self.dtype))
+                for t in result]
 
     @property
     def compute_dtype(self):
