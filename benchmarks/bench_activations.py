@@ -8,7 +8,9 @@ Problems (float32):
   (reference: PyTorch takes 2.5-5.7 ms at 2 threads; target: minnet at least as fast);
 * ``relu``: the same for ``F.relu``;
 * ``tanh``: the same for ``F.tanh`` (libm ``tanhf`` per element);
-* ``softmax_ce``: ``F.cross_entropy`` of (4096, 1000) logits against int labels.
+* ``softmax_ce``: ``F.cross_entropy`` of (4096, 1000) logits against int labels;
+* ``softmax_ce_10``: the same for (6400, 10) logits (rows shorter than the row helpers'
+  32 lanes, as in a 10-class classifier: docs/performance.md, "The loss's share").
 
 Both libraries run at the same thread count, through their public autograd API (each
 step allocates its outputs, as training does).  Prints the median of ``--repeat`` runs
@@ -34,7 +36,10 @@ def problems(torch):
     g = rng.standard_normal(x.shape).astype(np.float32)
     logits = rng.standard_normal((4096, 1000)).astype(np.float32)
     labels = rng.integers(0, 1000, 4096)
+    short = rng.standard_normal((6400, 10)).astype(np.float32)
+    short_labels = rng.integers(0, 10, 6400)
     xm, lm = mn.tensor(x, requires_grad=True), mn.tensor(logits, requires_grad=True)
+    sm = mn.tensor(short, requires_grad=True)
 
     def ours(fn, src, grad):
         def step():
@@ -47,11 +52,13 @@ def problems(torch):
         "relu": [ours(F.relu, xm, g)],
         "tanh": [ours(F.tanh, xm, g)],
         "softmax_ce": [ours(lambda t: F.cross_entropy(t, labels), lm, None)],
+        "softmax_ce_10": [ours(lambda t: F.cross_entropy(t, short_labels), sm, None)],
     }
     if torch is not None:
         xt = torch.tensor(x, requires_grad=True)
         lt = torch.tensor(logits, requires_grad=True)
         gt, yt = torch.tensor(g), torch.tensor(labels)
+        st, syt = torch.tensor(short, requires_grad=True), torch.tensor(short_labels)
 
         def theirs(fn, src, grad):
             def step():
@@ -64,6 +71,8 @@ def problems(torch):
         steps["tanh"].append(theirs(torch.tanh, xt, gt))
         steps["softmax_ce"].append(
             theirs(lambda t: torch.nn.functional.cross_entropy(t, yt), lt, None))
+        steps["softmax_ce_10"].append(
+            theirs(lambda t: torch.nn.functional.cross_entropy(t, syt), st, None))
     return {k: (v[0], v[1] if len(v) > 1 else None) for k, v in steps.items()}
 
 

@@ -1,12 +1,11 @@
-"""minnet._checks: the one parser of int tuples, paddings and per-side pad pairs."""
+"""minnet._checks: the parsers of int tuples, paddings and pad pairs; the class-label check."""
 import numpy as np
 import pytest
 
 import minnet as mn
 import minnet.functional as F
 from minnet import layers
-from minnet import _checks
-from minnet._checks import check_int_tuple, check_pad_pairs, check_padding
+from minnet._checks import check_int_tuple, check_labels, check_pad_pairs, check_padding
 
 
 def test_int_tuple_accepts_an_int_or_n_ints():
@@ -89,15 +88,15 @@ def test_every_entry_point_words_its_pairs_alike():
 @pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint8, np.float32])
 def test_check_labels_accepts_labels_in_range(dtype):
     labels = np.array([0, 3, 9, 1], dtype=dtype)
-    out = _checks.check_labels("y_true", labels, 10)
+    out = check_labels("y_true", labels, 10)
     assert out.dtype == np.int64 and out.tolist() == [0, 3, 9, 1]
 
 
 def test_check_labels_allows_ignore_index_outside_the_range():
-    out = _checks.check_labels("target", np.array([-100, 2, -100]), 3, ignore_index=-100)
+    out = check_labels("target", np.array([-100, 2, -100]), 3, ignore_index=-100)
     assert out.tolist() == [-100, 2, -100]
     with pytest.raises(ValueError, match=r"in \[0, 3\) or -100\. Received: -1 at flat index 1"):
-        _checks.check_labels("target", np.array([-100, -1, 2]), 3, ignore_index=-100)
+        check_labels("target", np.array([-100, -1, 2]), 3, ignore_index=-100)
 
 
 @pytest.mark.parametrize("labels, bad", [([0, 10, 2], "10 at flat index 1"),
@@ -105,4 +104,4 @@ def test_check_labels_allows_ignore_index_outside_the_range():
                                          ([1, 2, 11], "11 at flat index 2")])
 def test_check_labels_names_the_first_label_out_of_range(labels, bad):
     with pytest.raises(ValueError, match=rf"`y_true`: expected class labels in \[0, 10\)\. Received: {bad}"):
-        _checks.check_labels("y_true", np.array(labels), 10)
+        check_labels("y_true", np.array(labels), 10)
