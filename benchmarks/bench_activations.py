@@ -10,7 +10,9 @@ Problems (float32):
 * ``tanh``: the same for ``F.tanh`` (libm ``tanhf`` per element);
 * ``softmax_ce``: ``F.cross_entropy`` of (4096, 1000) logits against int labels;
 * ``softmax_ce_10``: the same for (6400, 10) logits (rows shorter than the row helpers'
-  32 lanes, as in a 10-class classifier: docs/performance.md, "The loss's share").
+  32 lanes, as in a 10-class classifier: docs/performance.md, "The loss's share");
+* ``softmax_10``: ``F.softmax`` of the same (6400, 10) logits, forward + backward of its sum;
+* ``softmax_64x10``: the same for one batch of (64, 10), where the call's own cost weighs.
 
 Both libraries run at the same thread count, through their public autograd API (each
 step allocates its outputs, as training does).  Prints the median of ``--repeat`` runs
@@ -40,6 +42,7 @@ def problems(torch):
     short_labels = rng.integers(0, 10, 6400)
     xm, lm = mn.tensor(x, requires_grad=True), mn.tensor(logits, requires_grad=True)
     sm = mn.tensor(short, requires_grad=True)
+    small = mn.tensor(short[:64], requires_grad=True)
 
     def ours(fn, src, grad):
         def step():
@@ -53,12 +56,15 @@ def problems(torch):
         "tanh": [ours(F.tanh, xm, g)],
         "softmax_ce": [ours(lambda t: F.cross_entropy(t, labels), lm, None)],
         "softmax_ce_10": [ours(lambda t: F.cross_entropy(t, short_labels), sm, None)],
+        "softmax_10": [ours(lambda t: F.softmax(t, -1).sum(), sm, None)],
+        "softmax_64x10": [ours(lambda t: F.softmax(t, -1).sum(), small, None)],
     }
     if torch is not None:
         xt = torch.tensor(x, requires_grad=True)
         lt = torch.tensor(logits, requires_grad=True)
         gt, yt = torch.tensor(g), torch.tensor(labels)
         st, syt = torch.tensor(short, requires_grad=True), torch.tensor(short_labels)
+        small_t = torch.tensor(short[:64], requires_grad=True)
 
         def theirs(fn, src, grad):
             def step():
@@ -73,6 +79,8 @@ def problems(torch):
             theirs(lambda t: torch.nn.functional.cross_entropy(t, yt), lt, None))
         steps["softmax_ce_10"].append(
             theirs(lambda t: torch.nn.functional.cross_entropy(t, syt), st, None))
+        steps["softmax_10"].append(theirs(lambda t: torch.softmax(t, -1).sum(), st, None))
+        steps["softmax_64x10"].append(theirs(lambda t: torch.softmax(t, -1).sum(), small_t, None))
     return {k: (v[0], v[1] if len(v) > 1 else None) for k, v in steps.items()}
 
 

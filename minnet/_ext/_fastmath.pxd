@@ -19,6 +19,10 @@ cdef extern from "_fastmath.h" nogil:
     double minnet_dot_f(const float* a, const float* b, Py_ssize_t n) noexcept nogil
     void minnet_tanh_block_f(const float* x, float* y, Py_ssize_t n) noexcept nogil
     void minnet_scale_f(float* y, float s, Py_ssize_t n) noexcept nogil
+    void minnet_short_rows_f(const float* x, Py_ssize_t nr, Py_ssize_t n, float* m,
+                             double* total, float* y, int normalize) noexcept nogil
+    enum: MINNET_SHORT_ROWS
+    enum: MINNET_EXP_LANES
     void minnet_ce_grad_row_f(const float* x, double lse, float off, float g, float* dx,
                               Py_ssize_t n) noexcept nogil
 

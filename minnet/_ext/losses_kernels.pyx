@@ -24,7 +24,8 @@ from minnet._ext._base cimport check_array
 from minnet._ext._base cimport team as _team
 from minnet._ext._blas cimport floating
 from minnet._ext._fastmath cimport (exp_nonpos as _exp, minnet_exp_sum_f, minnet_row_max_f,
-                                    minnet_ce_grad_row_f)
+                                    minnet_ce_grad_row_f, minnet_short_rows_f,
+                                    MINNET_SHORT_ROWS, MINNET_EXP_LANES)
 
 import numpy as np
 
@@ -62,8 +63,13 @@ cdef inline double _row_lse(const floating* x, Py_ssize_t cols) noexcept nogil:
 
 cdef inline void _ce_row(const floating* x, int64_t label, Py_ssize_t cols, double eps,
                          floating* loss, double* lse) noexcept nogil:
+    _ce_row_from_lse(x, label, cols, eps, _row_lse(x, cols), loss, lse)
+
+
+cdef inline void _ce_row_from_lse(const floating* x, int64_t label, Py_ssize_t cols, double eps,
+                                  double row_lse, floating* loss, double* lse) noexcept nogil:
     cdef Py_ssize_t j
-    cdef double row_lse = _row_lse(x, cols), total = 0, value
+    cdef double total = 0, value
     value = row_lse - (1 - eps) * x[label]
     if eps != 0:
         for j in range(cols):
@@ -86,6 +92,25 @@ cdef inline void _ce_backward_row(const floating* x, int64_t label, double lse,
     dx[label] = dx[label] - <floating> (1 - eps) * g
 
 
+cdef inline Py_ssize_t _ce_short_rows(const float* x, const int64_t* labels, Py_ssize_t nr,
+                                      Py_ssize_t cols, double eps, float* loss,
+                                      double* lse) noexcept nogil:
+    # _ce_row for up to 8 rows of fewer than 32 columns at once (each row's max and sum
+    # from minnet_short_rows_f, _fastmath.h: the same bits as _row_lse); returns the
+    # number of out-of-range labels, whose rows it skips.
+    cdef float m[MINNET_SHORT_ROWS]
+    cdef double total[MINNET_SHORT_ROWS]
+    cdef Py_ssize_t k, bad = 0
+    minnet_short_rows_f(x, nr, cols, m, total, NULL, 0)
+    for k in range(nr):
+        if labels[k] < 0 or labels[k] >= cols:
+            bad += 1
+        else:
+            _ce_row_from_lse(x + k * cols, labels[k], cols, eps, m[k] + log(total[k]),
+                             &loss[k], &lse[k])
+    return bad
+
+
 # One walk over the rows for both directions: an out-of-range label skips its row and is
 # counted (the wrappers raise); dx NULL is the forward (loss, lse of each row), else the
 # backward (dx of each row from the saved lse and grad).
@@ -98,7 +123,15 @@ cdef Py_ssize_t cross_entropy_kernel(const floating[:, ::1] logits,   # IN  (N, 
                                      floating* dx,                    # OUT (N, C) bwd, or NULL
                                      int n_threads) noexcept nogil:
     """Returns the number of rows whose label is out of range (those rows are skipped)."""
-    cdef Py_ssize_t i, bad = 0, rows = logits.shape[0], cols = logits.shape[1]
+    cdef Py_ssize_t i, b, bad = 0, rows = logits.shape[0], cols = logits.shape[1]
+    if floating is float:    # fast path: benchmarks/bench_activations.py "softmax_ce_10"
+        if dx == NULL and cols < MINNET_EXP_LANES:     # short rows, 8 at a time (same bits)
+            for b in prange((rows + MINNET_SHORT_ROWS - 1) // MINNET_SHORT_ROWS,
+                            num_threads=_team(rows * cols, n_threads), schedule="static"):
+                bad += _ce_short_rows(&logits[b * MINNET_SHORT_ROWS, 0], &labels[b * MINNET_SHORT_ROWS],
+                                      min(rows - b * MINNET_SHORT_ROWS, MINNET_SHORT_ROWS), cols,
+                                      eps, &loss[b * MINNET_SHORT_ROWS], &lse[b * MINNET_SHORT_ROWS])
+            return bad
     for i in prange(rows, num_threads=_team(rows * cols, n_threads), schedule="static"):
         if labels[i] < 0 or labels[i] >= cols:
             bad += 1

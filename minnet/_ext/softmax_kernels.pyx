@@ -15,7 +15,8 @@ from minnet._ext._base cimport (BLOCK, as_rows, block_len, check_array, check_th
 from minnet._ext._fastmath cimport (exp_nonpos, minnet_exp_nonpos_f, minnet_tanh_block_f, minnet_row_max_f,
                                     minnet_exp_sum_f, minnet_dot_f, minnet_tanh_f,
                                     minnet_expm1_nonpos_f, minnet_ce_grad_row_f,
-                                    minnet_scale_f)
+                                    minnet_scale_f, minnet_short_rows_f, MINNET_SHORT_ROWS,
+                                    MINNET_EXP_LANES)
 
 cnp.import_array()
 
@@ -82,13 +83,41 @@ cdef inline void _softmax_row(const floating* x,   # IN  (cols,)
             y[j] = y[j] * e
 
 
+cdef inline void _softmax_short_rows(const float* x,   # IN  (nr, cols), nr <= 8
+                                     float* y,         # OUT (nr, cols)
+                                     Py_ssize_t nr, Py_ssize_t cols,
+                                     bint log_output) noexcept nogil:
+    # _softmax_row for up to 8 rows of fewer than 32 columns at once, the same bits per
+    # row: the max and the sum of each row come from minnet_short_rows_f (_fastmath.h).
+    cdef float m[MINNET_SHORT_ROWS]
+    cdef double total[MINNET_SHORT_ROWS]
+    cdef Py_ssize_t j, k
+    cdef float e
+    if log_output:
+        minnet_short_rows_f(x, nr, cols, m, total, NULL, 0)
+        for k in range(nr):
+            e = m[k] if isinf(m[k]) else <float> (m[k] + log(total[k]))   # _logsumexp_row
+            for j in range(cols):
+                y[k * cols + j] = x[k * cols + j] - e
+        return
+    minnet_short_rows_f(x, nr, cols, m, total, y, 1)    # y = exp(x - m) * <float> (1 / total)
+
+
 cdef void softmax_kernel(const floating[:, ::1] x,   # IN  (rows, cols)
                          floating[:, ::1] y,         # OUT (rows, cols)
                          bint log_output,
                          int n_threads) noexcept nogil:
-    cdef Py_ssize_t i, rows = x.shape[0], cols = x.shape[1]
+    cdef Py_ssize_t i, b, rows = x.shape[0], cols = x.shape[1]
     if cols == 0:
         return
+    if floating is float:    # fast path: benchmarks/bench_activations.py "softmax_10"
+        if cols < MINNET_EXP_LANES:      # short rows, 8 at a time (the same bits)
+            for b in prange((rows + MINNET_SHORT_ROWS - 1) // MINNET_SHORT_ROWS,
+                            num_threads=team(rows * cols, n_threads), schedule="static"):
+                _softmax_short_rows(&x[b * MINNET_SHORT_ROWS, 0], &y[b * MINNET_SHORT_ROWS, 0],
+                                    min(rows - b * MINNET_SHORT_ROWS, MINNET_SHORT_ROWS), cols,
+                                    log_output)
+            return
     for i in prange(rows, num_threads=team(rows * cols, n_threads), schedule="static"):
         _softmax_row(&x[i, 0], &y[i, 0], cols, log_output)
 

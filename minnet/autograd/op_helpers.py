@@ -11,6 +11,8 @@ and the recorded op on a Tensor.  On ndarrays the backward runs at NumPy speed; 
 backward``), so it is recorded and every op is twice differentiable.  When an operand was
 broadcast in the forward, ``unbroadcast`` sums the gradient back to the operand's shape.
 """
+import math
+
 import numpy as np
 
 __all__ = ["Tensor", "is_tensor", "raw", "shape_of", "norm_dims", "norm_dim", "unbroadcast",
@@ -61,6 +63,8 @@ def norm_dims(dim, ndim):
 
 def norm_dim(dim, ndim):
     """One ``dim`` as a non-negative axis (same checks as ``norm_dims``)."""
+    if type(dim) is int and -ndim <= dim < ndim:    # the usual case, without the tuple
+        return dim % ndim
     return norm_dims(int(dim), ndim)[0]
 
 
@@ -116,12 +120,17 @@ def rows_along(a, d):
     """``a`` with axis ``d`` moved last, as a C-contiguous ``(rows, n)`` array for the row
     kernels (no copy when ``d`` is already last and ``a`` contiguous), and the moved shape
     ``from_rows`` needs. Zero-size arrays keep their row count."""
-    moved = np.moveaxis(a, d, -1)
-    n_rows = int(np.prod(moved.shape[:-1], dtype=np.int64))
-    return np.ascontiguousarray(moved).reshape(n_rows, a.shape[d]), moved.shape
+    # d last (the usual case) moves nothing; np.moveaxis and np.prod would cost more than
+    # a small softmax's kernel (benchmarks/bench_activations.py "softmax_64x10")
+    moved = a if d == a.ndim - 1 else np.moveaxis(a, d, -1)
+    shape = moved.shape
+    return np.ascontiguousarray(moved).reshape(math.prod(shape[:-1]), shape[-1]), shape
 
 
 def from_rows(rows, moved_shape, d):
-    """Undo ``rows_along``: a view with the last axis moved back to ``d``."""
+    """Undo ``rows_along``: ``rows`` itself when it already has the moved shape and ``d``
+    is last, else a view with the last axis moved back to ``d``."""
+    if d == len(moved_shape) - 1:
+        return rows if rows.shape == moved_shape else rows.reshape(moved_shape)
     return np.moveaxis(rows.reshape(moved_shape), -1, d)
 

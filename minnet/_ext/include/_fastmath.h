@@ -206,6 +206,60 @@ static double minnet_exp_sum_f(const float *x, float m, float *y, Py_ssize_t n) 
     return total;
 }
 
+/* Up to MINNET_SHORT_ROWS rows shorter than MINNET_EXP_LANES at once (a 10-class
+ * softmax or cross-entropy), row k of the block in lane k.  Each lane does what
+ * minnet_row_max_f and minnet_exp_sum_f do for one such row, in the same order (the max
+ * from x[0], compared as `v > m`; then exp(x[j] - m) added one by one to a double that
+ * starts at 0), so every row gets the same bits.  Row by row, those are chains of
+ * dependent compares and adds and one scalar exp per element; across rows they are
+ * vector operations (benchmarks/bench_activations.py, "softmax_ce_10").  The block is
+ * copied transposed into t (at most 31 x 8 floats) so that the lanes are contiguous;
+ * lanes past nr repeat row 0 and are not written back.  MINNET_SHORT_ROWS is the
+ * 8 floats of minnet_v8f.  m[k] and total[k] (k < nr) get
+ * each row's max and sum; y, unless NULL, the terms exp(x[j] - m) in x's row layout,
+ * times (float)(1 / total) when normalize (the softmax, as minnet_scale_f would). */
+#define MINNET_SHORT_ROWS 8
+MINNET_FAST_CLONES
+static void minnet_short_rows_f(const float *x, Py_ssize_t nr, Py_ssize_t n,
+                                float *m, double *total, float *y, int normalize) {
+    float t[MINNET_EXP_LANES - 1][MINNET_SHORT_ROWS];
+    float mk[MINNET_SHORT_ROWS];
+    double sk[MINNET_SHORT_ROWS];
+    const float *r[MINNET_SHORT_ROWS];
+    Py_ssize_t j;
+    int k;
+    for (k = 0; k < MINNET_SHORT_ROWS; k++) {
+        r[k] = x + (k < nr ? k : 0) * n;
+        mk[k] = r[k][0];
+        sk[k] = 0.0;
+    }
+    for (j = 0; j < n; j++)
+        for (k = 0; k < MINNET_SHORT_ROWS; k++) {
+            float v = r[k][j];
+            t[j][k] = v;
+            mk[k] = v > mk[k] ? v : mk[k];
+        }
+    for (j = 0; j < n; j++)
+        for (k = 0; k < MINNET_SHORT_ROWS; k++) {
+            float e = minnet_exp_nonpos_f(t[j][k] - mk[k]);
+            t[j][k] = e;
+            sk[k] += (double)e;
+        }
+    for (k = 0; k < nr; k++) {
+        m[k] = mk[k];
+        total[k] = sk[k];
+    }
+    if (y == NULL)
+        return;
+    if (normalize) {
+        for (k = 0; k < MINNET_SHORT_ROWS; k++) mk[k] = (float)(1.0 / sk[k]);
+        for (j = 0; j < n; j++)
+            for (k = 0; k < MINNET_SHORT_ROWS; k++) t[j][k] *= mk[k];
+    }
+    for (k = 0; k < nr; k++)
+        for (j = 0; j < n; j++) y[k * n + j] = t[j][k];
+}
+
 /* Alike by shape (duplicates): minnet_exp_sum_f and minnet_dot_f are both lane-parallel
  * double sums (the lane count and the term differ; each keeps its own fixed order). */
 /* sum_j a[j] * b[j] in double (b NULL: sum_j a[j]). */
