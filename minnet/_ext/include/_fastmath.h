@@ -214,8 +214,7 @@ static double minnet_exp_sum_f(const float *x, float m, float *y, Py_ssize_t n) 
  * dependent compares and adds and one scalar exp per element; across rows they are
  * vector operations (benchmarks/bench_activations.py, "softmax_ce_10").  The block is
  * copied transposed into t (at most 31 x 8 floats) so that the lanes are contiguous;
- * lanes past nr repeat row 0 and are not written back.  MINNET_SHORT_ROWS is the
- * 8 floats of minnet_v8f.  m[k] and total[k] (k < nr) get
+ * lanes past nr repeat row 0 and are not written back.  m[k] and total[k] (k < nr) get
  * each row's max and sum; y, unless NULL, the terms exp(x[j] - m) in x's row layout,
  * times (float)(1 / total) when normalize (the softmax, as minnet_scale_f would). */
 #define MINNET_SHORT_ROWS 8
