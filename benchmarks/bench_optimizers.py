@@ -1,11 +1,12 @@
 """Optimizer step time: minnet vs torch.optim, same thread count (both pinned).
 
-Parameter sets: a 784-256-10 MLP (kernels 256x784 and 10x256 plus biases, ~204k floats)
-and the table of an ``Embedding(10000, 64)`` (640k floats), float32.  Reports microseconds
+Parameter sets: a 784-256-10 MLP (kernels 256x784 and 10x256 plus biases, ~204k floats),
+the table of an ``Embedding(10000, 64)`` (640k floats) and ``small``, 16 vectors of 64
+(biases and norm scales: a step there is all per-parameter overhead), float32.  Reports microseconds
 per ``step()`` and the ratio minnet / torch (below 1: minnet is faster).  SGD runs
 NumPy's in-place ufuncs; Adam/AdamW the fused one-pass kernel of ``_ext/optim_kernels.pyx``.
 
-    python benchmarks/bench_optimizers.py [--steps 300] [--threads 1]
+    python benchmarks/bench_optimizers.py [--steps 300] [--threads 1] [--sets mlp,small]
 """
 import argparse
 import time
@@ -15,7 +16,8 @@ import numpy as np
 import minnet as mn
 from minnet import optimizers
 
-SETS = {"mlp": [(256, 784), (256,), (10, 256), (10,)], "embedding": [(10000, 64)]}
+SETS = {"mlp": [(256, 784), (256,), (10, 256), (10,)], "embedding": [(10000, 64)],
+        "small": [(64,)] * 16}
 SHAPES = SETS["mlp"]
 
 
@@ -60,6 +62,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--sets", default=",".join(SETS), help="comma-separated: " + ", ".join(SETS))
     args = parser.parse_args()
     mn.set_num_threads(args.threads)
     try:
@@ -67,7 +70,8 @@ def main():
         torch.set_num_threads(args.threads)
     except ImportError:
         torch = None
-    for set_name, shapes in SETS.items():
+    for set_name in args.sets.split(","):
+        shapes = SETS[set_name]
         n = sum(int(np.prod(s)) for s in shapes)
         print(f"{set_name}: {n} float32 in {len(shapes)} tensors; threads: {args.threads}")
         print(f"{'optimizer':<22}{'minnet us/step':>16}{'torch us/step':>16}{'ratio':>8}")

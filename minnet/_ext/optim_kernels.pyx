@@ -18,7 +18,10 @@ from cython.parallel cimport prange
 from libc.stdint cimport int64_t
 
 from minnet._ext._blas cimport floating
-from minnet._ext._base cimport BLOCK, block_len, check_array, check_threads, n_blocks, team
+from minnet._ext._base cimport (BLOCK, block_len, check_array, check_threads, data_ptr, is_f32,
+                                n_blocks, size_of, team)
+
+cimport numpy as cnp
 
 import numpy as np
 
@@ -38,10 +41,18 @@ cdef extern from "optim_kernels.h":
 
 
 cdef void _adam(floating* p, const floating* g, floating* m, floating* v, floating* vmax,
-                int64_t n, bint lerp_low, floating w, floating b2, floating omb2,
-                floating bc2, floating eps, floating neg_step, int n_threads) noexcept nogil:
+                int64_t n, double weight, double beta_2, double bias_correction2_sqrt,
+                double epsilon, double step_size, int n_threads) noexcept nogil:
     # Blocks of BLOCK elements split over the threads, as the elementwise kernels do
     # (_base.pxd); elementwise, so any split gives the same numbers.
+    cdef bint lerp_low = weight < 0.5
+    # the constants as NumPy rounds a Python float against an array of this dtype
+    cdef floating w = <floating> (weight if lerp_low else 1.0 - weight)
+    cdef floating b2 = <floating> beta_2
+    cdef floating omb2 = <floating> (1.0 - beta_2)
+    cdef floating bc2 = <floating> bias_correction2_sqrt
+    cdef floating eps = <floating> epsilon
+    cdef floating neg_step = <floating> (-step_size)
     cdef Py_ssize_t blk, start, size
     for blk in prange(n_blocks(n), schedule="static", num_threads=team(n, n_threads)):
         start = blk * BLOCK
@@ -76,45 +87,53 @@ def adam_step(p, g, m, v, vmax, double weight, double beta_2, double bias_correc
         check_array(a, name, p.dtype, p.shape)
     if vmax is not None:
         check_array(vmax, "vmax", p.dtype, p.shape)
-    _adam_dispatch(p.reshape(-1), g.reshape(-1), m.reshape(-1), v.reshape(-1),
-                          None if vmax is None else vmax.reshape(-1), weight, beta_2,
-                          bias_correction2_sqrt, epsilon, step_size, check_threads(n_threads))
-
-
-def _adam_dispatch(floating[::1] p, const floating[::1] g, floating[::1] m, floating[::1] v,
-                   floating[::1] vmax, double weight, double beta_2, double bc2, double eps,
-                   double step_size, int n_threads):
-    cdef int64_t n = p.shape[0]
-    cdef bint lerp_low = weight < 0.5
-    # the constants as NumPy rounds a Python float against an array of this dtype
-    cdef floating w = <floating> (weight if lerp_low else 1.0 - weight)
-    cdef floating b2 = <floating> beta_2
-    cdef floating omb2 = <floating> (1.0 - beta_2)
-    cdef floating fbc2 = <floating> bc2
-    cdef floating feps = <floating> eps
-    cdef floating neg = <floating> (-step_size)
-    cdef floating* pmax = NULL
+    for name, a in (("p", p), ("m", m), ("v", v), ("vmax", vmax)):
+        _check_writeable(a, name)
+    cdef int threads = check_threads(n_threads)
+    cdef int64_t n = size_of(p)
+    cdef void* pp = data_ptr(p)
+    cdef void* pg = data_ptr(g)
+    cdef void* pm = data_ptr(m)
+    cdef void* pv = data_ptr(v)
+    cdef void* pmax = NULL if vmax is None else data_ptr(vmax)
     if n == 0:
         return
-    if vmax is not None:
-        pmax = &vmax[0]
-    with nogil:
-        _adam(&p[0], &g[0], &m[0], &v[0], pmax, n, lerp_low, w, b2, omb2, fbc2, feps, neg,
-              n_threads)
+    # Raw pointers, not memoryviews: a parameter's step is one call per parameter per
+    # step, and small parameters (biases) are all call (benchmarks/bench_optimizers.py).
+    if is_f32(p):
+        with nogil:
+            _adam(<float*> pp, <const float*> pg, <float*> pm, <float*> pv, <float*> pmax, n,
+                  weight, beta_2, bias_correction2_sqrt, epsilon, step_size, threads)
+    else:
+        with nogil:
+            _adam(<double*> pp, <const double*> pg, <double*> pm, <double*> pv, <double*> pmax,
+                  n, weight, beta_2, bias_correction2_sqrt, epsilon, step_size, threads)
+
+
+cdef _check_writeable(a, name):
+    """The arrays a step writes must be writeable (raw pointers would not refuse them)."""
+    if a is not None and not cnp.PyArray_ISWRITEABLE(<cnp.ndarray> a):
+        raise ValueError(f"Invalid argument `{name}`: expected a writeable array. "
+                         f"Received: a read-only array")
 
 
 cdef void _sgd(floating* p, const floating* g, floating* buf, int64_t n, int mode,
-               bint nesterov, floating mom, floating omd, floating lr, int n_threads) noexcept nogil:
+               bint nesterov, double momentum, double dampening, double lr,
+               int n_threads) noexcept nogil:
+    # the constants as NumPy rounds a Python float against an array of this dtype
+    cdef floating mom = <floating> momentum
+    cdef floating omd = <floating> (1.0 - dampening)
+    cdef floating flr = <floating> lr
     cdef Py_ssize_t blk, start, size
     for blk in prange(n_blocks(n), schedule="static", num_threads=team(n, n_threads)):
         start = blk * BLOCK
         size = block_len(n, start)
         if floating is float:
             minnet_sgd_block_f(p + start, g + start, buf + start if buf != NULL else NULL, size,
-                               mode, nesterov, mom, omd, lr)
+                               mode, nesterov, mom, omd, flr)
         else:
             minnet_sgd_block_d(p + start, g + start, buf + start if buf != NULL else NULL, size,
-                               mode, nesterov, mom, omd, lr)
+                               mode, nesterov, mom, omd, flr)
 
 
 def sgd_step(p, g, buf, double momentum, double dampening, bint nesterov, bint update_buffer,
@@ -133,22 +152,22 @@ def sgd_step(p, g, buf, double momentum, double dampening, bint nesterov, bint u
     check_array(g, "g", p.dtype, p.shape)
     if buf is not None:
         check_array(buf, "buf", p.dtype, p.shape)
-    mode = 0 if buf is None or not update_buffer else (1 if dampening == 0 else 2)
-    _sgd_dispatch(p.reshape(-1), g.reshape(-1), None if buf is None else buf.reshape(-1),
-                         mode, nesterov, momentum, dampening, lr, check_threads(n_threads))
-
-
-def _sgd_dispatch(floating[::1] p, const floating[::1] g, floating[::1] buf, int mode,
-                  bint nesterov, double momentum, double dampening, double lr, int n_threads):
-    cdef int64_t n = p.shape[0]
-    cdef floating* pbuf = NULL
-    # the constants as NumPy rounds a Python float against an array of this dtype
-    cdef floating mom = <floating> momentum
-    cdef floating omd = <floating> (1.0 - dampening)
-    cdef floating flr = <floating> lr
+    _check_writeable(p, "p")
+    _check_writeable(buf, "buf")
+    cdef int mode = 0 if buf is None or not update_buffer else (1 if dampening == 0 else 2)
+    cdef int threads = check_threads(n_threads)
+    cdef int64_t n = size_of(p)
+    cdef void* pp = data_ptr(p)
+    cdef void* pg = data_ptr(g)
+    cdef void* pb = NULL if buf is None else data_ptr(buf)
     if n == 0:
         return
-    if buf is not None:
-        pbuf = &buf[0]
-    with nogil:
-        _sgd(&p[0], &g[0], pbuf, n, mode, nesterov, mom, omd, flr, n_threads)
+    # Raw pointers, as adam_step.
+    if is_f32(p):
+        with nogil:
+            _sgd(<float*> pp, <const float*> pg, <float*> pb, n, mode, nesterov, momentum,
+                 dampening, lr, threads)
+    else:
+        with nogil:
+            _sgd(<double*> pp, <const double*> pg, <double*> pb, n, mode, nesterov, momentum,
+                 dampening, lr, threads)

@@ -113,15 +113,18 @@ def fusable(data, *arrays):
     C-contiguous, one dtype and shape, ``data`` writeable (None entries are absent state).
     Anything else runs the NumPy calls of the optimizer's ``_update``."""
     dtype = data.dtype
-    if (dtype != np.float32 and dtype != np.float64) or not data.flags.writeable:
+    if dtype not in _FUSED_DTYPES or not data.flags.writeable:
         return False
+    shape = data.shape
     for a in (data,) + arrays:
         if a is None:
             continue
-        if type(a) is not np.ndarray or a.dtype != dtype or a.shape != data.shape \
+        if type(a) is not np.ndarray or a.dtype != dtype or a.shape != shape \
                 or not a.flags.c_contiguous:
             return False
     return True
+
+_FUSED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 def _unique(values):
     seen, result = set(), []
@@ -401,8 +404,8 @@ class Optimizer:
             grad = p.grad
             if grad is None:
                 continue
-            grad = getattr(grad, "data", grad)   # a Tensor grad is accepted too
-            grad = np.asarray(grad)
+            if type(grad) is not np.ndarray:
+                grad = np.asarray(getattr(grad, "data", grad))   # a Tensor grad is accepted too
             if grad.shape != p.data.shape:
                 raise ValueError(f"Parameter {i} has shape {p.data.shape} but its gradient has shape "
                                  f"{grad.shape}: the gradient must match the parameter's shape.")

@@ -159,3 +159,29 @@ def test_sgd_step_plain_formula():
     np.testing.assert_allclose(p, np.arange(5.0) - 0.2)
     with pytest.raises(ValueError, match="`buf`.*shape"):
         optim_kernels.sgd_step(p, g, np.zeros(4), 0.5, 0.0, False, True, 0.1)
+
+
+@pytest.mark.parametrize("which", ["p", "buf", "m", "v", "vmax"])
+def test_read_only_arrays_are_refused_and_left_alone(which):
+    # The kernels write through raw pointers: a read-only array must be named, not written.
+    arrays = {k: np.ones(6) for k in ("p", "g", "buf", "m", "v", "vmax")}
+    arrays[which].setflags(write=False)
+    before = {k: a.copy() for k, a in arrays.items()}
+    with pytest.raises(ValueError, match=f"`{which}`.*writeable"):
+        if which in ("p", "buf"):
+            optim_kernels.sgd_step(arrays["p"], arrays["g"], arrays["buf"], 0.5, 0.0, False, True, 0.1)
+        if which in ("p", "m", "v", "vmax"):
+            optim_kernels.adam_step(arrays["p"], arrays["g"], arrays["m"], arrays["v"],
+                                    arrays["vmax"], 0.1, 0.999, 0.1, 1e-8, 1.0)
+    for k, a in arrays.items():
+        np.testing.assert_array_equal(a, before[k])
+
+
+def test_a_read_only_gradient_is_read():
+    p, g = np.zeros(5, np.float32), np.ones(5, np.float32)
+    g.setflags(write=False)
+    optim_kernels.sgd_step(p, g, None, 0.0, 0.0, False, False, 0.5)
+    np.testing.assert_array_equal(p, np.full(5, -0.5, np.float32))
+    m, v = np.zeros(5, np.float32), np.zeros(5, np.float32)
+    optim_kernels.adam_step(p, g, m, v, None, 0.1, 0.999, 0.1, 1e-8, 1.0)
+    assert np.all(p < -0.5)
