@@ -2,8 +2,8 @@
 
 Parameter sets: a 784-256-10 MLP (kernels 256x784 and 10x256 plus biases, ~204k floats),
 the table of an ``Embedding(10000, 64)`` (640k floats) and ``small``, 16 vectors of 64
-(biases and norm scales: a step there is all per-parameter overhead), float32.  Reports microseconds
-per ``step()`` and the ratio minnet / torch (below 1: minnet is faster).  SGD runs
+(biases and norm scales: a step there is all per-parameter overhead), float32.  Reports
+microseconds per ``step()`` and the ratio minnet / torch (below 1: minnet is faster).  SGD runs
 NumPy's in-place ufuncs; Adam/AdamW the fused one-pass kernel of ``_ext/optim_kernels.pyx``.
 
     python benchmarks/bench_optimizers.py [--steps 300] [--threads 1] [--sets mlp,small]

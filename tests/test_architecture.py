@@ -321,6 +321,19 @@ def test_every_float_fast_path_names_its_benchmark():
                        '(# fast path: benchmarks/<script>.py "<row>"):\n' + "\n".join(found))
 
 
+NUMPY_API_HELPERS = re.compile(r"\b(data_ptr|is_f32|size_of)\b")
+
+
+def test_modules_using_the_numpy_api_import_it():
+    # _base.pxd's inline data_ptr/is_f32/size_of call the NumPy C API inside the module that
+    # cimports them; without its own cnp.import_array() that module reads a NULL table (a
+    # segfault on the first call, not an ImportError).
+    missing = [path.name for path in sorted(EXT.glob("*.pyx"))
+               if NUMPY_API_HELPERS.search(text := path.read_text(encoding="utf-8"))
+               and "cnp.import_array()" not in text]
+    assert not missing, f"cimport _base's NumPy helpers without cnp.import_array(): {missing}"
+
+
 PLANTED_DISPATCH = '''
 cdef void f(floating* x, int n):
     dtype = np.float32 if floating is float else np.float64

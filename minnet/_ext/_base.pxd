@@ -77,6 +77,7 @@ cdef inline object check_strided(object a, object name, int ndim=-1, object dtyp
 
 
 cpdef object check_typed(object a, object name, object dtype, object shape)
+cpdef object check_writeable(object a, object name)   # for a kernel that writes into `a`
 cpdef object output_like(object out, object like)
 cpdef int check_threads(object n_threads) except -1
 cpdef object as_rows(object a, object name)

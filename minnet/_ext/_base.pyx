@@ -101,10 +101,16 @@ cpdef object output_like(object out, object like):
                                  cnp.PyArray_DIMS(<cnp.ndarray> like),
                                  cnp.PyArray_TYPE(<cnp.ndarray> like), 0)
     check_array(out, "out", like.dtype, like.shape)
-    if not out.flags.writeable:
-        raise ValueError("Invalid argument `out`: expected a writeable array. "
-                         "Received a read-only array")
-    return out
+    return check_writeable(out, "out")
+
+
+cpdef object check_writeable(object a, object name):
+    """``a`` itself when it is a writeable ndarray (checked already by ``check_array``), else
+    a ValueError naming ``name``: a kernel that writes through ``a``'s pointer needs it."""
+    if not cnp.PyArray_ISWRITEABLE(<cnp.ndarray> a):
+        raise ValueError(f"Invalid argument `{name}`: expected a writeable array. "
+                         f"Received a read-only array")
+    return a
 
 
 cpdef int check_threads(object n_threads) except -1:

@@ -49,7 +49,7 @@ from libc.string cimport memset
 
 import numpy as np
 
-from minnet._ext._base cimport check_array, check_threads, check_typed
+from minnet._ext._base cimport check_array, check_threads, check_typed, check_writeable
 from minnet._ext._blas cimport floating, gemm
 from minnet._ext._fastmath cimport minnet_exp_nonpos_f, minnet_scale_f
 
@@ -609,8 +609,7 @@ def attention_forward(q, k, v, double scale, bint causal=False, kv_len=None, mas
     if out is None:
         out = np.empty((p.B, p.H, p.Lq, p.Ev), dtype=dtype)
     cdef Operand oo = _operand(out, "out", dtype, (p.B, p.H, p.Lq, p.Ev))
-    if not out.flags.writeable:
-        raise ValueError("Invalid argument `out`: expected a writeable array")
+    check_writeable(out, "out")
     lse = np.empty((p.B, p.H, p.Lq), dtype=dtype)
     _run(&p, False, oq, ok, ov, oo, lse, oo, oo, oo, oo, check_threads(n_threads))
     return out, lse
@@ -644,7 +643,6 @@ def attention_backward(q, k, v, out, lse, grad, double scale, bint causal=False,
     cdef Operand odk = _operand(dk, "dk", dtype, (p.B, p.H, p.Lk, p.E))
     cdef Operand odv = _operand(dv, "dv", dtype, (p.B, p.H, p.Lk, p.Ev))
     for name, a in (("dq", dq), ("dk", dk), ("dv", dv)):
-        if not a.flags.writeable:
-            raise ValueError(f"Invalid argument `{name}`: expected a writeable array")
+        check_writeable(a, name)
     _run(&p, True, oq, ok, ov, oo, lse, og, odq, odk, odv, check_threads(n_threads))
     return dq, dk, dv

@@ -15,16 +15,16 @@ multiply-add.  ``tests/_ext/test_optim.py`` checks the bit equality.  Elementwis
 does not depend on the thread count.
 """
 from cython.parallel cimport prange
+cimport numpy as cnp
 from libc.stdint cimport int64_t
 
 from minnet._ext._blas cimport floating
-from minnet._ext._base cimport (BLOCK, block_len, check_array, check_threads, data_ptr, is_f32,
-                                n_blocks, size_of, team)
-
-cimport numpy as cnp
+from minnet._ext._base cimport (BLOCK, block_len, check_array, check_threads, check_writeable,
+                                data_ptr, is_f32, n_blocks, size_of, team)
 
 import numpy as np
 
+cnp.import_array()   # _base's inline data_ptr/is_f32/size_of call the NumPy C API here
 
 
 cdef extern from "optim_kernels.h":
@@ -88,7 +88,8 @@ def adam_step(p, g, m, v, vmax, double weight, double beta_2, double bias_correc
     if vmax is not None:
         check_array(vmax, "vmax", p.dtype, p.shape)
     for name, a in (("p", p), ("m", m), ("v", v), ("vmax", vmax)):
-        _check_writeable(a, name)
+        if a is not None:
+            check_writeable(a, name)
     cdef int threads = check_threads(n_threads)
     cdef int64_t n = size_of(p)
     cdef void* pp = data_ptr(p)
@@ -99,7 +100,7 @@ def adam_step(p, g, m, v, vmax, double weight, double beta_2, double bias_correc
     if n == 0:
         return
     # Raw pointers, not memoryviews: a parameter's step is one call per parameter per
-    # step, and small parameters (biases) are all call (benchmarks/bench_optimizers.py).
+    # step, and a small parameter's step is all call (benchmarks/bench_optimizers.py "small").
     if is_f32(p):
         with nogil:
             _adam(<float*> pp, <const float*> pg, <float*> pm, <float*> pv, <float*> pmax, n,
@@ -108,13 +109,6 @@ def adam_step(p, g, m, v, vmax, double weight, double beta_2, double bias_correc
         with nogil:
             _adam(<double*> pp, <const double*> pg, <double*> pm, <double*> pv, <double*> pmax,
                   n, weight, beta_2, bias_correction2_sqrt, epsilon, step_size, threads)
-
-
-cdef _check_writeable(a, name):
-    """The arrays a step writes must be writeable (raw pointers would not refuse them)."""
-    if a is not None and not cnp.PyArray_ISWRITEABLE(<cnp.ndarray> a):
-        raise ValueError(f"Invalid argument `{name}`: expected a writeable array. "
-                         f"Received: a read-only array")
 
 
 cdef void _sgd(floating* p, const floating* g, floating* buf, int64_t n, int mode,
@@ -152,8 +146,9 @@ def sgd_step(p, g, buf, double momentum, double dampening, bint nesterov, bint u
     check_array(g, "g", p.dtype, p.shape)
     if buf is not None:
         check_array(buf, "buf", p.dtype, p.shape)
-    _check_writeable(p, "p")
-    _check_writeable(buf, "buf")
+    check_writeable(p, "p")
+    if buf is not None:
+        check_writeable(buf, "buf")
     cdef int mode = 0 if buf is None or not update_buffer else (1 if dampening == 0 else 2)
     cdef int threads = check_threads(n_threads)
     cdef int64_t n = size_of(p)
@@ -162,7 +157,7 @@ def sgd_step(p, g, buf, double momentum, double dampening, bint nesterov, bint u
     cdef void* pb = NULL if buf is None else data_ptr(buf)
     if n == 0:
         return
-    # Raw pointers, as adam_step.
+    # Raw pointers, as adam_step (benchmarks/bench_optimizers.py "small").
     if is_f32(p):
         with nogil:
             _sgd(<float*> pp, <const float*> pg, <float*> pb, n, mode, nesterov, momentum,

@@ -124,7 +124,9 @@ def fusable(data, *arrays):
             return False
     return True
 
-_FUSED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+_FUSED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))   # what fusable takes
+
 
 def _unique(values):
     seen, result = set(), []
