@@ -24,7 +24,7 @@ from ._image import interpolate, pad2d, resize_bilinear2d, upsample_nearest2d
 from ._layernorm import group_norm, layer_norm
 from ._conv import conv2d, conv_transpose2d
 from ._conv3d import conv3d, conv_transpose3d
-from ._linear import linear, linear_no_graph  # noqa: F401 (Dense's no-graph path)
+from ._linear import linear, linear_no_graph, linear_relu  # noqa: F401 (Dense's ReLU paths)
 from ._dropout import alpha_dropout, dropout, spatial_dropout2d
 from ._losses import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy,
                       huber_loss, l1_loss, mse_loss, nll_loss)

@@ -1,19 +1,22 @@
 """Differentiable ``linear`` (the math is in docs/math/linear.md).
 
 One ``Function`` (``Linear``, with or without bias) over the kernels in
-``minnet._ext.linear_kernels``, plus ``linear_no_graph``: Dense's path when no graph is recorded
-(one kernel call, the ReLU fused).  This module validates the arguments, casts the input to
+``minnet._ext.linear_kernels``, plus Dense's two ReLU-fused paths: ``linear_relu`` (one
+Function, ``LinearRelu``, when a graph is recorded) and ``linear_no_graph`` (one kernel call,
+when none is).  This module validates the arguments, casts the input to
 the weight's dtype, and keeps for backward only what backward will read.
 """
 import numpy as np
 
 from minnet._config import get_num_threads
+from minnet._ext import activations_kernels as _activation_kernels
 from minnet._ext import linear_kernels as _kernels
 from minnet.autograd import Function, Tensor
+from minnet.autograd.activation_ops import as_kernel_grad
 from minnet.autograd.grad_mode import anomaly_state, grad_state
 from minnet.functional._conv import as_input, cast, check_cast_source, data, float_dtype
 
-__all__ = ["linear", "linear_no_graph", "Linear"]
+__all__ = ["linear", "linear_relu", "linear_no_graph", "Linear", "LinearRelu"]
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -63,19 +66,59 @@ class Linear(Function):
 
     @staticmethod
     def backward_graph(ctx, grad_y):
-        """Double backward: ``dx = dy @ W``, ``dW = dy2.T @ x2``, ``db = dy2.sum(0)`` in Tensor
-        operations (recorded, so they are differentiated again)."""
         x2, weight = ctx.saved_arrays
-        needs = ctx.needs_input_grad
-        dy2 = grad_y.reshape(-1, grad_y.shape[-1])
-        dx = dw = db = None
-        if needs[0]:
-            dx = (grad_y @ ctx.graph_input(1, weight)).reshape(ctx.x_shape)
-        if needs[1]:
-            dw = dy2.transpose(0, 1) @ ctx.graph_input(0, x2.reshape(ctx.x_shape)).reshape(x2.shape)
-        if len(needs) > 2 and needs[2]:
-            db = dy2.sum(axis=0)
-        return dx, dw, db
+        return _linear_backward_graph(ctx, x2, weight, grad_y)
+
+
+class LinearRelu(Linear):
+    """``y = max(x @ weight.T + b, 0)`` as one Function: what ``Dense(activation="relu")``
+    records.  The forward is ``linear_forward(relu=True)`` (the select in the bias pass);
+    the backward masks ``dy`` with ``y > 0`` (the relu kernel's backward) and continues as
+    ``Linear``'s.  The same bits as ``relu(linear(x))`` forward and backward, with one node
+    and one pass over ``y`` fewer (benchmarks/bench_training.py "mlp")."""
+
+    node_name = "LinearReluBackward"
+
+    @staticmethod
+    def forward(ctx, x, weight, bias=None):
+        x2 = _as_2d(x, weight)
+        weight, bias = _contiguous(weight), _contiguous(bias)
+        y = _kernels.linear_forward(x2, weight, bias, n_threads=get_num_threads(), relu=True)
+        if x.ndim != 2:
+            y = y.reshape(x.shape[:-1] + (weight.shape[0],))
+        # y is saved as returned (the output's own array), so an in-place change of the
+        # output is caught when backward reads it
+        ctx.save_for_backward(x2 if ctx.needs_input_grad[1] else None,
+                              weight if ctx.needs_input_grad[0] else None, y)
+        ctx.x_shape = x.shape
+        return y
+
+    @staticmethod
+    def backward(ctx, grad_y):
+        x2, weight, y = ctx.saved_tensors
+        dz = _activation_kernels.leaky_relu_backward(y, as_kernel_grad(grad_y, y.dtype), 0.0,
+                                                     n_threads=get_num_threads())
+        return _linear_backward(ctx, x2, weight, dz)
+
+    @staticmethod
+    def backward_graph(ctx, grad_y):
+        x2, weight, y = ctx.saved_arrays
+        return _linear_backward_graph(ctx, x2, weight, grad_y * (y > 0).astype(y.dtype))
+
+
+def _linear_backward_graph(ctx, x2, weight, grad_y):
+    """Double backward: ``dx = dy @ W``, ``dW = dy2.T @ x2``, ``db = dy2.sum(0)`` in Tensor
+    operations (recorded, so they are differentiated again)."""
+    needs = ctx.needs_input_grad
+    dy2 = grad_y.reshape(-1, grad_y.shape[-1])
+    dx = dw = db = None
+    if needs[0]:
+        dx = (grad_y @ ctx.graph_input(1, weight)).reshape(ctx.x_shape)
+    if needs[1]:
+        dw = dy2.transpose(0, 1) @ ctx.graph_input(0, x2.reshape(ctx.x_shape)).reshape(x2.shape)
+    if len(needs) > 2 and needs[2]:
+        db = dy2.sum(axis=0)
+    return dx, dw, db
 
 
 def _linear_backward(ctx, x2, weight, grad_y):
@@ -129,9 +172,28 @@ def linear(x, weight, bias=None):
         >>> F.linear(np.ones((2, 4), np.float32), w).shape
         (2, 3)
     """
+    return _checked_apply(Linear, x, weight, bias)
+
+
+def linear_relu(x, weight, bias=None):
+    """``relu(linear(x, weight, bias))`` recorded as one node (``LinearReluBackward``): what
+    ``Dense(units, activation="relu")`` runs when a graph is recorded.  The same arguments,
+    checks and numbers (forward and gradients, bit for bit) as the two ops; one backward
+    node and one pass over the output fewer (docs/math/linear.md).
+
+    Example:
+        >>> w = mn.Parameter(np.ones((3, 4), np.float32))
+        >>> F.linear_relu(-np.ones((2, 4), np.float32), w).numpy().max()
+        0.0
+    """
+    return _checked_apply(LinearRelu, x, weight, bias)
+
+
+def _checked_apply(fn, x, weight, bias):
+    """``fn.apply(x, weight, bias)`` after ``linear``'s checks and conversions."""
     if _ready(x, weight, bias) is not None:
         # Fast path (what Dense passes): Tensors whose dtypes and shapes already fit.
-        return Linear.apply(x, weight, bias)
+        return fn.apply(x, weight, bias)
     x = as_input("x", x)
     weight = as_input("weight", weight)
     dtype = float_dtype("weight", weight)
@@ -145,7 +207,7 @@ def linear(x, weight, bias=None):
         raise ValueError(f"Invalid argument `x`: expected shape (..., {w_shape[1]}) to match "
                          f"weight of shape {w_shape}. Received: shape={x_shape}")
     if bias is None:
-        return Linear.apply(x, weight, None)
+        return fn.apply(x, weight, None)
     bias = as_input("bias", bias)
     check_cast_source("bias", bias)
     if data(bias).shape != (w_shape[0],):
@@ -153,7 +215,7 @@ def linear(x, weight, bias=None):
                          f"Received: shape={data(bias).shape}")
     if data(bias).dtype != dtype:
         bias = bias.astype(dtype) if isinstance(bias, Tensor) else cast(bias, dtype)
-    return Linear.apply(x, weight, bias)
+    return fn.apply(x, weight, bias)
 
 
 def _ready(x, weight, bias):

@@ -7,6 +7,7 @@ import pytest
 
 import minnet as mn
 from minnet import layers
+from minnet import functional as F
 
 from _harness import TOLERANCES
 
@@ -315,8 +316,73 @@ def test_dense_without_graph_fuses_the_relu(rng, monkeypatch):
     monkeypatch.setattr(_activations._kernels, "leaky_relu_forward", no_separate_relu)
     with mn.no_grad():
         np.testing.assert_array_equal(layer(x).numpy(), expected)
-    with pytest.raises(AssertionError, match="fused"):
-        layer(x)                                        # a recorded forward runs the relu Function
+    recorded = layer(x)                                 # a recorded forward fuses it too
+    assert recorded.grad_fn.name() == "LinearReluBackward"
+    np.testing.assert_array_equal(recorded.numpy(), expected)
+    with mn.autograd.detect_anomaly(), pytest.raises(AssertionError, match="fused"):
+        layer(x)                  # anomaly mode checks the linear output alone: two Functions
+
+
+# ------------------------------------------------------------------ Dense's recorded ReLU
+def _dense_relu_grads(layer, x, fused):
+    """Output and gradients (x, kernel, bias) of Dense(activation="relu"): through the
+    layer (fused: one LinearRelu node) or as relu(F.linear(x)) (two nodes)."""
+    xt = mn.tensor(x, requires_grad=True)
+    for w in (layer.kernel, layer.bias):
+        w.grad = None
+    y = layer(xt) if fused else F.relu(F.linear(xt, layer.kernel, layer.bias))
+    assert y.grad_fn.name() == ("LinearReluBackward" if fused else "ReluBackward")
+    g = np.random.default_rng(1).standard_normal(y.shape).astype(x.dtype)
+    y.backward(mn.tensor(g))
+    return [y.numpy(), np.asarray(xt.grad), np.asarray(layer.kernel.grad), np.asarray(layer.bias.grad)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(64, 784), (5, 3, 600), (7, 12)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_dense_relu_recorded_as_one_node_gives_the_bits_of_two(rng, dtype, shape, threads):
+    layer = layers.Dense(256 if shape[-1] > 100 else 5, activation="relu", dtype=dtype)
+    x = rng.standard_normal(shape).astype(dtype)
+    x[0, ...] = -np.abs(x[0, ...])                      # rows all negative: ReLU zeros
+    layer.build(x.shape)
+    previous = mn.get_num_threads()
+    try:
+        mn.set_num_threads(threads)
+        fused, plain = _dense_relu_grads(layer, x, True), _dense_relu_grads(layer, x, False)
+    finally:
+        mn.set_num_threads(previous)
+    for a, b in zip(fused, plain):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+
+
+def test_dense_relu_fused_node_keeps_nan_and_checks_in_place_changes():
+    layer = layers.Dense(2, activation="relu", kernel_initializer="ones", dtype="float64")
+    x = np.array([[np.nan, 1.0], [-1.0, -2.0], [1.0, 2.0]])
+    layer.build(x.shape)
+    fused, plain = _dense_relu_grads(layer, x, True), _dense_relu_grads(layer, x, False)
+    assert np.isnan(fused[0][0]).all() and (fused[0][1] == 0).all()  # NaN passes the forward
+    for a, b in zip(fused, plain):                     # and the NaN row's gradient is the same
+        np.testing.assert_array_equal(a, b)
+    y = layer(mn.tensor(x, requires_grad=True))
+    with mn.no_grad():
+        y.add_(1.0)              # the node saved its output: backward must refuse the change
+    with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+        y.sum().backward()
+
+
+def test_dense_relu_fused_node_double_backward_and_gradcheck():
+    layer = layers.Dense(3, activation="relu", dtype="float64")
+    x = mn.tensor(np.random.default_rng(0).standard_normal((4, 5)), requires_grad=True)
+    layer.build(x.shape)
+    assert mn.autograd.gradcheck(lambda t: layer(t), (x,))
+    # d/dx of sum((dL/dx)^2) through the fused node equals the two-node graph's
+    (g,) = mn.autograd.grad(layer(x).square().sum(), x, create_graph=True)
+    (gg,) = mn.autograd.grad(g.square().sum(), x)
+    (g2,) = mn.autograd.grad(F.relu(F.linear(x, layer.kernel, layer.bias)).square().sum(), x,
+                             create_graph=True)
+    (gg2,) = mn.autograd.grad(g2.square().sum(), x)
+    np.testing.assert_allclose(gg.numpy(), gg2.numpy(), rtol=1e-12, atol=1e-12)
 
 
 def test_dense_without_graph_keeps_anomaly_detection(rng):
