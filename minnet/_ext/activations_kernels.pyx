@@ -41,6 +41,8 @@ cdef extern from "activations_kernels.h":
     void minnet_leaky_relu_f(const float* x, float* y, Py_ssize_t n, float slope) noexcept nogil
     void minnet_leaky_relu_backward_f(const float* s, const float* g, float* dx, Py_ssize_t n,
                                       float slope, int g_step) noexcept nogil
+    void minnet_relu_backward_f(const float* y, const float* g, float* dx, Py_ssize_t n,
+                                int g_step) noexcept nogil
 
 
 # ---------------------------------------------------------------------------------------
@@ -123,6 +125,20 @@ cdef inline void _leaky_relu_backward_block(const floating* s, const floating* g
         dx[i] = g[i] if s[i] > 0 else neg
 
 
+cdef inline void _relu_backward_block(const floating* y, const floating* g, floating* dx,
+                                      Py_ssize_t n, bint grad_block) noexcept nogil:
+    # torch's threshold_backward: a select on y <= 0, not g * 0 (an infinite g where
+    # y <= 0 gives 0, a NaN y passes g); leaky_relu(slope=0) keeps g * slope, as torch's
+    cdef Py_ssize_t i
+    cdef floating v
+    if floating is float:    # fast path: benchmarks/bench_autograd.py "relu layer"
+        minnet_relu_backward_f(y, g, dx, n, not grad_block)    # the same loop in C
+        return
+    for i in range(n):
+        v = g[i]     # read unconditionally: a load inside the select would not vectorise
+        dx[i] = 0 if y[i] <= 0 else v
+
+
 cdef inline void _elu_block(const floating* x, floating* y, Py_ssize_t n,
                             floating alpha, floating scale) noexcept nogil:
     cdef Py_ssize_t i
@@ -164,7 +180,8 @@ cdef inline void _elu_backward_block(const floating* s, const floating* g, float
 
 
 cdef enum:
-    SIGMOID, SIGMOID_BACKWARD, TANH, TANH_BACKWARD, LEAKY_RELU, LEAKY_RELU_BACKWARD, ELU, ELU_BACKWARD
+    SIGMOID, SIGMOID_BACKWARD, TANH, TANH_BACKWARD, LEAKY_RELU, LEAKY_RELU_BACKWARD, RELU_BACKWARD,
+    ELU, ELU_BACKWARD
 
 
 cdef inline void _block(int op, const floating* s, const floating* g, floating* y, Py_ssize_t n,
@@ -185,6 +202,8 @@ cdef inline void _block(int op, const floating* s, const floating* g, floating* 
     elif op == LEAKY_RELU_BACKWARD:
         # for slope >= 0 the output is > 0 exactly where the input is: either may be saved
         _leaky_relu_backward_block(s, g, y, n, a, grad_block)
+    elif op == RELU_BACKWARD:
+        _relu_backward_block(s, g, y, n, grad_block)
     elif op == ELU:
         # y = scale * (x if x > 0 else alpha * (exp(x) - 1)); selu is one (alpha, scale)
         # pair.  expm1 keeps full relative accuracy for small |x|, where exp(x) - 1 would
@@ -330,6 +349,17 @@ def leaky_relu_backward(saved, grad, negative_slope=0.0, out=None, n_threads=1):
         saved, grad, dx: ``(*)``, all the same.
     """
     return _backward(LEAKY_RELU_BACKWARD, saved, grad, out, n_threads, "saved", negative_slope)
+
+
+def relu_backward(y, grad, out=None, n_threads=1):
+    """``dx = 0 if y <= 0 else grad`` from the saved relu output ``y`` (torch's
+    ``threshold_backward``: an infinite ``grad`` where ``y <= 0`` gives 0, a NaN ``y``
+    passes ``grad``).
+
+    Shape:
+        y, grad, dx: ``(*)``, all the same.
+    """
+    return _backward(RELU_BACKWARD, y, grad, out, n_threads, "y")
 
 
 def elu_forward(x, alpha=1.0, scale=1.0, out=None, n_threads=1):

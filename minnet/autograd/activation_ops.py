@@ -17,7 +17,7 @@ from minnet.autograd.function import Function
 
 from minnet.autograd.op_helpers import exp, from_rows, norm_dim, rows_along
 
-__all__ = ["Sigmoid", "Tanh", "Relu", "Softmax", "LogSoftmax", "as_kernel_grad"]
+__all__ = ["Sigmoid", "Tanh", "Relu", "Softmax", "LogSoftmax", "as_kernel_grad", "relu_mask"]
 
 _KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -84,7 +84,8 @@ class Tanh(Function):
 
 
 class Relu(Function):
-    """``y = max(x, 0)``; backward ``dx = g * (y > 0)`` (saves ``y``)."""
+    """``y = max(x, 0)``; backward ``dx = 0 if y <= 0 else g`` (saves ``y``; torch's
+    ``threshold_backward``: a NaN ``y`` passes ``g``)."""
 
     @staticmethod
     def forward(ctx, x):
@@ -96,13 +97,19 @@ class Relu(Function):
     @staticmethod
     def backward(ctx, grad):
         (y,) = ctx.saved_tensors
-        return _kernels.leaky_relu_backward(y, as_kernel_grad(grad, y.dtype), 0.0,
-                                            n_threads=get_num_threads())
+        return _kernels.relu_backward(y, as_kernel_grad(grad, y.dtype),
+                                      n_threads=get_num_threads())
 
     @staticmethod
     def backward_graph(ctx, grad):
         (y,) = ctx.saved_arrays
-        return grad * (y > 0).astype(y.dtype)
+        return grad * relu_mask(y)
+
+
+def relu_mask(y):
+    """``1`` where relu passes the gradient (``not y <= 0``: NaN passes, as the kernel),
+    else ``0``, in ``y``'s dtype: the double-backward mask of relu."""
+    return np.logical_not(y <= 0).astype(y.dtype)
 
 
 def _grad_rows(g, d, rows_shape):

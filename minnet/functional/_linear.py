@@ -12,7 +12,7 @@ from minnet._config import get_num_threads
 from minnet._ext import activations_kernels as _activation_kernels
 from minnet._ext import linear_kernels as _kernels
 from minnet.autograd import Function, Tensor
-from minnet.autograd.activation_ops import as_kernel_grad
+from minnet.autograd.activation_ops import as_kernel_grad, relu_mask
 from minnet.autograd.grad_mode import anomaly_state, grad_state
 from minnet.functional._conv import as_input, cast, check_cast_source, data, float_dtype
 
@@ -73,7 +73,7 @@ class Linear(Function):
 class LinearRelu(Linear):
     """``y = max(x @ weight.T + b, 0)`` as one Function: what ``Dense(activation="relu")``
     records.  The forward is ``linear_forward(relu=True)`` (the select in the bias pass);
-    the backward masks ``dy`` with ``y > 0`` (the relu kernel's backward) and continues as
+    the backward masks ``dy`` where ``y <= 0`` (the relu kernel's backward) and continues as
     ``Linear``'s.  The same bits as ``relu(linear(x))`` forward and backward, with one node
     and one pass over ``y`` fewer (benchmarks/bench_training.py "mlp")."""
 
@@ -96,14 +96,14 @@ class LinearRelu(Linear):
     @staticmethod
     def backward(ctx, grad_y):
         x2, weight, y = ctx.saved_tensors
-        dz = _activation_kernels.leaky_relu_backward(y, as_kernel_grad(grad_y, y.dtype), 0.0,
-                                                     n_threads=get_num_threads())
+        dz = _activation_kernels.relu_backward(y, as_kernel_grad(grad_y, y.dtype),
+                                               n_threads=get_num_threads())
         return _linear_backward(ctx, x2, weight, dz)
 
     @staticmethod
     def backward_graph(ctx, grad_y):
         x2, weight, y = ctx.saved_arrays
-        return _linear_backward_graph(ctx, x2, weight, grad_y * (y > 0).astype(y.dtype))
+        return _linear_backward_graph(ctx, x2, weight, grad_y * relu_mask(y))
 
 
 def _linear_backward_graph(ctx, x2, weight, grad_y):

@@ -65,6 +65,21 @@ def test_leaky_relu(rng, dtype, slope):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_relu_backward_is_a_select_on_the_output(rng, dtype, n_threads):
+    # torch's threshold_backward: 0 where y <= 0 (also for an infinite gradient, where
+    # g * 0 would be NaN), g elsewhere (also where y is NaN)
+    y = np.maximum(_data(rng, (3, 70001), dtype), 0)
+    y.flat[:6] = [0.0, -0.0, np.nan, np.inf, 2.0, 0.0]
+    g = _data(rng, y.shape, dtype, 1.0)
+    g.flat[:6] = [np.inf, -np.inf, 1.5, -2.0, np.nan, -1.0]
+    dx = K.relu_backward(y, g, n_threads=n_threads)
+    ref = np.where(y <= 0, dtype(0), g)
+    np.testing.assert_array_equal(dx.view(np.uint8), ref.view(np.uint8))    # +0, never -0
+    assert dx.dtype == dtype and dx[0, 2] == dtype(1.5)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("alpha,scale", [(1.0, 1.0), (0.5, 1.0), (0.0, 1.0),
                                          (K.SELU_ALPHA, K.SELU_SCALE)])
 def test_elu_and_selu(rng, dtype, alpha, scale):
@@ -245,7 +260,8 @@ def test_logsumexp_rows_infinite_rows_and_bad_input():
 _BACKWARDS = {
     "sigmoid": lambda s, g, t: K.sigmoid_backward(s, g, n_threads=t),
     "tanh": lambda s, g, t: K.tanh_backward(s, g, n_threads=t),
-    "relu": lambda s, g, t: K.leaky_relu_backward(s, g, 0.0, n_threads=t),
+    "relu": lambda s, g, t: K.relu_backward(s, g, n_threads=t),
+    "leaky_relu_0": lambda s, g, t: K.leaky_relu_backward(s, g, 0.0, n_threads=t),
     "leaky_relu": lambda s, g, t: K.leaky_relu_backward(s, g, 0.1, n_threads=t),
     "elu_from_output": lambda s, g, t: K.elu_backward(s, g, 1.3, 1.0, True, n_threads=t),
     "selu_from_input": lambda s, g, t: K.elu_backward(s, g, K.SELU_ALPHA, K.SELU_SCALE, False, n_threads=t),

@@ -157,3 +157,20 @@ def test_relu_elu_special_values_match_torch(torch):
     for ours, theirs in pairs:
         np.testing.assert_array_equal(ours.numpy()[1:], theirs.numpy()[1:])
     assert np.signbit(F.relu(x).numpy()[0]) == np.signbit(torch.relu(xt).numpy()[0])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("grad", [1.0, np.inf])
+def test_relu_gradient_special_values_match_torch(torch, dtype, grad):
+    # torch's relu backward is threshold_backward: a NaN input passes the gradient and an
+    # infinite gradient where x <= 0 gives 0 (not inf * 0 = NaN); Dense's fused node too
+    x = np.array([np.nan, 1.0, -1.0, -0.0, 0.0, np.inf, -np.inf, 2.5], dtype)
+    g = np.full(x.shape, grad, dtype)
+    xt = torch.tensor(x, requires_grad=True)
+    torch.relu(xt).backward(torch.tensor(g))
+    for op in (F.relu, lambda t: t.relu(),
+               lambda t: F.linear_relu(t.reshape(-1, 1), mn.Parameter(np.ones((1, 1), dtype)))):
+        xm = mn.Tensor(x, requires_grad=True)
+        op(xm).backward(mn.Tensor(g.reshape(op(xm).shape)))
+        np.testing.assert_array_equal(np.asarray(xm.grad).ravel().view(np.uint8),
+                                      xt.grad.numpy().view(np.uint8))

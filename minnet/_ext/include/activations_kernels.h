@@ -44,6 +44,14 @@ static void minnet_leaky_relu_backward_f(const float *s, const float *g, float *
                                          Py_ssize_t n, float slope, int g_step) {
     MINNET_FOR_GRAD(n, g, g_step, float neg = gi * slope; dx[i] = s[i] > 0.0f ? gi : neg;);
 }
+/* float32 relu backward from the output, as torch's threshold_backward: a select, not
+ * g * 0, so an infinite gradient where y <= 0 gives 0 (g * 0 would be NaN) and a NaN
+ * output passes the gradient (NaN <= 0 is false). */
+MINNET_TARGET_CLONES
+static void minnet_relu_backward_f(const float *y, const float *g, float *dx, Py_ssize_t n,
+                                   int g_step) {
+    MINNET_FOR_GRAD(n, g, g_step, dx[i] = y[i] <= 0.0f ? 0.0f : gi;);
+}
 /* float32 ELU / SELU, forward and backward, in the same per-CPU copies.  The forward
  * uses the branch-free minnet_expm1_nonpos_f (_fastmath.pxd) so the loop vectorises;
  * libm's expm1f was a call per element (benchmarks/bench_autograd.py, elu layer).
