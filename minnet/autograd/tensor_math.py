@@ -61,6 +61,9 @@ class TensorMath:
     def __pos__(self):
         return self
 
+    def __abs__(self):          # abs(t), as torch.Tensor: the same node as t.abs()
+        return elementwise_ops.Abs.apply(self)
+
     # tensors can be kept in lists, sets and dicts; use eq() / ne() for elementwise)
     def __lt__(self, other):
         return self._make(np.less(self.data, raw(other)))

@@ -97,6 +97,7 @@ CASES = {
                     lambda a: a - np.log(np.exp(a).sum(1, keepdims=True))),
     "div_broadcast": (lambda m, a, b: a / b, [(3, 4), (3, 1)], np.divide),
     "sub_mul": (lambda m, a, b: (a - b) * (a + b), [(3, 4), (4,)], lambda a, b: (a - b) * (a + b)),
+    "builtin_abs": (lambda m, a: abs(a) * 2, [(3, 4)], lambda a: np.abs(a) * 2),    # __abs__
     "abs_clamp": (lambda m, a: a.abs().clamp(0.3, 1.5), [(3, 4)], lambda a: np.clip(np.abs(a), 0.3, 1.5)),
     "maximum": (lambda m, a, b: m.maximum(a, b), [(3, 4), (4,)], np.maximum),
     "sqrt_exp_log": (lambda m, a: a.exp().sqrt().log(), [(3, 4)], lambda a: a / 2),
