@@ -5,7 +5,7 @@ does not depend on the thread count.  The math is in ``docs/math/activations.md`
 """
 from cython.parallel cimport prange
 cimport numpy as cnp
-from libc.math cimport exp, log, isinf
+from libc.math cimport exp, log, isinf, NAN
 
 import numpy as np
 
@@ -54,6 +54,15 @@ cdef inline floating _logsumexp_row(const floating* x, Py_ssize_t cols) noexcept
     return <floating> (m + log(total))
 
 
+cdef inline floating _log_softmax_shift(floating lse) noexcept nogil:
+    # log_softmax = x - logsumexp(x), except for a row holding +inf (logsumexp = +inf):
+    # NaN throughout, as PyTorch's x - max - log(sum exp(x - max)), whose sum meets
+    # inf - inf (x - inf would give -inf beside one NaN); a row of -inf gives NaN either way
+    if lse > 0 and isinf(lse):
+        return NAN
+    return lse
+
+
 cdef inline void _softmax_row(const floating* x,   # IN  (cols,)
                               floating* y,         # OUT (cols,)
                               Py_ssize_t cols, bint log_output) noexcept nogil:
@@ -63,7 +72,7 @@ cdef inline void _softmax_row(const floating* x,   # IN  (cols,)
     cdef floating m, e
     cdef double total = 0
     if log_output:
-        e = _logsumexp_row(x, cols)
+        e = _log_softmax_shift(_logsumexp_row(x, cols))
         for j in range(cols):
             y[j] = x[j] - e
         return
@@ -96,7 +105,7 @@ cdef inline void _softmax_short_rows(const float* x,   # IN  (nr, cols), nr <= 8
     if log_output:
         minnet_short_rows_f(x, nr, cols, m, total, NULL, 0)
         for k in range(nr):
-            e = m[k] if isinf(m[k]) else <float> (m[k] + log(total[k]))   # _logsumexp_row
+            e = _log_softmax_shift(m[k] if isinf(m[k]) else <float> (m[k] + log(total[k])))
             for j in range(cols):
                 y[k * cols + j] = x[k * cols + j] - e
         return

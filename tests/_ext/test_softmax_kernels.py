@@ -108,3 +108,14 @@ def test_logsumexp_backward_bad_arguments_raise_named_errors():
         S.logsumexp_backward(np.zeros(3), out, out)
     with pytest.raises(ValueError, match="`n_threads`"):
         S.logsumexp_backward(x, out, out, n_threads=0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("cols", [3, 40])          # the short-row path and the general one
+def test_log_softmax_of_a_row_holding_inf_is_nan(dtype, cols):
+    # as PyTorch (x - max - log(sum exp(x - max)) meets inf - inf); logsumexp stays +inf
+    x = np.zeros((2, cols), dtype)
+    x[0, 1] = np.inf
+    y = S.softmax_forward(x, log=True)
+    assert np.isnan(y[0]).all() and np.isfinite(y[1]).all()
+    assert S.logsumexp_rows(x)[0] == np.inf

@@ -174,3 +174,24 @@ def test_relu_gradient_special_values_match_torch(torch, dtype, grad):
         op(xm).backward(mn.Tensor(g.reshape(op(xm).shape)))
         np.testing.assert_array_equal(np.asarray(xm.grad).ravel().view(np.uint8),
                                       xt.grad.numpy().view(np.uint8))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("cols", [3, 40])          # the short-row path and the general one
+def test_log_softmax_special_rows_match_torch(torch, dtype, cols):
+    # a row holding +inf is NaN throughout in torch (inf - inf in its sum), as are a row of
+    # -inf and a row holding NaN; forward and gradient
+    x = np.zeros((4, cols), dtype)
+    x[0, 1], x[2], x[3, 0] = np.inf, -np.inf, np.nan
+    x[1] = np.arange(cols) / 7
+    xm = mn.Tensor(x, requires_grad=True)
+    y = F.log_softmax(xm, axis=-1)
+    y.sum().backward()
+    xt = torch.tensor(x, requires_grad=True)
+    yt = torch.log_softmax(xt, -1)
+    yt.sum().backward()
+    special = [0, 2, 3]
+    assert np.isnan(y.numpy()[special]).all()
+    np.testing.assert_array_equal(y.numpy()[special], yt.detach().numpy()[special])
+    np.testing.assert_array_equal(np.asarray(xm.grad)[special], xt.grad.numpy()[special])
+    np.testing.assert_allclose(y.numpy()[1], yt.detach().numpy()[1], rtol=1e-6)
