@@ -50,14 +50,9 @@ class Linear(Function):
 
     @staticmethod
     def forward(ctx, x, weight, bias=None):
-        x2 = _as_2d(x, weight)
-        weight, bias = _contiguous(weight), _contiguous(bias)
-        y = _kernels.linear_forward(x2, weight, bias, n_threads=get_num_threads())
-        # dW needs x, dX needs the weight; keep only what will be read.
-        ctx.save_for_backward(x2 if ctx.needs_input_grad[1] else None,
-                              weight if ctx.needs_input_grad[0] else None)
-        ctx.x_shape = x.shape
-        return y if x.ndim == 2 else y.reshape(x.shape[:-1] + (weight.shape[0],))
+        y, saved = _forward(ctx, x, weight, bias, relu=False)
+        ctx.save_for_backward(*saved)
+        return y
 
     @staticmethod
     def backward(ctx, grad_y):
@@ -81,16 +76,10 @@ class LinearRelu(Linear):
 
     @staticmethod
     def forward(ctx, x, weight, bias=None):
-        x2 = _as_2d(x, weight)
-        weight, bias = _contiguous(weight), _contiguous(bias)
-        y = _kernels.linear_forward(x2, weight, bias, n_threads=get_num_threads(), relu=True)
-        if x.ndim != 2:
-            y = y.reshape(x.shape[:-1] + (weight.shape[0],))
+        y, saved = _forward(ctx, x, weight, bias, relu=True)
         # y is saved as returned (the output's own array), so an in-place change of the
         # output is caught when backward reads it
-        ctx.save_for_backward(x2 if ctx.needs_input_grad[1] else None,
-                              weight if ctx.needs_input_grad[0] else None, y)
-        ctx.x_shape = x.shape
+        ctx.save_for_backward(*saved, y)
         return y
 
     @staticmethod
@@ -104,6 +93,17 @@ class LinearRelu(Linear):
     def backward_graph(ctx, grad_y):
         x2, weight, y = ctx.saved_arrays
         return _linear_backward_graph(ctx, x2, weight, grad_y * relu_mask(y))
+
+
+def _forward(ctx, x, weight, bias, relu):
+    """The forward of ``Linear`` and ``LinearRelu``: ``y`` shaped ``(..., out_features)``
+    and what their backward reads (dW needs x, dX needs the weight; only what will be read)."""
+    x2 = _as_2d(x, weight)
+    weight, bias = _contiguous(weight), _contiguous(bias)
+    y = _kernels.linear_forward(x2, weight, bias, n_threads=get_num_threads(), relu=relu)
+    ctx.x_shape = x.shape
+    saved = (x2 if ctx.needs_input_grad[1] else None, weight if ctx.needs_input_grad[0] else None)
+    return (y if x.ndim == 2 else y.reshape(x.shape[:-1] + (weight.shape[0],))), saved
 
 
 def _linear_backward_graph(ctx, x2, weight, grad_y):
