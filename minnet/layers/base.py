@@ -365,19 +365,25 @@ class Layer(SymbolicLayer, PyTorchDeviceMethods):
         """The regularization terms, as scalar Tensors with their graphs (Keras's ``losses``).
 
         One per regularized weight of this layer and its sublayers, computed now from the
-        current weights, then the activity-regularization terms of each layer's last call.
-        A training step adds their sum to the loss; an empty list when there is nothing
-        to add.
+        current weights, then the activity-regularization and ``add_loss`` terms of each
+        layer's last call. A training step adds their sum to the loss ([] when there are none).
         """
-        result = [regularizer(weight) for regularizer, weight in self._regularized]
-        result.extend(self._activity_losses)
-        result.extend(self.__dict__.get("_added_losses", ()))
-        for layer in self._tracked_layers():
-            result.extend(layer.losses)
-        if not result:                  # the usual case, asked at every training step
-            return result
+        result = []
+        self._gather_losses(result)
         return [t if isinstance(t, Tensor) else Tensor(np.asarray(t, dtype=self.dtype))
                 for t in result]
+
+    def _gather_losses(self, out):
+        """Append this layer's loss terms, then its sublayers' (through ``losses`` where a
+        class overrides it), to ``out``: one list for the whole tree."""
+        out.extend([regularizer(weight) for regularizer, weight in self._regularized])
+        out.extend(self._activity_losses)
+        out.extend(self.__dict__.get("_added_losses", ()))
+        for layer in self._tracked_layers():
+            if type(layer).losses is Layer.losses:
+                layer._gather_losses(out)
+            else:
+                out.extend(layer.losses)
 
     @property
     def compute_dtype(self):
@@ -521,7 +527,6 @@ class Layer(SymbolicLayer, PyTorchDeviceMethods):
     def eval(self):
         """Evaluation mode: ``train(False)``."""
         return self.train(False)
-
 
     # ------------------------------------------------------------------ lifecycle
     def build(self, input_shape):

@@ -445,7 +445,8 @@ class Model(Trainer, Layer):
                 layer = InputLayer.from_config(dict(entry.get("config") or {}))
                 tensor = symbolic.KerasTensor(layer.batch_shape, dtype=layer.dtype, name=layer.name)
                 tensor.node = symbolic.Node(layer, outputs=[tensor])
-                layer._inbound_nodes = [tensor.node]
+                # bookkeeping, not a list of sublayers: set past __setattr__'s layer tracking
+                layer.__dict__["_inbound_nodes"] = [tensor.node]
                 layer.built = True
                 layer._build_input_shape = layer.batch_shape
                 produced[entry["name"]] = [[tensor]]

@@ -376,6 +376,34 @@ def test_nested_losses_and_constraint_attribute():
     assert again.get_config() == config
 
 
+def test_model_losses_gather_the_tree_in_order_and_ask_overridden_losses():
+    """model.losses: each layer's regularization terms, activity terms and add_loss terms,
+    in the order of the layers; a sublayer whose class overrides `losses` is asked through
+    it. An InputLayer holds no sublayer list (its bookkeeping does not make it look)."""
+    class Fixed(layers.Layer):
+        @property
+        def losses(self):
+            return [mn.tensor(np.float64(7.0))]
+
+        def call(self, x):
+            return x
+
+    class AddsLoss(layers.Layer):
+        def call(self, x):
+            self.add_loss(x.sum() * 0 + 3.0)
+            return x
+
+    model = mn.Sequential([layers.Input((2,)),
+                           layers.Dense(2, kernel_initializer="ones", kernel_regularizer=mn.regularizers.L1(1.0),
+                                        dtype="float64"),
+                           Fixed(dtype="float64"), AddsLoss(dtype="float64")])
+    model(np.ones((1, 2)))
+    assert [float(t.numpy()) for t in model.losses] == [4.0, 7.0, 3.0]
+    assert not model._input_layer.__dict__.get("_may_hold_layers")
+    inputs = layers.Input((2,))
+    assert not inputs.node.operation.__dict__.get("_may_hold_layers")
+
+
 def test_kernel_and_bias_options_reach_layers_that_do_not_list_them():
     conv = layers.Conv2D(2, 3, kernel_regularizer=mn.regularizers.L2(0.5),
                          kernel_constraint=mn.constraints.MaxNorm(1.0, axis=[0, 1, 2]),
