@@ -11,23 +11,26 @@ accumulators.
 The math is written out in ``docs/math/losses.md``.
 
 The Python-visible wrappers keep only O(1) checks (dtypes, shapes, contiguity); the label
-range, a scan over the data, is checked once at the public boundary
-(``minnet._checks.check_labels``) and, so that a kernel called directly still cannot read
-out of bounds, again inside the row loop at no extra pass: a row whose label is out of
-range is skipped and counted, and the wrapper raises.
+range is checked inside the row loop, at no extra pass: a row whose label is out of range
+is skipped and counted, and the wrapper raises.  That is the only check int64 labels get
+(``F.cross_entropy``, ``SparseCategoricalCrossentropy(from_logits=True)``); labels of
+other dtypes are converted, and scanned on the way, by ``minnet._checks.check_labels``.
 """
 from cython.parallel cimport prange
 from libc.math cimport exp, log
 from libc.stdint cimport int64_t
 
-from minnet._ext._base cimport check_array
+from minnet._ext._base cimport check_array, data_ptr, is_f32
 from minnet._ext._base cimport team as _team
 from minnet._ext._blas cimport floating
 from minnet._ext._fastmath cimport (exp_nonpos as _exp, minnet_exp_sum_f, minnet_row_max_f,
                                     minnet_ce_grad_row_f, minnet_short_rows_f,
                                     MINNET_SHORT_ROWS, MINNET_EXP_LANES)
 
+cimport numpy as cnp
 import numpy as np
+
+cnp.import_array()   # _base's inline data_ptr/is_f32 call the NumPy C API here
 
 
 cdef enum:
@@ -114,8 +117,9 @@ cdef inline Py_ssize_t _ce_short_rows(const float* x, const int64_t* labels, Py_
 # One walk over the rows for both directions: an out-of-range label skips its row and is
 # counted (the wrappers raise); dx NULL is the forward (loss, lse of each row), else the
 # backward (dx of each row from the saved lse and grad).
-cdef Py_ssize_t cross_entropy_kernel(const floating[:, ::1] logits,   # IN  (N, C)
-                                     const int64_t[::1] labels,       # IN  (N,), in [0, C)
+cdef Py_ssize_t cross_entropy_kernel(const floating* logits,         # IN  (N, C)
+                                     Py_ssize_t rows, Py_ssize_t cols,
+                                     const int64_t* labels,           # IN  (N,), in [0, C)
                                      double eps,                      # label smoothing
                                      floating* loss,                  # OUT (N,) forward
                                      double* lse,                     # OUT (N,) fwd, IN bwd
@@ -123,12 +127,13 @@ cdef Py_ssize_t cross_entropy_kernel(const floating[:, ::1] logits,   # IN  (N, 
                                      floating* dx,                    # OUT (N, C) bwd, or NULL
                                      int n_threads) noexcept nogil:
     """Returns the number of rows whose label is out of range (those rows are skipped)."""
-    cdef Py_ssize_t i, b, bad = 0, rows = logits.shape[0], cols = logits.shape[1]
+    cdef Py_ssize_t i, b, bad = 0
     if floating is float:    # fast path: benchmarks/bench_activations.py "softmax_ce_10"
         if dx == NULL and cols < MINNET_EXP_LANES:     # short rows, 8 at a time (same bits)
             for b in prange((rows + MINNET_SHORT_ROWS - 1) // MINNET_SHORT_ROWS,
                             num_threads=_team(rows * cols, n_threads), schedule="static"):
-                bad += _ce_short_rows(&logits[b * MINNET_SHORT_ROWS, 0], &labels[b * MINNET_SHORT_ROWS],
+                bad += _ce_short_rows(logits + b * MINNET_SHORT_ROWS * cols,
+                                      labels + b * MINNET_SHORT_ROWS,
                                       min(rows - b * MINNET_SHORT_ROWS, MINNET_SHORT_ROWS), cols,
                                       eps, &loss[b * MINNET_SHORT_ROWS], &lse[b * MINNET_SHORT_ROWS])
             return bad
@@ -136,9 +141,10 @@ cdef Py_ssize_t cross_entropy_kernel(const floating[:, ::1] logits,   # IN  (N, 
         if labels[i] < 0 or labels[i] >= cols:
             bad += 1
         elif dx == NULL:
-            _ce_row(&logits[i, 0], labels[i], cols, eps, &loss[i], &lse[i])
+            _ce_row(logits + i * cols, labels[i], cols, eps, &loss[i], &lse[i])
         else:
-            _ce_backward_row(&logits[i, 0], labels[i], lse[i], grad[i], cols, eps, dx + i * cols)
+            _ce_backward_row(logits + i * cols, labels[i], lse[i], grad[i], cols, eps,
+                             dx + i * cols)
     return bad
 
 
@@ -175,21 +181,22 @@ cdef inline void _soft_ce_backward_row(const floating* x, const floating* p, dou
 
 
 # Both directions in one walk, as cross_entropy_kernel: dx NULL is the forward.
-cdef void soft_cross_entropy_kernel(const floating[:, ::1] logits,   # IN  (N, C)
-                                    const floating[:, ::1] target,   # IN  (N, C)
+cdef void soft_cross_entropy_kernel(const floating* logits,         # IN  (N, C)
+                                    Py_ssize_t rows, Py_ssize_t cols,
+                                    const floating* target,         # IN  (N, C)
                                     double eps,
                                     floating* loss,                  # OUT (N,) forward
                                     double* lse,                     # OUT (N,) fwd, IN bwd
                                     const floating* grad,            # IN  (N,) bwd
                                     floating* dx,                    # OUT (N, C) bwd, or NULL
                                     int n_threads) noexcept nogil:
-    cdef Py_ssize_t i, rows = logits.shape[0], cols = logits.shape[1]
+    cdef Py_ssize_t i
     for i in prange(rows, num_threads=_team(rows * cols, n_threads), schedule="static"):
         if dx == NULL:
-            _soft_ce_row(&logits[i, 0], &target[i, 0], cols, eps, &loss[i], &lse[i])
+            _soft_ce_row(logits + i * cols, target + i * cols, cols, eps, &loss[i], &lse[i])
         else:
-            _soft_ce_backward_row(&logits[i, 0], &target[i, 0], lse[i], grad[i], cols, eps,
-                                  dx + i * cols)
+            _soft_ce_backward_row(logits + i * cols, target + i * cols, lse[i], grad[i], cols,
+                                  eps, dx + i * cols)
 
 
 # ---------------------------------------------------------------------------------------
@@ -238,30 +245,22 @@ cdef void squared_error_backward_kernel(const floating[::1] p,    # IN  (n,)
 
 
 # ---------------------------------------------------------------------------------------
-# Typed entry points (fused dispatch on the memoryview dtype), GIL released.
+# Typed entry points, GIL released (cross-entropy: by pointer; squared error: fused
+# dispatch on the memoryview dtype).
 # ---------------------------------------------------------------------------------------
 
-def _cross_entropy(const floating[:, ::1] logits, const int64_t[::1] labels,
-                   const floating[:, ::1] target, double eps, const double[::1] lse,
-                   floating[::1] loss, const floating[::1] grad, floating[:, ::1] dx,
-                   int n_threads):
-    """The forward (``dx`` empty: ``loss``, ``lse``) or the backward (``dx`` from ``lse`` and
-    ``grad``) of the labels' kernel, or of the targets' one when ``labels`` is empty.
+cdef Py_ssize_t _cross_entropy(const floating* logits, Py_ssize_t rows, Py_ssize_t cols,
+                               const int64_t* labels, const floating* target, double eps,
+                               double* lse, floating* loss, const floating* grad, floating* dx,
+                               int n_threads) noexcept nogil:
+    """The forward (``dx`` NULL: ``loss``, ``lse``) or the backward (``dx`` from ``lse`` and
+    ``grad``) of the labels' kernel, or of the targets' one when ``labels`` is NULL.
     Returns the number of rows skipped for a label out of range."""
-    cdef Py_ssize_t bad = 0
-    if lse.shape[0] == 0:
-        return 0
-    cdef bint backward = dx.shape[0] != 0
-    cdef floating* ploss = NULL if backward else &loss[0]
-    cdef const floating* pgrad = &grad[0] if backward else NULL
-    cdef floating* pdx = &dx[0, 0] if backward else NULL
-    cdef double* plse = <double*> &lse[0]      # written by the forward (its own array)
-    with nogil:
-        if labels.shape[0]:
-            bad = cross_entropy_kernel(logits, labels, eps, ploss, plse, pgrad, pdx, n_threads)
-        else:
-            soft_cross_entropy_kernel(logits, target, eps, ploss, plse, pgrad, pdx, n_threads)
-    return bad
+    if labels != NULL:
+        return cross_entropy_kernel(logits, rows, cols, labels, eps, loss, lse, grad, dx,
+                                    n_threads)
+    soft_cross_entropy_kernel(logits, rows, cols, target, eps, loss, lse, grad, dx, n_threads)
+    return 0
 
 
 def _squared_error_sum(const floating[::1] p, const floating[::1] t, double[::1] block_sums,
@@ -293,19 +292,33 @@ def _check_labels(labels, n_rows, n_classes):
     return np.ascontiguousarray(labels)   # the range is checked in the row loop (module doc)
 
 
-def _run(logits, labels, target, eps, lse, loss=None, grad=None, dx=None, n_threads=1):
-    """_cross_entropy with the arrays a direction does not read empty; raises for the rows
-    whose label was out of range."""
-    rows, row = _EMPTY[logits.dtype]
-    if _cross_entropy(logits, _EMPTY_LABELS if labels is None else labels,
-                      rows if target is None else target, eps, lse, row if loss is None else loss,
-                      row if grad is None else grad, rows if dx is None else dx, int(n_threads)):
-        _raise_bad_labels(labels, logits.shape[1])
-
-
-# what _run passes for the arrays not read (shared, never written: they have no element)
-_EMPTY = {np.dtype(t): (np.empty((0, 0), t), np.empty(0, t)) for t in (np.float32, np.float64)}
-_EMPTY_LABELS = np.empty(0, np.int64)
+def _run(logits, labels, target, double eps, lse, loss=None, grad=None, dx=None,
+         int n_threads=1):
+    """_cross_entropy on checked arrays (None for those a direction does not read); raises
+    for the rows whose label was out of range.  Raw pointers, not memoryviews: a loss is
+    two calls per training step on a small batch, which is mostly entry cost
+    (benchmarks/bench_training.py --profile, "mlp")."""
+    cdef Py_ssize_t rows = logits.shape[0], cols = logits.shape[1], bad = 0
+    cdef void* px = data_ptr(logits)
+    cdef int64_t* pl = NULL if labels is None else <int64_t*> data_ptr(labels)
+    cdef void* pt = NULL if target is None else data_ptr(target)
+    cdef double* plse = <double*> data_ptr(lse)      # written by the forward (its own array)
+    cdef void* ploss = NULL if loss is None else data_ptr(loss)
+    cdef void* pg = NULL if grad is None else data_ptr(grad)
+    cdef void* pdx = NULL if dx is None else data_ptr(dx)
+    if rows == 0:
+        return
+    if is_f32(logits):
+        with nogil:
+            bad = _cross_entropy(<const float*> px, rows, cols, pl, <const float*> pt, eps, plse,
+                                 <float*> ploss, <const float*> pg, <float*> pdx, n_threads)
+    else:
+        with nogil:
+            bad = _cross_entropy(<const double*> px, rows, cols, pl, <const double*> pt, eps,
+                                 plse, <double*> ploss, <const double*> pg, <double*> pdx,
+                                 n_threads)
+    if bad:
+        _raise_bad_labels(labels, cols)
 
 
 def _raise_bad_labels(labels, n_classes):

@@ -244,6 +244,8 @@ class NllLoss(Function):
 
 
 def _check_smoothing(label_smoothing):
+    if type(label_smoothing) is float and 0.0 <= label_smoothing <= 1.0:
+        return label_smoothing      # the usual case, without the numbers.Real check
     if (isinstance(label_smoothing, bool) or not isinstance(label_smoothing, numbers.Real)
             or not 0.0 <= label_smoothing <= 1.0):
         raise ValueError(f"Invalid value for argument `label_smoothing`: expected a float in "

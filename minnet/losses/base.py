@@ -36,7 +36,8 @@ def raw_data(x):
 
 
 def check_numeric(array, argument):
-    if array.dtype == object or not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
+    # numbers and bools: NumPy's kinds b(ool), i(nt), u(nsigned), f(loat), c(omplex)
+    if array.dtype.kind not in "biufc":
         raise TypeError(f"Invalid value for argument `{argument}`: expected an array of numbers. "
                         f"Received: array of dtype {array.dtype}")
 

@@ -43,9 +43,13 @@ def _check_probabilities(y_pred, loss_name):
 
 
 def _warn_if_probabilities(loss, y_pred):
-    """Logit losses fed with softmax outputs train badly; say so once per loss class."""
+    """Logit losses fed with softmax outputs train badly; say so once per loss class.
+
+    A loss object that has once received logits (a batch that is not all probability rows)
+    stops looking: its model gives logits, and ``fit`` asks at every step.
+    """
     name = type(loss).__name__
-    if name in _warned_probabilities:
+    if name in _warned_probabilities or loss.__dict__.get("_saw_logits"):
         return
     data = y_pred.data
     if data.ndim < 2 or data.shape[-1] < 2 or data.size == 0:
@@ -54,8 +58,11 @@ def _warn_if_probabilities(loss, y_pred):
     # have a negative entry there): the whole-array checks run only when it looks like one.
     first = data.reshape(-1, data.shape[-1])[0]
     if first.min() < 0 or first.max() > 1 or abs(float(first.sum()) - 1.0) > 2e-3:
+        loss._saw_logits = True
         return
-    if np.all((data >= 0) & (data <= 1)) and np.allclose(data.sum(axis=-1), 1.0, atol=1e-3):
+    if not (np.all((data >= 0) & (data <= 1)) and np.allclose(data.sum(axis=-1), 1.0, atol=1e-3)):
+        loss._saw_logits = True
+    else:
         _warned_probabilities.add(name)
         warnings.warn(
             f"{name}(from_logits=True) received `y_pred` that look like probabilities (values in "
@@ -328,8 +335,10 @@ class SparseCategoricalCrossentropy(Loss):
     1 - 1e-7))[label]``: rows that do not sum to 1 are rescaled first, and the gradient
     includes that rescaling).
 
-    Labels are checked once per call (``_checks.check_labels``: integer values in
-    ``[0, C)`` or ``ignore_class``; unsigned labels too large for int64 reported as they are).
+    Labels are checked once per call: integer values in ``[0, C)`` or ``ignore_class``,
+    unsigned labels too large for int64 reported as they are (``_checks.check_labels``;
+    int64 labels with ``from_logits=True`` and no ``ignore_class`` are checked by the
+    cross-entropy kernel as it reads them, and reported the same way).
 
     Args:
         from_logits: whether ``y_pred`` are logits (recommended: drop the final Softmax).
@@ -408,7 +417,9 @@ class SparseCategoricalCrossentropy(Loss):
                              f"Received: y_true.shape={labels.shape}. Loss objects take Keras's "
                              f"order loss(y_true, y_pred); minnet.functional takes PyTorch's "
                              f"(input, target).")
-        labels = check_labels("y_true", labels, y_pred.shape[-1], ignore_index=self.ignore_class)
+        if not (self.from_logits and self.ignore_class is None and labels.dtype == np.int64):
+            labels = check_labels("y_true", labels, y_pred.shape[-1], ignore_index=self.ignore_class)
+        # else the cross-entropy kernel checks each row's label in its loop (_compute)
         if self.from_logits:
             _warn_if_probabilities(self, y_pred)
         else:
@@ -425,13 +436,19 @@ class SparseCategoricalCrossentropy(Loss):
         return values * valid.astype(values.dtype)
 
     def _compute(self, labels, y_pred, reduction):
-        """Losses of checked labels (int64, in range): PyTorch's reduction names."""
+        """Losses of int64 labels, checked in range by ``_prepare`` (or, with
+        ``from_logits``, by the cross-entropy kernel): PyTorch's reduction names."""
         batch_shape = tuple(y_pred.shape[:-1])
         if len(batch_shape) != 1:  # (..., C) -> (M, C)
             y_pred = y_pred.reshape(-1, y_pred.shape[-1])
             labels = labels.reshape(-1)
         if self.from_logits:
-            out = F.cross_entropy(y_pred, labels, reduction=reduction)
+            try:
+                out = F.cross_entropy(y_pred, labels, reduction=reduction)
+            except ValueError:
+                # a label out of range, found by the kernel: say it as this loss does
+                check_labels("y_true", labels, y_pred.shape[-1], ignore_index=self.ignore_class)
+                raise
         else:
             # The labels were checked above: gather without another scan.
             out = -_renormalised_log(y_pred)[np.arange(labels.shape[0]), labels]

@@ -261,9 +261,11 @@ def test_bad_arguments():
         F.binary_cross_entropy(np.array([np.nan]), np.array([1.0]))
 
 
-def test_sparse_labels_are_scanned_once_per_loss_call(monkeypatch):
-    """Validate once, at the top: the loss object scans the labels; functional and the
-    kernel do not scan them again (the kernel checks each row inside its loop)."""
+def test_sparse_labels_are_scanned_at_most_once_per_loss_call(monkeypatch):
+    """Validate once: int64 labels with from_logits=True are checked by the cross-entropy
+    kernel inside its row loop, with no Python scan; other labels (int32, or the
+    probability path, which gathers with them) are scanned once by the loss object, and
+    functional does not scan them again."""
     import minnet.functional._losses as functional_losses
     from minnet import _checks, losses
     calls = []
@@ -275,6 +277,24 @@ def test_sparse_labels_are_scanned_once_per_loss_call(monkeypatch):
     monkeypatch.setattr(losses.probabilistic, "check_labels", counting)
     monkeypatch.setattr(functional_losses, "check_labels", counting)
     logits = mn.tensor(np.zeros((5, 3)), requires_grad=True)
-    losses.SparseCategoricalCrossentropy(from_logits=True)(np.array([0, 1, 2, 1, 0]), logits).backward()
-    losses.SparseCategoricalCrossentropy()(np.array([0, 1, 2, 1, 0]), np.full((5, 3), 1 / 3))
+    labels = np.array([0, 1, 2, 1, 0], dtype=np.int64)
+    losses.SparseCategoricalCrossentropy(from_logits=True)(labels, logits).backward()
+    assert calls == []
+    losses.SparseCategoricalCrossentropy(from_logits=True)(labels.astype(np.int32), logits)
+    losses.SparseCategoricalCrossentropy()(labels, np.full((5, 3), 1 / 3))
     assert calls == ["y_true", "y_true"]
+
+
+@pytest.mark.parametrize("shape", [(5,), (5, 1)])
+@pytest.mark.parametrize("bad", [3, -1])
+def test_sparse_label_out_of_range_found_by_the_kernel_names_y_true(shape, bad):
+    """The kernel's check (int64 labels, from_logits=True) reports as the loss's own check
+    does: the argument `y_true`, the value and its flat index."""
+    labels = np.array([0, 1, 2, 1, 0], dtype=np.int64)
+    labels[3] = bad
+    logits = mn.tensor(np.zeros((5, 3), np.float32), requires_grad=True)
+    loss = mn.losses.SparseCategoricalCrossentropy(from_logits=True)
+    with pytest.raises(ValueError, match=rf"`y_true`: expected class labels in \[0, 3\)\. "
+                                         rf"Received: {bad} at flat index 3"):
+        loss(labels.reshape(shape), logits)
+    assert logits.grad is None

@@ -479,6 +479,24 @@ def test_probabilities_passed_as_logits_warn_once(cls, target, rng, monkeypatch)
         cls(from_logits=True)(target, rng.standard_normal((3, 3)) * 4)  # logits: never warns
 
 
+@pytest.mark.parametrize("cls,target", [
+    (losses.SparseCategoricalCrossentropy, np.array([0, 2, 1])),
+    (losses.CategoricalCrossentropy, np.eye(3)[[0, 2, 1]]),
+])
+def test_a_loss_that_saw_logits_stops_looking_for_probabilities(cls, target, rng, monkeypatch):
+    """fit asks at every step: once a loss object has seen logits it asks no more (a new
+    object still looks)."""
+    monkeypatch.setattr(losses.probabilistic, "_warned_probabilities", set())
+    probs = _softmax(rng.standard_normal((3, 3)))
+    loss = cls(from_logits=True)
+    loss(target, rng.standard_normal((3, 3)) * 4 - 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loss(target, probs)
+    with pytest.warns(UserWarning, match="look like probabilities"):
+        cls(from_logits=True)(target, probs)
+
+
 # ---- lookup, config, custom losses --------------------------------------------------------
 
 @pytest.mark.parametrize("name,cls", [
