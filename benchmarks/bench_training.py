@@ -23,7 +23,8 @@ peak RSS (VmHWM).  JSON -> benchmarks/results/training_t<threads>.json
 prints where a training step's time goes instead, a table per workload: the step's
 phases (forward, loss, backward, optimizer, the trainer loop around them), each split
 into Cython kernels and framework time (all that is not a kernel), and the framework
-overhead as a share of the step.  JSON -> benchmarks/results/profile_t<threads>.json
+overhead as a share of the step; then the cost of one ``compute_loss`` call and of
+``model.losses`` on one batch.  JSON -> benchmarks/results/profile_t<threads>.json
 """
 import argparse
 import json
@@ -316,6 +317,27 @@ def profile_split(name, mn, n, threads, clock=time.perf_counter):
             "detail_ms_per_step": {k: 1e3 * v / (n_full + 1) for k, v in rows}}
 
 
+def loss_call_us(name, mn, repeat=5, number=2000):
+    """``model.compute_loss`` on one batch of 64 (predictions computed once, with their
+    graph) and ``model.losses``, in us: the minimum over ``repeat`` loops of ``number``
+    calls, outside the profiler's timers."""
+    x, y = data(name, 64)
+    model = build_minnet(name, mn)
+    minnet_epoch(model, x, y)
+    y_pred = model(x, training=True)
+    out = {}
+    for label, fn in (("compute_loss", lambda: model.compute_loss(x, y, y_pred)),
+                      ("model.losses", lambda: model.losses)):
+        loops = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            for _ in range(number):
+                fn()
+            loops.append((time.perf_counter() - start) / number * 1e6)
+        out[label] = min(loops)
+    return out
+
+
 def print_profile(name, split, threads, clock_name="wall"):
     """The profile of one workload as a table: where a step's time goes."""
     wall = split["wall_ms_per_step"]
@@ -525,10 +547,14 @@ def main():
         out = {}
         for name in names:
             clock = time.thread_time if args.clock == "cpu" else time.perf_counter
+            calls = loss_call_us(name, mn)        # first: profile_split leaves its timers in
             split = profile_split(name, mn, n_of[name], args.threads, clock=clock)
             split["clock"], split["load_average"] = args.clock, os.getloadavg()[0]
             out[name] = split
             print_profile(name, split, args.threads, args.clock)
+            split["loss_calls_us"] = calls
+            print(f"  one batch, minimum of 5 x 2000 calls: compute_loss {calls['compute_loss']:.1f} us, "
+                  f"model.losses {calls['model.losses']:.1f} us")
         os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
         with open(os.path.join(HERE, "results", f"profile_t{args.threads}.json"), "w") as f:
             json.dump(out, f, indent=2)
