@@ -20,7 +20,7 @@ from cython.parallel cimport prange
 from libc.math cimport exp, log
 from libc.stdint cimport int64_t
 
-from minnet._ext._base cimport check_array, data_ptr, is_f32
+from minnet._ext._base cimport check_array, data_ptr, is_f32, size_of
 from minnet._ext._base cimport team as _team
 from minnet._ext._blas cimport floating
 from minnet._ext._fastmath cimport (exp_nonpos as _exp, minnet_exp_sum_f, minnet_row_max_f,
@@ -30,7 +30,7 @@ from minnet._ext._fastmath cimport (exp_nonpos as _exp, minnet_exp_sum_f, minnet
 cimport numpy as cnp
 import numpy as np
 
-cnp.import_array()   # _base's inline data_ptr/is_f32 call the NumPy C API here
+cnp.import_array()   # _base's inline data_ptr/is_f32/size_of call the NumPy C API here
 
 
 cdef enum:
@@ -214,39 +214,40 @@ cdef inline double _squared_error_block(const floating* p, const floating* t,
     return total
 
 
-cdef double squared_error_sum_kernel(const floating[::1] p,      # IN  (n,)
-                                     const floating[::1] t,      # IN  (n,)
-                                     double[::1] block_sums,     # OUT (ceil(n / _BLOCK),)
+cdef double squared_error_sum_kernel(const floating* p,         # IN  (n,)
+                                     const floating* t,         # IN  (n,)
+                                     Py_ssize_t n,
+                                     double* block_sums,        # OUT (n_blocks,)
+                                     Py_ssize_t n_blocks,       # ceil(n / _BLOCK)
                                      int n_threads) noexcept nogil:
     # Per-block partial sums (each block written by one thread), then one ordered sum.
-    cdef Py_ssize_t b, start, stop, n = p.shape[0], n_blocks = block_sums.shape[0]
+    cdef Py_ssize_t b, start, stop
     cdef double total = 0
     for b in prange(n_blocks, num_threads=_team(n, n_threads), schedule="static"):
         start = b * _BLOCK
         stop = start + _BLOCK if start + _BLOCK < n else n
-        block_sums[b] = _squared_error_block(&p[start], &t[start], stop - start)
+        block_sums[b] = _squared_error_block(p + start, t + start, stop - start)
     for b in range(n_blocks):
         total = total + block_sums[b]
     return total
 
 
-cdef void squared_error_backward_kernel(const floating[::1] p,    # IN  (n,)
-                                        const floating[::1] t,    # IN  (n,)
-                                        floating scale,           # 2 * dL/dloss / n (mean)
-                                        floating[::1] dp,         # OUT (n,)
-                                        floating[::1] dt,         # OUT (n,) or empty
+cdef void squared_error_backward_kernel(const floating* p,       # IN  (n,)
+                                        const floating* t,       # IN  (n,)
+                                        Py_ssize_t n,
+                                        floating scale,          # 2 * dL/dloss / n (mean)
+                                        floating* dp,            # OUT (n,)
+                                        floating* dt,            # OUT (n,) or NULL
                                         int n_threads) noexcept nogil:
-    cdef Py_ssize_t i, n = p.shape[0]
-    cdef bint want_target = dt.shape[0] == n
+    cdef Py_ssize_t i
     for i in prange(n, num_threads=_team(n, n_threads), schedule="static"):
         dp[i] = scale * (p[i] - t[i])
-        if want_target:
+        if dt != NULL:
             dt[i] = -dp[i]
 
 
 # ---------------------------------------------------------------------------------------
-# Typed entry points, GIL released (cross-entropy: by pointer; squared error: fused
-# dispatch on the memoryview dtype).
+# Typed entry points: raw pointers of checked arrays, GIL released.
 # ---------------------------------------------------------------------------------------
 
 cdef Py_ssize_t _cross_entropy(const floating* logits, Py_ssize_t rows, Py_ssize_t cols,
@@ -261,20 +262,6 @@ cdef Py_ssize_t _cross_entropy(const floating* logits, Py_ssize_t rows, Py_ssize
                                     n_threads)
     soft_cross_entropy_kernel(logits, rows, cols, target, eps, loss, lse, grad, dx, n_threads)
     return 0
-
-
-def _squared_error_sum(const floating[::1] p, const floating[::1] t, double[::1] block_sums,
-                       int n_threads):
-    cdef double total
-    with nogil:
-        total = squared_error_sum_kernel(p, t, block_sums, n_threads)
-    return total
-
-
-def _squared_error_backward(const floating[::1] p, const floating[::1] t, double scale,
-                            floating[::1] dp, floating[::1] dt, int n_threads):
-    with nogil:
-        squared_error_backward_kernel(p, t, <floating> scale, dp, dt, n_threads)
 
 
 # ---------------------------------------------------------------------------------------
@@ -430,10 +417,22 @@ def squared_error_sum(prediction, target, n_threads=1):
     """
     check_array(prediction, "prediction")
     check_array(target, "target", prediction.dtype, prediction.shape)
-    n_blocks = (prediction.size + _BLOCK - 1) // _BLOCK
+    cdef Py_ssize_t n = size_of(prediction), n_blocks = (n + _BLOCK - 1) // _BLOCK
+    cdef int threads = int(n_threads)
+    cdef double total
     block_sums = np.empty(n_blocks, np.float64)
-    return _squared_error_sum(prediction.reshape(-1), target.reshape(-1), block_sums,
-                              int(n_threads))
+    cdef void* pp = data_ptr(prediction)
+    cdef void* pt = data_ptr(target)
+    cdef double* pb = <double*> data_ptr(block_sums)
+    if is_f32(prediction):
+        with nogil:
+            total = squared_error_sum_kernel(<const float*> pp, <const float*> pt, n, pb,
+                                             n_blocks, threads)
+    else:
+        with nogil:
+            total = squared_error_sum_kernel(<const double*> pp, <const double*> pt, n, pb,
+                                             n_blocks, threads)
+    return total
 
 
 def squared_error_backward(prediction, target, scale, want_target=False, n_threads=1):
@@ -447,8 +446,21 @@ def squared_error_backward(prediction, target, scale, want_target=False, n_threa
     """
     check_array(prediction, "prediction")
     check_array(target, "target", prediction.dtype, prediction.shape)
+    cdef Py_ssize_t n = size_of(prediction)
+    cdef int threads = int(n_threads)
+    cdef double factor = float(scale)
     dp = np.empty_like(prediction)
-    dt = np.empty_like(prediction) if want_target else np.empty(0, prediction.dtype)
-    _squared_error_backward(prediction.reshape(-1), target.reshape(-1), float(scale),
-                            dp.reshape(-1), dt.reshape(-1), int(n_threads))
-    return dp, (dt if want_target else None)
+    dt = np.empty_like(prediction) if want_target else None
+    cdef void* pp = data_ptr(prediction)
+    cdef void* pt = data_ptr(target)
+    cdef void* pdp = data_ptr(dp)
+    cdef void* pdt = NULL if dt is None else data_ptr(dt)
+    if is_f32(prediction):
+        with nogil:
+            squared_error_backward_kernel(<const float*> pp, <const float*> pt, n,
+                                          <float> factor, <float*> pdp, <float*> pdt, threads)
+    else:
+        with nogil:
+            squared_error_backward_kernel(<const double*> pp, <const double*> pt, n, factor,
+                                          <double*> pdp, <double*> pdt, threads)
+    return dp, dt
