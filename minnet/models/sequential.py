@@ -405,18 +405,23 @@ class Sequential(Model):
             batch_size = check_int("batch_size", batch_size, 1)
         batch = 1 if batch_size is None else batch_size
         rows = []
+        # A dimension other than the batch may be None (variable-length sequences): then the
+        # activation and FLOP figures that depend on it are unknown, shown as "?".
         shape = (batch,) + tuple(self._build_input_shape[1:])
-        input_bytes = int(np.prod(shape)) * self._layers[0].dtype.itemsize if self._layers else 0
-        total_activations = input_bytes
-        total_flops = 0
+        known = None not in shape
+        input_bytes = int(np.prod(shape)) * self._layers[0].dtype.itemsize if self._layers and known else 0
+        total_activations = input_bytes if known else None
+        total_flops = 0 if known else None
         for layer, output_shape in zip(self._layers, self._output_shapes):
             concrete = (batch,) + tuple(output_shape[1:])
-            n_bytes = int(np.prod(concrete)) * layer.dtype.itemsize
-            flops = int(layer.count_flops(shape))
-            total_activations += n_bytes
-            total_flops += flops
+            n_bytes = int(np.prod(concrete)) * layer.dtype.itemsize if None not in concrete else None
+            flops = int(layer.count_flops(shape)) if None not in shape else None
+            total_activations = None if n_bytes is None or total_activations is None \
+                else total_activations + n_bytes
+            total_flops = None if flops is None or total_flops is None else total_flops + flops
             rows.append((f"{layer.name} ({type(layer).__name__})", symbolic.shape_str(output_shape),
-                         f"{layer.count_params():,}", format_bytes(n_bytes), format_count(flops)))
+                         f"{layer.count_params():,}", "?" if n_bytes is None else format_bytes(n_bytes),
+                         "?" if flops is None else format_count(flops)))
             shape = concrete
         headers = ("Layer (type)", "Output Shape", "Param #",
                    f"Activations (B={batch})", f"FLOPs (B={batch})")
@@ -426,14 +431,20 @@ class Sequential(Model):
         trainable_bytes = sum(int(np.prod(w.shape)) * w.dtype.itemsize for w in self.trainable_weights)
         slots = _optimizer_slots(self.optimizer)
         optimizer_bytes = slots * trainable_bytes
-        step_bytes = total_activations + param_bytes + trainable_bytes + optimizer_bytes
         optimizer_name = type(self.optimizer).__name__ if self.optimizer is not None else "no optimizer yet"
+        unknown = "? (a dimension besides the batch is None)"
+        if total_activations is None:
+            step, activations = unknown, "?"
+        else:
+            step = "~" + format_bytes(total_activations + param_bytes + trainable_bytes + optimizer_bytes)
+            activations = format_bytes(total_activations)
         footer = [f"Total params: {trainable + non_trainable:,} ({format_bytes(param_bytes)})",
                   f"Trainable params: {trainable:,}",
                   f"Non-trainable params: {non_trainable:,}",
-                  f"Forward FLOPs at batch size {batch}: {format_count(total_flops)}",
-                  f"One training step at batch size {batch}: ~{format_bytes(step_bytes)} "
-                  f"(activations {format_bytes(total_activations)} + params "
+                  f"Forward FLOPs at batch size {batch}: "
+                  f"{unknown if total_flops is None else format_count(total_flops)}",
+                  f"One training step at batch size {batch}: {step} "
+                  f"(activations {activations} + params "
                   f"{format_bytes(param_bytes)} + grads {format_bytes(trainable_bytes)} + "
                   f"optimizer state {format_bytes(optimizer_bytes)} [{optimizer_name}, "
                   f"{slots} slot(s)])"]

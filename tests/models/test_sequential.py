@@ -106,6 +106,24 @@ def test_summary_of_an_unbuilt_model_lists_its_layers_as_keras():
     assert "not built" in text
 
 
+def test_summary_of_variable_length_sequences_marks_unknown_sizes():
+    """Input(shape=(None,)) (Keras's idiom for sequences of any length): the parameter
+    counts print, and the activation and FLOP figures a None length leaves unknown are
+    "?" (this raised TypeError from np.prod over None)."""
+    model = mn.Sequential([layers.Input(shape=(None,), dtype="int32"),
+                           layers.Embedding(200, 16, mask_zero=True),
+                           layers.Bidirectional(layers.LSTM(8)), layers.Dense(4, name="head")])
+    lines = []
+    model.summary(print_fn=lines.append)
+    text = "\n".join(lines)
+    assert f"Total params: {model.count_params():,}" in text
+    embedding_row = next(line for line in lines if "embedding" in line)
+    assert embedding_row.split()[-2:] == ["?", "?"]
+    head_row = next(line for line in lines if line.startswith("head (Dense)"))
+    assert head_row.split()[-1] == "132"          # 2 * 16 * 4 + 4 at batch 1: its input is known
+    assert "Forward FLOPs at batch size 1: ? (a dimension besides the batch is None)" in text
+
+
 def test_structure_validation():
     model = mn.Sequential()
     with pytest.raises(TypeError, match="layer"):
