@@ -17,11 +17,14 @@ backward pass needs, a quarter of a float32 array.
 from cython.parallel cimport prange
 from libc.stdint cimport uint8_t, uint64_t, int64_t
 
-from minnet._ext._base cimport broadcast_value, check_strided
+from minnet._ext._base cimport broadcast_value, check_strided, data_ptr, is_f32, size_of
 from minnet._ext._base cimport BLOCK, n_blocks, team as _team
 from minnet._ext._blas cimport floating
 
+cimport numpy as cnp
 import numpy as np
+
+cnp.import_array()   # _base's inline data_ptr/is_f32/size_of call the NumPy C API here
 
 
 cdef extern from "dropout_kernels.h":
@@ -248,20 +251,26 @@ def _masked_forward(x, rate, seed, offset, n_threads, bint alpha):
     else:
         # 1/(1-p) in double, rounded once to the input dtype (as PyTorch's scalar multiply).
         a, b, dropped = 1.0 / (1.0 - float(rate)), 0, 0
+    cdef double da = a, db = b, dd = dropped
     out = np.empty_like(x)
     mask = np.empty(x.shape, dtype=np.uint8)
-    if x.size:
-        _dropout_fwd(x.reshape(-1), out.reshape(-1), mask.reshape(-1), s, o,
-                     threshold, alpha, a, b, dropped, nt)
+    cdef int64_t n = size_of(x)
+    cdef void* px = data_ptr(x)
+    cdef void* pout = data_ptr(out)
+    cdef uint8_t* pmask = <uint8_t*> data_ptr(mask)
+    if n == 0:
+        return out, mask
+    # Raw pointers of the checked arrays, not a fused memoryview dispatch: a Dropout layer
+    # is a call per training step (benchmarks/bench_training.py --profile, "sig").
+    if is_f32(x):
+        with nogil:
+            dropout_fwd(n, <const float*> px, s, o, threshold, alpha, <float> da, <float> db,
+                        <float> dd, <float*> pout, pmask, nt)
+    else:
+        with nogil:
+            dropout_fwd(n, <const double*> px, s, o, threshold, alpha, da, db, dd,
+                        <double*> pout, pmask, nt)
     return out, mask
-
-
-def _dropout_fwd(const floating[::1] x, floating[::1] out, uint8_t[::1] mask,
-                 uint64_t s, uint64_t o, uint64_t threshold, bint alpha, double a, double b,
-                 double dropped, int nt):
-    with nogil:
-        dropout_fwd(x.shape[0], &x[0], s, o, threshold, alpha, <floating> a, <floating> b,
-                    <floating> dropped, &out[0], &mask[0], nt)
 
 
 # PyTorch's alpha dropout constant: -alpha' = SELU's scale * alpha.
@@ -316,21 +325,28 @@ def masked_scale_backward(grad, mask, scale, n_threads=1):
     _check_mask(mask, grad.size)
     mask = np.ascontiguousarray(mask)
     cdef int nt = max(1, int(n_threads))
+    cdef double factor = float(scale)
     out = np.empty(grad.shape, grad.dtype)
-    one_grad = broadcast_value(grad)      # one value everywhere: the kernel reads it once
+    cdef bint one_grad = broadcast_value(grad)   # one value everywhere: the kernel reads it once
     if one_grad:
         grad = np.full(1, grad[(0,) * grad.ndim], grad.dtype)
     else:
         grad = np.ascontiguousarray(grad)
-    if out.size:
-        _masked_scale(grad.reshape(-1), one_grad, mask.reshape(-1), out.reshape(-1), scale, nt)
+    cdef int64_t n = size_of(out)
+    cdef void* pg = data_ptr(grad)
+    cdef void* pout = data_ptr(out)
+    cdef const uint8_t* pmask = <const uint8_t*> data_ptr(mask)
+    if n == 0:
+        return out
+    if is_f32(out):
+        with nogil:
+            masked_scale_kernel(n, <const float*> pg, one_grad, pmask, <float> factor,
+                                <float*> pout, nt)
+    else:
+        with nogil:
+            masked_scale_kernel(n, <const double*> pg, one_grad, pmask, factor, <double*> pout,
+                                nt)
     return out
-
-
-def _masked_scale(const floating[::1] g, bint one_grad, const uint8_t[::1] mask,
-                  floating[::1] out, double scale, int nt):
-    with nogil:
-        masked_scale_kernel(out.shape[0], &g[0], one_grad, &mask[0], <floating> scale, &out[0], nt)
 
 
 def channel_scale(x, mask, scale, n_threads=1, channels_last=False):
@@ -364,15 +380,20 @@ def channel_scale(x, mask, scale, n_threads=1, channels_last=False):
         _check_mask(mask, N)
     mask = np.ascontiguousarray(mask).reshape(-1)
     out = np.empty_like(x)
-    if x.size:
-        L = x.size // (N * C)
-        _channel_scale(x.reshape(N, L, C), mask, out.reshape(N, L, C), scale,
-                       max(1, int(n_threads)))
+    cdef int64_t planes = N, channels = C, length = x.size // (N * C) if x.size else 0
+    cdef double factor = float(scale)
+    cdef int nt = max(1, int(n_threads))
+    cdef void* px = data_ptr(x)
+    cdef void* pout = data_ptr(out)
+    cdef const uint8_t* pmask = <const uint8_t*> data_ptr(mask)
+    if x.size == 0:
+        return out
+    if is_f32(x):
+        with nogil:
+            channel_scale_kernel(planes, length, channels, <const float*> px, pmask,
+                                 <float> factor, <float*> pout, nt)
+    else:
+        with nogil:
+            channel_scale_kernel(planes, length, channels, <const double*> px, pmask, factor,
+                                 <double*> pout, nt)
     return out
-
-
-def _channel_scale(const floating[:, :, ::1] x, const uint8_t[::1] mask,
-                   floating[:, :, ::1] out, double scale, int nt):
-    with nogil:
-        channel_scale_kernel(x.shape[0], x.shape[1], x.shape[2], &x[0, 0, 0], &mask[0],
-                             <floating> scale, &out[0, 0, 0], nt)
