@@ -7,6 +7,9 @@ MNIST shape) and a CIFAR-shaped CNN (issue #30), run interleaved in the same pro
 the same thread count:
   mlp    784-256-128-10 ReLU, SGD momentum 0.9, cross-entropy from logits
   sig    784-256-10 Sigmoid + Dropout(0.2), Adam
+  smx    the mlp as Keras tutorials write it: Dense(10, activation="softmax") and
+         loss="sparse_categorical_crossentropy" (probabilities), Adam; torch runs the same
+         math (Softmax, then Keras's -log(clip(p / sum(p), 1e-7, 1 - 1e-7))[label])
   cnn    Conv(16,3,p1)-BN-ReLU-MaxPool2-Conv(32,3,p1)-BN-ReLU-MaxPool2-Flatten-Dropout(0.25)-Dense(10), Adam
   cifar  3x32x32: Conv(32,3,p1)-BN-ReLU-Conv(64,3,s2,p1)-BN-ReLU-Conv(128,3,s2,p1)-BN-ReLU-
          GlobalAveragePooling2D-Dense(10), Adam; --n-cifar samples (default 2560: a step
@@ -56,6 +59,13 @@ def build_minnet(name, mn):
         model = mn.Sequential([layers.Input((784,)), layers.Dense(256, activation="relu"),
                                layers.Dense(128, activation="relu"), layers.Dense(10)])
         opt = optimizers.SGD(learning_rate=0.01, momentum=0.9)
+    elif name == "smx":
+        model = mn.Sequential([layers.Input((784,)), layers.Dense(256, activation="relu"),
+                               layers.Dense(128, activation="relu"),
+                               layers.Dense(10, activation="softmax")])
+        model.compile(optimizer=optimizers.Adam(learning_rate=1e-3, epsilon=1e-8),
+                      loss="sparse_categorical_crossentropy")
+        return model
     elif name == "sig":
         model = mn.Sequential([layers.Input((784,)), layers.Dense(256), layers.Sigmoid(),
                                layers.Dropout(0.2), layers.Dense(10)])
@@ -94,6 +104,10 @@ def build_torch(name, torch):
         opt = torch.optim.SGD(model.parameters(), 0.01, momentum=0.9)
     elif name == "sig":
         model = nn.Sequential(nn.Linear(784, 256), nn.Sigmoid(), nn.Dropout(0.2), nn.Linear(256, 10))
+        opt = torch.optim.Adam(model.parameters(), 1e-3)
+    elif name == "smx":
+        model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
+                              nn.Linear(128, 10), nn.Softmax(dim=1))
         opt = torch.optim.Adam(model.parameters(), 1e-3)
     elif name == "cnn":
         model = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
@@ -146,8 +160,17 @@ def minnet_predict(model, x):
     return len(x) / (time.perf_counter() - t)
 
 
+def _keras_sparse_probability_loss(torch):
+    """Keras's sparse categorical cross-entropy of probabilities, in torch (the smx workload)."""
+    def loss(p, y):
+        p = (p / p.sum(dim=1, keepdim=True)).clamp(1e-7, 1 - 1e-7)
+        return -p.log().gather(1, y[:, None]).mean()
+    return loss
+
+
 def torch_epoch(torch, model, opt, x, y):
-    lossf = torch.nn.CrossEntropyLoss()
+    lossf = (_keras_sparse_probability_loss(torch) if isinstance(model[-1], torch.nn.Softmax)
+             else torch.nn.CrossEntropyLoss())
     model.train()
     perm = torch.randperm(len(x))
     c, t = time.process_time(), time.perf_counter()

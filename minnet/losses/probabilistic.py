@@ -6,6 +6,9 @@ import warnings
 import numpy as np
 
 from minnet import functional as F
+from minnet._config import get_num_threads
+from minnet._ext import reduce_kernels
+from minnet.autograd import Function
 from minnet._checks import check_float, check_labels, invalid
 from minnet._utils import user_stacklevel
 from minnet.config import epsilon
@@ -88,6 +91,64 @@ def _axis_last(y_true, y_pred, axis):
     order = tuple(i for i in range(ndim) if i != axis) + (axis,)
     y_true = y_true.permute(order) if hasattr(y_true, "permute") else np.transpose(y_true, order)
     return y_true, y_pred.permute(order)
+
+
+class SparseProbabilityNll(Function):
+    """Keras's sparse cross-entropy of probabilities as one node: per row ``i`` with label
+    ``k``, ``S = sum_j p_j``, ``q = p / S``, ``loss_i = -log(clip(q, eps, 1 - eps))[k]``.
+
+    Forward and backward run the NumPy operations of the seven-node composite
+    ``-_renormalised_log(p)[rows, labels]`` in its order (the same sum kernel, divisions,
+    clip, log and gather; backward: log's ``g / c``, the clip's mask, the division's two
+    gradients and the sum's broadcast), so values and gradients are the composite's bits,
+    NaN and clipped rows included, for one node's bookkeeping instead of seven
+    (``docs/math/losses.md``; ``benchmarks/bench_training.py --profile``, "smx").
+    """
+
+    node_name = "SparseCategoricalCrossentropyBackward"
+
+    @staticmethod
+    def _row_terms(p):
+        """``S`` (N, 1), ``q = p / S`` and ``clip(q, eps, 1 - eps)``, as the composite
+        computes them (``np.clip`` is this minimum of a maximum, without its wrapper)."""
+        total = reduce_kernels.sum_axis(p, 1, False, n_threads=get_num_threads()).reshape(-1, 1)
+        q = np.true_divide(p, total)
+        eps = epsilon()
+        return total, q, np.minimum(np.maximum(q, eps), 1.0 - eps)
+
+    @staticmethod
+    def forward(ctx, p, labels):
+        p = np.ascontiguousarray(p)
+        _, _, clipped = SparseProbabilityNll._row_terms(p)
+        ctx.save_for_backward(p)
+        ctx.labels = labels
+        return np.negative(np.log(clipped)[np.arange(p.shape[0]), labels])
+
+    @staticmethod
+    def backward(ctx, g):
+        (p,) = ctx.saved_tensors
+        total, q, clipped = SparseProbabilityNll._row_terms(p)
+        d_log = np.zeros(p.shape, p.dtype)
+        d_log[np.arange(p.shape[0]), ctx.labels] = np.negative(g)
+        d_q = d_log / clipped * (clipped == q)      # the clip passes where it changed nothing
+        d_total = (np.negative(d_q) * p / (total * total)).sum(axis=1, keepdims=True)
+        return d_q / total + d_total, None
+
+    @staticmethod
+    def backward_graph(ctx, g):
+        # double backward: the composite itself, recorded on the graph input
+        (p_arr,) = ctx.saved_arrays
+        p = ctx.graph_input(0, p_arr)
+        n = p_arr.shape[0]
+        rows = np.arange(n)
+        one_hot = np.zeros(p_arr.shape, p_arr.dtype)
+        one_hot[rows, ctx.labels] = 1.0
+        total = p.sum(axis=-1, keepdims=True)
+        q = p / total
+        eps = epsilon()
+        passes = ((q.data >= eps) & (q.data <= 1.0 - eps)).astype(p_arr.dtype)
+        d_q = -(g.reshape(n, 1) * one_hot) / q.clip(eps, 1.0 - eps) * passes
+        return d_q / total - (d_q * p / (total * total)).sum(axis=-1, keepdims=True), None
 
 
 def _renormalised_log(probabilities):
@@ -450,9 +511,8 @@ class SparseCategoricalCrossentropy(Loss):
                 check_labels("y_true", labels, y_pred.shape[-1], ignore_index=self.ignore_class)
                 raise
         else:
-            # The labels were checked above: gather without another scan.
-            out = -_renormalised_log(y_pred)[np.arange(labels.shape[0]), labels]
-            out = torch_reduce(out, reduction)
+            # The labels were checked above: gather without another scan, in one node.
+            out = torch_reduce(SparseProbabilityNll.apply(y_pred, labels), reduction)
         if reduction == "none" and len(batch_shape) != 1:
             out = out.reshape(batch_shape)
         return out

@@ -706,3 +706,58 @@ def test_keras_reduction_names_and_config_round_trip():
         losses.Hinge(reduction="avg")
     with pytest.raises(ValueError, match="`gamma`"):
         losses.BinaryFocalCrossentropy(gamma=-1)
+
+
+# ---- sparse categorical cross-entropy of probabilities: one node, the composite's bits ----
+
+def _composite_sparse_probability_loss(labels, p, reduction):
+    """The seven-node composite the fused node replaces (Keras's formula, op by op)."""
+    from minnet.losses.probabilistic import _renormalised_log
+    from minnet.losses.base import torch_reduce
+    return torch_reduce(-_renormalised_log(p)[np.arange(len(labels)), labels], reduction)
+
+
+def _probability_rows(rng, n, c, dtype, kind):
+    if kind == "raw":                               # rows not summing to 1 (renormalised)
+        return (rng.random((n, c)) * 2).astype(dtype)
+    p = _softmax(rng.standard_normal((n, c)) * 3)
+    if kind == "edge":
+        p[0] = 0.0
+        p[0, 0] = 1.0                               # a certain, correct row: clipped at 1 - eps
+        p[1] = 1e-9                                 # tiny mass, renormalised
+        p[2, 1] = 0.0                               # the label's probability 0: clipped at eps
+        p[3] = np.nan
+    return p.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kind", ["softmax", "raw", "edge"])
+@pytest.mark.parametrize("reduction", ["sum_over_batch_size", "sum", "none"])
+def test_sparse_probability_loss_is_one_node_with_the_composite_bits(dtype, kind, reduction, rng):
+    n, c = 33, 7
+    p = _probability_rows(rng, n, c, dtype, kind)
+    labels = rng.integers(0, c, n)
+    labels[2] = 1
+    loss = losses.SparseCategoricalCrossentropy(reduction=reduction)
+    fused_input, composite_input = (mn.tensor(p, requires_grad=True) for _ in range(2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")             # the NaN row
+        fused = loss(labels, fused_input)
+        reference = _composite_sparse_probability_loss(labels, composite_input,
+                                                       "none" if reduction == "none" else
+                                                       "sum" if reduction == "sum" else "mean")
+        fused.sum().backward()
+        reference.sum().backward()
+    node = fused.grad_fn if reduction == "none" else fused.grad_fn.next_functions[0][0]
+    assert node.name() == "SparseCategoricalCrossentropyBackward"
+    assert fused.numpy().tobytes() == reference.numpy().tobytes()
+    assert fused_input.grad.tobytes() == composite_input.grad.tobytes()
+
+
+@pytest.mark.parametrize("reduction", ["sum_over_batch_size", "sum", "none"])
+def test_sparse_probability_loss_gradcheck_and_double_backward(reduction, rng):
+    p = _softmax(rng.standard_normal((5, 4))) * 1.3
+    labels = np.array([0, 3, 1, 1, 2])
+    loss = losses.SparseCategoricalCrossentropy(reduction=reduction)
+    assert mn.autograd.gradcheck(lambda t: loss(labels, t), (mn.tensor(p, requires_grad=True),))
+    assert mn.autograd.gradgradcheck(lambda t: loss(labels, t), (mn.tensor(p, requires_grad=True),))
