@@ -95,7 +95,7 @@ def resolve_spec(spec, lookup):
 
 def encode_value(value, reference, where):
     """A JSON-able description of one call argument: tensors by reference, structures kept,
-    constants (None, bool, int, float, str) as they are.
+    constants (None, bool, int, float, str) as they are, slices and ``...`` (indices).
 
     Raises:
         ValueError: a constant that cannot be written to a file (an array, an object).
@@ -111,9 +111,14 @@ def encode_value(value, reference, where):
         return {"constant": value}
     if isinstance(value, (np.integer, np.floating, np.bool_)):
         return {"constant": value.item()}
+    if isinstance(value, slice):            # an index such as x[:, -1] (``ops.get_item``)
+        return {"slice": [encode_value(v, reference, where)
+                          for v in (value.start, value.stop, value.step)]}
+    if value is Ellipsis:
+        return {"ellipsis": None}
     raise ValueError(f"{where}: the argument {value!r} ({type(value).__name__}) cannot be saved in "
-                     f"a functional model's config; pass a tensor (from `mn.Input` or a layer) or a "
-                     f"constant (None, bool, int, float, str).")
+                     f"a functional model's config; pass a tensor (from `mn.Input` or a layer), a "
+                     f"constant (None, bool, int, float, str), a slice or `...`.")
 
 
 def decode_value(spec, lookup):
@@ -131,6 +136,10 @@ def decode_value(spec, lookup):
         return tuple(items) if kind == "tuple" else items
     if kind == "dict":
         return {key: decode_value(v, lookup) for key, v in value.items()}
+    if kind == "slice" and isinstance(value, list) and len(value) == 3:
+        return slice(*(decode_value(v, lookup) for v in value))
+    if kind == "ellipsis":
+        return Ellipsis
     raise ValueError(f"Invalid functional model config: unknown argument kind {kind!r}")
 
 

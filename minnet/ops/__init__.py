@@ -22,3 +22,10 @@ from .math import *  # noqa: F401,F403
 from .nn import *  # noqa: F401,F403
 from .numpy import *  # noqa: F401,F403
 from .rearrange import rearrange  # noqa: F401
+from . import symbolic as _symbolic
+
+# The operators of a symbolic tensor beyond + - * / record these ops (Keras 3's KerasTensor).
+_symbolic.set_operator_ops({name: globals()[name] for name in (
+    "matmul", "power", "floor_divide", "mod", "less", "less_equal", "greater", "greater_equal",
+    "not_equal", "logical_and", "logical_or", "logical_xor", "logical_not", "absolute",
+    "get_item", "round")})

@@ -225,6 +225,43 @@ class KerasTensor:
     def __rtruediv__(self, other): return self._op("divide", other, reverse=True)
     def __neg__(self): return self._op("multiply", -1.0)
 
+    # ---- the other operators of Keras 3's KerasTensor (all but ==, which stays identity so
+    # tensors can be dict keys, as in Keras): each records the minnet.ops function of that
+    # name (symbolic_call), as `ops.greater(h, 0)` would.
+    def _record(self, name, *args, **kwargs):
+        return symbolic_call(_OPERATOR_OPS[name], args, kwargs)
+
+    def __matmul__(self, other): return self._record("matmul", self, other)
+    def __rmatmul__(self, other): return self._record("matmul", other, self)
+    def __pow__(self, other): return self._record("power", self, other)
+    def __rpow__(self, other): return self._record("power", other, self)
+    def __floordiv__(self, other): return self._record("floor_divide", self, other)
+    def __rfloordiv__(self, other): return self._record("floor_divide", other, self)
+    def __mod__(self, other): return self._record("mod", self, other)
+    def __rmod__(self, other): return self._record("mod", other, self)
+    def __lt__(self, other): return self._record("less", self, other)
+    def __le__(self, other): return self._record("less_equal", self, other)
+    def __gt__(self, other): return self._record("greater", self, other)
+    def __ge__(self, other): return self._record("greater_equal", self, other)
+    def __ne__(self, other): return self._record("not_equal", self, other)
+    def __and__(self, other): return self._record("logical_and", self, other)
+    def __rand__(self, other): return self._record("logical_and", other, self)
+    def __or__(self, other): return self._record("logical_or", self, other)
+    def __ror__(self, other): return self._record("logical_or", other, self)
+    def __xor__(self, other): return self._record("logical_xor", self, other)
+    def __rxor__(self, other): return self._record("logical_xor", other, self)
+    def __invert__(self): return self._record("logical_not", self)
+    def __abs__(self): return self._record("absolute", self)
+    def __getitem__(self, key): return self._record("get_item", self, key)
+    def __round__(self, ndigits=None): return self._record("round", self, decimals=ndigits or 0)
+
+    __hash__ = object.__hash__    # __ne__ is an operator: hashing stays by identity
+
+    def __iter__(self):
+        # with __getitem__ defined, Python would otherwise iterate x[0], x[1], ... forever
+        raise TypeError(f"A symbolic tensor ({self!r}) cannot be iterated: it holds no data "
+                        f"(index it, `x[:, 0]`, or use `ops.unstack`).")
+
     __array_priority__ = 1000     # `2.0 * h` with a NumPy scalar comes to __rmul__
 
 
@@ -241,6 +278,16 @@ _OPERATION_LAYER = [None]
 def set_operation_layer(cls):
     """Register the layer class that records ``+ - * /`` on symbolic tensors."""
     _OPERATION_LAYER[0] = cls
+
+
+# The minnet.ops functions the other operators record (``"greater"``: ``ops.greater``, ...);
+# set by minnet.ops, which this module sits below.
+_OPERATOR_OPS = {}
+
+
+def set_operator_ops(functions):
+    """Register the ops functions behind ``@ ** // % < <= > >= != & | ^ ~ abs() [] round()``."""
+    _OPERATOR_OPS.update(functions)
 
 
 # ---- recording ---------------------------------------------------------------------------

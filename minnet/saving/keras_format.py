@@ -217,6 +217,9 @@ def _keras_tensor(reference, shapes):
 
 
 def _functional_config(model, config):
+    for node in config["nodes"]:        # before the layer order, which knows only layer nodes
+        if "op" in node:
+            raise _unsupported(model, f"the function {node['op']!r} called in the graph")
     order = _keras_layer_order(config)
     entries = {entry["name"]: entry for entry in config["layers"]}
     inbound = {name: [] for name in order}
@@ -227,8 +230,6 @@ def _functional_config(model, config):
             shapes[(entry["name"], 0, 0)] = tuple(model.get_layer(entry["name"]).batch_shape)
             counts[entry["name"]] = 1
     for node in config["nodes"]:
-        if "op" in node:
-            raise _unsupported(model, f"the function {node['op']!r} called in the graph")
         name = node["layer"]
         layer = model.get_layer(name)
         if "arguments" in node:

@@ -62,3 +62,55 @@ def test_dot_product_attention_matches_keras(keras):
 def test_dot_product_attention_names_a_bad_rank(bad):
     with pytest.raises(ValueError, match="query"):
         ops.dot_product_attention(bad, bad, bad)
+
+
+# Keras 3's KerasTensor takes every Python operator but ==; each records the op of that name.
+_OPERATORS = [
+    ("x[:, -1, :]", lambda x: x[:, -1, :], lambda a: a[:, -1, :]),
+    ("x[..., 0]", lambda x: x[..., 0], lambda a: a[..., 0]),
+    ("x[:, 1:3]", lambda x: x[:, 1:3], lambda a: a[:, 1:3]),
+    ("x ** 2", lambda x: x ** 2, lambda a: a ** 2),
+    ("2 ** x", lambda x: 2.0 ** x, lambda a: 2.0 ** a),
+    ("x @ x.T", lambda x: x @ ops.transpose(x, (0, 2, 1)), lambda a: a @ a.transpose(0, 2, 1)),
+    ("x // 0.5", lambda x: x // 0.5, lambda a: a // 0.5),
+    ("x % 0.5", lambda x: x % 0.5, lambda a: a % 0.5),
+    ("abs(x)", lambda x: abs(x), np.abs),
+    ("round(x)", lambda x: round(x), np.round),
+    ("(x > 0) & (x < 1)", lambda x: (x > 0) & (x < 1), lambda a: (a > 0) & (a < 1)),
+    ("(x >= 0) | (x <= -1)", lambda x: (x >= 0) | (x <= -1), lambda a: (a >= 0) | (a <= -1)),
+    ("(x > 0) ^ (x != 0.5)", lambda x: (x > 0) ^ (x != 0.5), lambda a: (a > 0) ^ (a != 0.5)),
+    ("~(x > 0)", lambda x: ~(x > 0), lambda a: ~(a > 0)),
+]
+
+
+@pytest.mark.parametrize("text,symbolic,eager", _OPERATORS, ids=[o[0] for o in _OPERATORS])
+def test_python_operators_on_symbolic_tensors_record_ops(text, symbolic, eager, tmp_path):
+    inp = mn.Input((4, 3))
+    out = symbolic(inp)
+    assert isinstance(out, mn.ops.symbolic.KerasTensor)
+    model = mn.Model(inp, out)
+    x = np.random.default_rng(1).standard_normal((2, 4, 3)).astype(np.float32)
+    expected = eager(x)
+    got = model(x).numpy()
+    assert got.shape == expected.shape and out.shape == (None,) + expected.shape[1:]
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+    again = mn.Model.from_config(model.get_config())          # slices and ... in the config
+    np.testing.assert_array_equal(again(x).numpy(), got)
+    model.save(tmp_path / "m.minnet")
+    np.testing.assert_array_equal(mn.load_model(tmp_path / "m.minnet")(x).numpy(), got)
+
+
+def test_a_symbolic_tensor_stays_hashable_and_refuses_iteration():
+    inp = mn.Input((4,))
+    assert {inp: 1}[inp] == 1 and inp == inp and not (inp == mn.Input((4,)))
+    with pytest.raises(TypeError, match="cannot be iterated"):
+        list(inp)
+    with pytest.raises(TypeError, match="cannot be iterated"):
+        first, second = inp
+
+
+def test_a_keras_file_of_a_graph_with_an_op_names_the_op(tmp_path):
+    inp = mn.Input((4,))
+    model = mn.Model(inp, layers.Dense(2)(inp[:, :2] ** 2))
+    with pytest.raises(ValueError, match="called in the graph"):
+        model.save(tmp_path / "m.keras")       # was a KeyError from the layer order
