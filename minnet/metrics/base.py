@@ -36,6 +36,13 @@ def to_numpy(value, argument):
     return array
 
 
+def log_value(result):
+    """A metric's ``result()`` as a log entry: a float for one value, an ndarray for several
+    (``F1Score(average=None)``'s per-class scores), as Keras's logs hold them."""
+    data = np.asarray(result.data if isinstance(result, Tensor) else result)
+    return float(data.reshape(())) if data.size == 1 else data.astype(np.float64)
+
+
 def squeeze_or_expand(y_true, y_pred):
     """Line up ``(N,)`` against ``(N, 1)`` the way Keras does; other shapes are left alone."""
     if y_pred.ndim == y_true.ndim + 1 and y_pred.shape[-1] == 1:

@@ -19,9 +19,13 @@ from minnet.saving.archive import CONFIG_ERRORS, ModelFileError, clip_text, file
 # ---------------------------------------------------------------------------------------
 
 def _serialize_identifier(identifier, obj, module):
-    """A string identifier is kept; an object becomes its ``serialize`` dict."""
+    """A string identifier is kept; a named function (``metrics=[rmse]``) is saved by its
+    name, as Keras does, for ``load_model(..., custom_objects={"rmse": rmse})`` or the
+    registry to give back; an object becomes its ``serialize`` dict."""
     if isinstance(identifier, str):
         return identifier
+    if inspect.isfunction(identifier):
+        return None if identifier.__name__ == "<lambda>" else identifier.__name__
     try:
         return module.serialize(obj)
     except (TypeError, ValueError, AttributeError):
@@ -51,7 +55,8 @@ def compile_config_of(model):
     if isinstance(loss_ids, (list, tuple, dict)) or _per_output(metric_ids):
         # Several outputs: each entry a name or its serialize() dict.
         def entry(module):
-            return lambda item: item if item is None or isinstance(item, str) else module.serialize(item)
+            return lambda item: item if item is None or isinstance(item, str) else \
+                item.__name__ if inspect.isfunction(item) else module.serialize(item)
         return {"optimizer": optimizers.serialize(model.optimizer), "per_output": True,
                 "loss": _map_per_output(loss_ids, entry(losses)),
                 "metrics": _map_per_output(metric_ids, entry(metrics)),
@@ -70,9 +75,10 @@ def compile_config_of(model):
         else:
             metric_entries.append(entry)
     if warnings_list:
-        warnings.warn(f"Could not serialize {', '.join(warnings_list)} (made from plain functions); "
-                      f"the loaded model will need `compile()` again for them. Subclass Loss / "
-                      f"Metric to make them savable.", UserWarning, stacklevel=4)
+        warnings.warn(f"Could not serialize {', '.join(warnings_list)} (a lambda, or an object "
+                      f"without a config); the loaded model will need `compile()` again for "
+                      f"them. Use a named function (given back by load_model's `custom_objects`) "
+                      f"or subclass Loss / Metric to make them savable.", UserWarning, stacklevel=4)
     config = {"optimizer": optimizers.serialize(model.optimizer), "loss": loss,
               "metrics": metric_entries, "loss_weights": ids.get("loss_weights"),
               "loss_saved": model.loss is None or loss is not None}

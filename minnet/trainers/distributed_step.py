@@ -33,6 +33,7 @@ import numpy as np
 from minnet import _random, config
 from minnet._version import __version__
 from minnet.autograd import AccumulateGrad
+from minnet.metrics.base import log_value
 from minnet.trainers.data_adapters import (ArrayDataAdapter, DataAdapter, flat_leaves,
                                            pack_leaves, pack_x_y_sample_weight,
                                            unpack_x_y_sample_weight)
@@ -234,7 +235,7 @@ def reduced_logs(model, dist, logs):
             setattr(owner, name, type(value)(part[0]))
     try:
         result = dict(logs)
-        result.update({m.name: float(m.result()) for m in metrics})
+        result.update({m.name: log_value(m.result()) for m in metrics})
     finally:
         for owner, name, value in states:
             setattr(owner, name, value)

@@ -46,6 +46,7 @@ from minnet.callbacks import CallbackList, History, TerminateOnNaN, resolve_verb
 from minnet.data import as_array, train_validation_split
 from minnet.layers.call_context import call_context
 from minnet.metrics import Mean
+from minnet.metrics.base import log_value
 from minnet.trainers import data_adapters, distributed_step
 from minnet.trainers.compile_utils import CompileLoss, CompileMetrics, is_sparse_loss
 from minnet.trainers.data_adapters import (ArrayDataAdapter, GeneratorDataAdapter, dataset_adapter,
@@ -235,8 +236,9 @@ class Trainer:
             metric.reset_state()
 
     def get_metrics_result(self):
-        """``{name: result}`` of every metric in ``self.metrics``."""
-        return {m.name: float(m.result()) for m in self.metrics}
+        """``{name: result}`` of every metric in ``self.metrics``: a float, or an ndarray for
+        a metric with several values (``F1Score`` per class), as in Keras."""
+        return {m.name: log_value(m.result()) for m in self.metrics}
 
     def _require_compiled(self, method, need_loss=True):
         if self.optimizer is None:

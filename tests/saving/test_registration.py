@@ -132,3 +132,31 @@ def test_the_same_names_in_keras(keras):
         "contract_tests>KScale")())
     assert ours["registered_name"] == theirs["registered_name"] == "contract_tests>KScale"
     assert ours["class_name"] == theirs["class_name"]
+
+
+def _rmse_metric(y_true, y_pred):
+    return mn.ops.sqrt(mn.ops.mean(mn.ops.square(y_true - y_pred)))
+
+
+def _quartic_loss(y_true, y_pred):
+    return mn.ops.mean(mn.ops.square(mn.ops.square(y_true - y_pred)), axis=-1)
+
+
+@pytest.mark.parametrize("name", ["m.keras", "m.minnet"])
+def test_plain_function_loss_and_metric_are_saved_by_name_as_keras(tmp_path, name):
+    """compile(loss=fn, metrics=[fn]) saves each function by its name (Keras writes the
+    function's name), so load_model(custom_objects={name: fn}) compiles it again; before,
+    the metric was saved as a MeanMetricWrapper without its function and could not load."""
+    model = mn.Sequential([mn.Input((6,)), mn.layers.Dense(2)])
+    model.compile(optimizer="adam", loss=_quartic_loss, metrics=[_rmse_metric, "mae"])
+    x = np.random.default_rng(0).standard_normal((16, 6)).astype(np.float32)
+    y = np.random.default_rng(1).standard_normal((16, 2)).astype(np.float32)
+    model.fit(x, y, epochs=1, verbose=0)
+    model.save(tmp_path / name)
+    custom = {"_quartic_loss": _quartic_loss, "_rmse_metric": _rmse_metric}
+    loaded = mn.load_model(tmp_path / name, custom_objects=custom)
+    assert loaded.evaluate(x, y, verbose=0, return_dict=True) == \
+        model.evaluate(x, y, verbose=0, return_dict=True)
+    with pytest.raises(ValueError, match="_quartic_loss"):
+        mn.load_model(tmp_path / name)                # as Keras: the function is not found
+    assert mn.load_model(tmp_path / name, compile=False).optimizer is None

@@ -358,3 +358,22 @@ def test_fit_on_a_model_without_trainable_weights_computes_the_loss_and_warns():
     with pytest.warns(UserWarning, match="no trainable weights"):
         history = model.fit(x, x, verbose=0)
     np.testing.assert_allclose(history.history["loss"], [0.02], rtol=1e-6)
+
+
+def test_a_metric_with_several_values_is_logged_as_an_array():
+    """F1Score(average=None) gives one score per class: fit and evaluate log the array, as
+    Keras does (float() of it raised TypeError)."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 5)).astype(np.float32)
+    y = np.eye(3, dtype=np.float32)[rng.integers(0, 3, 64)]
+    model = mn.Sequential([layers.Input((5,)), layers.Dense(3, activation="softmax")])
+    model.compile(optimizer="adam", loss="categorical_crossentropy",
+                  metrics=[mn.metrics.F1Score(), "accuracy"])
+    history = model.fit(x, y, epochs=2, batch_size=16, verbose=0)
+    scores = history.history["f1_score"]
+    assert len(scores) == 2 and all(np.shape(s) == (3,) for s in scores)
+    assert isinstance(history.history["accuracy"][0], float)
+    logs = model.evaluate(x, y, verbose=0, return_dict=True)
+    metric = mn.metrics.F1Score()
+    metric.update_state(y, model.predict(x, verbose=0))
+    np.testing.assert_allclose(logs["f1_score"], np.asarray(metric.result()), rtol=1e-6)
