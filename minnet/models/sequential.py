@@ -141,13 +141,18 @@ class Sequential(Model):
         return tuple(self._output_shapes[-1]) if self._output_shapes else tuple(self._build_input_shape)
 
     def check_input_shapes(self, x):
-        """Raise a ValueError when the array ``x`` cannot be the input of this built model."""
+        """Raise a ValueError when the array ``x`` cannot be the input of this built model.
+
+        A model declared for a shape (``Input``, ``input_shape=``, ``build``) takes that
+        shape; one built from the first batch it saw (no declaration) takes any sizes of the
+        same rank and feature axis, as Keras runs it (sequences of another length)."""
         expected = self._build_input_shape
         if not self.built or expected is None:
             return
         shape = np.shape(x)
-        if len(shape) != len(expected) or any(e is not None and e != s
-                                              for e, s in zip(expected[1:], shape[1:])):
+        free = self.__dict__.get("_built_from_data") and len(shape) == len(expected)
+        checked = zip(expected[-1:], shape[-1:]) if free else zip(expected[1:], shape[1:])
+        if len(shape) != len(expected) or any(e is not None and e != s for e, s in checked):
             raise ValueError(f"Input 0 of model '{self.name}' is incompatible with the model: "
                              f"expected shape {symbolic.shape_str(expected)}, found shape {tuple(shape)}."
                              + input_mismatch_hint(expected, shape))
@@ -156,6 +161,7 @@ class Sequential(Model):
         """Build for the arrays ``x`` (batch first)."""
         if not self.built:
             self.build((None,) + tuple(np.shape(x)[1:]))
+            self.__dict__["_built_from_data"] = True
 
     def add(self, layer):
         """Append ``layer``; a model with a known input shape builds the new layer right away.
@@ -319,13 +325,9 @@ class Sequential(Model):
                 raise ValueError(f"Model '{self.name}' expected a batch of inputs (batch dim first). "
                                  f"Received a scalar")
             self.build(tuple(x.shape))
+            self.__dict__["_built_from_data"] = True
         elif self._build_input_shape is not None and x.shape[1:] != self._build_input_shape[1:]:
-            expected = self._build_input_shape
-            if len(x.shape) != len(expected) or any(
-                    e is not None and e != s for e, s in zip(expected[1:], x.shape[1:])):
-                raise ValueError(f"Input 0 of model '{self.name}' is incompatible with the model: "
-                                 f"expected shape {symbolic.shape_str(expected)}, found shape "
-                                 f"{tuple(x.shape)}." + input_mismatch_hint(expected, x.shape))
+            self.check_input_shapes(x.data)
         training = self.training if training is None else bool(training)
         return self.call(x, training=training)
 

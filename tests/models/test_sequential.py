@@ -124,6 +124,39 @@ def test_summary_of_variable_length_sequences_marks_unknown_sizes():
     assert "Forward FLOPs at batch size 1: ? (a dimension besides the batch is None)" in text
 
 
+def test_a_sequential_built_from_its_first_batch_takes_other_sequence_lengths():
+    """Keras builds an Input-less Sequential from the first call and runs it on later
+    batches of other lengths (a Sequential inside a custom layer, sequences of any length);
+    the feature axis and the rank must still fit. One declared with Input keeps its shape."""
+    block = mn.Sequential([layers.Dense(4, activation="relu"), layers.Dense(3)])
+    assert block(np.zeros((2, 7, 5), np.float32)).shape == (2, 7, 3)
+    assert block(np.ones((3, 9, 5), np.float32)).shape == (3, 9, 3)
+    with pytest.raises(ValueError, match="incompatible"):
+        block(np.ones((3, 9, 6), np.float32))
+    with pytest.raises(ValueError, match="incompatible"):
+        block(np.ones((3, 5), np.float32))
+    declared = mn.Sequential([layers.Input((7, 5)), layers.Dense(3)])
+    with pytest.raises(ValueError, match="incompatible"):
+        declared(np.ones((3, 9, 5), np.float32))
+
+
+def test_a_custom_layer_holding_a_sequential_on_variable_length_symbolic_input():
+    """The keras.io transformer encoder pattern: a Sequential feed-forward block inside a
+    layer called on Input(shape=(None,)) (placeholder lengths differ between probes)."""
+    class Block(layers.Layer):
+        def __init__(self):
+            super().__init__()
+            self.ffn = mn.Sequential([layers.Dense(8, activation="relu"), layers.Dense(4)])
+
+        def call(self, x):
+            return x + self.ffn(x)
+
+    inputs = mn.Input((None, 4))
+    model = mn.Model(inputs, Block()(inputs))
+    assert model.output_shape == (None, None, 4)
+    assert model(np.ones((2, 11, 4), np.float32)).shape == (2, 11, 4)
+
+
 def test_structure_validation():
     model = mn.Sequential()
     with pytest.raises(TypeError, match="layer"):
