@@ -8,7 +8,7 @@ import numpy as np
 from minnet import functional as F
 from minnet._config import get_num_threads
 from minnet._ext import reduce_kernels
-from minnet.autograd import Function
+from minnet.autograd import Function, Tensor
 from minnet._checks import check_float, check_labels, invalid
 from minnet._utils import user_stacklevel
 from minnet.config import epsilon
@@ -148,6 +148,45 @@ class SparseProbabilityNll(Function):
         eps = epsilon()
         passes = ((q.data >= eps) & (q.data <= 1.0 - eps)).astype(p_arr.dtype)
         d_q = -(g.reshape(n, 1) * one_hot) / q.clip(eps, 1.0 - eps) * passes
+        return d_q / total - (d_q * p / (total * total)).sum(axis=-1, keepdims=True), None
+
+
+class ProbabilityCrossEntropy(Function):
+    """Keras's categorical cross-entropy of probabilities against target rows ``t`` (an
+    array: no gradient to it) as one node: ``loss_i = -sum_j t_j log(clip(p_j / S, eps,
+    1 - eps))``. As ``SparseProbabilityNll``, it runs the composite's NumPy operations
+    (``-(_renormalised_log(p) * t).sum(-1)``) in their order: the same bits, one node
+    (``docs/math/losses.md``)."""
+
+    node_name = "CategoricalCrossentropyBackward"
+
+    @staticmethod
+    def forward(ctx, p, target):
+        p = np.ascontiguousarray(p)
+        _, _, clipped = SparseProbabilityNll._row_terms(p)
+        ctx.save_for_backward(p, target)
+        weighted = np.ascontiguousarray(np.multiply(np.log(clipped), target))
+        return np.negative(reduce_kernels.sum_axis(weighted, 1, False, n_threads=get_num_threads()))
+
+    @staticmethod
+    def backward(ctx, g):
+        p, target = ctx.saved_tensors
+        total, q, clipped = SparseProbabilityNll._row_terms(p)
+        d_log = np.negative(g).reshape(-1, 1) * target
+        d_q = d_log / clipped * (clipped == q)      # the clip passes where it changed nothing
+        d_total = (np.negative(d_q) * p / (total * total)).sum(axis=1, keepdims=True)
+        return d_q / total + d_total, None
+
+    @staticmethod
+    def backward_graph(ctx, g):
+        # double backward: the composite itself, recorded on the graph input
+        p_arr, target = ctx.saved_arrays
+        p = ctx.graph_input(0, p_arr)
+        total = p.sum(axis=-1, keepdims=True)
+        q = p / total
+        eps = epsilon()
+        passes = ((q.data >= eps) & (q.data <= 1.0 - eps)).astype(p_arr.dtype)
+        d_q = -(g.reshape(-1, 1) * target) / q.clip(eps, 1.0 - eps) * passes
         return d_q / total - (d_q * p / (total * total)).sum(axis=-1, keepdims=True), None
 
 
@@ -337,7 +376,14 @@ class CategoricalCrossentropy(ClassLoss):
             return out
         if self.label_smoothing:
             y_true = y_true * (1.0 - self.label_smoothing) + self.label_smoothing / n_classes
-        values = -(_renormalised_log(y_pred) * y_true).sum(axis=-1)
+        if isinstance(y_true, Tensor) and y_true.requires_grad:   # soft targets with a graph
+            values = -(_renormalised_log(y_pred) * y_true).sum(axis=-1)
+        else:                          # one node, the same bits
+            rows = y_pred if y_pred.ndim == 2 else y_pred.reshape(-1, n_classes)
+            values = ProbabilityCrossEntropy.apply(rows, np.ascontiguousarray(
+                raw_data(y_true).reshape(-1, n_classes), dtype=rows.dtype))
+            if y_pred.ndim != 2:
+                values = values.reshape(y_pred.shape[:-1])
         return reduce_values(values, None, {"none": "none", "sum": "sum", "mean": "mean"}[reduction])
 
     def get_config(self):

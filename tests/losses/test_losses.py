@@ -761,3 +761,39 @@ def test_sparse_probability_loss_gradcheck_and_double_backward(reduction, rng):
     loss = losses.SparseCategoricalCrossentropy(reduction=reduction)
     assert mn.autograd.gradcheck(lambda t: loss(labels, t), (mn.tensor(p, requires_grad=True),))
     assert mn.autograd.gradgradcheck(lambda t: loss(labels, t), (mn.tensor(p, requires_grad=True),))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kind", ["softmax", "raw", "edge"])
+@pytest.mark.parametrize("label_smoothing", [0.0, 0.1])
+def test_categorical_probability_loss_is_one_node_with_the_composite_bits(dtype, kind,
+                                                                         label_smoothing, rng):
+    from minnet.losses.probabilistic import _renormalised_log
+    n, c = 33, 7
+    p = _probability_rows(rng, n, c, dtype, kind)
+    target = rng.random((n, c)) if kind == "raw" else np.eye(c)[rng.integers(0, c, n)]
+    loss = losses.CategoricalCrossentropy(label_smoothing=label_smoothing, reduction="none")
+    fused_input, composite_input = (mn.tensor(p, requires_grad=True) for _ in range(2))
+    smoothed = mn.tensor(target.astype(dtype)) * (1.0 - label_smoothing) + label_smoothing / c
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fused = loss(target, fused_input)
+        reference = -(_renormalised_log(composite_input) * smoothed).sum(axis=-1)
+        fused.sum().backward()
+        reference.sum().backward()
+    assert fused.grad_fn.name() == "CategoricalCrossentropyBackward"
+    assert fused.numpy().tobytes() == reference.numpy().tobytes()
+    assert fused_input.grad.tobytes() == composite_input.grad.tobytes()
+
+
+def test_categorical_probability_loss_gradients_and_targets_with_a_graph(rng):
+    p = _softmax(rng.standard_normal((5, 4))) * 1.3
+    t = _softmax(rng.standard_normal((5, 4)))
+    loss = losses.CategoricalCrossentropy()
+    assert mn.autograd.gradcheck(lambda x: loss(t, x), (mn.tensor(p, requires_grad=True),))
+    assert mn.autograd.gradgradcheck(lambda x: loss(t, x), (mn.tensor(p, requires_grad=True),))
+    # soft targets that require a gradient keep the composite, which gives them one
+    target = mn.tensor(t, requires_grad=True)
+    loss(target, mn.tensor(p)).backward()
+    expected = -np.log(np.clip(p / p.sum(-1, keepdims=True), 1e-7, 1 - 1e-7)) / 5
+    np.testing.assert_allclose(target.grad, expected, rtol=1e-6)
