@@ -11,6 +11,8 @@ The math is the 2-D kernels' on a height-1 image: a sequence ``(N, C, L)`` is vi
 ``max_pool2d`` / ``avg_pool2d``; docs/math/convolution.md and pooling.md hold the formulas.
 """
 
+import numpy as np
+
 from minnet import activations, config, initializers
 from minnet import functional as F
 from minnet._checks import (check_choice, check_int, check_int_tuple,
@@ -290,6 +292,27 @@ class GlobalAveragePooling1D(_GlobalPooling1D):
         >>> layers.GlobalAveragePooling1D(data_format="channels_last")(np.ones((2, 5, 3))).shape
         (2, 3)
     """
+
+    # Keras: the input's (N, L) mask picks the steps averaged; the output carries no mask.
+    supports_masking = True
+
+    def call(self, x, mask=None):
+        if x.ndim != 3:
+            self._check_input(x, ndim=3)
+        if mask is None:
+            return self._reduce(x, self._axis)
+        steps = np.asarray(getattr(mask, "data", mask))
+        if steps.shape != (x.shape[0], x.shape[self._axis]):
+            raise ValueError(f"Layer '{self.name}': expected a mask of shape (batch, steps) = "
+                             f"{(x.shape[0], x.shape[self._axis])}. Received: mask.shape={steps.shape}")
+        weights = steps.astype(x.dtype)[:, :, None] if self._axis == 1 else \
+            steps.astype(x.dtype)[:, None, :]
+        # sum(x * m) / sum(m) over the steps, as Keras (a row with no step kept gives NaN)
+        return (x * weights).sum(axis=self._axis, keepdims=self.keepdims) / \
+            weights.sum(axis=self._axis, keepdims=self.keepdims)
+
+    def compute_mask(self, inputs, previous_mask=None):
+        return None
 
     def _reduce(self, x, axis):
         return x.mean(axis=axis, keepdims=self.keepdims)

@@ -178,14 +178,15 @@ class Model(Trainer, Layer):
 
     @property
     def output_names(self):
-        """Names of the outputs: a dict's keys, else the layers that produce them."""
+        """Names of the outputs: a dict's keys, else the layers (or ops: ``"mean"`` for
+        ``ops.mean``) that produce them, as Keras names them."""
         if self._graph is None:
             return ["output"]
         if self._graph.output_keys is not None:
             return list(self._graph.output_keys)
         names = []
         for tensor in self._graph.flat_outputs:
-            name = tensor.node.layer.name
+            name = tensor.node.name
             names.append(name if name not in names else f"{name}_{len(names)}")
         return names
 

@@ -174,3 +174,33 @@ def test_serialization_round_trip():
         a, b = layer.get_config(), clone.get_config()
         a.pop("name"), b.pop("name")
         assert a == b
+
+
+@pytest.mark.parametrize("data_format", ["channels_last", "channels_first"])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_global_average_pooling_1d_averages_the_unmasked_steps(data_format, keepdims):
+    """Keras: with an input mask, sum(x * m) / sum(m) over the steps, and no output mask
+    (Embedding(mask_zero=True) -> GlobalAveragePooling1D, the classic text model)."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3, 5, 4))
+    mask = np.array([[1, 1, 0, 0, 0], [1, 1, 1, 1, 1], [0, 1, 0, 1, 0]], bool)
+    layer = layers.GlobalAveragePooling1D(data_format=data_format, keepdims=keepdims, dtype="float64")
+    data = x if data_format == "channels_last" else np.ascontiguousarray(x.transpose(0, 2, 1))
+    out = layer(mn.tensor(data), mask=mask)
+    expected = (x * mask[:, :, None]).sum(1) / mask.sum(1, keepdims=True)
+    if keepdims:
+        expected = expected[:, None, :] if data_format == "channels_last" else expected[:, :, None]
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-12)
+    assert getattr(out, "_keras_mask", None) is None
+    assert mn.autograd.gradcheck(lambda t: layer(t, mask=mask), (mn.tensor(data, requires_grad=True),))
+    with pytest.raises(ValueError, match="mask"):
+        layer(mn.tensor(data), mask=mask[:, :4])
+
+
+def test_global_average_pooling_1d_after_a_masking_embedding():
+    tokens = mn.Input((None,), dtype="int32")
+    embedding = layers.Embedding(50, 4, mask_zero=True)
+    model = mn.Model(tokens, layers.GlobalAveragePooling1D()(embedding(tokens)))
+    table = embedding.embeddings.numpy()
+    np.testing.assert_allclose(model.predict(np.array([[1, 2, 0, 0]]), verbose=0)[0],
+                               table[[1, 2]].mean(0), rtol=1e-6)

@@ -267,3 +267,15 @@ def test_from_config_of_a_custom_layer_whose_config_has_no_name():
     rebuilt = mn.Model.from_config(config, custom_objects={"NoNameDense": NoNameDense})
     assert [layer.name for layer in rebuilt.layers] == [layer.name for layer in model.layers]
     assert rebuilt(np.ones((2, 4), "float32")).shape == (2, 5)
+
+
+def test_a_model_whose_output_is_an_op_compiles_and_names_it_as_keras():
+    """Keras 3 names the output after the op (`ops.mean` -> "mean"); minnet read
+    `node.layer.name` of the plain function and raised AttributeError in compile."""
+    inp = mn.Input((10, 6))
+    model = mn.Model(inp, mn.ops.mean(layers.Dense(4)(inp), axis=1))
+    model.compile(optimizer="adam", loss="mse")
+    assert model.output_names == ["mean"]
+    x = np.random.default_rng(0).random((8, 10, 6), dtype=np.float32)
+    history = model.fit(x, np.zeros((8, 4), np.float32), verbose=0)
+    assert np.isfinite(history.history["loss"][0])
