@@ -84,7 +84,9 @@ class _ConfusionCounts(Metric):
         if self.class_id is not None:
             t, p, w = t[..., self.class_id], p[..., self.class_id], w[..., self.class_id]
         t, p, w = t.reshape(-1) > 0.5, p.reshape(-1), w.reshape(-1)
-        above = p[None, :] > self.thresholds[:, None]           # (thresholds, elements)
+        # compared in float32, Keras's metric dtype: a float32 score equal to the threshold
+        # (0.3 against thresholds=0.3) is not above it, as in Keras
+        above = p.astype(np.float32)[None, :] > self.thresholds.astype(np.float32)[:, None]
         self.true_positives += (above & t).astype(np.float64) @ w
         self.false_positives += (above & ~t).astype(np.float64) @ w
         self.true_negatives += (~above & ~t).astype(np.float64) @ w
@@ -215,7 +217,8 @@ class AUC(Metric):
             t, p, w = (a.reshape(-1, a.shape[-1]) if a.ndim > 1 else a.reshape(-1, 1) for a in (t, p, w))
         else:
             t, p, w = t.reshape(-1, 1), p.reshape(-1, 1), w.reshape(-1, 1)
-        above = p[None, :, :] > self.thresholds[:, None, None]      # (thresholds, N, labels)
+        # (thresholds, N, labels), compared in float32 as Keras (see update_state above)
+        above = p.astype(np.float32)[None, :, :] > self.thresholds.astype(np.float32)[:, None, None]
         counts = [np.einsum("tnl,nl->tl", (above & t).astype(np.float64), w),
                   np.einsum("tnl,nl->tl", (above & ~t).astype(np.float64), w),
                   np.einsum("tnl,nl->tl", (~above & ~t).astype(np.float64), w),

@@ -77,3 +77,24 @@ def test_against_keras(keras):
         got = metrics.binary_accuracy(t, p)
         assert got.shape == want.shape, shapes
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("name", ["Precision", "Recall", "TruePositives", "FalsePositives",
+                                  "TrueNegatives", "FalseNegatives"])
+@pytest.mark.parametrize("thresholds", [0.3, [0.1, 0.5, 0.7]])
+def test_a_float32_score_equal_to_the_threshold_is_not_above_it(name, thresholds):
+    """Keras compares in its metric dtype, float32: a score of float32(0.3) against
+    thresholds=0.3 is not above it (minnet compared in float64, where it is 0.30000001)."""
+    rng = np.random.default_rng(7)
+    y_true = rng.integers(0, 2, 400).astype(np.float32)
+    y_pred = np.round(rng.random(400), 1).astype(np.float32)     # many ties with thresholds
+    metric = getattr(metrics, name)(thresholds=thresholds)
+    metric.update_state(y_true, y_pred)
+    levels = np.atleast_1d(np.asarray(thresholds, np.float32))
+    above = y_pred[None, :] > levels[:, None]
+    truth = y_true > 0.5
+    tp, fp = (above & truth).sum(1), (above & ~truth).sum(1)
+    tn, fn = (~above & ~truth).sum(1), (~above & truth).sum(1)
+    expected = {"Precision": tp / (tp + fp), "Recall": tp / (tp + fn), "TruePositives": tp,
+                "FalsePositives": fp, "TrueNegatives": tn, "FalseNegatives": fn}[name]
+    np.testing.assert_allclose(np.atleast_1d(np.asarray(metric.result())), expected, rtol=1e-6)
