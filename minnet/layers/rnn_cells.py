@@ -209,6 +209,21 @@ def _flat_size(cell):
     return list(size) if isinstance(size, (list, tuple)) else [size]
 
 
+def _initial_states(cell, n, dtype):
+    """``cell.get_initial_state(n)``, or, for a cell without one (a custom cell with only
+    ``state_size``, as in Keras's RNN guide), zeros of each state size (Keras's fallback)."""
+    if hasattr(cell, "get_initial_state"):
+        return cell.get_initial_state(n)
+    return [Tensor(np.zeros((n,) + (tuple(size) if isinstance(size, (list, tuple)) else
+                                    (int(size),)), dtype=dtype))
+            for size in _flat_size(cell)]
+
+
+def _output_size(cell):
+    """``cell.output_size``; Keras's default for a cell without one: its first state's size."""
+    return getattr(cell, "output_size", None) or _flat_size(cell)[0]
+
+
 class StackedRNNCells(Layer):
     """Cells applied one after the other at each step (the output of one is the input of
     the next); the states are the cells' states, in order."""
@@ -229,21 +244,26 @@ class StackedRNNCells(Layer):
 
     @property
     def output_size(self):
-        return self.cells[-1].output_size
+        return _output_size(self.cells[-1])
 
     def reset_dropout_mask(self):
         for cell in self.cells:
-            cell.reset_dropout_mask()
+            if hasattr(cell, "reset_dropout_mask"):
+                cell.reset_dropout_mask()
 
     def get_initial_state(self, batch_size):
-        return [s for cell in self.cells for s in cell.get_initial_state(batch_size)]
+        return [s for cell in self.cells for s in _initial_states(cell, batch_size, self.dtype)]
 
     def __call__(self, inputs, states=None, training=None):
         x = inputs
         new_states, offset = [], 0
         for cell in self.cells:
             n = len(_flat_size(cell))
-            own = None if states is None else list(states[offset:offset + n])
+            if states is not None:
+                own = list(states[offset:offset + n])
+            else:    # a built-in cell makes its own zeros; a custom one is given them
+                own = None if hasattr(cell, "get_initial_state") else \
+                    _initial_states(cell, x.shape[0], self.dtype)
             x, own = cell(x, own, training=training)
             new_states += own
             offset += n
@@ -300,7 +320,8 @@ class RNN(Layer):
         features = tuple(input_shape)[-1]
         if features is not None and not getattr(self.cell, "built", True):
             with no_grad():       # one zero step builds any cell (stacked, custom)
-                self.cell(Tensor(np.zeros((1, int(features)), dtype=self.dtype)), training=False)
+                self.cell(Tensor(np.zeros((1, int(features)), dtype=self.dtype)),
+                          _initial_states(self.cell, 1, self.dtype))
         super().build(input_shape)
 
     def __call__(self, x, mask=None, initial_state=None, training=None):
@@ -328,7 +349,7 @@ class RNN(Layer):
         elif self.stateful and self.states is not None:
             states = [Tensor(s) for s in self.states]
         else:
-            states = self.cell.get_initial_state(n)
+            states = _initial_states(self.cell, n, self.dtype)
         if hasattr(self.cell, "reset_dropout_mask"):
             self.cell.reset_dropout_mask()
         order = range(t - 1, -1, -1) if self.go_backwards else range(t)
@@ -355,7 +376,7 @@ class RNN(Layer):
 
     def compute_output_shape(self, input_shape):
         n, t = tuple(input_shape)[:2]
-        units = self.cell.output_size
+        units = _output_size(self.cell)
         out = (n, t, units) if self.return_sequences else (n, units)
         if self.return_state:
             return [out] + [(n, s) for s in _flat_size(self.cell)]

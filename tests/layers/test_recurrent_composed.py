@@ -132,3 +132,39 @@ def test_against_keras(keras):
             ours.set_weights([kernel.T, recurrent.T, b_ih, b_hh])
             np.testing.assert_allclose(ours(x, mask=mask).numpy(), want, rtol=1e-5, atol=1e-5,
                                        err_msg=f"{kind} {kwargs} {go_backwards}")
+
+
+class _MinimalRNNCell(layers.Layer):
+    """The custom cell of Keras's RNN docstring and guide: only `state_size` and
+    `call(inputs, states)` (no `get_initial_state`, no `output_size`)."""
+
+    def __init__(self, units, **kwargs):
+        super().__init__(**kwargs)
+        self.units = units
+        self.state_size = units
+
+    def build(self, input_shape):
+        self.kernel = self.add_weight(shape=(input_shape[-1], self.units), name="kernel")
+        self.recurrent_kernel = self.add_weight(shape=(self.units, self.units),
+                                                name="recurrent_kernel")
+
+    def call(self, inputs, states):
+        out = mn.ops.matmul(inputs, self.kernel) + mn.ops.matmul(states[0], self.recurrent_kernel)
+        return out, [out]
+
+
+def test_a_custom_cell_with_only_state_size_runs_in_rnn_as_keras():
+    x = np.random.default_rng(0).random((2, 7, 5)).astype(np.float32)
+    layer = layers.RNN(_MinimalRNNCell(8))
+    y = layer(x).numpy()
+    h = np.zeros((2, 8), np.float32)
+    for step in range(7):
+        h = x[:, step] @ layer.cell.kernel.numpy() + h @ layer.cell.recurrent_kernel.numpy()
+    np.testing.assert_allclose(y, h, rtol=1e-5)
+    stacked = layers.RNN([_MinimalRNNCell(3), layers.LSTMCell(4)], return_sequences=True)
+    assert stacked(x).shape == (2, 7, 4)
+    inputs = mn.Input((None, 5))
+    model = mn.Model(inputs, layers.Dense(1)(layers.RNN(_MinimalRNNCell(4))(inputs)))
+    assert model.output_shape == (None, 1)
+    model.compile(optimizer="adam", loss="mse")
+    assert np.isfinite(model.fit(x, np.zeros((2, 1), np.float32), verbose=0).history["loss"][0])
