@@ -166,6 +166,21 @@ class CompileMetrics:
             self.weighted = {id(metric) for _, metric in weighted}
             self.entries = plain + weighted
             self.identifiers = [list(a) for a in self._plain_identifiers]
+        self._unique_names()
+
+    def _unique_names(self):
+        """Two metrics of one name (``[AUC(), AUC(curve="PR")]``) would share one log entry:
+        the later ones become ``auc_1``, ``auc_2``, ..., the names Keras gives such objects."""
+        taken, seen = set(), set()
+        for _, metric in self.entries:
+            if id(metric) in seen:            # the same object listed twice: one entry
+                continue
+            seen.add(id(metric))
+            base, k = metric.name, 0
+            while metric.name in taken:
+                k += 1
+                metric.name = f"{base}_{k}"
+            taken.add(metric.name)
 
     def _build(self, metrics, losses, output_names, argument="metrics"):
         self.output_names = list(output_names)

@@ -377,3 +377,19 @@ def test_a_metric_with_several_values_is_logged_as_an_array():
     metric = mn.metrics.F1Score()
     metric.update_state(y, model.predict(x, verbose=0))
     np.testing.assert_allclose(logs["f1_score"], np.asarray(metric.result()), rtol=1e-6)
+
+
+def test_two_metrics_of_one_name_get_two_log_entries_as_keras():
+    """[AUC(), AUC(curve="PR")]: Keras logs auc and auc_1; minnet logged one auc (the second
+    overwrote the first)."""
+    rng = np.random.default_rng(0)
+    x = rng.random((32, 4)).astype(np.float32)
+    y = (rng.random(32) > 0.5).astype(np.float32)
+    model = mn.Sequential([layers.Input((4,)), layers.Dense(1, activation="sigmoid")])
+    roc, pr = mn.metrics.AUC(), mn.metrics.AUC(curve="PR")
+    model.compile(optimizer="adam", loss="binary_crossentropy", metrics=[roc, pr, roc])
+    logs = model.evaluate(x, y, verbose=0, return_dict=True)
+    assert {"auc", "auc_1"} <= set(logs) and "auc_2" not in logs
+    reference = mn.metrics.AUC(curve="PR")
+    reference.update_state(y, model.predict(x, verbose=0))
+    assert logs["auc_1"] == pytest.approx(float(reference.result()))
