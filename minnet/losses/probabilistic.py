@@ -93,6 +93,36 @@ def _axis_last(y_true, y_pred, axis):
     return y_true, y_pred.permute(order)
 
 
+def _renormalised_rows(p):
+    """``S`` (N, 1), ``q = p / S`` and ``clip(q, eps, 1 - eps)`` of C-contiguous rows ``p``,
+    as the composite computes them (``np.clip`` is this minimum of a maximum, without its
+    wrapper; the sum is the kernel ``Tensor.sum`` runs)."""
+    total = reduce_kernels.sum_axis(p, 1, False, n_threads=get_num_threads()).reshape(-1, 1)
+    q = np.true_divide(p, total)
+    eps = epsilon()
+    return total, q, np.minimum(np.maximum(q, eps), 1.0 - eps)
+
+
+def _renormalised_log_backward(p, d_log):
+    """The gradient, with respect to ``p``, of ``log(clip(p / S, eps, 1 - eps))`` given its
+    gradient ``d_log``: the composite's steps in its order (log's ``g / c``, the clip's mask,
+    the division's two gradients, the sum's broadcast), so the same bits."""
+    total, q, clipped = _renormalised_rows(p)
+    d_q = d_log / clipped * (clipped == q)      # the clip passes where it changed nothing
+    d_total = (np.negative(d_q) * p / (total * total)).sum(axis=1, keepdims=True)
+    return d_q / total + d_total
+
+
+def _renormalised_log_backward_graph(p, d_log):
+    """``_renormalised_log_backward`` in Tensor operations (recorded: double backward)."""
+    total = p.sum(axis=-1, keepdims=True)
+    q = p / total
+    eps = epsilon()
+    passes = ((q.data >= eps) & (q.data <= 1.0 - eps)).astype(q.dtype)
+    d_q = d_log / q.clip(eps, 1.0 - eps) * passes
+    return d_q / total - (d_q * p / (total * total)).sum(axis=-1, keepdims=True)
+
+
 class SparseProbabilityNll(Function):
     """Keras's sparse cross-entropy of probabilities as one node: per row ``i`` with label
     ``k``, ``S = sum_j p_j``, ``q = p / S``, ``loss_i = -log(clip(q, eps, 1 - eps))[k]``.
@@ -108,18 +138,9 @@ class SparseProbabilityNll(Function):
     node_name = "SparseCategoricalCrossentropyBackward"
 
     @staticmethod
-    def _row_terms(p):
-        """``S`` (N, 1), ``q = p / S`` and ``clip(q, eps, 1 - eps)``, as the composite
-        computes them (``np.clip`` is this minimum of a maximum, without its wrapper)."""
-        total = reduce_kernels.sum_axis(p, 1, False, n_threads=get_num_threads()).reshape(-1, 1)
-        q = np.true_divide(p, total)
-        eps = epsilon()
-        return total, q, np.minimum(np.maximum(q, eps), 1.0 - eps)
-
-    @staticmethod
     def forward(ctx, p, labels):
         p = np.ascontiguousarray(p)
-        _, _, clipped = SparseProbabilityNll._row_terms(p)
+        _, _, clipped = _renormalised_rows(p)
         ctx.save_for_backward(p)
         ctx.labels = labels
         return np.negative(np.log(clipped)[np.arange(p.shape[0]), labels])
@@ -127,12 +148,9 @@ class SparseProbabilityNll(Function):
     @staticmethod
     def backward(ctx, g):
         (p,) = ctx.saved_tensors
-        total, q, clipped = SparseProbabilityNll._row_terms(p)
         d_log = np.zeros(p.shape, p.dtype)
         d_log[np.arange(p.shape[0]), ctx.labels] = np.negative(g)
-        d_q = d_log / clipped * (clipped == q)      # the clip passes where it changed nothing
-        d_total = (np.negative(d_q) * p / (total * total)).sum(axis=1, keepdims=True)
-        return d_q / total + d_total, None
+        return _renormalised_log_backward(p, d_log), None
 
     @staticmethod
     def backward_graph(ctx, g):
@@ -143,12 +161,7 @@ class SparseProbabilityNll(Function):
         rows = np.arange(n)
         one_hot = np.zeros(p_arr.shape, p_arr.dtype)
         one_hot[rows, ctx.labels] = 1.0
-        total = p.sum(axis=-1, keepdims=True)
-        q = p / total
-        eps = epsilon()
-        passes = ((q.data >= eps) & (q.data <= 1.0 - eps)).astype(p_arr.dtype)
-        d_q = -(g.reshape(n, 1) * one_hot) / q.clip(eps, 1.0 - eps) * passes
-        return d_q / total - (d_q * p / (total * total)).sum(axis=-1, keepdims=True), None
+        return _renormalised_log_backward_graph(p, -(g.reshape(n, 1) * one_hot)), None
 
 
 class ProbabilityCrossEntropy(Function):
@@ -163,7 +176,7 @@ class ProbabilityCrossEntropy(Function):
     @staticmethod
     def forward(ctx, p, target):
         p = np.ascontiguousarray(p)
-        _, _, clipped = SparseProbabilityNll._row_terms(p)
+        _, _, clipped = _renormalised_rows(p)
         ctx.save_for_backward(p, target)
         weighted = np.ascontiguousarray(np.multiply(np.log(clipped), target))
         return np.negative(reduce_kernels.sum_axis(weighted, 1, False, n_threads=get_num_threads()))
@@ -171,23 +184,14 @@ class ProbabilityCrossEntropy(Function):
     @staticmethod
     def backward(ctx, g):
         p, target = ctx.saved_tensors
-        total, q, clipped = SparseProbabilityNll._row_terms(p)
-        d_log = np.negative(g).reshape(-1, 1) * target
-        d_q = d_log / clipped * (clipped == q)      # the clip passes where it changed nothing
-        d_total = (np.negative(d_q) * p / (total * total)).sum(axis=1, keepdims=True)
-        return d_q / total + d_total, None
+        return _renormalised_log_backward(p, np.negative(g).reshape(-1, 1) * target), None
 
     @staticmethod
     def backward_graph(ctx, g):
         # double backward: the composite itself, recorded on the graph input
         p_arr, target = ctx.saved_arrays
         p = ctx.graph_input(0, p_arr)
-        total = p.sum(axis=-1, keepdims=True)
-        q = p / total
-        eps = epsilon()
-        passes = ((q.data >= eps) & (q.data <= 1.0 - eps)).astype(p_arr.dtype)
-        d_q = -(g.reshape(-1, 1) * target) / q.clip(eps, 1.0 - eps) * passes
-        return d_q / total - (d_q * p / (total * total)).sum(axis=-1, keepdims=True), None
+        return _renormalised_log_backward_graph(p, -(g.reshape(-1, 1) * target)), None
 
 
 def _renormalised_log(probabilities):
