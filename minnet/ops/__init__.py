@@ -26,6 +26,6 @@ from . import symbolic as _symbolic
 
 # The operators of a symbolic tensor beyond + - * / record these ops (Keras 3's KerasTensor).
 _symbolic.set_operator_ops({name: globals()[name] for name in (
-    "matmul", "power", "floor_divide", "mod", "less", "less_equal", "greater", "greater_equal",
+    "add", "subtract", "multiply", "divide", "negative", "matmul", "power", "floor_divide", "mod", "less", "less_equal", "greater", "greater_equal",
     "not_equal", "logical_and", "logical_or", "logical_xor", "logical_not", "absolute",
     "get_item", "round")})

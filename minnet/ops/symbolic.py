@@ -204,16 +204,21 @@ class KerasTensor:
 
     # ---- arithmetic records a TensorOperation node (Keras 3 allows `h + x`, `h * 0.5`)
     def _op(self, op, other, reverse=False):
+        # Float tensors with a float tensor or a Python number: a TensorOperation layer (a
+        # layer of the model's config). Integer tensors, arrays and other constants: the
+        # ops function (`ops.add`, ...), which keeps Keras's dtypes (`ids + 1` stays int).
         from_layers = _OPERATION_LAYER[0]
         if isinstance(other, KerasTensor):
-            layer = from_layers(op=op, dtype=_float_name(np.result_type(self.dtype, other.dtype)))
-            arguments = [other, self] if reverse else [self, other]
-            return layer(arguments)
-        if isinstance(other, bool) or not isinstance(other, numbers.Real):
+            if self.dtype.kind == "f" and other.dtype.kind == "f":
+                layer = from_layers(op=op, dtype=_float_name(np.result_type(self.dtype, other.dtype)))
+                return layer([other, self] if reverse else [self, other])
+        elif self.dtype.kind == "f" and isinstance(other, numbers.Real) and not isinstance(other, bool):
+            layer = from_layers(op=op, constant=float(other), reverse=reverse,
+                                dtype=_float_name(self.dtype))
+            return layer(self)
+        elif not isinstance(other, (numbers.Number, np.ndarray, np.generic, Tensor)):
             return NotImplemented
-        layer = from_layers(op=op, constant=float(other), reverse=reverse,
-                            dtype=_float_name(self.dtype))
-        return layer(self)
+        return self._record(op, other, self) if reverse else self._record(op, self, other)
 
     def __add__(self, other): return self._op("add", other)
     def __radd__(self, other): return self._op("add", other, reverse=True)
@@ -223,7 +228,8 @@ class KerasTensor:
     def __rmul__(self, other): return self._op("multiply", other, reverse=True)
     def __truediv__(self, other): return self._op("divide", other)
     def __rtruediv__(self, other): return self._op("divide", other, reverse=True)
-    def __neg__(self): return self._op("multiply", -1.0)
+    def __neg__(self):
+        return self._op("multiply", -1.0) if self.dtype.kind == "f" else self._record("negative", self)
 
     # ---- the other operators of Keras 3's KerasTensor (all but ==, which stays identity so
     # tensors can be dict keys, as in Keras): each records the minnet.ops function of that
@@ -286,7 +292,8 @@ _OPERATOR_OPS = {}
 
 
 def set_operator_ops(functions):
-    """Register the ops functions behind ``@ ** // % < <= > >= != & | ^ ~ abs() [] round()``."""
+    """Register the ops functions behind ``@ ** // % < <= > >= != & | ^ ~ abs() [] round()``
+    (and ``+ - * /`` of integer tensors or array constants)."""
     _OPERATOR_OPS.update(functions)
 
 

@@ -110,7 +110,25 @@ def test_a_symbolic_tensor_stays_hashable_and_refuses_iteration():
 
 
 def test_a_keras_file_of_a_graph_with_an_op_names_the_op(tmp_path):
+    pytest.importorskip("h5py")        # without it a .keras name gets minnet's own format
     inp = mn.Input((4,))
     model = mn.Model(inp, layers.Dense(2)(inp[:, :2] ** 2))
     with pytest.raises(ValueError, match="called in the graph"):
         model.save(tmp_path / "m.keras")       # was a KeyError from the layer order
+
+
+def test_arithmetic_with_arrays_and_integer_tensors_keeps_keras_dtypes():
+    """`h + array` records ops.add (it raised TypeError); integer tensors stay integer
+    (`ids + 1` is int32, as Keras), so `Embedding(ids + 1)` sees integer ids."""
+    x = mn.Input((4, 3))
+    ids = mn.Input((4,), dtype="int32")
+    shifted = ids + 1
+    assert shifted.dtype == np.int32 and (-ids).dtype == np.int32 and (ids * ids).dtype == np.int32
+    assert (x * 2.0).dtype == np.float32 and (ids / 2).dtype.kind == "f"
+    offset = np.arange(12, dtype=np.float32).reshape(4, 3)
+    model = mn.Model([x, ids], [offset * x - offset, layers.Embedding(10, 2)(shifted)])
+    a = np.random.default_rng(0).random((2, 4, 3), dtype=np.float32)
+    b = np.array([[0, 1, 2, 3], [3, 2, 1, 0]], np.int32)
+    first, second = model([a, b])
+    np.testing.assert_allclose(first.numpy(), offset * a - offset, rtol=1e-6)
+    assert second.shape == (2, 4, 2)
